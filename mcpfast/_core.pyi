@@ -1,0 +1,215 @@
+"""Typed surface of the compiled core, ``mcpfast._core``.
+
+The pure-Python twin (``mcpfast.core._python``) exposes exactly the same names with the same
+behaviour; ``mcpfast.core`` picks one of the two. Everything below is the contract both honour.
+
+JSON model (both implementations): the JSON accepted is RFC 8259 as orjson reads it: no BOM,
+no NaN/Infinity, no trailing commas, no lone surrogates, UTF-8 only; a number with a fraction or
+an exponent is a float, and one whose magnitude overflows a double is an error; an integer
+outside the 64-bit range becomes a float *inside* params/result (as orjson does), but an
+``id`` is always kept exact, big integers included. Duplicate keys: the last one wins.
+"""
+
+from collections.abc import Sequence
+from typing import Any, Final, Literal
+
+from mcpfast.core._errors import FrameTooLarge, JsonRpcError
+
+__version__: Final[str]
+build_profile: Final[str]
+
+DEFAULT_MAX_DEPTH: Final[int]
+"""Default nesting limit for ``decode``/``scan_reply`` (the top-level object counts as 1)."""
+DEFAULT_MAX_LINE: Final[int]
+"""Default ``LineFramer`` limit in bytes (4 MiB)."""
+DEFAULT_MAX_EVENT: Final[int]
+"""Default ``SseDecoder`` limit in bytes (4 MiB)."""
+
+Id = int | str
+Kind = Literal["request", "notification", "result", "error"]
+
+class Message:
+    """One decoded JSON-RPC message. Immutable; ``params``/``result``/``error`` are parsed lazily.
+
+    Attributes:
+        kind: ``"request"``, ``"notification"``, ``"result"`` or ``"error"``.
+        id: the id exactly as sent (int of any size, or str); ``None`` for a notification and for
+            an error reply whose id is null.
+        method: the method name for requests and notifications, else ``None``.
+    """
+
+    @property
+    def kind(self) -> Kind: ...
+    @property
+    def id(self) -> Id | None: ...
+    @property
+    def method(self) -> str | None: ...
+    @property
+    def params(self) -> dict[str, Any] | list[Any] | None:
+        """``params`` parsed on first access (cached); ``None`` when absent."""
+    @property
+    def raw_params(self) -> bytes | None:
+        """The exact bytes of ``params`` as sent, or ``None`` when absent."""
+    @property
+    def result(self) -> Any:
+        """``result`` parsed on first access (``None`` unless kind is ``"result"``)."""
+    @property
+    def raw_result(self) -> bytes | None:
+        """The exact bytes of ``result``, or ``None`` unless kind is ``"result"``."""
+    @property
+    def error(self) -> dict[str, Any] | None:
+        """The ``error`` object (``code``, ``message``, maybe ``data``), or ``None``."""
+    @property
+    def raw(self) -> bytes:
+        """The exact bytes of the whole message (one element's bytes for a batch element)."""
+    def __repr__(self) -> str: ...
+
+def decode(data: bytes | bytearray | memoryview | str, max_depth: int = ...) -> Message | list[Message | JsonRpcError]:
+    """Decode and validate one JSON-RPC 2.0 message or batch.
+
+    A JSON object gives a ``Message``. A non-empty JSON array gives a list with one entry per
+    element: a ``Message``, or a ``JsonRpcError`` *instance* (not raised) for an element that is
+    not a valid message, so that a server can answer every element of a batch.
+
+    Raises:
+        JsonRpcError: code -32700 (id ``None``) when ``data`` is not JSON, not UTF-8, or nested
+            deeper than ``max_depth``; code -32600 when it is JSON but not a JSON-RPC message
+            (wrong ``jsonrpc``, bad id type, ``method`` not a string, both or neither of
+            ``result``/``error``, params not structured, an empty batch, a scalar), with ``id``
+            set when a valid id could be read.
+        ValueError: ``max_depth`` < 1.
+    """
+
+def encode_request(id: Id, method: str, params: Any = None) -> bytes:
+    """``{"jsonrpc":"2.0","id":…,"method":…,"params":…}``; params omitted when ``None``.
+
+    ``params`` may be bytes holding JSON already encoded: they are spliced in as they are.
+
+    Raises:
+        TypeError: an id that is not int/str (bool is not an id), or a value JSON cannot hold.
+    """
+
+def encode_notification(method: str, params: Any = None) -> bytes:
+    """``{"jsonrpc":"2.0","method":…,"params":…}``; params omitted when ``None``; bytes spliced."""
+
+def encode_result(id: Id, result: Any) -> bytes:
+    """``{"jsonrpc":"2.0","id":…,"result":…}``; a bytes ``result`` is spliced without re-parsing.
+
+    The id is written back exactly as received (big integers included). Output is compact and
+    on one line: raw CR/LF whitespace in spliced bytes is turned into spaces.
+
+    Raises:
+        TypeError: a bad id, or a value JSON cannot hold (non-str dict key, an integer outside
+            64 bits, nesting deeper than 254, an unsupported type).
+    """
+
+def encode_error(id: Id | None, code: int, message: str, data: Any = None) -> bytes:
+    """``{"jsonrpc":"2.0","id":…,"error":{"code":…,"message":…,"data":…}}``; data omitted if None."""
+
+def scan_reply(data: bytes | bytearray | memoryview | str, max_depth: int = ...) -> tuple[Id | None, bool, int | None]:
+    """Client fast path: ``(id, is_error, error_code)`` of a reply, building nothing for the result.
+
+    The whole input is still checked to be valid JSON.
+
+    Raises:
+        JsonRpcError: -32700 for invalid JSON; -32600 when the message is not a reply
+            (a request, a notification, a batch, or a malformed reply).
+    """
+
+class LineFramer:
+    """Splits a byte stream into newline-delimited messages (stdio framing).
+
+    Lines end at LF; one CR right before the LF is dropped; empty lines are skipped. A line longer
+    than ``max_size`` bytes (terminator excluded) is dropped and reported as a ``FrameTooLarge``
+    item whose ``size`` is the full line length; framing resumes after its LF.
+    """
+
+    def __init__(self, max_size: int = ...) -> None: ...
+    @property
+    def max_size(self) -> int: ...
+    @property
+    def buffered(self) -> int:
+        """Bytes held for an incomplete line (0 while discarding an oversized one)."""
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes | FrameTooLarge]:
+        """Returns the complete lines (without terminator) and oversize reports, in order."""
+    def close(self) -> list[bytes | FrameTooLarge]:
+        """End of stream: the unterminated last line, if any, as a line or an oversize report."""
+
+def frame_lines(messages: Sequence[bytes]) -> bytes:
+    """Join messages into one newline-terminated write (each message followed by ``\\n``)."""
+
+class SseEvent:
+    """One dispatched server-sent event."""
+
+    @property
+    def event(self) -> str:
+        """The event type (``"message"`` when the block had no ``event`` field)."""
+    @property
+    def data(self) -> str:
+        """The data lines joined with ``\\n``."""
+    @property
+    def id(self) -> str:
+        """The last event id at dispatch time (``""`` if none was ever set)."""
+    @property
+    def retry(self) -> int | None:
+        """The ``retry`` value given in this event's block, if any."""
+    def __repr__(self) -> str: ...
+
+class SseEncoder:
+    """Encodes server-sent events (``text/event-stream``)."""
+
+    def __init__(self) -> None: ...
+    def encode(self, data: str | bytes, id: str | None = None, event: str | None = None, retry: int | None = None) -> bytes:
+        """One event: ``id:``, ``event:``, ``retry:`` then one ``data:`` line per line of data.
+
+        Raises:
+            ValueError: an id or event name containing CR, LF (or NUL for the id), a negative retry.
+        """
+    def encode_many(self, events: Sequence[tuple[str | bytes, str | None]]) -> bytes:
+        """Many ``(data, id)`` events in one buffer (one FFI crossing for a burst)."""
+    def comment(self, text: str = "") -> bytes:
+        """A comment line (``: text``), used as a keep-alive; no event is dispatched."""
+    def retry(self, ms: int) -> bytes:
+        """A block setting only the reconnection time."""
+
+class SseDecoder:
+    """Incremental ``text/event-stream`` parser following the WHATWG rules.
+
+    Accepts CR, LF and CRLF line ends (a CRLF may be split across chunks), a leading UTF-8 BOM,
+    comments, ``id`` (ignored when it contains NUL) and ``retry`` (ASCII digits only) fields,
+    multi-line data, and events split across chunks at any byte. Text is decoded as UTF-8 with
+    replacement. An event block whose lines (terminators excluded) exceed ``max_event_size``
+    bytes in total is dropped and reported as a ``FrameTooLarge`` item at the blank line that
+    ends it; fields read before the limit was crossed keep their effect on the stream state.
+    """
+
+    def __init__(self, max_event_size: int = ...) -> None: ...
+    @property
+    def last_event_id(self) -> str: ...
+    @property
+    def retry(self) -> int | None:
+        """The latest reconnection time the stream set, in milliseconds."""
+    def feed(self, data: bytes | bytearray | memoryview) -> list[SseEvent | FrameTooLarge]: ...
+    def close(self) -> list[SseEvent | FrameTooLarge]:
+        """End of stream: a pending incomplete event is discarded (WHATWG); an oversized one is reported."""
+
+__all__ = [
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_EVENT",
+    "DEFAULT_MAX_LINE",
+    "FrameTooLarge",
+    "JsonRpcError",
+    "LineFramer",
+    "Message",
+    "SseDecoder",
+    "SseEncoder",
+    "SseEvent",
+    "build_profile",
+    "decode",
+    "encode_error",
+    "encode_notification",
+    "encode_request",
+    "encode_result",
+    "frame_lines",
+    "scan_reply",
+]

@@ -1,0 +1,113 @@
+"""The one doorway to the JSON-RPC core.
+
+Loads the compiled implementation (``mcpfast._core``) or its pure-Python twin
+(``mcpfast.core._python``). ``MCPFAST_CORE=rust`` or ``MCPFAST_CORE=python`` forces the choice;
+a forced implementation that cannot load raises ``ImportError``: there is no silent fallback.
+Unset (or ``auto``), the compiled core is used when it loads and the twin otherwise, with a
+``RuntimeWarning`` so that a broken build is never a quiet slowdown.
+
+``IMPLEMENTATION`` names the one loaded: ``"rust"`` or ``"python"``.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from types import ModuleType
+
+from mcpfast._version import __version__
+from mcpfast.core._errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    FrameTooLarge,
+    JsonRpcError,
+)
+
+__all__ = [
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_EVENT",
+    "DEFAULT_MAX_LINE",
+    "IMPLEMENTATION",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "FrameTooLarge",
+    "JsonRpcError",
+    "LineFramer",
+    "Message",
+    "SseDecoder",
+    "SseEncoder",
+    "SseEvent",
+    "decode",
+    "encode_error",
+    "encode_notification",
+    "encode_request",
+    "encode_result",
+    "frame_lines",
+    "load",
+    "scan_reply",
+]
+
+
+def load(choice: str) -> ModuleType:
+    """Import one implementation by name (``"rust"`` or ``"python"``) and check it.
+
+    Raises:
+        ImportError: the implementation cannot be loaded, or the compiled core was built from
+            another version of mcpfast.
+        ValueError: an unknown name.
+    """
+    if choice == "python":
+        from mcpfast.core import _python
+
+        return _python
+    if choice == "rust":
+        try:
+            from mcpfast import _core
+        except ImportError as exc:
+            raise ImportError(
+                "MCPFAST_CORE=rust but the compiled core mcpfast._core cannot be imported "
+                f"({exc}); build it with `make install` (maturin develop --release)"
+            ) from exc
+        if _core.__version__ != __version__:
+            raise ImportError(
+                f"mcpfast._core was built for mcpfast {_core.__version__}, but the package is "
+                f"{__version__}; rebuild it with `make install`"
+            )
+        return _core
+    raise ValueError(f"MCPFAST_CORE must be 'rust', 'python' or 'auto', not {choice!r}")
+
+
+def _select() -> tuple[str, ModuleType]:
+    choice = os.environ.get("MCPFAST_CORE", "auto").strip().lower() or "auto"
+    if choice != "auto":
+        return choice, load(choice)
+    try:
+        return "rust", load("rust")
+    except ImportError as exc:
+        warnings.warn(f"{exc}; falling back to the pure-Python core", RuntimeWarning, stacklevel=3)
+        return "python", load("python")
+
+
+IMPLEMENTATION, _impl = _select()
+
+DEFAULT_MAX_DEPTH: int = _impl.DEFAULT_MAX_DEPTH
+DEFAULT_MAX_EVENT: int = _impl.DEFAULT_MAX_EVENT
+DEFAULT_MAX_LINE: int = _impl.DEFAULT_MAX_LINE
+Message = _impl.Message
+SseEvent = _impl.SseEvent
+LineFramer = _impl.LineFramer
+SseDecoder = _impl.SseDecoder
+SseEncoder = _impl.SseEncoder
+decode = _impl.decode
+encode_error = _impl.encode_error
+encode_notification = _impl.encode_notification
+encode_request = _impl.encode_request
+encode_result = _impl.encode_result
+frame_lines = _impl.frame_lines
+scan_reply = _impl.scan_reply

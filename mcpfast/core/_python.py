@@ -1,0 +1,897 @@
+"""The pure-Python twin of the compiled core (``mcpfast._core``), built on orjson.
+
+Same names, same behaviour (see ``mcpfast/_core.pyi`` and ``docs/core-contract.md``). It is the
+baseline the Rust benchmarks are compared against, so the hot paths avoid per-byte Python work:
+
+* ``decode`` parses once with ``orjson.loads`` and validates with dict look-ups. The exact bytes
+  (``raw``, ``raw_params``, ``raw_result``) are found lazily, only when asked, by a small scanner.
+  The depth check counts ``[`` and ``{`` bytes (C-fast); only when that count exceeds the limit is
+  the precise depth computed (strings stripped with ``split``, innermost pairs removed per pass).
+* encoders splice ``orjson.dumps`` output into a fixed envelope.
+* ``LineFramer`` and ``SseDecoder`` split whole chunks at once (``bytes.split`` / one regex).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from mcpfast._version import __version__
+from mcpfast.core._errors import FrameTooLarge, JsonRpcError
+
+__all__ = [
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_EVENT",
+    "DEFAULT_MAX_LINE",
+    "FrameTooLarge",
+    "JsonRpcError",
+    "LineFramer",
+    "Message",
+    "SseDecoder",
+    "SseEncoder",
+    "SseEvent",
+    "build_profile",
+    "decode",
+    "encode_error",
+    "encode_notification",
+    "encode_request",
+    "encode_result",
+    "frame_lines",
+    "scan_reply",
+]
+
+build_profile = "python"
+
+DEFAULT_MAX_DEPTH = 128
+DEFAULT_MAX_LINE = 4 * 1024 * 1024
+DEFAULT_MAX_EVENT = 4 * 1024 * 1024
+
+# orjson refuses input nested deeper than this; a larger max_depth behaves as this one.
+_ORJSON_MAX_DEPTH = 1024
+
+_PARSE_ERROR = -32700
+_INVALID_REQUEST = -32600
+
+_loads = orjson.loads
+_dumps = orjson.dumps
+_JSONDecodeError = orjson.JSONDecodeError
+_DUMPS_OPTS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+
+_MISSING: Any = object()
+_MISSING_BAD: Any = object()  # an id that is present but not a valid id (a float literal)
+
+# ----------------------------------------------------------------------------------------------
+# Scanning helpers (the rare, exact path)
+# ----------------------------------------------------------------------------------------------
+
+# A JSON string token, or one structural character. Numbers, literals and whitespace are skipped.
+_TOKEN_RE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:,]', re.DOTALL)
+_WS = b" \t\r\n"
+
+# For the precise depth check: keep only brackets and quotes, fold {} onto [].
+_STRUCT_TABLE = bytes.maketrans(b"{}", b"[]")
+_STRUCT_DELETE = bytes(b for b in range(256) if b not in b'[]{}"')
+
+
+def _exceeds_depth(data: bytes, max_depth: int) -> bool:
+    """Whether valid JSON ``data`` nests deeper than ``max_depth`` (True for most invalid input)."""
+    s = data
+    if b"\\" in s:
+        # Escapes only occur inside strings; drop escaped backslashes, then escaped quotes.
+        s = s.replace(b"\\\\", b"").replace(b'\\"', b"")
+    s = s.translate(_STRUCT_TABLE, _STRUCT_DELETE)
+    if b'"' in s:
+        s = b"".join(s.split(b'"')[::2])  # even parts are outside strings
+    if s.count(b"[") <= max_depth:
+        return False
+    if b"[" * (max_depth + 1) in s:
+        return True
+    # Each pass removes exactly the innermost level.
+    for _ in range(max_depth):
+        if not s:
+            return False
+        s = s.replace(b"[]", b"")
+    return bool(s)
+
+
+def _value_end(buf: bytes, stop: int, start: int) -> int:
+    """End of a value ending before the separator at ``stop`` (trailing whitespace removed)."""
+    while stop > start and buf[stop - 1] in _WS:
+        stop -= 1
+    return stop
+
+
+def _skip_ws(buf: bytes, pos: int) -> int:
+    n = len(buf)
+    while pos < n and buf[pos] in _WS:
+        pos += 1
+    return pos
+
+
+def _members(buf: bytes, start: int) -> dict[str, tuple[int, int]]:
+    """Spans of the members of the object starting at ``buf[start] == '{'`` (last key wins)."""
+    spans: dict[str, tuple[int, int]] = {}
+    depth = 0
+    key: str | None = None
+    expect_key = True
+    vstart = 0
+    for m in _TOKEN_RE.finditer(buf, start):
+        tok = m.group()
+        c = tok[0]
+        if c == 0x22:  # string
+            if depth == 1 and expect_key:
+                key = _loads(tok) if b"\\" in tok else tok[1:-1].decode()
+                expect_key = False
+            continue
+        if c in (0x7B, 0x5B):  # { [
+            depth += 1
+        elif c in (0x7D, 0x5D):  # } ]
+            depth -= 1
+            if depth == 0:
+                if key is not None and not expect_key:
+                    spans[key] = (vstart, _value_end(buf, m.start(), vstart))
+                return spans
+        elif depth == 1:
+            if c == 0x3A:  # :
+                vstart = _skip_ws(buf, m.end())
+            elif c == 0x2C:  # ,
+                assert key is not None
+                spans[key] = (vstart, _value_end(buf, m.start(), vstart))
+                key = None
+                expect_key = True
+    return spans  # pragma: no cover - input was validated JSON
+
+
+def _elements(buf: bytes, start: int) -> list[tuple[int, int]]:
+    """Spans of the elements of the array starting at ``buf[start] == '['``."""
+    spans: list[tuple[int, int]] = []
+    depth = 0
+    estart = _skip_ws(buf, start + 1)
+    for m in _TOKEN_RE.finditer(buf, start):
+        c = m.group()[0]
+        if c == 0x22:
+            continue
+        if c in (0x7B, 0x5B):
+            depth += 1
+        elif c in (0x7D, 0x5D):
+            depth -= 1
+            if depth == 0:
+                end = _value_end(buf, m.start(), estart)
+                if end > estart:
+                    spans.append((estart, end))
+                return spans
+        elif depth == 1 and c == 0x2C:
+            spans.append((estart, _value_end(buf, m.start(), estart)))
+            estart = _skip_ws(buf, m.end())
+    return spans  # pragma: no cover
+
+
+def _strip_span(buf: bytes) -> tuple[int, int]:
+    start = _skip_ws(buf, 0)
+    return start, _value_end(buf, len(buf), start)
+
+
+# ----------------------------------------------------------------------------------------------
+# Message
+# ----------------------------------------------------------------------------------------------
+
+
+class _Batch:
+    """The source of a batch; element spans are found once, on the first ``raw`` request."""
+
+    __slots__ = ("buf", "spans")
+
+    def __init__(self, buf: bytes) -> None:
+        self.buf = buf
+        self.spans: list[tuple[int, int]] | None = None
+
+    def span(self, index: int) -> tuple[int, int]:
+        spans = self.spans
+        if spans is None:
+            start, _ = _strip_span(self.buf)
+            spans = self.spans = _elements(self.buf, start)
+        return spans[index]
+
+
+class Message:
+    """One decoded JSON-RPC message (see ``mcpfast/_core.pyi``)."""
+
+    __slots__ = ("_kind", "_id", "_method", "_payload", "_src", "_index")
+
+    # _payload: params (request/notification), result, or the error dict, by kind.
+    # _src: the input bytes (single message) or a _Batch (then _index is the element index).
+
+    def __init__(self, kind: str, id: Any, method: Any, payload: Any, src: Any, index: int) -> None:
+        self._kind = kind
+        self._id = id
+        self._method = method
+        self._payload = payload
+        self._src = src
+        self._index = index
+
+    @property
+    def kind(self) -> str:
+        return self._kind
+
+    @property
+    def id(self) -> int | str | None:
+        return self._id
+
+    @property
+    def method(self) -> str | None:
+        return self._method
+
+    @property
+    def params(self) -> Any:
+        if self._method is None:
+            return None
+        p = self._payload
+        return None if p is _MISSING else p
+
+    @property
+    def result(self) -> Any:
+        return self._payload if self._kind == "result" else None
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        return self._payload if self._kind == "error" else None
+
+    def _span(self) -> tuple[bytes, int, int]:
+        src = self._src
+        if type(src) is bytes:
+            start, end = _strip_span(src)
+            return src, start, end
+        start, end = src.span(self._index)
+        return src.buf, start, end
+
+    def _member(self, name: str) -> bytes | None:
+        buf, start, _ = self._span()
+        span = _members(buf, start).get(name)
+        return None if span is None else buf[span[0] : span[1]]
+
+    @property
+    def raw(self) -> bytes:
+        buf, start, end = self._span()
+        if start == 0 and end == len(buf):
+            return buf
+        return buf[start:end]
+
+    @property
+    def raw_params(self) -> bytes | None:
+        if self._method is None or self._payload is _MISSING:
+            return None
+        return self._member("params")
+
+    @property
+    def raw_result(self) -> bytes | None:
+        if self._kind != "result":
+            return None
+        return self._member("result")
+
+    def __repr__(self) -> str:
+        if self._method is not None:
+            return f"Message(kind={self._kind!r}, id={self._id!r}, method={self._method!r})"
+        return f"Message(kind={self._kind!r}, id={self._id!r})"
+
+
+# ----------------------------------------------------------------------------------------------
+# decode / scan_reply
+# ----------------------------------------------------------------------------------------------
+
+
+def _to_bytes(data: Any) -> bytes:
+    if type(data) is bytes:
+        return data
+    if isinstance(data, str):
+        try:
+            return data.encode()
+        except UnicodeEncodeError as exc:
+            raise JsonRpcError(_PARSE_ERROR, f"invalid JSON: {exc}") from None
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError(f"expected bytes, bytearray, memoryview or str, not {type(data).__name__}")
+
+
+def _parse(data: Any, max_depth: int) -> tuple[Any, bytes]:
+    if max_depth < 1:
+        raise ValueError(f"max_depth must be at least 1, not {max_depth}")
+    buf = _to_bytes(data)
+    limit = max_depth if max_depth < _ORJSON_MAX_DEPTH else _ORJSON_MAX_DEPTH
+    if buf.count(b"[") + buf.count(b"{") > limit and _exceeds_depth(buf, limit):
+        raise JsonRpcError(_PARSE_ERROR, f"nesting exceeds max_depth of {limit}")
+    try:
+        return _loads(buf), buf
+    except _JSONDecodeError as exc:
+        raise JsonRpcError(_PARSE_ERROR, f"invalid JSON: {exc}") from None
+
+
+def _literal_id(obj_bytes_src: Any, index: int) -> int | None:
+    """The exact int of an id that orjson read as a float, or None if it is not an integer."""
+    if type(obj_bytes_src) is bytes:
+        buf = obj_bytes_src
+        start, _ = _strip_span(buf)
+    else:
+        buf = obj_bytes_src.buf
+        start, _ = obj_bytes_src.span(index)
+    span = _members(buf, start).get("id")
+    if span is None:  # pragma: no cover
+        return None
+    lit = buf[span[0] : span[1]]
+    if b"." in lit or b"e" in lit or b"E" in lit:
+        return None
+    return int(lit)
+
+
+def _invalid(message: str, id: Any) -> JsonRpcError:
+    return JsonRpcError(_INVALID_REQUEST, message, id)
+
+
+_ERR_NOT_OBJECT = "a JSON-RPC message must be an object"
+_ERR_JSONRPC = '"jsonrpc" must be exactly "2.0"'
+_ERR_ID = '"id" must be a string or an integer'
+_ERR_ID_NULL = '"id" may be null only in an error reply'
+_ERR_METHOD = '"method" must be a string'
+_ERR_REQ_REPLY = 'a request must not carry "result" or "error"'
+_ERR_PARAMS = '"params" must be an object or an array'
+_ERR_NO_ID = 'a reply must have an "id"'
+_ERR_ONE_OF = 'a reply must have exactly one of "result" and "error"'
+_ERR_ERROR = '"error" must be an object with an integer "code" and a string "message"'
+
+
+def _message(obj: Any, src: Any, index: int) -> Message | JsonRpcError:
+    """Validate one parsed message; returns the Message or the JsonRpcError (not raised)."""
+    if type(obj) is not dict:
+        return _invalid(_ERR_NOT_OBJECT, None)
+    get = obj.get
+    id_ = get("id", _MISSING)
+    t = type(id_)
+    if t is int or t is str:
+        id_ok = True
+    elif t is float:
+        lit = _literal_id(src, index)
+        id_ok = lit is not None
+        id_ = lit if id_ok else _MISSING_BAD
+    else:
+        id_ok = False
+    err_id = id_ if id_ok else None
+    if get("jsonrpc") != "2.0":
+        return _invalid(_ERR_JSONRPC, err_id)
+    method = get("method", _MISSING)
+    if method is not _MISSING:
+        if type(method) is not str:
+            return _invalid(_ERR_METHOD, err_id)
+        if "result" in obj or "error" in obj:
+            return _invalid(_ERR_REQ_REPLY, err_id)
+        params = get("params", _MISSING)
+        if params is not _MISSING and type(params) is not dict and type(params) is not list:
+            return _invalid(_ERR_PARAMS, err_id)
+        if id_ok:
+            return Message("request", id_, method, params, src, index)
+        if id_ is _MISSING:
+            return Message("notification", None, method, params, src, index)
+        return _invalid(_ERR_ID_NULL if id_ is None else _ERR_ID, None)
+    if id_ is _MISSING:
+        return _invalid(_ERR_NO_ID, None)
+    result = get("result", _MISSING)
+    error = get("error", _MISSING)
+    if (result is _MISSING) == (error is _MISSING):
+        return _invalid(_ERR_ONE_OF, err_id)
+    if result is not _MISSING:
+        if id_ok:
+            return Message("result", id_, None, result, src, index)
+        return _invalid(_ERR_ID_NULL if id_ is None else _ERR_ID, None)
+    if (
+        type(error) is not dict
+        or type(error.get("code")) is not int
+        or type(error.get("message")) is not str
+    ):
+        return _invalid(_ERR_ERROR, err_id)
+    if id_ok or id_ is None:
+        return Message("error", id_, None, error, src, index)
+    return _invalid(_ERR_ID, None)
+
+
+def decode(data: Any, max_depth: int = DEFAULT_MAX_DEPTH) -> Message | list[Message | JsonRpcError]:
+    """Decode and validate one JSON-RPC 2.0 message or batch (see ``_core.pyi``)."""
+    obj, buf = _parse(data, max_depth)
+    if type(obj) is dict:
+        msg = _message(obj, buf, -1)
+        if type(msg) is Message:
+            return msg
+        raise msg  # type: ignore[misc]
+    if type(obj) is list:
+        if not obj:
+            raise JsonRpcError(_INVALID_REQUEST, "empty batch")
+        batch = _Batch(buf)
+        return [_message(item, batch, i) for i, item in enumerate(obj)]
+    raise JsonRpcError(_INVALID_REQUEST, _ERR_NOT_OBJECT)
+
+
+def scan_reply(data: Any, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[int | str | None, bool, int | None]:
+    """``(id, is_error, error_code)`` of one reply (see ``_core.pyi``)."""
+    obj, buf = _parse(data, max_depth)
+    if type(obj) is not dict:
+        raise JsonRpcError(_INVALID_REQUEST, "expected a single JSON-RPC reply object")
+    msg = _message(obj, buf, -1)
+    if type(msg) is not Message:
+        raise msg  # type: ignore[misc]
+    kind = msg._kind
+    if kind == "result":
+        return msg._id, False, None
+    if kind == "error":
+        return msg._id, True, msg._payload["code"]
+    raise JsonRpcError(_INVALID_REQUEST, f"expected a reply, got a {kind}", msg._id)
+
+
+# ----------------------------------------------------------------------------------------------
+# Encoders
+# ----------------------------------------------------------------------------------------------
+
+_CRLF_TO_SPACE = bytes.maketrans(b"\r\n", b"  ")
+
+
+def _default(obj: Any) -> Any:
+    # orjson handles str/int/dict/list subclasses natively, not float or tuple subclasses.
+    if isinstance(obj, float):
+        return float(obj)
+    if isinstance(obj, tuple):
+        return list(obj)
+    raise TypeError(f"Type is not JSON serializable: {type(obj).__name__}")
+
+
+def _plain_keys(value: Any) -> Any:
+    """A copy of ``value`` whose str-subclass dict keys are plain str (orjson refuses them)."""
+    if isinstance(value, dict):
+        return {(str.__str__(k) if isinstance(k, str) else k): _plain_keys(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_keys(v) for v in value]
+    return value
+
+
+def _dump(value: Any) -> bytes:
+    try:
+        return _dumps(value, default=_default, option=_DUMPS_OPTS)
+    except TypeError as exc:
+        if str(exc) != "Dict key must be str":
+            raise
+    return _dumps(_plain_keys(value), default=_default, option=_DUMPS_OPTS)
+
+
+def _value(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        if b"\n" in value or b"\r" in value:
+            return value.translate(_CRLF_TO_SPACE)
+        return bytes(value) if type(value) is not bytes else value
+    return _dump(value)
+
+
+def _id_bytes(id: Any) -> bytes:
+    t = type(id)
+    if t is int:
+        return b"%d" % id
+    if t is str:
+        return _dumps(id)
+    if isinstance(id, bool):
+        raise TypeError("an id must be a str or an int, not bool")
+    if isinstance(id, int):
+        return b"%d" % id
+    if isinstance(id, str):
+        return _dumps(id)
+    raise TypeError(f"an id must be a str or an int, not {t.__name__}")
+
+
+def _method_bytes(method: Any) -> bytes:
+    if not isinstance(method, str):
+        raise TypeError(f"method must be a str, not {type(method).__name__}")
+    return _dumps(method)
+
+
+def encode_request(id: Any, method: str, params: Any = None) -> bytes:
+    """``{"jsonrpc":"2.0","id":…,"method":…,"params":…}``; params omitted when ``None``."""
+    head = b'{"jsonrpc":"2.0","id":' + _id_bytes(id) + b',"method":' + _method_bytes(method)
+    if params is None:
+        return head + b"}"
+    return b"".join((head, b',"params":', _value(params), b"}"))
+
+
+def encode_notification(method: str, params: Any = None) -> bytes:
+    """``{"jsonrpc":"2.0","method":…,"params":…}``; params omitted when ``None``."""
+    head = b'{"jsonrpc":"2.0","method":' + _method_bytes(method)
+    if params is None:
+        return head + b"}"
+    return b"".join((head, b',"params":', _value(params), b"}"))
+
+
+def encode_result(id: Any, result: Any) -> bytes:
+    """``{"jsonrpc":"2.0","id":…,"result":…}``; a bytes result is spliced as it is."""
+    return b"".join((b'{"jsonrpc":"2.0","id":', _id_bytes(id), b',"result":', _value(result), b"}"))
+
+
+def encode_error(id: Any, code: int, message: str, data: Any = None) -> bytes:
+    """``{"jsonrpc":"2.0","id":…,"error":{"code":…,"message":…,"data":…}}``."""
+    idb = b"null" if id is None else _id_bytes(id)
+    if not isinstance(code, int) or isinstance(code, bool):
+        raise TypeError(f"code must be an int, not {type(code).__name__}")
+    if not isinstance(message, str):
+        raise TypeError(f"message must be a str, not {type(message).__name__}")
+    parts = [b'{"jsonrpc":"2.0","id":', idb, b',"error":{"code":', _dumps(int(code)), b',"message":', _dumps(message)]
+    if data is not None:
+        parts.append(b',"data":')
+        parts.append(_dump(data))
+    parts.append(b"}}")
+    return b"".join(parts)
+
+
+# ----------------------------------------------------------------------------------------------
+# Line framing (stdio)
+# ----------------------------------------------------------------------------------------------
+
+
+class LineFramer:
+    """Splits a byte stream into newline-delimited messages (see ``_core.pyi``)."""
+
+    __slots__ = ("_max", "_pending", "_discard", "_dsize", "_dlast_cr")
+
+    def __init__(self, max_size: int = DEFAULT_MAX_LINE) -> None:
+        if max_size < 1:
+            raise ValueError(f"max_size must be at least 1, not {max_size}")
+        self._max = max_size
+        self._pending = bytearray()  # the incomplete line
+        self._discard = False  # dropping an oversized line up to its LF
+        self._dsize = 0  # bytes of the oversized line seen so far
+        self._dlast_cr = False  # the last of them was a CR
+
+    @property
+    def max_size(self) -> int:
+        return self._max
+
+    @property
+    def buffered(self) -> int:
+        return len(self._pending)
+
+    def _check_pending(self) -> None:
+        """Switch to discard mode as soon as the pending line is known to be too long."""
+        pending = self._pending
+        n = len(pending)
+        limit = self._max
+        # A final CR may still be the first half of a CRLF terminator.
+        if n > limit and (n > limit + 1 or pending[-1] != 0x0D):
+            self._discard = True
+            self._dsize = n
+            self._dlast_cr = pending[-1] == 0x0D
+            self._pending = bytearray()
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes | FrameTooLarge]:
+        if type(data) is not bytes:
+            data = bytes(data)
+        out: list[bytes | FrameTooLarge] = []
+        if not data:
+            return out
+        limit = self._max
+        if self._discard:
+            nl = data.find(b"\n")
+            if nl < 0:
+                self._dsize += len(data)
+                self._dlast_cr = data[-1] == 0x0D
+                return out
+            size = self._dsize + nl
+            if (data[nl - 1] == 0x0D) if nl else self._dlast_cr:
+                size -= 1
+            out.append(FrameTooLarge(size, limit))
+            self._discard = False
+            self._dsize = 0
+            self._dlast_cr = False
+            data = data[nl + 1 :]
+            if not data:
+                return out
+        if b"\n" not in data:
+            self._pending += data
+            self._check_pending()
+            return out
+        if self._pending:
+            self._pending += data
+            buf = bytes(self._pending)
+            self._pending = bytearray()
+        else:
+            buf = data
+        if b"\r" in buf:
+            buf = buf.replace(b"\r\n", b"\n")
+        lines = buf.split(b"\n")
+        tail = lines.pop()
+        if len(buf) <= limit:
+            out.extend([line for line in lines if line])
+        else:
+            for line in lines:
+                if line:
+                    out.append(line if len(line) <= limit else FrameTooLarge(len(line), limit))
+        if tail:
+            self._pending = bytearray(tail)
+            self._check_pending()
+        return out
+
+    def close(self) -> list[bytes | FrameTooLarge]:
+        out: list[bytes | FrameTooLarge] = []
+        if self._discard:
+            out.append(FrameTooLarge(self._dsize - (1 if self._dlast_cr else 0), self._max))
+        else:
+            tail = bytes(self._pending)
+            if tail[-1:] == b"\r":
+                tail = tail[:-1]
+            if tail:
+                out.append(tail if len(tail) <= self._max else FrameTooLarge(len(tail), self._max))
+        self._pending = bytearray()
+        self._discard = False
+        self._dsize = 0
+        self._dlast_cr = False
+        return out
+
+
+def frame_lines(messages: Sequence[bytes]) -> bytes:
+    """Join messages into one newline-terminated write."""
+    if not messages:
+        return b""
+    return b"\n".join(messages) + b"\n"
+
+
+# ----------------------------------------------------------------------------------------------
+# Server-sent events
+# ----------------------------------------------------------------------------------------------
+
+_EOL_RE = re.compile(rb"\r\n|\r|\n")
+_BOM = b"\xef\xbb\xbf"
+
+
+class SseEvent:
+    """One dispatched server-sent event."""
+
+    __slots__ = ("_event", "_data", "_id", "_retry")
+
+    def __init__(self, event: str, data: str, id: str, retry: int | None) -> None:
+        self._event = event
+        self._data = data
+        self._id = id
+        self._retry = retry
+
+    @property
+    def event(self) -> str:
+        return self._event
+
+    @property
+    def data(self) -> str:
+        return self._data
+
+    @property
+    def id(self) -> str:
+        return self._id
+
+    @property
+    def retry(self) -> int | None:
+        return self._retry
+
+    def __repr__(self) -> str:
+        return f"SseEvent(event={self._event!r}, data={self._data!r}, id={self._id!r}, retry={self._retry!r})"
+
+
+def _split_lines(data: bytes) -> list[bytes]:
+    if b"\r" in data:
+        return _EOL_RE.split(data)
+    return data.split(b"\n")
+
+
+def _check_retry(ms: Any) -> int:
+    if not isinstance(ms, int):
+        raise TypeError(f"retry must be an int, not {type(ms).__name__}")
+    if ms < 0:
+        raise ValueError(f"retry must not be negative, not {ms}")
+    return int(ms)
+
+
+class SseEncoder:
+    """Encodes server-sent events (``text/event-stream``)."""
+
+    __slots__ = ()
+
+    def encode(self, data: str | bytes, id: str | None = None, event: str | None = None, retry: int | None = None) -> bytes:
+        parts: list[bytes] = []
+        if id is not None:
+            if not isinstance(id, str):
+                raise TypeError(f"id must be a str, not {type(id).__name__}")
+            if "\n" in id or "\r" in id or "\0" in id:
+                raise ValueError("an event id must not contain CR, LF or NUL")
+            parts.append(b"id: " + id.encode() + b"\n")
+        if event is not None:
+            if not isinstance(event, str):
+                raise TypeError(f"event must be a str, not {type(event).__name__}")
+            if "\n" in event or "\r" in event:
+                raise ValueError("an event name must not contain CR or LF")
+            parts.append(b"event: " + event.encode() + b"\n")
+        if retry is not None:
+            parts.append(b"retry: %d\n" % _check_retry(retry))
+        raw = data.encode() if isinstance(data, str) else bytes(data)
+        if b"\n" in raw or b"\r" in raw:
+            parts.append(b"data: " + b"\ndata: ".join(_split_lines(raw)) + b"\n\n")
+        else:
+            parts.append(b"data: " + raw + b"\n\n")
+        return b"".join(parts)
+
+    def encode_many(self, events: Sequence[tuple[str | bytes, str | None]]) -> bytes:
+        encode = self.encode
+        return b"".join([encode(data, id) for data, id in events])
+
+    def comment(self, text: str = "") -> bytes:
+        if not text:
+            return b":\n\n"
+        raw = text.encode() if isinstance(text, str) else bytes(text)
+        return b": " + b"\n: ".join(_split_lines(raw)) + b"\n\n"
+
+    def retry(self, ms: int) -> bytes:
+        return b"retry: %d\n\n" % _check_retry(ms)
+
+
+class SseDecoder:
+    """Incremental ``text/event-stream`` parser following the WHATWG rules (see ``_core.pyi``)."""
+
+    __slots__ = (
+        "_max",
+        "_last_id",
+        "_retry",
+        "_start",
+        "_cr_end",
+        "_pending",
+        "_pend_n",
+        "_data",
+        "_type",
+        "_block_retry",
+        "_size",
+        "_discard",
+    )
+
+    def __init__(self, max_event_size: int = DEFAULT_MAX_EVENT) -> None:
+        if max_event_size < 1:
+            raise ValueError(f"max_event_size must be at least 1, not {max_event_size}")
+        self._max = max_event_size
+        self._last_id = ""
+        self._retry: int | None = None
+        self._start: bytes | None = b""  # bytes held while looking for the BOM; None once done
+        self._cr_end = False  # the last chunk ended with CR: skip one LF at the next start
+        self._pending = bytearray()  # the partial line (kept only outside discard mode)
+        self._pend_n = 0  # its length in discard mode
+        self._reset_block()
+
+    def _reset_block(self) -> None:
+        self._data: list[bytes] = []
+        self._type = b""
+        self._block_retry: int | None = None
+        self._size = 0
+        self._discard = False
+
+    @property
+    def last_event_id(self) -> str:
+        return self._last_id
+
+    @property
+    def retry(self) -> int | None:
+        return self._retry
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[SseEvent | FrameTooLarge]:
+        if type(data) is not bytes:
+            data = bytes(data)
+        out: list[SseEvent | FrameTooLarge] = []
+        start = self._start
+        if start is not None:
+            data = start + data
+            if len(data) < 3 and _BOM.startswith(data):
+                self._start = data
+                return out
+            self._start = None
+            if data[:3] == _BOM:
+                data = data[3:]
+        if not data:
+            return out
+        if self._cr_end:
+            self._cr_end = False
+            if data[0] == 0x0A:
+                data = data[1:]
+                if not data:
+                    return out
+        lines = _split_lines(data)
+        tail = lines.pop()
+        if not tail and data[-1] == 0x0D:
+            self._cr_end = True
+        if lines:
+            if self._discard:
+                if self._pend_n:
+                    # The rest of a line of a dropped block: only counted.
+                    self._size += len(lines[0])
+                    self._pend_n = 0
+                    del lines[0]
+            elif self._pending:
+                self._pending += lines[0]
+                lines[0] = bytes(self._pending)
+                self._pending = bytearray()
+            if lines:
+                self._process(lines, out)
+        if self._discard:
+            self._pend_n += len(tail)
+            self._size += len(tail)
+        elif tail:
+            if self._pending:
+                self._pending += tail
+            else:
+                self._pending = bytearray(tail)
+            n = len(self._pending)
+            if self._size + n > self._max:
+                # The partial line crosses the limit: the block is dropped; keep only a count.
+                self._discard = True
+                self._data = []
+                self._type = b""
+                self._pend_n = n
+                self._size += n
+                self._pending = bytearray()
+        return out
+
+    def _process(self, lines: list[bytes], out: list[SseEvent | FrameTooLarge]) -> None:
+        """Interpret complete lines (terminators removed)."""
+        limit = self._max
+        size = self._size
+        data = self._data
+        discard = self._discard
+        for line in lines:
+            n = len(line)
+            if not n:  # blank line: dispatch
+                if discard:
+                    out.append(FrameTooLarge(size, limit))
+                    discard = False
+                elif data:
+                    value = b"\n".join(data).decode("utf-8", "replace")
+                    etype = self._type.decode("utf-8", "replace") if self._type else "message"
+                    out.append(SseEvent(etype, value, self._last_id, self._block_retry))
+                    data = []
+                self._type = b""
+                self._block_retry = None
+                size = 0
+                continue
+            size += n
+            if discard:
+                continue
+            if size > limit:
+                discard = True
+                data = []
+                self._type = b""
+                continue
+            if line[:6] == b"data: ":
+                data.append(line[6:])
+                continue
+            field, colon, value = line.partition(b":")
+            if colon and value[:1] == b" ":
+                value = value[1:]
+            if field == b"data":
+                data.append(value)
+            elif field == b"id":
+                if b"\0" not in value:
+                    self._last_id = value.decode("utf-8", "replace")
+            elif field == b"event":
+                self._type = value
+            elif field == b"retry":
+                if 0 < len(value) <= 20 and value.isdigit():
+                    ms = int(value)
+                    if ms < 1 << 64:
+                        self._retry = ms
+                        self._block_retry = ms
+            # empty field (a comment) and unknown fields are ignored
+        self._size = size
+        self._data = data
+        self._discard = discard
+
+    def close(self) -> list[SseEvent | FrameTooLarge]:
+        out: list[SseEvent | FrameTooLarge] = []
+        if self._discard:
+            out.append(FrameTooLarge(self._size, self._max))
+        self._pending = bytearray()
+        self._pend_n = 0
+        self._cr_end = False
+        self._reset_block()
+        return out

@@ -1,0 +1,655 @@
+"""``ServerSession``: the sans-IO server side of one MCP connection.
+
+Bytes go in through ``receive``; the engine answers what it can itself (``initialize``,
+``ping``, ``server/discover``, ``logging/setLevel``, every protocol error) and hands the rest
+to the application as events. Outgoing messages collect in an outbox the transport drains.
+No I/O, no asyncio: the transport decides when to read and write.
+
+Both eras are served at one endpoint: ``initialize`` starts a handshake-era session, and a
+request whose ``params._meta`` names a 2026-07-28 version is served statelessly on its own terms.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from typing import Any, Final
+
+from mcpfast import core
+from mcpfast.engine.events import (
+    Event,
+    Initialized,
+    NotificationReceived,
+    ReplyReceived,
+    RequestCancelled,
+    RequestReceived,
+)
+from mcpfast.engine.request import (
+    META_CLIENT_CAPABILITIES,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    InboundRequest,
+)
+from mcpfast.engine.rules import log_level_rank
+from mcpfast.protocol import methods as m
+from mcpfast.protocol.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    McpError,
+)
+from mcpfast.protocol.versions import (
+    BATCH_VERSIONS,
+    HANDSHAKE_VERSIONS,
+    STATELESS_VERSIONS,
+    negotiate,
+)
+
+__all__ = ["CapabilityError", "LifecycleError", "ServerSession", "State"]
+
+_CACHEABLE: Final = frozenset(
+    {m.SERVER_DISCOVER, m.TOOLS_LIST, m.PROMPTS_LIST, m.RESOURCES_LIST, m.RESOURCES_TEMPLATES_LIST, m.RESOURCES_READ}
+)
+_MAY_NEED_INPUT: Final = frozenset({m.TOOLS_CALL, m.PROMPTS_GET, m.RESOURCES_READ})
+
+
+class State(enum.Enum):
+    """Handshake-era lifecycle of a session."""
+
+    NEW = "new"
+    """Nothing but ``initialize`` and ``ping`` is served yet."""
+    INITIALIZING = "initializing"
+    """``initialize`` was answered; the client's ``notifications/initialized`` has not arrived."""
+    READY = "ready"
+    """The handshake is complete."""
+
+
+class CapabilityError(McpError):
+    """The server tried to use a feature the client did not declare (or the version lacks)."""
+
+
+class LifecycleError(McpError):
+    """The server tried to send something the lifecycle does not allow yet."""
+
+
+class _Inflight:
+    __slots__ = ("batch", "cancelled", "last_progress", "request")
+
+    def __init__(self, request: InboundRequest) -> None:
+        self.request = request
+        self.cancelled = False
+        self.last_progress: float | None = None
+        self.batch = request.batch
+
+
+class _Batch:
+    __slots__ = ("pending", "replies")
+
+    def __init__(self) -> None:
+        self.pending = 0
+        self.replies: list[bytes] = []
+
+
+class ServerSession:
+    """The server half of one MCP connection, without I/O.
+
+    Args:
+        server_info: ``Implementation`` object (``name``, ``version``, optional ``title``...).
+        capabilities: the server capabilities to declare; every feature the server serves
+            must be listed here, and methods of undeclared features are answered -32601.
+        instructions: optional ``instructions`` for ``initialize``/``server/discover``.
+        handshake_versions: handshake-era versions accepted by ``initialize``, oldest first.
+        stateless_versions: 2026-era versions served per request, oldest first (empty to turn
+            the stateless era off).
+        cache_ttl_ms: ``ttlMs`` put on cacheable 2026 results that do not set one.
+        cache_scope: ``cacheScope`` put on cacheable 2026 results that do not set one.
+
+    Attributes:
+        state: the handshake-era lifecycle state.
+        version: the negotiated version (``None`` until ``initialize``).
+        client_capabilities: what the client declared in ``initialize``.
+        client_info: the client's ``Implementation`` from ``initialize``.
+        log_level: the level set by ``logging/setLevel`` (``None``: never set).
+        on_output: called (with no arguments) whenever the outbox goes from empty to non-empty,
+            so a transport can wake its writer; it must not call back into the session.
+    """
+
+    def __init__(
+        self,
+        server_info: dict[str, Any],
+        capabilities: dict[str, Any],
+        *,
+        instructions: str | None = None,
+        handshake_versions: tuple[str, ...] = HANDSHAKE_VERSIONS,
+        stateless_versions: tuple[str, ...] = STATELESS_VERSIONS,
+        cache_ttl_ms: int = 0,
+        cache_scope: str = "public",
+    ) -> None:
+        self.server_info = server_info
+        self.capabilities = capabilities
+        self.instructions = instructions
+        self.handshake_versions = handshake_versions
+        self.stateless_versions = stateless_versions
+        self.cache_ttl_ms = cache_ttl_ms
+        self.cache_scope = cache_scope
+        self.state = State.NEW
+        self.version: str | None = None
+        self.client_capabilities: dict[str, Any] = {}
+        self.client_info: dict[str, Any] | None = None
+        self.log_level: str | None = None
+        self.on_output: Callable[[], None] | None = None
+        self.subscriptions: set[str] = set()
+        self._outbox: list[bytes] = []
+        self._inflight: dict[int | str, _Inflight] = {}
+        self._progress_tokens: set[int | str] = set()
+        self._outgoing: dict[int | str, str] = {}
+        self._next_id = 0
+        self._batches: dict[int, _Batch] = {}
+        self._next_batch = 0
+
+    # ------------------------------------------------------------------ output
+
+    def data_to_send(self) -> list[bytes]:
+        """Take every message waiting to be written, in order (each without a newline)."""
+        out, self._outbox = self._outbox, []
+        return out
+
+    def _emit(self, data: bytes) -> None:
+        was_empty = not self._outbox
+        self._outbox.append(data)
+        if was_empty and self.on_output is not None:
+            self.on_output()
+
+    def _emit_reply(self, batch: int | None, data: bytes) -> None:
+        if batch is None:
+            self._emit(data)
+            return
+        # A batch is answered by one array once every member is settled (JSON-RPC 2.0 §6).
+        group = self._batches[batch]
+        group.replies.append(data)
+        self._settle_batch_member(batch)
+
+    def _settle_batch_member(self, batch: int) -> None:
+        group = self._batches[batch]
+        group.pending -= 1
+        if group.pending == 0:
+            del self._batches[batch]
+            if group.replies:
+                self._emit(b"[" + b",".join(group.replies) + b"]")
+
+    # ------------------------------------------------------------------ input
+
+    def receive(self, data: bytes | bytearray | memoryview) -> list[Event]:
+        """Read one framed message (or batch) and return what the application must act on.
+
+        Protocol errors are answered here (into the outbox) and produce no event.
+        """
+        try:
+            decoded = core.decode(data)
+        except core.JsonRpcError as exc:
+            self._emit(core.encode_error(exc.id, exc.code, exc.message))
+            return []
+        events: list[Event] = []
+        if isinstance(decoded, list):
+            self._receive_batch(decoded, events)
+        else:
+            self._receive_message(decoded, events, None)
+        return events
+
+    def receive_oversized(self, size: int, limit: int) -> None:
+        """Answer a message the transport dropped for exceeding its size limit (id unknown)."""
+        self._emit(core.encode_error(None, INVALID_REQUEST, f"message of {size} bytes exceeds the limit of {limit} bytes"))
+
+    def _receive_batch(self, items: list[Any], events: list[Event]) -> None:
+        if self.version not in BATCH_VERSIONS:
+            self._emit(core.encode_error(None, INVALID_REQUEST, "batches are not supported in this protocol version"))
+            return
+        batch = self._next_batch
+        self._next_batch += 1
+        group = self._batches[batch] = _Batch()
+        group.pending = 1  # held until every element was read, so an early reply cannot flush it
+        for item in items:
+            group.pending += 1
+            if isinstance(item, core.JsonRpcError):
+                self._emit_reply(batch, core.encode_error(item.id, item.code, item.message))
+            elif item.kind == "request" and item.method == m.INITIALIZE:
+                self._emit_reply(batch, core.encode_error(item.id, INVALID_REQUEST, "initialize must not be part of a batch"))
+            else:
+                # A request settles its slot when answered (inline or later); others right away.
+                self._receive_message(item, events, batch)
+                if item.kind != "request":
+                    self._settle_batch_member(batch)
+        self._settle_batch_member(batch)
+
+    def _receive_message(self, msg: Any, events: list[Event], batch: int | None) -> None:
+        kind = msg.kind
+        if kind == "request":
+            self._receive_request(msg, events, batch)
+        elif kind == "notification":
+            self._receive_notification(msg, events)
+        else:
+            self._receive_reply(msg, events)
+
+    def _error(self, request_id: int | str, code: int, message: str, batch: int | None, data: Any = None) -> None:
+        self._emit_reply(batch, core.encode_error(request_id, code, message, data))
+
+    def _receive_request(self, msg: Any, events: list[Event], batch: int | None) -> None:
+        method: str = msg.method
+        rid = msg.id
+        if rid in self._inflight:
+            self._error(rid, INVALID_REQUEST, "request id already in use by a request in flight", batch)
+            return
+        if method == m.INITIALIZE:
+            self._initialize(msg, batch)
+            return
+        if self.state is State.NEW:
+            if method == m.PING:
+                self._emit_reply(batch, core.encode_result(rid, {}))
+                return
+            meta = _meta_of(msg)
+            if META_PROTOCOL_VERSION in meta:
+                self._stateless_request(msg, meta, events, batch)
+                return
+            if method == m.SERVER_DISCOVER and self.stateless_versions:
+                # A probe without _meta: answer so that a dual-era client sees a modern server.
+                self._stateless_request(msg, meta, events, batch)
+                return
+            self._error(rid, INVALID_REQUEST, "the session is not initialized: send initialize first", batch)
+            return
+        version = self.version
+        assert version is not None
+        if not m.available(method, version) or method == m.SERVER_DISCOVER:
+            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method}", batch)
+            return
+        if method == m.PING:
+            self._emit_reply(batch, core.encode_result(rid, {}))
+            return
+        needed = m.SERVER_CAPABILITY_FOR.get(method)
+        if needed is not None and needed not in self.capabilities:
+            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method} (capability {needed!r} not offered)", batch)
+            return
+        if method == m.LOGGING_SET_LEVEL:
+            self._set_level(msg, batch)
+            return
+        if method in (m.RESOURCES_SUBSCRIBE, m.RESOURCES_UNSUBSCRIBE) and not self.capabilities["resources"].get("subscribe"):
+            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method} (resource subscriptions not offered)", batch)
+            return
+        request = InboundRequest(
+            msg, version, stateless=False, client_capabilities=self.client_capabilities, log_level=self.log_level, batch=batch
+        )
+        self._admit(request, events)
+
+    def _admit(self, request: InboundRequest, events: list[Event]) -> None:
+        self._inflight[request.id] = _Inflight(request)
+        events.append(RequestReceived(request))
+
+    def _initialize(self, msg: Any, batch: int | None) -> None:
+        rid = msg.id
+        if self.state is not State.NEW:
+            self._error(rid, INVALID_REQUEST, "initialize was already received", batch)
+            return
+        params = msg.params
+        if not isinstance(params, dict):
+            self._error(rid, INVALID_PARAMS, "initialize needs params", batch)
+            return
+        requested = params.get("protocolVersion")
+        caps = params.get("capabilities")
+        info = params.get("clientInfo")
+        if not isinstance(requested, str) or not isinstance(caps, dict) or not isinstance(info, dict):
+            self._error(
+                rid, INVALID_PARAMS, "initialize needs protocolVersion (string), capabilities and clientInfo (objects)", batch
+            )
+            return
+        version = negotiate(requested, self.handshake_versions)
+        self.version = version
+        self.client_capabilities = caps
+        self.client_info = info
+        self.state = State.INITIALIZING
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": self._capabilities_for(version),
+            "serverInfo": self._server_info_for(version),
+        }
+        if self.instructions is not None:
+            result["instructions"] = self.instructions
+        self._emit_reply(batch, core.encode_result(rid, result))
+
+    def _capabilities_for(self, version: str) -> dict[str, Any]:
+        caps = dict(self.capabilities)
+        if version < "2025-03-26":
+            caps.pop("completions", None)  # the capability did not exist yet; the method did
+        return caps
+
+    def _server_info_for(self, version: str) -> dict[str, Any]:
+        if version >= "2025-11-25":
+            return self.server_info
+        # title (2025-06-18) and icons/description/websiteUrl (2025-11-25) are later fields.
+        allowed = {"name", "version", "title"} if version >= "2025-06-18" else {"name", "version"}
+        return {k: v for k, v in self.server_info.items() if k in allowed}
+
+    def _set_level(self, msg: Any, batch: int | None) -> None:
+        params = msg.params
+        level = params.get("level") if isinstance(params, dict) else None
+        try:
+            log_level_rank(level)
+        except McpError as exc:
+            self._error(msg.id, exc.code, exc.message, batch, exc.data)
+            return
+        self.log_level = level
+        self._emit_reply(batch, core.encode_result(msg.id, {}))
+
+    # ------------------------------------------------------------ stateless era
+
+    def _stateless_request(self, msg: Any, meta: dict[str, Any], events: list[Event], batch: int | None) -> None:
+        rid = msg.id
+        method: str = msg.method
+        requested = meta.get(META_PROTOCOL_VERSION)
+        if method == m.SERVER_DISCOVER and requested is None:
+            requested = self.stateless_versions[-1] if self.stateless_versions else None
+        if not isinstance(requested, str) or requested not in self.stateless_versions:
+            data = {"supported": list(self.stateless_versions), "requested": requested if isinstance(requested, str) else ""}
+            self._error(rid, UNSUPPORTED_PROTOCOL_VERSION, "unsupported protocol version", batch, data)
+            return
+        caps = meta.get(META_CLIENT_CAPABILITIES, {} if method == m.SERVER_DISCOVER else None)
+        if not isinstance(caps, dict):
+            self._error(rid, INVALID_PARAMS, f"params._meta[{META_CLIENT_CAPABILITIES!r}] is required", batch)
+            return
+        level = meta.get(META_LOG_LEVEL)
+        if level is not None:
+            try:
+                log_level_rank(level)
+            except McpError as exc:
+                self._error(rid, exc.code, exc.message, batch, exc.data)
+                return
+        if not m.available(method, requested):
+            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method}", batch)
+            return
+        if method == m.SERVER_DISCOVER:
+            result: dict[str, Any] = {
+                "supportedVersions": list(self.stateless_versions),
+                "capabilities": self.capabilities,
+            }
+            if self.instructions is not None:
+                result["instructions"] = self.instructions
+            self._emit_reply(batch, core.encode_result(rid, self._decorate(method, result)))
+            return
+        needed = m.SERVER_CAPABILITY_FOR.get(method)
+        if needed is not None and needed not in self.capabilities:
+            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method} (capability {needed!r} not offered)", batch)
+            return
+        if method == m.SUBSCRIPTIONS_LISTEN:
+            self._error(rid, METHOD_NOT_FOUND, "subscriptions/listen is not implemented", batch)
+            return
+        request = InboundRequest(msg, requested, stateless=True, client_capabilities=caps, log_level=level, batch=batch)
+        self._admit(request, events)
+
+    def _decorate(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
+        out = dict(result)
+        out.setdefault("resultType", "complete")
+        if method in _CACHEABLE and out["resultType"] == "complete":
+            out.setdefault("ttlMs", self.cache_ttl_ms)
+            out.setdefault("cacheScope", self.cache_scope)
+        meta = dict(out.get("_meta") or {})
+        meta.setdefault(META_SERVER_INFO, self.server_info)
+        out["_meta"] = meta
+        return out
+
+    # --------------------------------------------------------- notifications in
+
+    def _receive_notification(self, msg: Any, events: list[Event]) -> None:
+        method = msg.method
+        if method == m.NOTIFICATION_CANCELLED:
+            self._cancelled(msg, events)
+        elif method == m.NOTIFICATION_INITIALIZED:
+            if self.state is State.INITIALIZING:
+                self.state = State.READY
+                events.append(Initialized())
+        elif method == m.NOTIFICATION_PROGRESS:
+            pass  # the server sends no progress-enabled requests, so no token is live
+        elif self.state is not State.NEW:
+            events.append(NotificationReceived(method, msg.params))
+
+    def _cancelled(self, msg: Any, events: list[Event]) -> None:
+        params = msg.params
+        if not isinstance(params, dict):
+            return  # malformed cancels are ignored, per spec
+        rid = params.get("requestId")
+        if isinstance(rid, bool) or not isinstance(rid, int | str):
+            return
+        entry = self._inflight.get(rid)
+        if entry is None or entry.cancelled:
+            return  # unknown, finished or already cancelled: the race the spec tolerates
+        entry.cancelled = True
+        reason = params.get("reason")
+        events.append(RequestCancelled(rid, reason if isinstance(reason, str) else None))
+
+    def _receive_reply(self, msg: Any, events: list[Event]) -> None:
+        method = self._outgoing.pop(msg.id, None)
+        if method is None:
+            return  # a late reply to a request we cancelled, or garbage: ignored
+        if msg.kind == "result":
+            events.append(ReplyReceived(msg.id, method, msg.result, None))
+        else:
+            events.append(ReplyReceived(msg.id, method, None, msg.error))
+
+    # ------------------------------------------------------------ replies out
+
+    def is_cancelled(self, request_id: int | str) -> bool:
+        """Whether the client cancelled this request (its reply will be dropped)."""
+        entry = self._inflight.get(request_id)
+        return entry is not None and entry.cancelled
+
+    def in_flight(self) -> list[int | str]:
+        """Ids of the requests not answered yet."""
+        return list(self._inflight)
+
+    def respond(self, request_id: int | str, result: dict[str, Any] | bytes) -> bool:
+        """Answer a request with a result.
+
+        A stateless (2026) result gets ``resultType``, the cache fields and ``serverInfo``
+        added when missing; pass a dict for those (bytes are spliced as they are).
+
+        Returns:
+            False when nothing was sent: the request was cancelled (never answered, per spec).
+
+        Raises:
+            KeyError: the request is not in flight (answered already, or never received).
+        """
+        entry = self._inflight.pop(request_id)
+        if entry.cancelled:
+            self._drop_from_batch(entry)
+            return False
+        request = entry.request
+        if request.stateless and isinstance(result, dict):
+            result = self._decorate(request.method, result)
+        self._emit_reply(entry.batch, core.encode_result(request_id, result))
+        return True
+
+    def respond_error(self, request_id: int | str, code: int, message: str, data: Any = None) -> bool:
+        """Answer a request with a JSON-RPC error; the same rules as ``respond``."""
+        entry = self._inflight.pop(request_id)
+        if entry.cancelled:
+            self._drop_from_batch(entry)
+            return False
+        self._emit_reply(entry.batch, core.encode_error(request_id, code, message, data))
+        return True
+
+    def _drop_from_batch(self, entry: _Inflight) -> None:
+        if entry.batch is not None:
+            self._settle_batch_member(entry.batch)
+
+    # --------------------------------------------------- notifications out
+
+    def request_of(self, request_id: int | str) -> InboundRequest | None:
+        """The in-flight request with this id, or ``None``."""
+        entry = self._inflight.get(request_id)
+        return entry.request if entry is not None else None
+
+    def progress(
+        self, request_id: int | str, progress: float, total: float | None = None, message: str | None = None
+    ) -> bool:
+        """Send ``notifications/progress`` for a request in flight.
+
+        Returns:
+            False when nothing was sent: the request has no progress token, was answered or
+            cancelled (progress only ever goes out for a live token).
+
+        Raises:
+            ValueError: ``progress`` does not strictly increase over the last one sent.
+        """
+        entry = self._inflight.get(request_id)
+        if entry is None or entry.cancelled:
+            return False
+        token = entry.request.progress_token
+        if token is None:
+            return False
+        if entry.last_progress is not None and not progress > entry.last_progress:
+            raise ValueError(f"progress must strictly increase ({progress} after {entry.last_progress})")
+        entry.last_progress = progress
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None and entry.request.version >= "2025-03-26":
+            params["message"] = message
+        self._emit(core.encode_notification(m.NOTIFICATION_PROGRESS, params))
+        return True
+
+    def log(self, level: str, data: Any, logger: str | None = None, *, request_id: int | str | None = None) -> bool:
+        """Send ``notifications/message`` if the level passes the filter.
+
+        Handshake era: the session level from ``logging/setLevel`` (everything while unset).
+        Stateless era: the request's ``_meta`` level; a request without one gets no logs.
+
+        Returns:
+            False when filtered out (or the related request is no longer live).
+
+        Raises:
+            CapabilityError: the server did not declare ``logging``.
+            McpError: -32602 for an unknown level.
+        """
+        if "logging" not in self.capabilities:
+            raise CapabilityError(INTERNAL_ERROR, "the server did not declare the logging capability")
+        rank = log_level_rank(level)
+        threshold = self.log_level
+        if request_id is not None:
+            entry = self._inflight.get(request_id)
+            if entry is None or entry.cancelled:
+                return False
+            if entry.request.stateless:
+                threshold = entry.request.log_level
+                if threshold is None:
+                    return False
+        elif self.state is State.NEW:
+            return False
+        if threshold is not None and rank < log_level_rank(threshold):
+            return False
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        self._emit(core.encode_notification(m.NOTIFICATION_MESSAGE, params))
+        return True
+
+    def notify(self, method: str, params: dict[str, Any] | None = None) -> bool:
+        """Send a server notification of a declared feature to a handshake-era session.
+
+        Returns:
+            False when not sent: no handshake yet, or (for ``resources/updated``) the client
+            did not subscribe to the URI.
+
+        Raises:
+            CapabilityError: the server did not declare the feature, or the list-changed flag.
+        """
+        needed = m.SERVER_CAPABILITY_FOR.get(method)
+        if needed is not None and needed not in self.capabilities:
+            raise CapabilityError(INTERNAL_ERROR, f"the server did not declare the {needed!r} capability")
+        if method.endswith("/list_changed") and needed is not None and not self.capabilities[needed].get("listChanged"):
+            raise CapabilityError(INTERNAL_ERROR, f"the server did not declare {needed}.listChanged")
+        if self.state is State.NEW or self.version is None or not m.available(method, self.version):
+            return False
+        if method == m.NOTIFICATION_RESOURCES_UPDATED:
+            uri = (params or {}).get("uri")
+            if uri not in self.subscriptions:
+                return False
+        self._emit(core.encode_notification(method, params))
+        return True
+
+    def subscribe(self, uri: str) -> None:
+        """Record a ``resources/subscribe`` (the server layer validates the URI first)."""
+        self.subscriptions.add(uri)
+
+    def unsubscribe(self, uri: str) -> None:
+        """Record a ``resources/unsubscribe``."""
+        self.subscriptions.discard(uri)
+
+    # ------------------------------------------------- server-to-client requests
+
+    def send_request(self, method: str, params: dict[str, Any] | None = None, *, related: int | str | None = None) -> int:
+        """Send a server-to-client request (sampling, elicitation, roots, ping).
+
+        Args:
+            method: the method.
+            params: its params.
+            related: the id of the client request this one serves, if any.
+
+        Returns:
+            The id; the answer arrives as a ``ReplyReceived`` event.
+
+        Raises:
+            LifecycleError: no complete handshake yet, or the related request is a stateless one
+                (2026-07-28 has no server-to-client requests; use an input-required result).
+            CapabilityError: the client did not declare the capability the method needs, or the
+                negotiated version does not have the method.
+        """
+        if related is not None:
+            entry = self._inflight.get(related)
+            if entry is not None and entry.request.stateless:
+                raise LifecycleError(
+                    MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    "protocol 2026-07-28 has no server-to-client requests",
+                    {"requiredCapabilities": {m.CLIENT_CAPABILITY_FOR.get(method, method): {}}},
+                )
+        if self.state is not State.READY or self.version is None:
+            if method != m.PING:
+                raise LifecycleError(INVALID_REQUEST, f"cannot send {method} before the client sent initialized")
+            if self.version is None:
+                raise LifecycleError(INVALID_REQUEST, "cannot ping before initialize")
+        version = self.version
+        if not m.available(method, version):
+            raise CapabilityError(METHOD_NOT_FOUND, f"{method} does not exist in protocol {version}")
+        needed = m.CLIENT_CAPABILITY_FOR.get(method)
+        if needed is not None and needed not in self.client_capabilities:
+            raise CapabilityError(
+                MISSING_REQUIRED_CLIENT_CAPABILITY,
+                f"the client did not declare the {needed!r} capability",
+                {"requiredCapabilities": {needed: {}}},
+            )
+        request_id = self._next_id
+        self._next_id += 1
+        self._outgoing[request_id] = method
+        self._emit(core.encode_request(request_id, method, params))
+        return request_id
+
+    def cancel_request(self, request_id: int | str, reason: str | None = None) -> None:
+        """Cancel a server-to-client request: send ``notifications/cancelled``; a late reply is ignored."""
+        if self._outgoing.pop(request_id, None) is None:
+            return
+        params: dict[str, Any] = {"requestId": request_id}
+        if reason is not None:
+            params["reason"] = reason
+        self._emit(core.encode_notification(m.NOTIFICATION_CANCELLED, params))
+
+    def pending_requests(self) -> list[int | str]:
+        """Ids of the server-to-client requests still awaiting an answer."""
+        return list(self._outgoing)
+
+
+def _meta_of(msg: Any) -> dict[str, Any]:
+    if msg.raw_params is None:
+        return {}
+    params = msg.params
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta if isinstance(meta, dict) else {}

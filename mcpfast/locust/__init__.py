@@ -1,0 +1,11 @@
+"""Measurement pieces of the mcpfast Locust swarm.
+
+* :mod:`mcpfast.locust.histogram` - HDR-style µs latency histograms (pure Python).
+* :mod:`mcpfast.locust.pacing` - open-model arrival schedule (sans-IO core + gevent adapter).
+* :mod:`mcpfast.locust.validate` - sampled MCP JSON Schema checks.
+* :mod:`mcpfast.locust.options` - the swarm's Locust command-line options.
+* :mod:`mcpfast.locust.stats` - wiring into Locust events (imports ``locust``).
+
+This package ``__init__`` imports nothing, so importing the pure modules does not pull in
+Locust (whose import monkey-patches the standard library).
+"""

@@ -1,0 +1,520 @@
+"""Wiring of the µs histograms, the open-model pacer and the schema validator into Locust.
+
+Importing this module registers two listeners on Locust's global events and starts nothing:
+``init_command_line_parser`` -> :func:`mcpfast.locust.options.add_arguments`, and ``init`` ->
+:func:`install` for the environment Locust builds.  Environments built by hand (tests, library
+use) call :func:`install` themselves, after creating their runner.
+
+Timing never comes from Locust's ``request`` event (it carries float milliseconds and Locust's own
+statistics round them).  Clients call :meth:`McpStats.record` (or the module-level
+:func:`record`) with integer microseconds, measured from the intended send time when the
+open-model pacer is on, and fire Locust's ``request`` event separately for its own tables
+(:meth:`McpStats.report` does both).
+
+Distributed runs (``--master``/``--worker`` or ``--processes N``): each worker keeps *delta*
+histograms and counters, piggy-backs them on Locust's periodic ``report_to_master`` (every 3 s)
+and sends a final delta in a ``mcpfast_histograms`` message from its ``test_stop`` listener.
+ZeroMQ keeps one worker's messages in order, so on a plain stop the final delta reaches the master
+before the worker's ``client_stopped``, i.e. before the master's own ``test_stop``.  On
+``--run-time``/quit the master fires ``test_stop`` before telling workers to quit; then the output
+is written as soon as the last expected worker's final delta arrives, or at ``quitting`` at the
+latest (then flagged ``"complete": false``).  Merging is bucket-wise addition, hence exact.
+
+At test stop, the master or the local runner writes ``<prefix>_histograms.json`` and logs a
+percentile table; ``<prefix>`` is ``--mcp-histogram-out``, else the ``--csv`` prefix, else
+``mcpfast``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import locust
+from locust.runners import MasterRunner, WorkerRunner
+
+from mcpfast.locust.histogram import Histogram, HistogramSet
+from mcpfast.locust.options import add_arguments, option
+from mcpfast.locust.pacing import DEFAULT_LATE_TOLERANCE, DEFAULT_MAX_LAG, OpenModelSchedule, Pacer
+from mcpfast.locust.validate import Validator
+
+__all__ = [
+    "FORMAT",
+    "McpStats",
+    "REPORT_KEY",
+    "TABLE_PERCENTILES",
+    "get",
+    "install",
+    "output_prefix",
+    "record",
+    "render_table",
+]
+
+logger = logging.getLogger(__name__)
+
+FORMAT = "mcpfast-histograms"
+FORMAT_VERSION = 1
+REPORT_KEY = "mcpfast"  # key in the report_to_master payload
+FINAL_MESSAGE = "mcpfast_histograms"  # worker -> master, final delta at test_stop
+TOPOLOGY_MESSAGE = "mcpfast_topology"  # master -> worker, index and count at test_start
+TABLE_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
+COUNTER_KEYS = ("pacer.sent", "pacer.late", "pacer.dropped", "validate.seen", "validate.checked", "validate.violations")
+
+
+def _runner_kind(runner: Any) -> str:
+    if isinstance(runner, MasterRunner):
+        return "master"
+    if isinstance(runner, WorkerRunner):
+        return "worker"
+    return "local"
+
+
+class McpStats:
+    """Per-environment measurement state; one per Locust process (master, worker or local)."""
+
+    def __init__(self, environment: Any) -> None:
+        self.environment = environment
+        self.ok = HistogramSet()  # successful requests, µs
+        self.failed = HistogramSet()  # failed requests, µs
+        self.schedule = OpenModelSchedule(0.0, late_tolerance=DEFAULT_LATE_TOLERANCE, max_lag=DEFAULT_MAX_LAG)
+        self.pacer = Pacer(self.schedule)
+        self.validators: dict[str, Validator] = {}
+        self.worker_index = 0
+        self.worker_count = 1
+        self.topology_received = False  # worker: got index/count from the master for this test
+        # counters and lag merged from workers (master); local values are added at output time
+        self.remote_counters: dict[str, int] = dict.fromkeys(COUNTER_KEYS, 0)
+        self.remote_lag = Histogram()
+        self._reported: dict[str, int] = dict.fromkeys(COUNTER_KEYS, 0)  # worker: counters already sent
+        self.workers_seen: set[str] = set()
+        self.workers_final: set[str] = set()
+        self._expected: set[str] | None = None  # master: workers whose final delta is awaited
+        self.start_time: float | None = None
+        self.stop_time: float | None = None
+        self.written_path: str | None = None
+        self._installed_messages = False
+
+    # -- client-facing API (hot path) -------------------------------------------------------
+    def record(
+        self,
+        request_type: str,
+        name: str,
+        elapsed_us: int,
+        failed: bool = False,
+        expected_interval_us: int | None = None,
+    ) -> None:
+        """Record one request's latency in integer µs.
+
+        ``expected_interval_us`` applies HdrHistogram's coordinated-omission back-fill (for
+        closed-model users with a known pacing); leave it None when the latency is already
+        measured from the pacer's intended send time.
+        """
+        target = self.failed if failed else self.ok
+        if expected_interval_us:
+            target.get(request_type, name).record_corrected(elapsed_us, expected_interval_us)
+        else:
+            target.record(request_type, name, elapsed_us)
+
+    def report(
+        self,
+        request_type: str,
+        name: str,
+        elapsed_us: int,
+        response_length: int = 0,
+        exception: BaseException | None = None,
+        context: dict | None = None,
+    ) -> None:
+        """:meth:`record` plus Locust's ``request`` event (ms float) for Locust's own tables."""
+        self.record(request_type, name, elapsed_us, failed=exception is not None)
+        self.environment.events.request.fire(
+            request_type=request_type,
+            name=name,
+            response_time=elapsed_us / 1000.0,
+            response_length=response_length,
+            exception=exception,
+            context=context or {},
+        )
+
+    def validator(self, version: str) -> Validator:
+        """The (per process, per version) sampled validator, share from ``--mcp-validate-share``."""
+        v = self.validators.get(version)
+        if v is None:
+            v = self.validators[version] = Validator(float(option(self.environment, "mcp_validate_share")), version)
+        return v
+
+    # -- counters ---------------------------------------------------------------------------------
+    def local_counters(self) -> dict[str, int]:
+        out = dict.fromkeys(COUNTER_KEYS, 0)
+        out["pacer.sent"] = self.schedule.claimed
+        out["pacer.late"] = self.schedule.late
+        out["pacer.dropped"] = self.schedule.dropped
+        for v in self.validators.values():
+            out["validate.seen"] += v.seen
+            out["validate.checked"] += v.checked
+            out["validate.violations"] += v.violations
+        return out
+
+    def counters(self) -> dict[str, int]:
+        local = self.local_counters()
+        return {k: local[k] + self.remote_counters.get(k, 0) for k in COUNTER_KEYS}
+
+    def lag_histogram(self) -> Histogram:
+        return self.remote_lag.copy().merge(self.schedule.lag)
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    def reset(self) -> None:
+        self.ok.reset()
+        self.failed.reset()
+        self.schedule.reset_counters()
+        for v in self.validators.values():
+            v.reset_counters()
+        self.remote_counters = dict.fromkeys(COUNTER_KEYS, 0)
+        self.remote_lag.reset()
+        self._reported = dict.fromkeys(COUNTER_KEYS, 0)
+        self.workers_seen.clear()
+        self.workers_final.clear()
+        self._expected = None
+        self.start_time = time.time()
+        self.stop_time = None
+        self.written_path = None
+
+    def configure_pacer(self) -> None:
+        """(Re)configure the schedule from ``--mcp-rate`` and this runner's place."""
+        runner = self.environment.runner
+        kind = _runner_kind(runner)
+        if kind == "worker" and not self.topology_received:
+            # no topology message (e.g. old master): best effort from what the worker knows
+            count = int(getattr(self.environment.parsed_options, "expect_workers", 1) or 1)
+            index = max(int(getattr(runner, "worker_index", 0)), 0)
+            self.worker_count, self.worker_index = count, index % count
+        self.schedule.configure(float(option(self.environment, "mcp_rate")), self.worker_index, self.worker_count)
+
+    # -- worker side ---------------------------------------------------------------------------------
+    def take_delta(self, final: bool = False) -> dict[str, Any] | None:
+        """Payload for the master: histograms since the last report, then reset in place."""
+        current = self.local_counters()
+        counters = {k: current[k] - self._reported[k] for k in COUNTER_KEYS}
+        self._reported = current
+        lag = self.schedule.lag
+        payload: dict[str, Any] = {
+            "v": FORMAT_VERSION,
+            "ok": self.ok.take_delta(),
+            "failed": self.failed.take_delta(),
+            "counters": {k: n for k, n in counters.items() if n},
+            "lag": lag.to_dict() if lag.total_count else None,
+            "final": final,
+        }
+        if lag.total_count:
+            lag.reset()
+        if not final and not (payload["ok"]["histograms"] or payload["failed"]["histograms"] or payload["counters"] or payload["lag"]):
+            return None
+        return payload
+
+    # -- master side -----------------------------------------------------------------------------------
+    def merge_payload(self, client_id: str, payload: dict[str, Any]) -> None:
+        if payload.get("v") != FORMAT_VERSION:
+            logger.warning("mcpfast: ignoring histogram payload of unknown format from %s", client_id)
+            return
+        self.workers_seen.add(client_id)
+        self.ok.merge(HistogramSet.from_dict(payload["ok"]))
+        self.failed.merge(HistogramSet.from_dict(payload["failed"]))
+        for key, n in payload.get("counters", {}).items():
+            self.remote_counters[key] = self.remote_counters.get(key, 0) + int(n)
+        if payload.get("lag"):
+            self.remote_lag.merge(Histogram.from_dict(payload["lag"]))
+        if payload.get("final"):
+            self.workers_final.add(client_id)
+            if self._expected is not None and self._expected <= self.workers_final:
+                self._expected = None
+                self.write_output(complete=True)
+
+    def missing_workers(self) -> list[str]:
+        return sorted((self._expected or set()) - self.workers_final)
+
+    # -- output ------------------------------------------------------------------------------------------
+    def to_dict(self, complete: bool = True) -> dict[str, Any]:
+        counters = self.counters()
+        lag = self.lag_histogram()
+        runner = self.environment.runner
+        stop = self.stop_time or time.time()
+        duration = (stop - self.start_time) if self.start_time else None
+        rate = float(option(self.environment, "mcp_rate"))
+
+        def entries(hset: HistogramSet) -> list[dict[str, Any]]:
+            out = []
+            for (request_type, name), h in hset.items():
+                if h.total_count:
+                    out.append({"type": request_type, "name": name, "summary": summary(h), **h.to_dict()})
+            return out
+
+        return {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "unit": "us",
+            "locust_version": locust.__version__,
+            "mcpfast_version": _mcpfast_version(),
+            "runner": _runner_kind(runner),
+            "workers": sorted(self.workers_seen) if self.workers_seen else None,
+            "complete": complete,
+            "missing_workers": self.missing_workers(),
+            "host": getattr(self.environment, "host", None),
+            "start_time": self.start_time,
+            "stop_time": stop,
+            "duration_s": duration,
+            "latency_origin": "intended send time (open model)" if rate > 0 else "actual send time (closed model)",
+            "pacer": {
+                "target_rate": rate,
+                "late_tolerance_s": self.schedule.late_tolerance,
+                "max_lag_s": self.schedule.max_lag,
+                "sent": counters["pacer.sent"],
+                "late": counters["pacer.late"],
+                "dropped": counters["pacer.dropped"],
+                "achieved_rate": (counters["pacer.sent"] / duration) if (rate > 0 and duration) else None,
+                "lag_summary": summary(lag),
+                "lag": lag.to_dict(),
+            },
+            "validation": {
+                "share": float(option(self.environment, "mcp_validate_share")),
+                "seen": counters["validate.seen"],
+                "checked": counters["validate.checked"],
+                "violations": counters["validate.violations"],
+            },
+            "histograms": entries(self.ok),
+            "failed_histograms": entries(self.failed),
+        }
+
+    def output_path(self) -> str:
+        return output_prefix(self.environment) + "_histograms.json"
+
+    def write_output(self, complete: bool = True) -> str:
+        """Write the JSON file and log the percentile table; returns the path."""
+        if self.stop_time is None:
+            self.stop_time = time.time()
+        path = self.output_path()
+        data = self.to_dict(complete=complete)
+        if directory := os.path.dirname(path):
+            os.makedirs(directory, exist_ok=True)
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, separators=(",", ":"))
+        os.replace(tmp, path)
+        self.written_path = path
+        if not complete:
+            logger.warning("mcpfast: histograms written without the final data of workers %s", data["missing_workers"])
+        _console(render_table(self.ok, self.failed, data["pacer"], data["validation"]) + f"\nmcpfast histograms: {path}")
+        return path
+
+
+def _mcpfast_version() -> str | None:
+    try:
+        from mcpfast._version import __version__
+
+        return __version__
+    except Exception:  # pragma: no cover - version module is optional for this report
+        return None
+
+
+def _console(text: str) -> None:
+    from locust.stats import console_logger
+
+    for line in text.splitlines():
+        console_logger.info(line)
+
+
+def output_prefix(environment: Any) -> str:
+    prefix = option(environment, "mcp_histogram_out")
+    if not prefix:
+        parsed = getattr(environment, "parsed_options", None)
+        prefix = getattr(parsed, "csv_prefix", None) or "mcpfast"
+    return str(prefix)
+
+
+def summary(h: Histogram, percentiles: Iterable[float] = (50.0, 90.0, 99.0, 99.9, 99.99)) -> dict[str, Any]:
+    ps = list(percentiles)
+    values = h.percentiles(ps)
+    out: dict[str, Any] = {"count": h.total_count, "min": h.min, "max": h.max, "mean": round(h.mean, 3), "stdev": round(h.stdev, 3)}
+    for p, v in zip(ps, values, strict=True):
+        out[f"p{p:g}"] = v
+    if h.overflow:
+        out["overflow"] = h.overflow
+    return out
+
+
+def _ms(us: int) -> str:
+    return f"{us / 1000.0:.3f}"
+
+
+def render_table(
+    ok: HistogramSet,
+    failed: HistogramSet | None = None,
+    pacer: dict[str, Any] | None = None,
+    validation: dict[str, Any] | None = None,
+) -> str:
+    """Percentile table (ms with µs resolution) per (type, name) plus an aggregated row."""
+    failed = failed if failed is not None else HistogramSet()
+    keys = sorted({k for k, h in ok.items() if h.total_count} | {k for k, h in failed.items() if h.total_count})
+    name_w = max([len(f"{t} {n}") for t, n in keys] + [len("Aggregated"), 30])
+    header = f"{'Type Name':<{name_w}} {'count':>9} {'fail':>7} " + " ".join(
+        f"{('p' + format(p, 'g')):>9}" for p in TABLE_PERCENTILES
+    ) + f" {'max':>10}"
+    lines = ["mcpfast latency percentiles (HDR, 1 µs resolution; values in ms)", header, "-" * len(header)]
+
+    def row(label: str, h: Histogram, n_fail: int) -> str:
+        values = h.percentiles(TABLE_PERCENTILES) if h.total_count else [0] * len(TABLE_PERCENTILES)
+        cells = " ".join(f"{_ms(v):>9}" for v in values)
+        return f"{label:<{name_w}} {h.total_count:>9} {n_fail:>7} {cells} {_ms(h.max):>10}"
+
+    total = Histogram()
+    total_fail = 0
+    for request_type, name in keys:
+        h = ok.get(request_type, name) if (request_type, name) in ok else Histogram()
+        n_fail = failed.get(request_type, name).total_count if (request_type, name) in failed else 0
+        total.merge(h)
+        total_fail += n_fail
+        lines.append(row(f"{request_type} {name}", h, n_fail))
+    lines.append("-" * len(header))
+    lines.append(row("Aggregated", total, total_fail))
+    if pacer is not None:
+        if pacer.get("target_rate"):
+            lag = pacer.get("lag_summary") or {}
+            lines.append(
+                f"open model: target {pacer['target_rate']:g}/s, sent {pacer['sent']}, late {pacer['late']} "
+                f"(> {pacer['late_tolerance_s'] * 1000:g} ms), dropped {pacer['dropped']} "
+                f"(> {pacer['max_lag_s']:g} s behind), schedule lag p99 {_ms(lag.get('p99', 0))} ms"
+            )
+        else:
+            lines.append("closed model (--mcp-rate 0): latency from actual send time")
+    if validation is not None and validation.get("seen"):
+        lines.append(
+            f"schema checks: {validation['checked']} of {validation['seen']} messages "
+            f"(share {validation['share']:g}), violations {validation['violations']}"
+        )
+    return "\n".join(lines)
+
+
+# -- installation ---------------------------------------------------------------------------------------
+_ATTR = "_mcpfast_stats"
+_default: McpStats | None = None
+
+
+def get(environment: Any) -> McpStats:
+    """The environment's :class:`McpStats` (installing it if needed)."""
+    stats = getattr(environment, _ATTR, None)
+    return stats if stats is not None else install(environment)
+
+
+def record(request_type: str, name: str, elapsed_us: int, failed: bool = False) -> None:
+    """Record into the most recently installed environment (the process's only one under the CLI)."""
+    stats = _default
+    if stats is None:
+        raise RuntimeError("mcpfast.locust.stats: no Locust environment installed yet")
+    stats.record(request_type, name, elapsed_us, failed)
+
+
+def _register_messages(stats: McpStats) -> None:
+    runner = stats.environment.runner
+    if runner is None or stats._installed_messages:
+        return
+    stats._installed_messages = True
+    if isinstance(runner, MasterRunner):
+
+        def on_final(environment: Any, msg: Any, **_kw: Any) -> None:
+            stats.merge_payload(msg.node_id, msg.data)
+
+        runner.register_message(FINAL_MESSAGE, on_final)
+    elif isinstance(runner, WorkerRunner):
+
+        def on_topology(environment: Any, msg: Any, **_kw: Any) -> None:
+            stats.worker_index = int(msg.data["index"])
+            stats.worker_count = max(int(msg.data["count"]), 1)
+            stats.topology_received = True
+
+        runner.register_message(TOPOLOGY_MESSAGE, on_topology)
+
+
+def install(environment: Any) -> McpStats:
+    """Attach :class:`McpStats` to an environment and register its listeners (idempotent).
+
+    Call it after the environment's runner exists (the CLI path does, from ``init``); if the
+    runner does not exist yet, message handlers are registered when ``init`` fires.
+    """
+    global _default
+    existing = getattr(environment, _ATTR, None)
+    if existing is not None:
+        _register_messages(existing)
+        return existing
+    stats = McpStats(environment)
+    setattr(environment, _ATTR, stats)
+    _default = stats
+    events = environment.events
+
+    def on_init(environment: Any, **_kw: Any) -> None:
+        _register_messages(stats)
+
+    def on_test_start(environment: Any, **_kw: Any) -> None:
+        stats.reset()
+        runner = environment.runner
+        if isinstance(runner, MasterRunner):
+            active = runner.clients.ready + runner.clients.running + runner.clients.spawning
+            ids = sorted((c.id for c in active), key=runner.get_worker_index)
+            for index, client_id in enumerate(ids):
+                runner.send_message(TOPOLOGY_MESSAGE, {"index": index, "count": len(ids)}, client_id)
+        elif not isinstance(runner, WorkerRunner):
+            stats.worker_index, stats.worker_count = 0, 1
+        stats.configure_pacer()
+
+    def on_test_stop(environment: Any, **_kw: Any) -> None:
+        runner = environment.runner
+        stats.stop_time = time.time()
+        if isinstance(runner, WorkerRunner):
+            payload = stats.take_delta(final=True)
+            runner.send_message(FINAL_MESSAGE, payload)
+        elif isinstance(runner, MasterRunner):
+            from locust.runners import STATE_MISSING
+
+            connected = {c.id for c in runner.clients.all if c.state != STATE_MISSING}
+            expected = (connected | stats.workers_seen) - stats.workers_final
+            if expected:
+                stats._expected = expected | stats.workers_final
+            else:
+                stats.write_output(complete=True)
+        else:
+            stats.write_output(complete=True)
+
+    def on_report_to_master(client_id: str, data: dict, **_kw: Any) -> None:
+        payload = stats.take_delta(final=False)
+        if payload is not None:
+            data[REPORT_KEY] = payload
+
+    def on_worker_report(client_id: str, data: dict, **_kw: Any) -> None:
+        payload = data.get(REPORT_KEY)
+        if payload:
+            stats.merge_payload(client_id, payload)
+
+    def on_quitting(environment: Any, **_kw: Any) -> None:
+        if isinstance(environment.runner, MasterRunner) and stats._expected is not None:
+            stats.write_output(complete=False)
+            stats._expected = None
+
+    events.init.add_listener(on_init)
+    events.test_start.add_listener(on_test_start)
+    events.test_stop.add_listener(on_test_stop)
+    events.report_to_master.add_listener(on_report_to_master)
+    events.worker_report.add_listener(on_worker_report)
+    events.quitting.add_listener(on_quitting)
+    _register_messages(stats)
+    return stats
+
+
+def _on_global_init(environment: Any, **_kw: Any) -> None:
+    install(environment)
+
+
+if not getattr(locust.events, "_mcpfast_registered", False):
+    locust.events._mcpfast_registered = True  # type: ignore[attr-defined]
+    locust.events.init_command_line_parser.add_listener(add_arguments)
+    locust.events.init.add_listener(_on_global_init)

@@ -1,0 +1,682 @@
+"""``Server``: the decorator API (tools, resources, prompts, completion) on top of the engine.
+
+The engine decides what is allowed and when; this module turns registered Python functions
+into MCP results. Protocol errors are raised as ``McpError``; tool failures become
+``isError`` results so the model can see them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any, get_type_hints
+
+import orjson
+
+from mcpfast._version import __version__
+from mcpfast.engine import InboundRequest, ServerSession
+from mcpfast.engine.rules import DEFAULT_PAGE_SIZE, completion_result, input_errors_are_tool_errors, paginate
+from mcpfast.protocol import methods as m
+from mcpfast.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, McpError, resource_not_found_code
+from mcpfast.protocol.schema import known_fields
+from mcpfast.server._typeschema import function_schema, type_schema
+from mcpfast.server.content import ToolResult
+from mcpfast.server.context import Context
+from mcpfast.server.uri_template import UriTemplate, is_template
+
+__all__ = ["Server"]
+
+logger = logging.getLogger("mcpfast.server")
+
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+_CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"})
+
+Handler = Callable[[InboundRequest, Any], Awaitable[Any]]
+
+
+class _Callable:
+    """A registered function: how to call it and which parameter wants the Context."""
+
+    __slots__ = ("context_param", "fn", "is_async", "names", "schema")
+
+    def __init__(self, fn: Callable[..., Any], *, describe: bool = True) -> None:
+        self.fn = fn
+        self.is_async = inspect.iscoroutinefunction(fn)
+        hints = get_type_hints(fn, include_extras=True)
+        self.context_param = next((n for n, t in hints.items() if t is Context and n != "return"), None)
+        skip = frozenset({self.context_param}) if self.context_param else frozenset()
+        if describe:
+            self.schema, self.names = function_schema(fn, skip)
+        else:
+            self.schema, self.names = {}, [n for n in inspect.signature(fn).parameters if n not in skip]
+
+    async def call(self, args: dict[str, Any], ctx: Context | None) -> Any:
+        kwargs = {n: args[n] for n in self.names if n in args}
+        if self.context_param is not None:
+            kwargs[self.context_param] = ctx
+        if self.is_async:
+            return await self.fn(**kwargs)
+        # Sync handlers run inline: most are fast, and a thread hop costs more than they do.
+        return self.fn(**kwargs)
+
+
+class _Tool:
+    __slots__ = ("callable", "definition", "output_schema", "validator", "wrap_output", "output_validator")
+
+    def __init__(self, callable_: _Callable, definition: dict[str, Any], output_schema: dict[str, Any] | None, wrap: bool):
+        self.callable = callable_
+        self.definition = definition
+        self.output_schema = output_schema
+        self.wrap_output = wrap
+        self.validator = _validator(definition["inputSchema"])
+        self.output_validator = _validator(output_schema) if output_schema is not None else None
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema)
+
+
+class _Resource:
+    __slots__ = ("callable", "definition", "mime_type", "template")
+
+    def __init__(self, callable_: _Callable, definition: dict[str, Any], template: UriTemplate | None) -> None:
+        self.callable = callable_
+        self.definition = definition
+        self.mime_type: str | None = definition.get("mimeType")
+        self.template = template
+
+
+class _Prompt:
+    __slots__ = ("callable", "definition", "required")
+
+    def __init__(self, callable_: _Callable, definition: dict[str, Any], required: frozenset[str]) -> None:
+        self.callable = callable_
+        self.definition = definition
+        self.required = required
+
+
+class Server:
+    """An MCP server: register tools, resources and prompts with decorators, then serve.
+
+    Args:
+        name: ``serverInfo.name``.
+        version: ``serverInfo.version``.
+        title: ``serverInfo.title`` (2025-06-18+).
+        instructions: ``instructions`` returned by ``initialize``/``server/discover``.
+        page_size: items per page of the list methods.
+        request_timeout: seconds to wait for the client's answer to a server-to-client request.
+        subscribe: offer ``resources.subscribe``.
+        logging: offer the ``logging`` capability.
+        validate_output: check ``structuredContent`` against the tool's ``outputSchema``.
+
+    Example::
+
+        app = Server("demo")
+
+        @app.tool()
+        def add(a: float, b: float) -> float:
+            \"\"\"Add two numbers.\"\"\"
+            return a + b
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = __version__,
+        *,
+        title: str | None = None,
+        instructions: str | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        request_timeout: float = 60.0,
+        subscribe: bool = True,
+        logging: bool = True,
+        validate_output: bool = True,
+    ) -> None:
+        self.name = name
+        self.version = version
+        self.title = title
+        self.instructions = instructions
+        self.page_size = page_size
+        self.request_timeout = request_timeout
+        self.offer_subscribe = subscribe
+        self.offer_logging = logging
+        self.validate_output = validate_output
+        self._tools: dict[str, _Tool] = {}
+        self._resources: dict[str, _Resource] = {}
+        self._templates: list[_Resource] = []
+        self._prompts: dict[str, _Prompt] = {}
+        self._completion: Callable[..., Any] | None = None
+        self._list_cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._connections: set[Any] = set()
+        self._routes: dict[str, Handler] = {
+            m.TOOLS_LIST: self._tools_list,
+            m.TOOLS_CALL: self._tools_call,
+            m.RESOURCES_LIST: self._resources_list,
+            m.RESOURCES_TEMPLATES_LIST: self._templates_list,
+            m.RESOURCES_READ: self._resources_read,
+            m.RESOURCES_SUBSCRIBE: self._subscribe,
+            m.RESOURCES_UNSUBSCRIBE: self._unsubscribe,
+            m.PROMPTS_LIST: self._prompts_list,
+            m.PROMPTS_GET: self._prompts_get,
+            m.COMPLETION_COMPLETE: self._complete,
+        }
+
+    # ------------------------------------------------------------ registration
+
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register a sync or async function as a tool.
+
+        The ``inputSchema`` comes from the parameter type hints (or ``input_schema``). A typed
+        return (other than ``str``, content blocks or ``ToolResult``) gives an ``outputSchema``
+        and a ``structuredContent`` result; a non-object type is wrapped as ``{"result": ...}``.
+
+        Args:
+            name: tool name (default: the function name); 1-128 of ``[A-Za-z0-9_.-]``.
+            title: display name.
+            description: description (default: the docstring).
+            annotations: ``ToolAnnotations`` (``readOnlyHint``...).
+            structured_output: force (True) or turn off (False) structured output.
+            input_schema: an explicit ``inputSchema`` used verbatim (arguments then reach the
+                function by parameter name).
+            output_schema: an explicit ``outputSchema`` (then the return value is the
+                ``structuredContent`` as is).
+            icons: ``icons`` (2025-11-25+).
+            meta: ``_meta`` of the tool.
+
+        Raises:
+            ValueError: an invalid or duplicate name.
+            TypeError: a parameter or return type with no JSON Schema.
+        """
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            tool_name = name or fn.__name__
+            if not _TOOL_NAME.match(tool_name):
+                raise ValueError(f"invalid tool name {tool_name!r}: use 1-128 of A-Z a-z 0-9 _ . -")
+            if tool_name in self._tools:
+                raise ValueError(f"tool {tool_name!r} is already registered")
+            callable_ = _Callable(fn, describe=input_schema is None)
+            definition: dict[str, Any] = {"name": tool_name}
+            if title is not None:
+                definition["title"] = title
+            doc = description if description is not None else inspect.getdoc(fn)
+            if doc:
+                definition["description"] = doc
+            definition["inputSchema"] = input_schema if input_schema is not None else callable_.schema
+            out_schema, wrap = output_schema, False
+            if out_schema is None and structured_output is not False:
+                out_schema, wrap = _output_schema(fn, forced=bool(structured_output))
+            if out_schema is not None:
+                definition["outputSchema"] = out_schema
+            if annotations is not None:
+                definition["annotations"] = annotations
+            if icons is not None:
+                definition["icons"] = icons
+            if meta is not None:
+                definition["_meta"] = meta
+            self._tools[tool_name] = _Tool(callable_, definition, out_schema, wrap)
+            self._list_cache.clear()
+            return fn
+
+        return register
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register a resource (a fixed URI) or a resource template (an RFC 6570 URI template).
+
+        A template's variables are passed to the function by name. The function returns
+        ``str`` (text), ``bytes`` (blob), a contents dict or a list of contents dicts.
+
+        Raises:
+            ValueError: a duplicate URI or an unsupported template expression.
+        """
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            callable_ = _Callable(fn, describe=False)
+            definition: dict[str, Any] = {"name": name or fn.__name__}
+            if title is not None:
+                definition["title"] = title
+            doc = description if description is not None else inspect.getdoc(fn)
+            if doc:
+                definition["description"] = doc
+            if mime_type is not None:
+                definition["mimeType"] = mime_type
+            if annotations is not None:
+                definition["annotations"] = annotations
+            if icons is not None:
+                definition["icons"] = icons
+            if is_template(uri):
+                template = UriTemplate(uri)
+                missing = set(callable_.names) - set(template.variables)
+                if missing:
+                    raise ValueError(f"{fn.__qualname__} parameters {sorted(missing)} are not variables of {uri!r}")
+                self._templates.append(_Resource(callable_, {"uriTemplate": uri, **definition}, template))
+            else:
+                if uri in self._resources:
+                    raise ValueError(f"resource {uri!r} is already registered")
+                if size is not None:
+                    definition["size"] = size
+                self._resources[uri] = _Resource(callable_, {"uri": uri, **definition}, None)
+            self._list_cache.clear()
+            return fn
+
+        return register
+
+    def prompt(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        arguments: dict[str, str] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register a prompt; its parameters (all strings) are the prompt's arguments.
+
+        The function returns ``str`` (one user message), a message dict, a content block, a
+        list of those, or a full ``GetPromptResult`` dict (with ``messages``).
+
+        Args:
+            name: prompt name (default: the function name).
+            title: display name.
+            description: description (default: the docstring).
+            arguments: descriptions of the arguments, by name.
+            icons: ``icons`` (2025-11-25+).
+
+        Raises:
+            ValueError: a duplicate name.
+        """
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            prompt_name = name or fn.__name__
+            if prompt_name in self._prompts:
+                raise ValueError(f"prompt {prompt_name!r} is already registered")
+            callable_ = _Callable(fn, describe=False)
+            params = inspect.signature(fn).parameters
+            args: list[dict[str, Any]] = []
+            required = set()
+            for arg in callable_.names:
+                entry: dict[str, Any] = {"name": arg}
+                if arguments and arg in arguments:
+                    entry["description"] = arguments[arg]
+                is_required = params[arg].default is inspect.Parameter.empty
+                entry["required"] = is_required
+                if is_required:
+                    required.add(arg)
+                args.append(entry)
+            definition: dict[str, Any] = {"name": prompt_name}
+            if title is not None:
+                definition["title"] = title
+            doc = description if description is not None else inspect.getdoc(fn)
+            if doc:
+                definition["description"] = doc
+            if args:
+                definition["arguments"] = args
+            if icons is not None:
+                definition["icons"] = icons
+            self._prompts[prompt_name] = _Prompt(callable_, definition, frozenset(required))
+            self._list_cache.clear()
+            return fn
+
+        return register
+
+    def completion(self) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register the ``completion/complete`` handler.
+
+        It is called as ``fn(ref, argument, context)`` with the request's ``ref`` and
+        ``argument`` dicts and ``context.arguments`` (or ``None``), sync or async, and returns
+        a list of strings (cut to 100) or a full ``{"completion": ...}`` dict.
+        """
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self._completion = fn
+            return fn
+
+        return register
+
+    # ----------------------------------------------------------------- sessions
+
+    def capabilities(self) -> dict[str, Any]:
+        """The server capabilities this registry offers."""
+        caps: dict[str, Any] = {}
+        if self._tools:
+            caps["tools"] = {"listChanged": True}
+        if self._resources or self._templates:
+            caps["resources"] = {"subscribe": self.offer_subscribe, "listChanged": True}
+        if self._prompts:
+            caps["prompts"] = {"listChanged": True}
+        if self._prompts or self._templates or self._completion is not None:
+            caps["completions"] = {}
+        if self.offer_logging:
+            caps["logging"] = {}
+        return caps
+
+    def server_info(self) -> dict[str, Any]:
+        """The ``Implementation`` object of this server."""
+        info: dict[str, Any] = {"name": self.name, "version": self.version}
+        if self.title is not None:
+            info["title"] = self.title
+        return info
+
+    def new_session(self) -> ServerSession:
+        """A fresh engine session declaring this server's capabilities."""
+        return ServerSession(self.server_info(), self.capabilities(), instructions=self.instructions)
+
+    def connect(self) -> Any:
+        """A ``Connection`` (engine session + task runner) for one transport connection."""
+        from mcpfast.server.connection import Connection
+
+        return Connection(self)
+
+    def notify_resource_updated(self, uri: str) -> int:
+        """Send ``notifications/resources/updated`` to every session subscribed to ``uri``.
+
+        Returns:
+            How many sessions were notified.
+        """
+        sent = 0
+        for conn in list(self._connections):
+            sent += conn.session.notify(m.NOTIFICATION_RESOURCES_UPDATED, {"uri": uri})
+        return sent
+
+    def notify_list_changed(self, kind: str) -> int:
+        """Send ``notifications/<kind>/list_changed`` (kind: tools, resources or prompts) to all sessions."""
+        sent = 0
+        for conn in list(self._connections):
+            sent += conn.session.notify(f"notifications/{kind}/list_changed")
+        return sent
+
+    # ----------------------------------------------------------------- dispatch
+
+    async def dispatch(self, request: InboundRequest, conn: Any) -> Any:
+        """Serve one request the engine admitted; returns the result.
+
+        Raises:
+            McpError: the JSON-RPC error to answer with.
+        """
+        route = self._routes.get(request.method)
+        if route is None:
+            raise McpError(METHOD_NOT_FOUND, f"method not found: {request.method}")
+        return await route(request, conn)
+
+    def _listing(self, kind: str, version: str, definition: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        key = (kind, version)
+        cached = self._list_cache.get(key)
+        if cached is None:
+            cached = self._list_cache[key] = [_shape(item, version, definition) for item in items]
+        return cached
+
+    def _page(self, request: InboundRequest, kind: str, definition: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+        listing = self._listing(kind, request.version, definition, items)
+        cursor = request.params.get("cursor") if request.raw_params is not None else None
+        page, next_cursor = paginate(listing, cursor, self.page_size)
+        result: dict[str, Any] = {kind: list(page)}
+        if next_cursor is not None:
+            result["nextCursor"] = next_cursor
+        return result
+
+    async def _tools_list(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+        return self._page(request, "tools", "Tool", [t.definition for t in self._tools.values()])
+
+    async def _tools_call(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+        params = request.params
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise McpError(INVALID_PARAMS, "tools/call needs a string name")
+        tool = self._tools.get(name)
+        if tool is None:
+            raise McpError(INVALID_PARAMS, f"unknown tool: {name}")
+        args = params.get("arguments")
+        if args is None:
+            args = {}
+        problem = None
+        if not isinstance(args, dict):
+            problem = "arguments must be an object"
+        else:
+            errors = sorted(tool.validator.iter_errors(args), key=lambda e: list(e.path))
+            if errors:
+                problem = "; ".join(f"{'/'.join(map(str, e.path)) or 'arguments'}: {e.message}" for e in errors[:5])
+        if problem is not None:
+            if input_errors_are_tool_errors(request.version):
+                return {"content": [{"type": "text", "text": f"invalid arguments for tool {name}: {problem}"}], "isError": True}
+            raise McpError(INVALID_PARAMS, f"invalid arguments for tool {name}: {problem}")
+        ctx = Context(conn, request) if tool.callable.context_param else None
+        try:
+            value = await tool.callable.call(args, ctx)
+        except McpError:
+            raise
+        except Exception as exc:  # a tool failure is a result the model can see, not a protocol error
+            logger.info("tool %s failed: %r", name, exc)
+            return {"content": [{"type": "text", "text": str(exc) or type(exc).__name__}], "isError": True}
+        return self._tool_result(tool, value, request.version)
+
+    def _tool_result(self, tool: _Tool, value: Any, version: str) -> dict[str, Any]:
+        if isinstance(value, ToolResult):
+            result: dict[str, Any] = {"content": value.content}
+            if value.structured is not None and version >= "2025-06-18":
+                result["structuredContent"] = value.structured
+            if value.is_error:
+                result["isError"] = True
+            if value.meta is not None:
+                result["_meta"] = value.meta
+            return result
+        if tool.output_schema is not None:
+            data = _jsonify(value)
+            structured = {"result": data} if tool.wrap_output else data
+            if self.validate_output and tool.output_validator is not None:
+                error = next(iter(tool.output_validator.iter_errors(structured)), None)
+                if error is not None:
+                    raise McpError(INTERNAL_ERROR, f"tool {tool.definition['name']} returned output that does not match its outputSchema: {error.message}")
+            text = orjson.dumps(structured).decode()
+            result = {"content": [{"type": "text", "text": text}]}
+            if version >= "2025-06-18":
+                result["structuredContent"] = structured
+            return result
+        return {"content": _content(value)}
+
+    async def _resources_list(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+        return self._page(request, "resources", "Resource", [r.definition for r in self._resources.values()])
+
+    async def _templates_list(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+        return self._page(request, "resourceTemplates", "ResourceTemplate", [t.definition for t in self._templates])
+
+    def _find_resource(self, uri: object, version: str) -> tuple[_Resource, dict[str, str]]:
+        if not isinstance(uri, str):
+            raise McpError(INVALID_PARAMS, "uri must be a string")
+        resource = self._resources.get(uri)
+        if resource is not None:
+            return resource, {}
+        for template in self._templates:
+            assert template.template is not None
+            variables = template.template.match(uri)
+            if variables is not None:
+                return template, variables
+        raise McpError(resource_not_found_code(version), "Resource not found", {"uri": uri})
+
+    async def _resources_read(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+        uri = request.params.get("uri")
+        resource, variables = self._find_resource(uri, request.version)
+        assert isinstance(uri, str)
+        ctx = Context(conn, request) if resource.callable.context_param else None
+        value = await resource.callable.call(variables, ctx)
+        return {"contents": _contents(value, uri, resource.mime_type)}
+
+    async def _subscribe(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+        uri = request.params.get("uri")
+        self._find_resource(uri, request.version)
+        conn.session.subscribe(uri)
+        return {}
+
+    async def _unsubscribe(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+        uri = request.params.get("uri")
+        if not isinstance(uri, str):
+            raise McpError(INVALID_PARAMS, "uri must be a string")
+        conn.session.unsubscribe(uri)
+        return {}
+
+    async def _prompts_list(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+        return self._page(request, "prompts", "Prompt", [p.definition for p in self._prompts.values()])
+
+    async def _prompts_get(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+        params = request.params
+        name = params.get("name")
+        prompt = self._prompts.get(name) if isinstance(name, str) else None
+        if prompt is None:
+            raise McpError(INVALID_PARAMS, f"unknown prompt: {name}")
+        args = params.get("arguments") or {}
+        if not isinstance(args, dict) or not all(isinstance(v, str) for v in args.values()):
+            raise McpError(INVALID_PARAMS, "prompt arguments must be an object of strings")
+        missing = prompt.required - args.keys()
+        if missing:
+            raise McpError(INVALID_PARAMS, f"missing required arguments: {', '.join(sorted(missing))}")
+        ctx = Context(conn, request) if prompt.callable.context_param else None
+        value = await prompt.callable.call(args, ctx)
+        if isinstance(value, dict) and "messages" in value:
+            return value
+        result: dict[str, Any] = {"messages": _messages(value)}
+        if "description" in prompt.definition:
+            result["description"] = prompt.definition["description"]
+        return result
+
+    async def _complete(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+        params = request.params
+        ref = params.get("ref")
+        argument = params.get("argument")
+        if not isinstance(ref, dict) or not isinstance(argument, dict):
+            raise McpError(INVALID_PARAMS, "completion/complete needs ref and argument objects")
+        if not isinstance(argument.get("name"), str) or not isinstance(argument.get("value"), str):
+            raise McpError(INVALID_PARAMS, "argument needs string name and value")
+        kind = ref.get("type")
+        if kind == "ref/prompt":
+            prompt = self._prompts.get(ref.get("name"))  # type: ignore[arg-type]
+            if prompt is None:
+                raise McpError(INVALID_PARAMS, f"unknown prompt: {ref.get('name')}")
+        elif kind == "ref/resource":
+            uri = ref.get("uri")
+            if uri not in self._resources and not any(t.definition["uriTemplate"] == uri for t in self._templates):
+                raise McpError(INVALID_PARAMS, f"unknown resource or template: {uri}")
+        else:
+            raise McpError(INVALID_PARAMS, f"unknown ref type: {kind}")
+        if self._completion is None:
+            return completion_result([])
+        context = params.get("context")
+        context_args = context.get("arguments") if isinstance(context, dict) else None
+        value = self._completion(ref, argument, context_args)
+        if inspect.isawaitable(value):
+            value = await value
+        if isinstance(value, dict) and "completion" in value:
+            return value
+        return completion_result([str(v) for v in value or ()])
+
+
+# ------------------------------------------------------------------- helpers
+
+
+def _shape(item: dict[str, Any], version: str, definition: str) -> dict[str, Any]:
+    # Fields added in later revisions are dropped for older clients (their schemas are the list).
+    fields = known_fields(version, definition)
+    if not fields or all(k in fields for k in item):
+        shaped = item
+    else:
+        shaped = {k: v for k, v in item.items() if k in fields}
+    if definition == "Prompt" and "arguments" in shaped:
+        arg_fields = known_fields(version, "PromptArgument")
+        shaped = dict(shaped)
+        shaped["arguments"] = [{k: v for k, v in a.items() if k in arg_fields} for a in shaped["arguments"]]
+    return shaped
+
+
+def _output_schema(fn: Callable[..., Any], *, forced: bool) -> tuple[dict[str, Any] | None, bool]:
+    hints = get_type_hints(fn, include_extras=True)
+    if "return" not in hints:
+        return None, False
+    ret = hints["return"]
+    if ret in (None, type(None), str, ToolResult, Any) or (ret is str and not forced):
+        return None, False
+    try:
+        schema = type_schema(ret)
+    except TypeError:
+        if forced:
+            raise
+        return None, False
+    if schema.get("type") == "object":
+        return schema, False
+    return {"type": "object", "properties": {"result": schema}, "required": ["result"]}, True
+
+
+def _jsonify(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return value
+
+
+def _is_block(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("type") in _CONTENT_TYPES
+
+
+def _content(value: Any) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [{"type": "text", "text": value}]
+    if _is_block(value):
+        return [value]
+    if isinstance(value, list | tuple) and value and all(_is_block(v) or isinstance(v, str) for v in value):
+        return [v if _is_block(v) else {"type": "text", "text": v} for v in value]
+    return [{"type": "text", "text": orjson.dumps(_jsonify(value)).decode()}]
+
+
+def _contents(value: Any, uri: str, mime_type: str | None) -> list[dict[str, Any]]:
+    if isinstance(value, str):
+        return [{"uri": uri, "mimeType": mime_type or "text/plain", "text": value}]
+    if isinstance(value, bytes | bytearray):
+        import base64
+
+        return [{"uri": uri, "mimeType": mime_type or "application/octet-stream", "blob": base64.b64encode(value).decode()}]
+    if isinstance(value, dict):
+        return [{"uri": uri, **value}]
+    if isinstance(value, list):
+        return [{"uri": uri, **v} if "uri" not in v else v for v in value]
+    raise McpError(INTERNAL_ERROR, f"resource handler returned {type(value).__name__}, not str, bytes or contents")
+
+
+def _messages(value: Any) -> list[dict[str, Any]]:
+    items = value if isinstance(value, list) else [value]
+    out = []
+    for item in items:
+        if isinstance(item, str):
+            out.append({"role": "user", "content": {"type": "text", "text": item}})
+        elif isinstance(item, dict) and "role" in item:
+            out.append(item)
+        elif _is_block(item):
+            out.append({"role": "user", "content": item})
+        else:
+            raise McpError(INTERNAL_ERROR, f"prompt returned {type(item).__name__}, not a message")
+    return out

@@ -1,0 +1,146 @@
+"""``Context``: what a handler can do while it runs (progress, logs, requests to the client)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from mcpfast.engine import InboundRequest
+from mcpfast.protocol import methods as m
+from mcpfast.protocol.errors import McpError
+
+if TYPE_CHECKING:
+    from mcpfast.server.connection import Connection
+
+__all__ = ["Context"]
+
+
+class Context:
+    """Handed to a handler that declares a parameter annotated ``Context``.
+
+    Progress and log calls are synchronous (they only queue a message, so sync handlers can
+    use them too); requests to the client are coroutines that wait for its answer.
+
+    Attributes:
+        request: the request being served (id, method, version, client capabilities).
+    """
+
+    __slots__ = ("_conn", "request")
+
+    def __init__(self, conn: Connection, request: InboundRequest) -> None:
+        self._conn = conn
+        self.request = request
+
+    @property
+    def request_id(self) -> int | str:
+        """The id of the request being served."""
+        return self.request.id
+
+    @property
+    def version(self) -> str:
+        """The protocol version governing this request."""
+        return self.request.version
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        """The client capabilities that apply to this request."""
+        return self.request.client_capabilities
+
+    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
+        """Send a progress notification if the client asked for progress on this request.
+
+        Returns:
+            Whether a notification was sent (not when no token was given or the request ended).
+
+        Raises:
+            ValueError: ``progress`` is not greater than the previous value.
+        """
+        return self._conn.session.progress(self.request.id, progress, total, message)
+
+    def log(self, level: str, data: Any, logger: str | None = None) -> bool:
+        """Send ``notifications/message`` at ``level`` if the client's level lets it through.
+
+        Returns:
+            Whether a notification was sent.
+        """
+        return self._conn.session.log(level, data, logger, request_id=self.request.id)
+
+    def debug(self, data: Any, logger: str | None = None) -> bool:
+        """``log("debug", ...)``."""
+        return self.log("debug", data, logger)
+
+    def info(self, data: Any, logger: str | None = None) -> bool:
+        """``log("info", ...)``."""
+        return self.log("info", data, logger)
+
+    def warning(self, data: Any, logger: str | None = None) -> bool:
+        """``log("warning", ...)``."""
+        return self.log("warning", data, logger)
+
+    def error(self, data: Any, logger: str | None = None) -> bool:
+        """``log("error", ...)``."""
+        return self.log("error", data, logger)
+
+    async def send_request(self, method: str, params: dict[str, Any] | None = None, timeout: float | None = None) -> Any:
+        """Send a request to the client and wait for its result.
+
+        Raises:
+            CapabilityError: the client did not declare the capability the method needs.
+            LifecycleError: the handshake is not complete, or this is a stateless request.
+            McpError: the client answered with an error.
+            TimeoutError: no answer in time (the request is cancelled at the client).
+        """
+        return await self._conn.request_client(method, params, related=self.request.id, timeout=timeout)
+
+    async def sample(
+        self,
+        messages: str | list[dict[str, Any]],
+        *,
+        max_tokens: int = 100,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        timeout: float | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """Ask the client's LLM for a message (``sampling/createMessage``).
+
+        Args:
+            messages: a user prompt, or ``SamplingMessage`` dicts.
+            max_tokens: ``maxTokens``.
+            system_prompt: ``systemPrompt``.
+            temperature: ``temperature``.
+            timeout: seconds to wait (the server default when ``None``).
+            **extra: other request fields, passed as given.
+
+        Returns:
+            The ``CreateMessageResult``.
+        """
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        params: dict[str, Any] = {"messages": messages, "maxTokens": max_tokens, **extra}
+        if system_prompt is not None:
+            params["systemPrompt"] = system_prompt
+        if temperature is not None:
+            params["temperature"] = temperature
+        return await self.send_request(m.SAMPLING_CREATE_MESSAGE, params, timeout)
+
+    async def elicit(self, message: str, requested_schema: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        """Ask the user for structured input (``elicitation/create``, form mode).
+
+        Returns:
+            The ``ElicitResult`` (``action`` and maybe ``content``).
+        """
+        params = {"message": message, "requestedSchema": requested_schema}
+        return await self.send_request(m.ELICITATION_CREATE, params, timeout)
+
+    async def list_roots(self, timeout: float | None = None) -> list[dict[str, Any]]:
+        """The client's roots (``roots/list``)."""
+        result = await self.send_request(m.ROOTS_LIST, None, timeout)
+        roots = result.get("roots") if isinstance(result, dict) else None
+        if not isinstance(roots, list):
+            raise McpError(-32603, "the client answered roots/list without a roots array")
+        return roots
+
+    async def sleep(self, seconds: float) -> None:
+        """``asyncio.sleep``; here so handlers need no asyncio import for pacing progress."""
+        await asyncio.sleep(seconds)

@@ -1,0 +1,5 @@
+"""Transports: thin adapters moving bytes between a peer and the engine."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,167 @@
+"""The stdio transport: newline-delimited JSON-RPC over a child process's stdin and stdout.
+
+A thin adapter: it frames bytes (``core.LineFramer``), feeds the engine through a
+``Connection`` and writes what the engine queued, batched into one write per wake-up
+(``core.frame_lines``). Backpressure runs both ways: input is not read while too many
+requests are in flight or while the peer is not reading our output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+from typing import TYPE_CHECKING, Any, Final
+
+from mcpfast import core
+
+if TYPE_CHECKING:
+    from mcpfast.server.app import Server
+    from mcpfast.server.connection import Connection
+
+__all__ = ["DEFAULT_MAX_IN_FLIGHT", "DEFAULT_SHUTDOWN_GRACE", "run_stdio", "serve_stdio"]
+
+logger = logging.getLogger("mcpfast.transports.stdio")
+
+DEFAULT_MAX_IN_FLIGHT: Final = 256
+"""Requests served at once before the transport stops reading input."""
+DEFAULT_SHUTDOWN_GRACE: Final = 0.5
+"""Seconds requests in flight at stdin EOF get to finish before they are cancelled."""
+_READ_SIZE: Final = 1 << 16
+
+
+class _Writer:
+    """Drains the engine's outbox into the stream, one batched write per wake-up."""
+
+    def __init__(self, conn: Connection, writer: asyncio.StreamWriter) -> None:
+        self._conn = conn
+        self._writer = writer
+        self._wake = asyncio.Event()
+        self._closing = False
+        self.broken = False
+        conn.session.on_output = self._wake.set
+
+    def close(self) -> None:
+        self._closing = True
+        self._wake.set()
+
+    async def run(self) -> None:
+        session = self._conn.session
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            messages = session.data_to_send()
+            if messages:
+                try:
+                    self._writer.write(core.frame_lines(messages))
+                    await self._writer.drain()
+                except (ConnectionError, BrokenPipeError, RuntimeError):
+                    self.broken = True
+                    return
+            elif self._closing:
+                return
+            if self._closing and not self._wake.is_set():
+                self._wake.set()  # one more pass to flush what came in during the drain
+
+    async def drained(self) -> None:
+        """Wait while the peer is not reading (the transport buffer is over its high mark)."""
+        if not self.broken:
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                await self._writer.drain()
+
+
+async def serve_stdio(
+    server: Server,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    *,
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    max_line: int = core.DEFAULT_MAX_LINE,
+    shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
+) -> None:
+    """Serve one MCP session over a pair of streams until the input ends.
+
+    Args:
+        server: the application.
+        reader: the input stream (the process's stdin).
+        writer: the output stream (the process's stdout); nothing else may write to it.
+        max_in_flight: requests served at once before input reading pauses.
+        max_line: the longest message accepted, in bytes; a longer line is answered with
+            -32600 (id null) and skipped.
+        shutdown_grace: seconds in-flight requests get to finish after EOF before they are
+            cancelled.
+    """
+    conn = server.connect()
+    out = _Writer(conn, writer)
+    writer_task = asyncio.get_running_loop().create_task(out.run())
+    framer = core.LineFramer(max_line)
+    try:
+        while not out.broken:
+            chunk = await reader.read(_READ_SIZE)
+            items = framer.feed(chunk) if chunk else framer.close()
+            for item in items:
+                if isinstance(item, core.FrameTooLarge):
+                    conn.feed_oversized(item.size, item.limit)
+                else:
+                    conn.feed(item)
+                await conn.wait_for_slot(max_in_flight)
+            if not chunk:
+                break
+            await out.drained()
+        if conn.in_flight and shutdown_grace > 0:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(shutdown_grace):
+                    await conn.wait_for_slot(1)
+    finally:
+        await conn.close()
+        out.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(writer_task, timeout=5.0)
+        writer_task.cancel()
+        with contextlib.suppress(Exception):
+            writer.close()
+
+
+def _install_loop() -> None:
+    try:
+        import uvloop
+    except ImportError:
+        return
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+
+
+async def _open_stdio(out_fd: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 20)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(0, "rb", buffering=0, closefd=False))
+    transport, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, os.fdopen(out_fd, "wb", buffering=0)
+    )
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    return reader, writer
+
+
+def run_stdio(server: Server, **options: Any) -> None:
+    """Serve ``server`` on this process's stdin/stdout until stdin closes.
+
+    File descriptor 1 is re-pointed at stderr for the duration, so a stray ``print`` in a
+    handler (or a C library writing to stdout) cannot corrupt the protocol stream; the
+    protocol itself goes to a private duplicate of the original stdout.
+
+    Args:
+        server: the application.
+        **options: passed to ``serve_stdio``.
+    """
+    sys.stdout.flush()
+    out_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    _install_loop()
+
+    async def main() -> None:
+        reader, writer = await _open_stdio(out_fd)
+        await serve_stdio(server, reader, writer, **options)
+
+    asyncio.run(main())

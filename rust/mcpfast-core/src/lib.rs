@@ -1,0 +1,24 @@
+//! mcpfast-core: JSON-RPC 2.0 as the Model Context Protocol uses it, with no Python in sight.
+//!
+//! - [`json`]: a validating reader that skips values without building them, or hands them to
+//!   a [`json::Builder`];
+//! - [`envelope`]: one pass that validates a message or batch, classifies it and records the
+//!   spans of `params`, `result` and `error`;
+//! - [`write`]: compact output (strings, numbers, ids) byte-compatible with orjson;
+//! - [`framer`]: newline framing for stdio, with a size limit that resynchronises;
+//! - [`sse`]: the server-sent-events encoder and the WHATWG decoder.
+//!
+//! The Python binding (`mcpfast-py`) is a thin layer over these modules.
+
+pub mod envelope;
+pub mod framer;
+pub mod json;
+pub mod sse;
+pub mod write;
+
+/// Default nesting limit for decoding (the top-level value is depth 1).
+pub const DEFAULT_MAX_DEPTH: usize = 128;
+/// Default stdio line limit in bytes.
+pub const DEFAULT_MAX_LINE: usize = 4 * 1024 * 1024;
+/// Default SSE event-block limit in bytes.
+pub const DEFAULT_MAX_EVENT: usize = 4 * 1024 * 1024;

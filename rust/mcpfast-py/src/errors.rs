@@ -1,0 +1,39 @@
+//! The exceptions are Python classes (`mcpfast.core._errors`) shared with the pure-Python twin,
+//! so `except JsonRpcError` catches both implementations' errors.
+
+use mcpfast_core::envelope::RpcError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
+
+use crate::pyjson::id_to_py;
+
+static JSON_RPC_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static FRAME_TOO_LARGE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+fn class<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyType>>, name: &str) -> PyResult<&'py Bound<'py, PyType>> {
+    cell.import(py, "mcpfast.core._errors", name)
+}
+
+/// A `JsonRpcError` instance (to raise, or to put in a batch's list).
+pub fn json_rpc_error(py: Python<'_>, code: i64, message: &str, id: Option<Bound<'_, PyAny>>) -> PyErr {
+    match class(py, &JSON_RPC_ERROR, "JsonRpcError").and_then(|c| c.call1((code, message, id))) {
+        Ok(inst) => PyErr::from_value(inst),
+        Err(e) => e,
+    }
+}
+
+/// The Python `JsonRpcError` for a core verdict.
+pub fn from_rpc(py: Python<'_>, e: &RpcError<'_>) -> PyErr {
+    let id = match e.id.as_ref().map(|id| id_to_py(py, id)) {
+        Some(Ok(id)) => Some(id),
+        Some(Err(err)) => return err,
+        None => None,
+    };
+    json_rpc_error(py, e.code, &e.message, id)
+}
+
+/// A `FrameTooLarge` instance, reported in a list rather than raised.
+pub fn frame_too_large(py: Python<'_>, size: usize, limit: usize) -> PyResult<Bound<'_, PyAny>> {
+    class(py, &FRAME_TOO_LARGE, "FrameTooLarge")?.call1((size, limit))
+}

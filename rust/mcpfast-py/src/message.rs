@@ -1,0 +1,272 @@
+//! `decode`, `scan_reply` and the `Message` class.
+
+use mcpfast_core::envelope::{self, Decoded, Envelope, Kind};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyString};
+
+use crate::errors;
+use crate::pyjson::{build_at, id_to_py};
+
+macro_rules! known_methods {
+    ($($name:literal),* $(,)?) => {
+        const KNOWN_METHODS: &[&str] = &[$($name),*];
+        fn known_method(s: &str) -> Option<usize> {
+            let mut i = 0usize;
+            $(
+                if s == $name {
+                    return Some(i);
+                }
+                i += 1;
+            )*
+            let _ = i;
+            None
+        }
+    };
+}
+
+// Method names of every MCP revision: decoding one of these reuses an interned str.
+known_methods!(
+    "tools/call",
+    "notifications/progress",
+    "ping",
+    "initialize",
+    "notifications/initialized",
+    "tools/list",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "logging/setLevel",
+    "notifications/cancelled",
+    "notifications/message",
+    "notifications/resources/updated",
+    "notifications/resources/list_changed",
+    "notifications/tools/list_changed",
+    "notifications/prompts/list_changed",
+    "notifications/roots/list_changed",
+    "notifications/elicitation/complete",
+    "sampling/createMessage",
+    "elicitation/create",
+    "roots/list",
+    "server/discover",
+    "subscriptions/listen",
+    "tasks/get",
+    "tasks/list",
+    "tasks/result",
+    "tasks/cancel",
+    "notifications/tasks/status",
+);
+
+static METHOD_STRS: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
+static KIND_STRS: PyOnceLock<[Py<PyString>; 4]> = PyOnceLock::new();
+
+fn method_str<'py>(py: Python<'py>, name: &str) -> Bound<'py, PyString> {
+    match known_method(name) {
+        Some(i) => {
+            let table = METHOD_STRS.get_or_init(py, || KNOWN_METHODS.iter().map(|m| PyString::intern(py, m).unbind()).collect());
+            table[i].bind(py).clone()
+        }
+        None => PyString::new(py, name),
+    }
+}
+
+fn kind_str(py: Python<'_>, kind: Kind) -> Bound<'_, PyString> {
+    let table = KIND_STRS.get_or_init(py, || {
+        [Kind::Request, Kind::Notification, Kind::Result, Kind::Error].map(|k| PyString::intern(py, k.as_str()).unbind())
+    });
+    let i = match kind {
+        Kind::Request => 0,
+        Kind::Notification => 1,
+        Kind::Result => 2,
+        Kind::Error => 3,
+    };
+    table[i].bind(py).clone()
+}
+
+/// One decoded JSON-RPC message; its parts stay bytes until asked for.
+#[pyclass(frozen, module = "mcpfast._core", name = "Message")]
+pub struct Message {
+    kind: Kind,
+    id: Option<Py<PyAny>>,
+    method: Option<Py<PyString>>,
+    src: Py<PyBytes>,
+    span: (usize, usize),
+    /// The span of params, result or error, whichever the kind carries.
+    part: Option<(usize, usize)>,
+    parsed: PyOnceLock<Py<PyAny>>,
+}
+
+impl Message {
+    fn new(py: Python<'_>, src: &Bound<'_, PyBytes>, env: &Envelope<'_>) -> PyResult<Self> {
+        let part = env.params.clone().or_else(|| env.result.clone()).or_else(|| env.error.clone());
+        Ok(Message {
+            kind: env.kind,
+            id: match &env.id {
+                Some(id) => Some(id_to_py(py, id)?.unbind()),
+                None => None,
+            },
+            method: env.method.as_deref().map(|m| method_str(py, m).unbind()),
+            src: src.clone().unbind(),
+            span: (env.span.start, env.span.end),
+            part: part.map(|r| (r.start, r.end)),
+            parsed: PyOnceLock::new(),
+        })
+    }
+
+    fn part_bytes<'py>(&self, py: Python<'py>, kinds: &[Kind]) -> Option<Bound<'py, PyBytes>> {
+        let (a, b) = self.part?;
+        if !kinds.contains(&self.kind) {
+            return None;
+        }
+        Some(PyBytes::new(py, &self.src.bind(py).as_bytes()[a..b]))
+    }
+
+    fn part_value(&self, py: Python<'_>, kinds: &[Kind]) -> PyResult<Py<PyAny>> {
+        let Some((start, _)) = self.part else { return Ok(py.None()) };
+        if !kinds.contains(&self.kind) {
+            return Ok(py.None());
+        }
+        let v = self.parsed.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+            let bytes = self.src.bind(py).as_bytes();
+            let text = std::str::from_utf8(bytes).map_err(|e| PyValueError::new_err(e.to_string()))?;
+            Ok(build_at(py, text, start)?.unbind())
+        })?;
+        Ok(v.clone_ref(py))
+    }
+}
+
+const CALLS: &[Kind] = &[Kind::Request, Kind::Notification];
+
+#[pymethods]
+impl Message {
+    #[getter]
+    fn kind<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
+        kind_str(py, self.kind)
+    }
+
+    #[getter]
+    fn id(&self, py: Python<'_>) -> Py<PyAny> {
+        self.id.as_ref().map_or_else(|| py.None(), |i| i.clone_ref(py))
+    }
+
+    #[getter]
+    fn method(&self, py: Python<'_>) -> Py<PyAny> {
+        self.method.as_ref().map_or_else(|| py.None(), |m| m.clone_ref(py).into_any())
+    }
+
+    #[getter]
+    fn params(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.part_value(py, CALLS)
+    }
+
+    #[getter]
+    fn raw_params<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        self.part_bytes(py, CALLS)
+    }
+
+    #[getter]
+    fn result(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.part_value(py, &[Kind::Result])
+    }
+
+    #[getter]
+    fn raw_result<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        self.part_bytes(py, &[Kind::Result])
+    }
+
+    #[getter]
+    fn error(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.part_value(py, &[Kind::Error])
+    }
+
+    #[getter]
+    fn raw<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let src = self.src.bind(py).as_bytes();
+        if self.span == (0, src.len()) {
+            return self.src.bind(py).clone();
+        }
+        PyBytes::new(py, &src[self.span.0..self.span.1])
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let id = match &self.id {
+            Some(i) => i.bind(py).repr()?.to_string(),
+            None => "None".to_owned(),
+        };
+        let method = match &self.method {
+            Some(m) => m.bind(py).repr()?.to_string(),
+            None => "None".to_owned(),
+        };
+        Ok(format!("Message(kind='{}', id={id}, method={method})", self.kind.as_str()))
+    }
+}
+
+/// The input as a bytes object (str is UTF-8 encoded; bytearray and memoryview copied).
+pub fn as_bytes<'py>(data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    let py = data.py();
+    if let Ok(b) = data.cast::<PyBytes>() {
+        return Ok(b.clone());
+    }
+    if let Ok(s) = data.cast::<PyString>() {
+        let text = s
+            .to_str()
+            .map_err(|_| errors::json_rpc_error(py, envelope::PARSE_ERROR, "invalid JSON: str is not valid UTF-8: surrogates not allowed", None))?;
+        return Ok(PyBytes::new(py, text.as_bytes()));
+    }
+    if let Ok(b) = data.cast::<PyByteArray>() {
+        return Ok(PyBytes::new(py, &b.to_vec()));
+    }
+    if data.cast::<PyMemoryView>().is_ok() {
+        return Ok(py.get_type::<PyBytes>().call1((data,))?.cast_into::<PyBytes>()?);
+    }
+    Err(PyTypeError::new_err(format!("expected bytes, bytearray, memoryview or str, not {}", data.get_type().name()?)))
+}
+
+fn check_depth(max_depth: i64) -> PyResult<usize> {
+    if max_depth < 1 {
+        return Err(PyValueError::new_err("max_depth must be at least 1"));
+    }
+    Ok(usize::try_from(max_depth).unwrap_or(usize::MAX))
+}
+
+#[pyfunction]
+#[pyo3(signature = (data, max_depth = mcpfast_core::DEFAULT_MAX_DEPTH as i64))]
+pub fn decode<'py>(data: &Bound<'py, PyAny>, max_depth: i64) -> PyResult<Bound<'py, PyAny>> {
+    let py = data.py();
+    let max_depth = check_depth(max_depth)?;
+    let src = as_bytes(data)?;
+    let decoded = envelope::decode_bytes(src.as_bytes(), max_depth).map_err(|e| errors::from_rpc(py, &e))?;
+    match decoded {
+        Decoded::Single(env) => Ok(Bound::new(py, Message::new(py, &src, &env)?)?.into_any()),
+        Decoded::Batch(items) => {
+            let list = PyList::empty(py);
+            for item in &items {
+                match item {
+                    Ok(env) => list.append(Bound::new(py, Message::new(py, &src, env)?)?)?,
+                    Err(e) => list.append(errors::from_rpc(py, e).into_value(py))?,
+                }
+            }
+            Ok(list.into_any())
+        }
+    }
+}
+
+#[pyfunction]
+#[pyo3(signature = (data, max_depth = mcpfast_core::DEFAULT_MAX_DEPTH as i64))]
+pub fn scan_reply<'py>(data: &Bound<'py, PyAny>, max_depth: i64) -> PyResult<(Py<PyAny>, bool, Option<i128>)> {
+    let py = data.py();
+    let max_depth = check_depth(max_depth)?;
+    let src = as_bytes(data)?;
+    let (id, is_error, code) = envelope::scan_reply(src.as_bytes(), max_depth).map_err(|e| errors::from_rpc(py, &e))?;
+    let id = match id {
+        Some(id) => id_to_py(py, &id)?.unbind(),
+        None => py.None(),
+    };
+    Ok((id, is_error, code))
+}

@@ -1,0 +1,236 @@
+//! JSON to Python objects (a `json::Builder`) and Python objects to JSON, the two directions
+//! the binding needs beyond the envelope scan.
+
+use mcpfast_core::envelope::Id;
+use mcpfast_core::json::{self, Builder, Number, Reader};
+use mcpfast_core::write;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
+
+use crate::errors;
+
+/// orjson's recursion limit when serialising.
+const MAX_ENCODE_DEPTH: u32 = 254;
+
+pub enum BuildError {
+    Json(json::Error),
+    Py(PyErr),
+}
+
+impl From<json::Error> for BuildError {
+    fn from(e: json::Error) -> Self {
+        BuildError::Json(e)
+    }
+}
+
+impl From<PyErr> for BuildError {
+    fn from(e: PyErr) -> Self {
+        BuildError::Py(e)
+    }
+}
+
+pub struct PyBuilder<'py> {
+    py: Python<'py>,
+}
+
+impl<'py> Builder for PyBuilder<'py> {
+    type Value = Bound<'py, PyAny>;
+    type Error = BuildError;
+
+    fn null(&mut self) -> Result<Self::Value, BuildError> {
+        Ok(self.py.None().into_bound(self.py))
+    }
+    fn boolean(&mut self, v: bool) -> Result<Self::Value, BuildError> {
+        Ok(PyBool::new(self.py, v).to_owned().into_any())
+    }
+    fn number(&mut self, v: Number) -> Result<Self::Value, BuildError> {
+        Ok(match v {
+            Number::Int(i) => {
+                let Ok(v) = i.into_pyobject(self.py);
+                v.into_any()
+            }
+            Number::UInt(u) => {
+                let Ok(v) = u.into_pyobject(self.py);
+                v.into_any()
+            }
+            Number::BigInt(f) | Number::Float(f) => PyFloat::new(self.py, f).into_any(),
+        })
+    }
+    fn string(&mut self, v: &str) -> Result<Self::Value, BuildError> {
+        Ok(PyString::new(self.py, v).into_any())
+    }
+    fn begin_array(&mut self) -> Result<Self::Value, BuildError> {
+        Ok(PyList::empty(self.py).into_any())
+    }
+    fn push(&mut self, array: &mut Self::Value, item: Self::Value) -> Result<(), BuildError> {
+        Ok(array.cast::<PyList>().map_err(PyErr::from)?.append(item)?)
+    }
+    fn begin_object(&mut self) -> Result<Self::Value, BuildError> {
+        Ok(PyDict::new(self.py).into_any())
+    }
+    fn insert(&mut self, object: &mut Self::Value, key: &str, value: Self::Value) -> Result<(), BuildError> {
+        Ok(object.cast::<PyDict>().map_err(PyErr::from)?.set_item(key, value)?)
+    }
+}
+
+/// Builds the Python value of the JSON that starts at `start` in `text` (already validated).
+pub fn build_at<'py>(py: Python<'py>, text: &str, start: usize) -> PyResult<Bound<'py, PyAny>> {
+    let mut reader = Reader::at(text, start, usize::MAX);
+    match reader.build(&mut PyBuilder { py }, 1) {
+        Ok(v) => Ok(v),
+        Err(BuildError::Py(e)) => Err(e),
+        Err(BuildError::Json(e)) => Err(errors::json_rpc_error(py, -32700, &e.to_string(), None)),
+    }
+}
+
+/// A Python object for a JSON-RPC id.
+pub fn id_to_py<'py>(py: Python<'py>, id: &Id<'_>) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match id {
+        Id::Int(v) => {
+            let Ok(v) = v.into_pyobject(py);
+            v.into_any()
+        }
+        Id::BigInt(text) => py.get_type::<PyInt>().call1((*text,))?,
+        Id::Str(s) => PyString::new(py, s).into_any(),
+    })
+}
+
+fn type_error(msg: String) -> PyErr {
+    PyTypeError::new_err(msg)
+}
+
+fn str_of<'a>(s: &'a Bound<'_, PyString>) -> PyResult<&'a str> {
+    s.to_str().map_err(|_| type_error("str is not valid UTF-8: surrogates not allowed".to_owned()))
+}
+
+fn write_int(out: &mut Vec<u8>, obj: &Bound<'_, PyAny>) -> PyResult<()> {
+    if let Ok(v) = obj.extract::<i64>() {
+        write::write_i64(out, v);
+    } else if let Ok(v) = obj.extract::<u64>() {
+        write::write_u64(out, v);
+    } else {
+        return Err(type_error("Integer exceeds 64-bit range".to_owned()));
+    }
+    Ok(())
+}
+
+static ENUM_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static UUID_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// Appends `obj` as JSON, with the types and limits orjson has.
+pub fn write_obj(out: &mut Vec<u8>, obj: &Bound<'_, PyAny>, depth: u32) -> PyResult<()> {
+    // Exact types first: they are nearly all of what a handler returns.
+    if let Ok(s) = obj.cast_exact::<PyString>() {
+        write::write_str(out, str_of(s)?);
+    } else if let Ok(d) = obj.cast_exact::<PyDict>() {
+        write_dict(out, d, depth)?;
+    } else if let Ok(l) = obj.cast_exact::<PyList>() {
+        write_seq(out, l.iter(), depth)?;
+    } else if obj.cast_exact::<PyInt>().is_ok() {
+        write_int(out, obj)?;
+    } else if obj.is_none() {
+        out.extend_from_slice(b"null");
+    } else if let Ok(b) = obj.cast_exact::<PyBool>() {
+        out.extend_from_slice(if b.is_true() { b"true" } else { b"false" });
+    } else if let Ok(f) = obj.cast_exact::<PyFloat>() {
+        write::write_f64(out, f.value());
+    } else if let Ok(t) = obj.cast_exact::<PyTuple>() {
+        write_seq(out, t.iter(), depth)?;
+    } else {
+        write_other(out, obj, depth)?;
+    }
+    Ok(())
+}
+
+fn write_other(out: &mut Vec<u8>, obj: &Bound<'_, PyAny>, depth: u32) -> PyResult<()> {
+    let py = obj.py();
+    if let Ok(s) = obj.cast::<PyString>() {
+        write::write_str(out, str_of(s)?);
+    } else if let Ok(d) = obj.cast::<PyDict>() {
+        write_dict(out, d, depth)?;
+    } else if let Ok(l) = obj.cast::<PyList>() {
+        write_seq(out, l.iter(), depth)?;
+    } else if let Ok(t) = obj.cast::<PyTuple>() {
+        write_seq(out, t.iter(), depth)?;
+    } else if obj.cast::<PyInt>().is_ok() {
+        write_int(out, obj)?;
+    } else if let Ok(f) = obj.cast::<PyFloat>() {
+        write::write_f64(out, f.value());
+    } else if obj.is_instance(ENUM_TYPE.import(py, "enum", "Enum")?)? {
+        write_obj(out, &obj.getattr("value")?, depth)?;
+    } else if obj.is_instance(UUID_TYPE.import(py, "uuid", "UUID")?)? {
+        write::write_str(out, &obj.str()?.to_cow()?);
+    } else {
+        return Err(type_error(format!("Type is not JSON serializable: {}", obj.get_type().name()?)));
+    }
+    Ok(())
+}
+
+fn enter(depth: u32) -> PyResult<u32> {
+    if depth >= MAX_ENCODE_DEPTH {
+        return Err(type_error("Recursion limit reached".to_owned()));
+    }
+    Ok(depth + 1)
+}
+
+fn write_dict(out: &mut Vec<u8>, d: &Bound<'_, PyDict>, depth: u32) -> PyResult<()> {
+    let depth = enter(depth)?;
+    out.push(b'{');
+    let mut first = true;
+    for (k, v) in d.iter() {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        let key = k.cast::<PyString>().map_err(|_| type_error("Dict key must be str".to_owned()))?;
+        write::write_str(out, str_of(key)?);
+        out.push(b':');
+        write_obj(out, &v, depth)?;
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+fn write_seq<'py>(out: &mut Vec<u8>, items: impl Iterator<Item = Bound<'py, PyAny>>, depth: u32) -> PyResult<()> {
+    let depth = enter(depth)?;
+    out.push(b'[');
+    let mut first = true;
+    for item in items {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        write_obj(out, &item, depth)?;
+    }
+    out.push(b']');
+    Ok(())
+}
+
+/// Appends a JSON-RPC id given from Python: a str or an int of any size (written exactly).
+pub fn write_py_id(out: &mut Vec<u8>, id: &Bound<'_, PyAny>) -> PyResult<()> {
+    if let Ok(s) = id.cast::<PyString>() {
+        write::write_str(out, str_of(s)?);
+    } else if id.cast::<PyInt>().is_ok() && id.cast::<PyBool>().is_err() {
+        if let Ok(v) = id.extract::<i64>() {
+            write::write_i64(out, v);
+        } else {
+            // Big integers are written from their exact decimal form.
+            out.extend_from_slice(id.str()?.to_str()?.as_bytes());
+        }
+    } else {
+        return Err(type_error(format!("id must be a str or an int, not {}", id.get_type().name()?)));
+    }
+    Ok(())
+}
+
+/// Appends a params/result value: bytes are spliced as already-encoded JSON.
+pub fn write_body(out: &mut Vec<u8>, body: &Bound<'_, PyAny>) -> PyResult<()> {
+    if let Ok(b) = body.cast_exact::<pyo3::types::PyBytes>() {
+        write::splice_raw(out, b.as_bytes());
+        Ok(())
+    } else {
+        write_obj(out, body, 0)
+    }
+}

@@ -1,0 +1,159 @@
+"""In-process Locust scenarios for tests/locust/test_stats.py, run in a child interpreter.
+
+Importing Locust monkey-patches the whole interpreter with gevent; doing that inside the pytest
+process would change sockets, threads and time for every other test of the suite, so the stats
+tests run these scenarios with ``python tests/locust/_scenarios.py <scenario> <out_dir>`` and read
+the JSON summary printed as the last stdout line.  (The leading underscore keeps pytest from
+collecting the file.)
+"""
+
+from __future__ import annotations
+
+import locust  # noqa: I001 - first, so gevent patches the stdlib before anything else imports it
+
+import argparse
+import json
+import logging
+import socket
+import sys
+import time
+
+import gevent
+from locust import User, constant, task
+from locust.env import Environment
+from locust.event import Events
+
+import locust.runners
+from mcpfast.locust import stats as mstats
+
+RECORDS: dict[int, int] = {}  # id(environment) -> records made by that environment's users
+
+
+class Recorder(User):
+    """Tiny user: paces through the environment's pacer and records a synthetic latency."""
+
+    wait_time = constant(0.005)
+
+    @task
+    def call(self) -> None:
+        s = mstats.get(self.environment)
+        intended = s.pacer.wait()
+        # synthetic service time, deterministic per call: 100..1099 µs
+        n = RECORDS.get(id(self.environment), 0)
+        elapsed_us = 100 + (n * 37) % 1000 + int((time.perf_counter() - intended) * 1_000_000)
+        s.record("test", "tools/call:echo", elapsed_us, failed=(n % 50 == 49))
+        RECORDS[id(self.environment)] = n + 1
+        s.validator("2025-11-25").check({"jsonrpc": "2.0", "id": n, "method": "ping"})
+
+
+def _options(out: str, rate: float) -> argparse.Namespace:
+    return argparse.Namespace(
+        mcp_histogram_out=out, mcp_rate=rate, mcp_validate_share=0.1, csv_prefix=None, headless=True
+    )
+
+
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def _capture_console() -> _Lines:
+    handler = _Lines()
+    console = logging.getLogger("locust.stats_logger")
+    console.setLevel(logging.INFO)
+    console.addHandler(handler)
+    return handler
+
+
+def local(out_dir: str) -> dict:
+    table = _capture_console()
+    env = Environment(user_classes=[Recorder], events=Events(), parsed_options=_options(f"{out_dir}/local", 400.0))
+    runner = env.create_local_runner()
+    s = mstats.install(env)
+    runner.start(4, spawn_rate=100)
+    gevent.sleep(1.5)
+    runner.quit()
+    return {
+        "records": RECORDS.get(id(env), 0),
+        "path": s.written_path,
+        "table": "\n".join(table.lines),
+        "schedule": [s.schedule.worker_index, s.schedule.worker_count, s.schedule.runner_rate],
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def distributed(out_dir: str) -> dict:
+    locust.runners.WORKER_REPORT_INTERVAL = 0.2  # exercise the periodic deltas, not only the final one
+    table = _capture_console()
+    port = _free_port()
+    master_env = Environment(user_classes=[Recorder], events=Events(), parsed_options=_options(f"{out_dir}/dist", 400.0))
+    master = master_env.create_master_runner("127.0.0.1", port)
+    master_stats = mstats.install(master_env)
+    workers = []
+    for _ in range(2):
+        env = Environment(user_classes=[Recorder], events=Events())
+        runner = env.create_worker_runner("127.0.0.1", port)
+        mstats.install(env)
+        workers.append((env, runner))
+    deadline = time.monotonic() + 5
+    while len(master.clients.ready) < 2:
+        if time.monotonic() > deadline:
+            raise SystemExit("workers did not connect")
+        gevent.sleep(0.05)
+
+    result: dict = {"runs": []}
+    # run 1 ends with stop() (web-UI path), run 2 with quit() (--run-time / headless path)
+    for run, finish in enumerate(("stop", "quit")):
+        before = {id(env): RECORDS.get(id(env), 0) for env, _ in workers}
+        master.start(4, spawn_rate=100)
+        gevent.sleep(1.2)
+        schedules = sorted(
+            [mstats.get(env).schedule.worker_index, mstats.get(env).schedule.worker_count, mstats.get(env).schedule.runner_rate]
+            for env, _ in workers
+        )
+        if finish == "stop":
+            master.stop()
+        else:
+            master.quit()
+        deadline = time.monotonic() + 5
+        while master_stats.written_path is None and time.monotonic() < deadline:
+            gevent.sleep(0.05)
+        with open(master_stats.written_path, encoding="utf-8") as fh:
+            data = json.load(fh)
+        result["runs"].append(
+            {
+                "finish": finish,
+                "worker_records": sum(RECORDS.get(id(env), 0) - before[id(env)] for env, _ in workers),
+                "ok": sum(h["n"] for h in data["histograms"]),
+                "failed": sum(h["n"] for h in data["failed_histograms"]),
+                "complete": data["complete"],
+                "pacer": {k: data["pacer"][k] for k in ("sent", "late", "dropped")},
+                "validation": data["validation"],
+                "workers": len(data["workers"] or []),
+                "schedules": schedules,
+            }
+        )
+        if finish == "stop":
+            gevent.sleep(0.3)  # let workers report ready again
+            master_stats.written_path = None
+    for _, runner in workers:
+        runner.quit()
+    result["table"] = "\n".join(table.lines)
+    return result
+
+
+if __name__ == "__main__":
+    scenario, out = sys.argv[1], sys.argv[2]
+    logging.basicConfig(level=logging.WARNING)
+    summary = {"local": local, "distributed": distributed}[scenario](out)
+    sys.stdout.write("\n" + json.dumps(summary) + "\n")
+    sys.stdout.flush()
