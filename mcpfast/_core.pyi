@@ -47,6 +47,10 @@ class Message:
     @property
     def params(self) -> dict[str, Any] | list[Any] | None:
         """``params`` parsed on first access (cached); ``None`` when absent."""
+    def param(self, key: str, default: Any = None) -> Any:
+        """One member of an object ``params``, parsed alone; ``default`` when absent or when params
+        is missing or an array. The hot path for routing (``tools/call`` reads ``name`` and
+        ``arguments`` only): the rest of params is never turned into Python objects."""
     @property
     def raw_params(self) -> bytes | None:
         """The exact bytes of ``params`` as sent, or ``None`` when absent."""

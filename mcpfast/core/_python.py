@@ -684,8 +684,8 @@ def _split_lines(data: bytes) -> list[bytes]:
 def _check_retry(ms: Any) -> int:
     if not isinstance(ms, int):
         raise TypeError(f"retry must be an int, not {type(ms).__name__}")
-    if ms < 0:
-        raise ValueError(f"retry must not be negative, not {ms}")
+    if ms < 0 or ms >= 1 << 64:
+        raise ValueError(f"retry must be a non-negative 64-bit number of milliseconds, not {ms}")
     return int(ms)
 
 
@@ -725,7 +725,9 @@ class SseEncoder:
         if not text:
             return b":\n\n"
         raw = text.encode() if isinstance(text, str) else bytes(text)
-        return b": " + b"\n: ".join(_split_lines(raw)) + b"\n\n"
+        if b"\n" not in raw and b"\r" not in raw:
+            return b": " + raw + b"\n\n"
+        return b"".join([b": " + line + b"\n" if line else b":\n" for line in _split_lines(raw)]) + b"\n"
 
     def retry(self, ms: int) -> bytes:
         return b"retry: %d\n\n" % _check_retry(ms)

@@ -107,6 +107,8 @@ class ServerSession:
             the stateless era off).
         cache_ttl_ms: ``ttlMs`` put on cacheable 2026 results that do not set one.
         cache_scope: ``cacheScope`` put on cacheable 2026 results that do not set one.
+        extra_methods: non-MCP request methods the application serves (admitted as events;
+            any other unknown method is answered -32601 here).
 
     Attributes:
         state: the handshake-era lifecycle state.
@@ -128,6 +130,7 @@ class ServerSession:
         stateless_versions: tuple[str, ...] = STATELESS_VERSIONS,
         cache_ttl_ms: int = 0,
         cache_scope: str = "public",
+        extra_methods: frozenset[str] = frozenset(),
     ) -> None:
         self.server_info = server_info
         self.capabilities = capabilities
@@ -136,6 +139,7 @@ class ServerSession:
         self.stateless_versions = stateless_versions
         self.cache_ttl_ms = cache_ttl_ms
         self.cache_scope = cache_scope
+        self._methods = m.CLIENT_REQUESTS | extra_methods
         self.state = State.NEW
         self.version: str | None = None
         self.client_capabilities: dict[str, Any] = {}
@@ -145,7 +149,6 @@ class ServerSession:
         self.subscriptions: set[str] = set()
         self._outbox: list[bytes] = []
         self._inflight: dict[int | str, _Inflight] = {}
-        self._progress_tokens: set[int | str] = set()
         self._outgoing: dict[int | str, str] = {}
         self._next_id = 0
         self._batches: dict[int, _Batch] = {}
@@ -246,13 +249,16 @@ class ServerSession:
         if method == m.INITIALIZE:
             self._initialize(msg, batch)
             return
+        if method not in self._methods:
+            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method}", batch)
+            return
         if self.state is State.NEW:
-            if method == m.PING:
-                self._emit_reply(batch, core.encode_result(rid, {}))
-                return
             meta = _meta_of(msg)
             if META_PROTOCOL_VERSION in meta:
                 self._stateless_request(msg, meta, events, batch)
+                return
+            if method == m.PING:
+                self._emit_reply(batch, core.encode_result(rid, {}))
                 return
             if method == m.SERVER_DISCOVER and self.stateless_versions:
                 # A probe without _meta: answer so that a dual-era client sees a modern server.

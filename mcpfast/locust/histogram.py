@@ -8,8 +8,8 @@ Layout (the HdrHistogram scheme for lowest=1, 3 significant digits, written from
   (exact).  A value ``v >= 2048`` lives in "magnitude" ``m = v.bit_length() - 11`` where slots are
   ``2**m`` µs wide, at index ``(m << 10) + (v >> m)``.  Every slot above 2048 is therefore at most
   ``1/1024`` of its value wide: relative error below 0.1 %, i.e. 3 significant digits.
-* 60 s needs ``m = 15``, so the whole range is ``(15 << 10) + 2048 = 17408`` counters, a plain
-  Python list; ``record`` is a couple of integer operations and one list increment.
+* 60 s needs ``m = 15`` (index ``(15 << 10) + (60_000_000 >> 15) = 17191``), so the whole range
+  is 17192 counters, a plain Python list; ``record`` is a couple of integer operations and one list increment.
 
 Merging adds counters slot by slot, so the merge of per-worker histograms equals the histogram of
 all samples exactly.  ``to_dict`` emits only non-zero slots (delta-encoded indexes plus counts),
@@ -71,7 +71,7 @@ def _median_equivalent(index: int) -> float:
     return low + ((1 << shift) - 1) / 2.0
 
 
-SLOTS = index_of(HIGHEST) + 1  # 17408 with the default range
+SLOTS = index_of(HIGHEST) + 1  # 17192 with the default range
 
 
 class Histogram:
@@ -133,8 +133,12 @@ class Histogram:
         interval = int(expected_interval_us)
         if interval <= 0 or us <= interval:
             return
-        us = min(max(us, 1), HIGHEST)
         value = us - interval  # largest missing sample
+        if value > HIGHEST:  # back-filled values beyond the range are clamped like record() does
+            over = (value - HIGHEST - 1) // interval + 1
+            self.record(HIGHEST, over)
+            self.overflow += over
+            value -= over * interval
         counts = self._counts
         added = 0
         smallest = value

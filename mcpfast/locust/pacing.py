@@ -55,8 +55,9 @@ class OpenModelSchedule:
 
     ``claim(now)`` hands out the next intended send time (dropping stale slots first);
     ``started(intended, now)`` records when the send actually began.  Counters: ``claimed``
-    (slots handed out = sends), ``late``, ``dropped``; ``lag`` is a µs histogram of
-    ``start - intended`` (0 counted as 1 µs).
+    (slots handed out), ``sent`` (sends started; a user killed while waiting for its slot claims
+    but never sends), ``late``, ``dropped``; ``lag`` is a µs histogram of ``start - intended``
+    (0 counted as 1 µs).
     """
 
     __slots__ = (
@@ -70,6 +71,7 @@ class OpenModelSchedule:
         "_start",
         "_next",
         "claimed",
+        "sent",
         "late",
         "dropped",
         "lag",
@@ -90,6 +92,7 @@ class OpenModelSchedule:
         self.late_tolerance = float(late_tolerance)
         self.max_lag = float(max_lag)
         self.claimed = 0
+        self.sent = 0
         self.late = 0
         self.dropped = 0
         self.lag = Histogram()
@@ -111,7 +114,9 @@ class OpenModelSchedule:
         """This runner's share of the target rate (arrivals per second)."""
         return self.rate / self.worker_count if self.rate else 0.0
 
-    def configure(self, rate: float, worker_index: int = 0, worker_count: int = 1, *, start: float | None = None) -> None:
+    def configure(
+        self, rate: float, worker_index: int = 0, worker_count: int = 1, *, start: float | None = None
+    ) -> None:
         """Set the target rate and this runner's place; restarts the schedule (counters kept)."""
         _, self._interval, self._phase = split_rate(rate, worker_index, worker_count)
         self.rate = float(rate)
@@ -125,7 +130,7 @@ class OpenModelSchedule:
         self._next = 0
 
     def reset_counters(self) -> None:
-        self.claimed = self.late = self.dropped = 0
+        self.claimed = self.sent = self.late = self.dropped = 0
         self.lag.reset()
 
     def intended(self, slot: int) -> float:
@@ -155,6 +160,7 @@ class OpenModelSchedule:
 
     def started(self, intended: float, now: float) -> bool:
         """Record that the send for ``intended`` began at ``now``; True if it counts as late."""
+        self.sent += 1
         lag = now - intended
         us = int(lag * 1_000_000.0) if lag > 0 else 0
         self.lag.record(us)
@@ -164,7 +170,7 @@ class OpenModelSchedule:
         return False
 
     def counters(self) -> dict[str, int]:
-        return {"sent": self.claimed, "late": self.late, "dropped": self.dropped}
+        return {"claimed": self.claimed, "sent": self.sent, "late": self.late, "dropped": self.dropped}
 
 
 class Pacer:

@@ -20,12 +20,23 @@ before the worker's ``client_stopped``, i.e. before the master's own ``test_stop
 is written as soon as the last expected worker's final delta arrives, or at ``quitting`` at the
 latest (then flagged ``"complete": false``).  Merging is bucket-wise addition, hence exact.
 
+A client (the future McpHttpUser / McpStdioUser) uses it like this::
+
+    stats = mcpfast.locust.stats.get(self.environment)      # once, e.g. in on_start
+    intended = stats.pacer.wait()                            # open model: sleeps until the slot
+    ...send the request, read the reply...                   # closed model: returns now
+    elapsed_us = int((time.perf_counter() - intended) * 1_000_000)
+    stats.validator(protocol_version).check(reply, method="tools/call")  # may raise SchemaViolation
+    stats.report("mcp-http", "tools/call:echo", elapsed_us, len(body), exception)
+
 At test stop, the master or the local runner writes ``<prefix>_histograms.json`` and logs a
 percentile table; ``<prefix>`` is ``--mcp-histogram-out``, else the ``--csv`` prefix, else
 ``mcpfast``.
 """
 
 from __future__ import annotations
+
+import locust  # first: Locust's import gevent-patches the stdlib, before anything else imports it
 
 import json
 import logging
@@ -34,7 +45,6 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-import locust
 from locust.runners import MasterRunner, WorkerRunner
 
 from mcpfast.locust.histogram import Histogram, HistogramSet
@@ -114,10 +124,22 @@ class McpStats:
         measured from the pacer's intended send time.
         """
         target = self.failed if failed else self.ok
+        names = target._by_type.get(request_type)
+        h = names.get(name) if names is not None else None
+        if h is None:
+            h = target.get(request_type, name)
         if expected_interval_us:
-            target.get(request_type, name).record_corrected(elapsed_us, expected_interval_us)
+            h.record_corrected(elapsed_us, expected_interval_us)
         else:
-            target.record(request_type, name, elapsed_us)
+            h.record(elapsed_us)
+
+    def histogram(self, request_type: str, name: str, failed: bool = False) -> Histogram:
+        """The live histogram for one key, for callers that cache it to skip the key lookups.
+
+        Reports to the master and test starts reset histograms in place, so a cached reference
+        stays valid for the whole process.
+        """
+        return (self.failed if failed else self.ok).get(request_type, name)
 
     def report(
         self,
@@ -149,7 +171,7 @@ class McpStats:
     # -- counters ---------------------------------------------------------------------------------
     def local_counters(self) -> dict[str, int]:
         out = dict.fromkeys(COUNTER_KEYS, 0)
-        out["pacer.sent"] = self.schedule.claimed
+        out["pacer.sent"] = self.schedule.sent
         out["pacer.late"] = self.schedule.late
         out["pacer.dropped"] = self.schedule.dropped
         for v in self.validators.values():
@@ -210,7 +232,10 @@ class McpStats:
         }
         if lag.total_count:
             lag.reset()
-        if not final and not (payload["ok"]["histograms"] or payload["failed"]["histograms"] or payload["counters"] or payload["lag"]):
+        empty = not (
+            payload["ok"]["histograms"] or payload["failed"]["histograms"] or payload["counters"] or payload["lag"]
+        )
+        if empty and not final:
             return None
         return payload
 
@@ -234,6 +259,23 @@ class McpStats:
 
     def missing_workers(self) -> list[str]:
         return sorted((self._expected or set()) - self.workers_final)
+
+    def await_final(self, workers: Iterable[str]) -> None:
+        """Master: write the output once every one of ``workers`` has sent its final delta."""
+        expected = set(workers) | self.workers_final
+        if expected <= self.workers_final:
+            self._expected = None
+            self.write_output(complete=True)
+        else:
+            self._expected = expected
+
+    def flush_pending(self) -> str | None:
+        """Master: if final deltas are still awaited, write what has arrived (``complete: false``)."""
+        if self._expected is None:
+            return None
+        path = self.write_output(complete=False)
+        self._expected = None
+        return path
 
     # -- output ------------------------------------------------------------------------------------------
     def to_dict(self, complete: bool = True) -> dict[str, Any]:
@@ -305,7 +347,8 @@ class McpStats:
         self.written_path = path
         if not complete:
             logger.warning("mcpfast: histograms written without the final data of workers %s", data["missing_workers"])
-        _console(render_table(self.ok, self.failed, data["pacer"], data["validation"]) + f"\nmcpfast histograms: {path}")
+        table = render_table(self.ok, self.failed, data["pacer"], data["validation"])
+        _console(f"{table}\nmcpfast histograms: {path}")
         return path
 
 
@@ -336,7 +379,13 @@ def output_prefix(environment: Any) -> str:
 def summary(h: Histogram, percentiles: Iterable[float] = (50.0, 90.0, 99.0, 99.9, 99.99)) -> dict[str, Any]:
     ps = list(percentiles)
     values = h.percentiles(ps)
-    out: dict[str, Any] = {"count": h.total_count, "min": h.min, "max": h.max, "mean": round(h.mean, 3), "stdev": round(h.stdev, 3)}
+    out: dict[str, Any] = {
+        "count": h.total_count,
+        "min": h.min,
+        "max": h.max,
+        "mean": round(h.mean, 3),
+        "stdev": round(h.stdev, 3),
+    }
     for p, v in zip(ps, values, strict=True):
         out[f"p{p:g}"] = v
     if h.overflow:
@@ -477,11 +526,7 @@ def install(environment: Any) -> McpStats:
             from locust.runners import STATE_MISSING
 
             connected = {c.id for c in runner.clients.all if c.state != STATE_MISSING}
-            expected = (connected | stats.workers_seen) - stats.workers_final
-            if expected:
-                stats._expected = expected | stats.workers_final
-            else:
-                stats.write_output(complete=True)
+            stats.await_final(connected | stats.workers_seen)
         else:
             stats.write_output(complete=True)
 
@@ -496,9 +541,8 @@ def install(environment: Any) -> McpStats:
             stats.merge_payload(client_id, payload)
 
     def on_quitting(environment: Any, **_kw: Any) -> None:
-        if isinstance(environment.runner, MasterRunner) and stats._expected is not None:
-            stats.write_output(complete=False)
-            stats._expected = None
+        if isinstance(environment.runner, MasterRunner):
+            stats.flush_pending()
 
     events.init.add_listener(on_init)
     events.test_start.add_listener(on_test_start)

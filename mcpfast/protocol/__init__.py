@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from mcpfast.protocol import errors, methods
 from mcpfast.protocol.errors import McpError
-from mcpfast.protocol.schema import SchemaError, known_fields, load_schema, validate, validate_result
+from mcpfast.protocol.schema import SchemaError, TranscriptValidator, known_fields, load_schema, validate, validate_result
 from mcpfast.protocol.versions import (
     HANDSHAKE_VERSIONS,
     LATEST,
@@ -27,6 +27,7 @@ __all__ = [
     "SUPPORTED_VERSIONS",
     "McpError",
     "SchemaError",
+    "TranscriptValidator",
     "errors",
     "is_handshake_era",
     "is_stateless",

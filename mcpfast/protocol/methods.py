@@ -6,6 +6,7 @@ from typing import Final
 
 __all__ = [
     "CLIENT_CAPABILITY_FOR",
+    "CLIENT_REQUESTS",
     "INTRODUCED_IN",
     "LOG_LEVELS",
     "PAGINATED",
@@ -47,6 +48,27 @@ NOTIFICATION_RESOURCES_UPDATED: Final = "notifications/resources/updated"
 NOTIFICATION_RESOURCES_LIST_CHANGED: Final = "notifications/resources/list_changed"
 NOTIFICATION_TOOLS_LIST_CHANGED: Final = "notifications/tools/list_changed"
 NOTIFICATION_PROMPTS_LIST_CHANGED: Final = "notifications/prompts/list_changed"
+
+CLIENT_REQUESTS: Final[frozenset[str]] = frozenset(
+    {
+        INITIALIZE,
+        PING,
+        SERVER_DISCOVER,
+        TOOLS_LIST,
+        TOOLS_CALL,
+        PROMPTS_LIST,
+        PROMPTS_GET,
+        RESOURCES_LIST,
+        RESOURCES_TEMPLATES_LIST,
+        RESOURCES_READ,
+        RESOURCES_SUBSCRIBE,
+        RESOURCES_UNSUBSCRIBE,
+        SUBSCRIPTIONS_LISTEN,
+        COMPLETION_COMPLETE,
+        LOGGING_SET_LEVEL,
+    }
+)
+"""Every request a client may send (in some revision); anything else is -32601."""
 
 SERVER_CAPABILITY_FOR: Final[dict[str, str]] = {
     TOOLS_LIST: "tools",

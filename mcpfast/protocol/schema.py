@@ -11,9 +11,9 @@ from importlib import resources
 from typing import Any
 
 from mcpfast.protocol.methods import RESULT_DEFINITION
-from mcpfast.protocol.versions import SUPPORTED_VERSIONS
+from mcpfast.protocol.versions import LATEST_HANDSHAKE, SUPPORTED_VERSIONS
 
-__all__ = ["SchemaError", "known_fields", "load_schema", "validate", "validate_result", "validator_for"]
+__all__ = ["SchemaError", "TranscriptValidator", "known_fields", "load_schema", "validate", "validate_result", "validator_for"]
 
 
 class SchemaError(ValueError):
@@ -150,3 +150,79 @@ def validate_result(result: Any, method: str, version: str) -> None:
     if definition not in schema[_defs_key(schema)]:
         definition = "Result"
     _check(version, definition, result)
+
+
+_META_VERSION = "io.modelcontextprotocol/protocolVersion"
+
+
+class TranscriptValidator:
+    """Checks every message a server sends, in a conversation seen from both sides.
+
+    Feed it the client's lines (to learn request methods and versions) and the server's lines
+    (to check them): replies are checked against their request's result definition, and each
+    message against the version that governs it (the negotiated one, or a stateless request's).
+
+    An error reply whose id is null (the request id could not be read) is checked without the
+    id against 2025-11-25, the first revision whose schema allows an id-less error: JSON-RPC 2.0
+    writes ``"id": null`` there, which no revision's schema accepts.
+
+    Args:
+        version: the version assumed before ``initialize`` is answered.
+
+    Attributes:
+        checked: how many server messages were checked.
+    """
+
+    def __init__(self, version: str = LATEST_HANDSHAKE) -> None:
+        self.version = version
+        self.checked = 0
+        self._methods: dict[Any, tuple[str, str | None]] = {}
+        self._modern: str | None = None
+        self._negotiated = False
+
+    def client(self, message: bytes | str | dict[str, Any] | list[Any]) -> None:
+        """Record a message the client sent."""
+        for msg in _messages(message):
+            if isinstance(msg, dict) and isinstance(msg.get("method"), str) and "id" in msg:
+                params = msg.get("params")
+                meta = params.get("_meta") if isinstance(params, dict) else None
+                version = meta.get(_META_VERSION) if isinstance(meta, dict) else None
+                if isinstance(version, str) and version in SUPPORTED_VERSIONS:
+                    self._modern = version
+                else:
+                    version = None
+                self._methods[msg["id"]] = (msg["method"], version)
+
+    def server(self, message: bytes | str | dict[str, Any] | list[Any]) -> None:
+        """Check a message the server sent.
+
+        Raises:
+            SchemaError: it does not conform.
+        """
+        for msg in _messages(message):
+            self.checked += 1
+            if not isinstance(msg, dict):
+                raise SchemaError(self.version, "JSONRPCMessage", [f"not an object: {msg!r}"])
+            if "error" in msg and msg.get("id", 0) is None:
+                _check("2025-11-25", "JSONRPCErrorResponse", {k: v for k, v in msg.items() if k != "id"})
+                continue
+            if "method" in msg:
+                # Server-initiated messages belong to the handshake session if there is one,
+                # else to the stateless traffic seen.
+                validate(msg, self.version if self._negotiated or self._modern is None else self._modern)
+                continue
+            method, version = self._methods.pop(msg.get("id"), (None, None))
+            if method == "initialize" and isinstance(msg.get("result"), dict):
+                negotiated = msg["result"].get("protocolVersion")
+                if negotiated in SUPPORTED_VERSIONS:
+                    self.version = negotiated
+                    self._negotiated = True
+            validate(msg, version or self.version, method=method)
+
+
+def _messages(message: bytes | str | dict[str, Any] | list[Any]) -> list[Any]:
+    if isinstance(message, bytes | str):
+        message = json.loads(message)
+    if isinstance(message, list):
+        return message
+    return [message]

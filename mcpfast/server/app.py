@@ -626,6 +626,9 @@ def _output_schema(fn: Callable[..., Any], *, forced: bool) -> tuple[dict[str, A
         if forced:
             raise
         return None, False
+    if not forced and schema.get("additionalProperties", {}) == {} and "properties" not in schema and schema.get("type") == "object":
+        # A bare dict says nothing about the output (and is how content blocks are typed).
+        return None, False
     if schema.get("type") == "object":
         return schema, False
     return {"type": "object", "properties": {"result": schema}, "required": ["result"]}, True

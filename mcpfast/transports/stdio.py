@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import stat
 import sys
 from typing import TYPE_CHECKING, Any, Final
 
@@ -132,14 +133,63 @@ def _install_loop() -> None:
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 
 
-async def _open_stdio(out_fd: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+class _FdReader:
+    """Reads a regular file in a worker thread (pipe transports refuse regular files)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    async def read(self, n: int) -> bytes:
+        return await asyncio.get_running_loop().run_in_executor(None, os.read, self._fd, n)
+
+
+class _FdWriter:
+    """Writes to a regular file in a worker thread; ``drain`` waits for the data to land."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._pending: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self._pending.append(data)
+
+    async def drain(self) -> None:
+        data, self._pending = b"".join(self._pending), []
+        if data:
+            await asyncio.get_running_loop().run_in_executor(None, _write_all, self._fd, data)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _is_stream(fd: int) -> bool:
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+
+
+async def _open_stdio(out_fd: int) -> tuple[Any, Any]:
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=1 << 20)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(0, "rb", buffering=0, closefd=False))
-    transport, protocol = await loop.connect_write_pipe(
-        asyncio.streams.FlowControlMixin, os.fdopen(out_fd, "wb", buffering=0)
-    )
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    reader: Any
+    writer: Any
+    if _is_stream(0):
+        reader = asyncio.StreamReader(limit=1 << 20)
+        pipe_in = os.fdopen(0, "rb", buffering=0, closefd=False)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe_in)
+    else:
+        reader = _FdReader(0)
+    if _is_stream(out_fd):
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, os.fdopen(out_fd, "wb", buffering=0)
+        )
+        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    else:
+        writer = _FdWriter(out_fd)
     return reader, writer
 
 

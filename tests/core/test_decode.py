@@ -301,9 +301,7 @@ def test_custom_max_depth(core: ModuleType, max_depth: int) -> None:
     inner = b"[" * (max_depth - 1) + b"]" * (max_depth - 1) if max_depth > 1 else b"1"
     ok = b'{"jsonrpc":"2.0","id":1,"result":' + inner + b"}"
     assert core.decode(ok, max_depth=max_depth).kind == "result"
-    bad = b'{"jsonrpc":"2.0","id":1,"result":' + b"{" * max_depth + b"}" * max_depth + b"}"
-    if max_depth == 1:
-        bad = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+    bad = b'{"jsonrpc":"2.0","id":1,"result":' + b"[" * max_depth + b"]" * max_depth + b"}"
     err = decode_error(core, bad, max_depth=max_depth)
     assert err.code == -32700
     assert err.message == f"nesting exceeds max_depth of {max_depth}"

@@ -89,6 +89,9 @@ def test_encode_bad_retry(core: ModuleType) -> None:
         enc.encode("x", retry=1.5)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         enc.retry(-5)
+    with pytest.raises(ValueError):
+        enc.retry(2**64)
+    assert enc.retry(2**64 - 1) == b"retry: 18446744073709551615\n\n"
     with pytest.raises(TypeError):
         enc.retry("5")  # type: ignore[arg-type]
 
@@ -99,6 +102,7 @@ def test_comment_and_retry(core: ModuleType) -> None:
     assert enc.comment("") == b":\n\n"
     assert enc.comment("keep-alive") == b": keep-alive\n\n"
     assert enc.comment("a\nb\r\nc") == b": a\n: b\n: c\n\n"
+    assert enc.comment("a\n\rb\n") == b": a\n:\n: b\n:\n\n"
     assert enc.retry(1500) == b"retry: 1500\n\n"
     assert enc.retry(0) == b"retry: 0\n\n"
 
@@ -267,6 +271,18 @@ def test_close(core: ModuleType) -> None:
     assert run(core, [b"data: partial"]) == []
     assert run(core, [b"data: x\n"]) == []
     assert run(core, [b""]) == []
+
+
+def test_empty_chunk_keeps_pending_cr(core: ModuleType) -> None:
+    dec = core.SseDecoder()
+    steps = [view(dec.feed(c)) for c in (b"data: a\r", b"", b"\n", b"", b"\n")]
+    assert steps == [[], [], [], [], [ev("a")]]  # the first LF ends the CR's line, it is no blank line
+    assert run(core, [b"id: 1\r", b"", b"\ndata: x\n\n"]) == [ev("x", "1")]
+
+
+def test_empty_chunk_keeps_block_size(core: ModuleType) -> None:
+    chunks = [b"id: 1\r", b"", b"\ndata: 0123456789\r\nid: 2\r\n\r\n"]
+    assert run(core, chunks, 12) == [("FTL", 26, 12)]
 
 
 def test_close_keeps_stream_state(core: ModuleType) -> None:

@@ -20,6 +20,7 @@ import time
 
 import gevent
 from locust import User, constant, task
+from locust.argument_parser import get_parser
 from locust.env import Environment
 from locust.event import Events
 
@@ -41,15 +42,17 @@ class Recorder(User):
         # synthetic service time, deterministic per call: 100..1099 µs
         n = RECORDS.get(id(self.environment), 0)
         elapsed_us = 100 + (n * 37) % 1000 + int((time.perf_counter() - intended) * 1_000_000)
-        s.record("test", "tools/call:echo", elapsed_us, failed=(n % 50 == 49))
+        failure = RuntimeError("synthetic failure") if n % 50 == 49 else None
+        s.report("test", "tools/call:echo", elapsed_us, response_length=10, exception=failure)
         RECORDS[id(self.environment)] = n + 1
         s.validator("2025-11-25").check({"jsonrpc": "2.0", "id": n, "method": "ping"})
 
 
 def _options(out: str, rate: float) -> argparse.Namespace:
-    return argparse.Namespace(
-        mcp_histogram_out=out, mcp_rate=rate, mcp_validate_share=0.1, csv_prefix=None, headless=True
-    )
+    # Locust's real parser, with the --mcp-* options registered by importing mcpfast.locust.stats
+    parser = get_parser(default_config_files=[])
+    args = ["--headless", "--mcp-histogram-out", out, "--mcp-rate", str(rate), "--mcp-validate-share", "0.1"]
+    return parser.parse_args(args)
 
 
 class _Lines(logging.Handler):
@@ -79,6 +82,8 @@ def local(out_dir: str) -> dict:
     runner.quit()
     return {
         "records": RECORDS.get(id(env), 0),
+        "locust_requests": runner.stats.total.num_requests,
+        "locust_failures": runner.stats.total.num_failures,
         "path": s.written_path,
         "table": "\n".join(table.lines),
         "schedule": [s.schedule.worker_index, s.schedule.worker_count, s.schedule.runner_rate],
@@ -95,7 +100,8 @@ def distributed(out_dir: str) -> dict:
     locust.runners.WORKER_REPORT_INTERVAL = 0.2  # exercise the periodic deltas, not only the final one
     table = _capture_console()
     port = _free_port()
-    master_env = Environment(user_classes=[Recorder], events=Events(), parsed_options=_options(f"{out_dir}/dist", 400.0))
+    options = _options(f"{out_dir}/dist", 400.0)
+    master_env = Environment(user_classes=[Recorder], events=Events(), parsed_options=options)
     master = master_env.create_master_runner("127.0.0.1", port)
     master_stats = mstats.install(master_env)
     workers = []
@@ -117,8 +123,7 @@ def distributed(out_dir: str) -> dict:
         master.start(4, spawn_rate=100)
         gevent.sleep(1.2)
         schedules = sorted(
-            [mstats.get(env).schedule.worker_index, mstats.get(env).schedule.worker_count, mstats.get(env).schedule.runner_rate]
-            for env, _ in workers
+            [s.worker_index, s.worker_count, s.runner_rate] for s in (mstats.get(env).schedule for env, _ in workers)
         )
         if finish == "stop":
             master.stop()
@@ -151,9 +156,48 @@ def distributed(out_dir: str) -> dict:
     return result
 
 
+def units(out_dir: str) -> dict:
+    """Output-path defaults and the master's wait for final deltas, without a network."""
+    parser = get_parser(default_config_files=[])
+    env = Environment(user_classes=[Recorder], events=Events(), parsed_options=parser.parse_args(["--csv", "run/x"]))
+    env.create_local_runner()
+    s = mstats.install(env)
+    prefixes = [mstats.output_prefix(env)]
+    env.parsed_options.mcp_histogram_out = f"{out_dir}/units"
+    prefixes.append(mstats.output_prefix(env))
+    prefixes.append(mstats.output_prefix(Environment(events=Events())))
+    s.reset()
+
+    def final(worker: str, us: int) -> dict:
+        s.record("test", "op", us)
+        payload = s.take_delta(final=True)
+        assert s.ok.total_count == 0  # the delta emptied the worker-side histograms
+        return payload
+
+    s.await_final(["w1", "w2"])
+    s.merge_payload("w1", final("w1", 150))
+    after_one = s.written_path
+    pending = s.flush_pending()  # quitting before w2's final delta arrived
+    with open(pending, encoding="utf-8") as fh:
+        incomplete = json.load(fh)
+    s.reset()
+    s.await_final(["w1", "w2"])
+    s.merge_payload("w1", final("w1", 150))
+    s.merge_payload("w2", final("w2", 250))
+    with open(s.written_path, encoding="utf-8") as fh:
+        complete = json.load(fh)
+    return {
+        "prefixes": prefixes,
+        "after_one": after_one,
+        "incomplete": [incomplete["complete"], incomplete["missing_workers"], incomplete["histograms"][0]["n"]],
+        "complete": [complete["complete"], complete["missing_workers"], complete["histograms"][0]["n"]],
+        "flush_again": s.flush_pending(),
+    }
+
+
 if __name__ == "__main__":
     scenario, out = sys.argv[1], sys.argv[2]
     logging.basicConfig(level=logging.WARNING)
-    summary = {"local": local, "distributed": distributed}[scenario](out)
+    summary = {"local": local, "distributed": distributed, "units": units}[scenario](out)
     sys.stdout.write("\n" + json.dumps(summary) + "\n")
     sys.stdout.flush()

@@ -81,8 +81,41 @@ static STRING_STOP: [bool; 256] = {
     t
 };
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Bytes of `v` below `n` (n <= 128) get their high bit set; the lowest flagged byte is exact.
+#[inline]
+fn bytes_below(v: u64, n: u8) -> u64 {
+    v.wrapping_sub(ONES * u64::from(n)) & !v & HIGHS
+}
+
+#[inline]
+fn bytes_equal(v: u64, b: u8) -> u64 {
+    bytes_below(v ^ (ONES * u64::from(b)), 1)
+}
+
+/// Length of the run of bytes that need no attention inside a string: everything but the
+/// quote, the backslash and control characters. Eight bytes per step (SWAR).
+#[inline]
+fn plain_run(rest: &[u8]) -> usize {
+    let mut i = 0;
+    while let Some(chunk) = rest.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let v = u64::from_le_bytes(word);
+        let stop = bytes_equal(v, b'"') | bytes_equal(v, b'\\') | bytes_below(v, 0x20);
+        if stop != 0 {
+            return i + (stop.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i + rest[i..].iter().position(|&b| STRING_STOP[b as usize]).unwrap_or(rest.len() - i)
+}
+
 /// A cursor over a document that has already been checked to be UTF-8.
 pub struct Reader<'a> {
+    text: &'a str,
     buf: &'a [u8],
     pos: usize,
     max_depth: usize,
@@ -92,12 +125,12 @@ impl<'a> Reader<'a> {
     /// A reader over `text`; containers deeper than `max_depth` are an error (the first
     /// container counts as depth 1).
     pub fn new(text: &'a str, max_depth: usize) -> Self {
-        Reader { buf: text.as_bytes(), pos: 0, max_depth }
+        Reader { text, buf: text.as_bytes(), pos: 0, max_depth }
     }
 
     /// A reader positioned inside a document, for re-reading a span already validated.
     pub fn at(text: &'a str, pos: usize, max_depth: usize) -> Self {
-        Reader { buf: text.as_bytes(), pos, max_depth }
+        Reader { text, buf: text.as_bytes(), pos, max_depth }
     }
 
     #[inline]
@@ -117,6 +150,11 @@ impl<'a> Reader<'a> {
 
     #[inline]
     pub fn skip_ws(&mut self) {
+        // Compact JSON has none: one test and out.
+        match self.buf.get(self.pos) {
+            Some(b' ' | b'\n' | b'\r' | b'\t') => {}
+            _ => return,
+        }
         while let Some(&b) = self.buf.get(self.pos) {
             if b == b' ' || b == b'\n' || b == b'\r' || b == b'\t' {
                 self.pos += 1;
@@ -288,6 +326,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads an object key (the cursor is before its opening quote), then the colon.
+    #[inline]
     pub fn key(&mut self) -> Result<Cow<'a, str>> {
         self.skip_ws();
         if self.peek() != Some(b'"') {
@@ -299,18 +338,23 @@ impl<'a> Reader<'a> {
     }
 
     /// Validates a string at the cursor; returns whether it holds escapes.
+    #[inline]
     pub fn skip_string(&mut self) -> Result<bool> {
-        debug_assert_eq!(self.peek(), Some(b'"'));
-        self.pos += 1;
+        let start = self.pos + 1;
+        let rest = self.buf.get(start..).unwrap_or_default();
+        let n = plain_run(rest);
+        self.pos = start + n;
+        if rest.get(n) == Some(&b'"') {
+            self.pos += 1;
+            return Ok(false);
+        }
+        self.skip_string_rest()
+    }
+
+    #[cold]
+    fn skip_string_rest(&mut self) -> Result<bool> {
         let mut escaped = false;
         loop {
-            // Run over plain characters; the document is valid UTF-8 already.
-            while let Some(&b) = self.buf.get(self.pos) {
-                if STRING_STOP[b as usize] {
-                    break;
-                }
-                self.pos += 1;
-            }
             match self.peek() {
                 Some(b'"') => {
                     self.pos += 1;
@@ -323,10 +367,12 @@ impl<'a> Reader<'a> {
                 Some(_) => return self.err("unexpected control character in string"),
                 None => return self.err("unterminated string"),
             }
+            self.pos += plain_run(self.buf.get(self.pos..).unwrap_or_default());
         }
     }
 
     /// Reads a string at the cursor, borrowing it when it has no escapes.
+    #[inline]
     pub fn string(&mut self) -> Result<Cow<'a, str>> {
         let start = self.pos + 1;
         let save = self.pos;
@@ -337,12 +383,7 @@ impl<'a> Reader<'a> {
         let mut out = String::with_capacity(self.pos - start);
         loop {
             let run = self.pos;
-            while let Some(&b) = self.buf.get(self.pos) {
-                if STRING_STOP[b as usize] {
-                    break;
-                }
-                self.pos += 1;
-            }
+            self.pos += plain_run(&self.buf[self.pos..]);
             out.push_str(self.str_slice(run, self.pos));
             match self.peek() {
                 Some(b'"') => {
@@ -357,11 +398,8 @@ impl<'a> Reader<'a> {
 
     #[inline]
     fn str_slice(&self, start: usize, end: usize) -> &'a str {
-        // Slicing at ASCII positions of a valid UTF-8 buffer keeps it valid.
-        match std::str::from_utf8(&self.buf[start..end]) {
-            Ok(s) => s,
-            Err(_) => "",
-        }
+        // The reader only cuts next to ASCII delimiters, which are always char boundaries.
+        self.text.get(start..end).unwrap_or("")
     }
 
     fn hex4(&mut self) -> Result<u32> {
@@ -549,6 +587,28 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// In a validated object `text`, where the value of member `key` starts (the last one, as
+/// duplicate keys resolve to the last), or None when the member is absent or `text` is not an
+/// object.
+pub fn find_member(text: &str, key: &str) -> Result<Option<usize>> {
+    let mut r = Reader::new(text, usize::MAX);
+    if r.value_kind()? != ValueKind::Object || r.begin_object(1)? {
+        return Ok(None);
+    }
+    let mut found = None;
+    loop {
+        let k = r.key()?;
+        r.skip_ws();
+        if k == key {
+            found = Some(r.pos());
+        }
+        r.skip_value(2)?;
+        if r.comma_or_end(b'}')? {
+            return Ok(found);
+        }
+    }
+}
+
 /// Checks that `data` is UTF-8, as a JSON syntax error when it is not.
 pub fn utf8(data: &[u8]) -> Result<&str> {
     std::str::from_utf8(data).map_err(|e| Error::Syntax { msg: "str is not valid UTF-8", pos: e.valid_up_to() })
@@ -618,6 +678,29 @@ mod tests {
         assert_eq!(r.string().ok().as_deref(), Some("a\"bé😀"));
         let mut r = Reader::new("\"plain\"", 8);
         assert!(matches!(r.string(), Ok(Cow::Borrowed("plain"))));
+    }
+
+    #[test]
+    fn plain_runs_stop_at_the_first_special_byte() {
+        for (s, n) in [
+            (&b"abcdefghij\"x"[..], 10), (b"abc\\defghijkl", 3), (b"abcdefg\x01", 7), (b"", 0), (b"\"", 0),
+            (b"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\"", 10), (b"abcdefghijklmnop", 16), (b"abcdefgh\x1f", 8),
+        ] {
+            assert_eq!(plain_run(s), n, "{s:?}");
+        }
+        for i in 0..40 {
+            let mut v = vec![b'a'; 40];
+            v[i] = b'"';
+            assert_eq!(plain_run(&v), i);
+        }
+    }
+
+    #[test]
+    fn members_last_one_wins() {
+        let t = r#"{"a":1,"b":{"a":2},"a":[3]}"#;
+        assert_eq!(find_member(t, "a").map(|p| p.map(|p| &t[p..p + 3])), Ok(Some("[3]")));
+        assert_eq!(find_member(t, "z"), Ok(None));
+        assert_eq!(find_member("[1]", "a"), Ok(None));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyString};
 
 use crate::errors;
-use crate::pyjson::{build_at, id_to_py};
+use crate::pyjson::{build_value, id_to_py};
 
 macro_rules! known_methods {
     ($($name:literal),* $(,)?) => {
@@ -99,7 +99,10 @@ pub struct Message {
     span: (usize, usize),
     /// The span of params, result or error, whichever the kind carries.
     part: Option<(usize, usize)>,
-    parsed: PyOnceLock<Py<PyAny>>,
+    /// Set once, on first access. A std OnceLock, not PyOnceLock: building never runs Python
+    /// code that could wait on another thread, and PyOnceLock's GIL hand-off costs more than
+    /// the build itself.
+    parsed: std::sync::OnceLock<Py<PyAny>>,
 }
 
 impl Message {
@@ -115,7 +118,7 @@ impl Message {
             src: src.clone().unbind(),
             span: (env.span.start, env.span.end),
             part: part.map(|r| (r.start, r.end)),
-            parsed: PyOnceLock::new(),
+            parsed: std::sync::OnceLock::new(),
         })
     }
 
@@ -128,16 +131,19 @@ impl Message {
     }
 
     fn part_value(&self, py: Python<'_>, kinds: &[Kind]) -> PyResult<Py<PyAny>> {
-        let Some((start, _)) = self.part else { return Ok(py.None()) };
+        let Some((start, end)) = self.part else { return Ok(py.None()) };
         if !kinds.contains(&self.kind) {
             return Ok(py.None());
         }
-        let v = self.parsed.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-            let bytes = self.src.bind(py).as_bytes();
-            let text = std::str::from_utf8(bytes).map_err(|e| PyValueError::new_err(e.to_string()))?;
-            Ok(build_at(py, text, start)?.unbind())
-        })?;
-        Ok(v.clone_ref(py))
+        if let Some(v) = self.parsed.get() {
+            return Ok(v.clone_ref(py));
+        }
+        let bytes = &self.src.bind(py).as_bytes()[start..end];
+        let text = std::str::from_utf8(bytes).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let built = build_value(py, text)?.unbind();
+        // Another thread may have won the race: everyone then returns the first value stored.
+        let _ = self.parsed.set(built);
+        Ok(self.parsed.get().map_or_else(|| py.None(), |v| v.clone_ref(py)))
     }
 }
 
@@ -163,6 +169,27 @@ impl Message {
     #[getter]
     fn params(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.part_value(py, CALLS)
+    }
+
+    /// One member of an object `params`, built alone (the rest stays bytes).
+    #[pyo3(signature = (key, default = None))]
+    fn param(&self, py: Python<'_>, key: &str, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
+        let default = || default.as_ref().map_or_else(|| py.None(), |d| d.clone_ref(py));
+        if let Some(v) = self.parsed.get() {
+            return match v.bind(py).cast::<pyo3::types::PyDict>() {
+                Ok(d) => Ok(d.get_item(key)?.map_or_else(default, Bound::unbind)),
+                Err(_) => Ok(default()),
+            };
+        }
+        let Some((start, end)) = self.part.filter(|_| CALLS.contains(&self.kind)) else { return Ok(default()) };
+        let bytes = &self.src.bind(py).as_bytes()[start..end];
+        let text = std::str::from_utf8(bytes).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        match mcpfast_core::json::find_member(text, key) {
+            // The builder stops after one value: what follows it in params is not read.
+            Ok(Some(at)) => Ok(build_value(py, text.get(at..).unwrap_or_default())?.unbind()),
+            Ok(None) => Ok(default()),
+            Err(e) => Err(PyValueError::new_err(e.to_string())),
+        }
     }
 
     #[getter]

@@ -35,18 +35,80 @@ pub struct PyBuilder<'py> {
     py: Python<'py>,
 }
 
+/// A value under construction: containers keep their concrete type so that filling them needs
+/// no type check.
+pub enum PyValue<'py> {
+    Dict(Bound<'py, PyDict>),
+    List(Bound<'py, PyList>),
+    Other(Bound<'py, PyAny>),
+}
+
+impl<'py> PyValue<'py> {
+    fn into_any(self) -> Bound<'py, PyAny> {
+        match self {
+            PyValue::Dict(d) => d.into_any(),
+            PyValue::List(l) => l.into_any(),
+            PyValue::Other(o) => o,
+        }
+    }
+}
+
+// Object keys repeat from message to message ("name", "arguments", "type", ...). A small
+// direct-mapped cache hands back the same str object, whose hash CPython has already computed.
+const KEY_CACHE_SLOTS: usize = 1024;
+const KEY_CACHE_MAX_LEN: usize = 64;
+
+struct KeyCache {
+    slots: Vec<Option<(Box<str>, Py<PyString>)>>,
+}
+
+thread_local! {
+    static KEYS: std::cell::RefCell<KeyCache> =
+        std::cell::RefCell::new(KeyCache { slots: (0..KEY_CACHE_SLOTS).map(|_| None).collect() });
+}
+
+fn key_hash(s: &str) -> usize {
+    // FNV-1a: short keys, no need for a keyed hash (a collision only costs a cache miss).
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in s.as_bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h as usize % KEY_CACHE_SLOTS
+}
+
+fn key_str<'py>(py: Python<'py>, key: &str) -> Bound<'py, PyString> {
+    if key.len() > KEY_CACHE_MAX_LEN {
+        return PyString::new(py, key);
+    }
+    let slot = key_hash(key);
+    KEYS.with(|cache| {
+        let Ok(mut cache) = cache.try_borrow_mut() else {
+            return PyString::new(py, key);
+        };
+        if let Some((k, v)) = &cache.slots[slot] {
+            if **k == *key {
+                return v.bind(py).clone();
+            }
+        }
+        let v = PyString::new(py, key);
+        cache.slots[slot] = Some((key.into(), v.clone().unbind()));
+        v
+    })
+}
+
 impl<'py> Builder for PyBuilder<'py> {
-    type Value = Bound<'py, PyAny>;
+    type Value = PyValue<'py>;
     type Error = BuildError;
 
     fn null(&mut self) -> Result<Self::Value, BuildError> {
-        Ok(self.py.None().into_bound(self.py))
+        Ok(PyValue::Other(self.py.None().into_bound(self.py)))
     }
     fn boolean(&mut self, v: bool) -> Result<Self::Value, BuildError> {
-        Ok(PyBool::new(self.py, v).to_owned().into_any())
+        Ok(PyValue::Other(PyBool::new(self.py, v).to_owned().into_any()))
     }
     fn number(&mut self, v: Number) -> Result<Self::Value, BuildError> {
-        Ok(match v {
+        Ok(PyValue::Other(match v {
             Number::Int(i) => {
                 let Ok(v) = i.into_pyobject(self.py);
                 v.into_any()
@@ -56,30 +118,36 @@ impl<'py> Builder for PyBuilder<'py> {
                 v.into_any()
             }
             Number::BigInt(f) | Number::Float(f) => PyFloat::new(self.py, f).into_any(),
-        })
+        }))
     }
     fn string(&mut self, v: &str) -> Result<Self::Value, BuildError> {
-        Ok(PyString::new(self.py, v).into_any())
+        Ok(PyValue::Other(PyString::new(self.py, v).into_any()))
     }
     fn begin_array(&mut self) -> Result<Self::Value, BuildError> {
-        Ok(PyList::empty(self.py).into_any())
+        Ok(PyValue::List(PyList::empty(self.py)))
     }
     fn push(&mut self, array: &mut Self::Value, item: Self::Value) -> Result<(), BuildError> {
-        Ok(array.cast::<PyList>().map_err(PyErr::from)?.append(item)?)
+        if let PyValue::List(l) = array {
+            l.append(item.into_any())?;
+        }
+        Ok(())
     }
     fn begin_object(&mut self) -> Result<Self::Value, BuildError> {
-        Ok(PyDict::new(self.py).into_any())
+        Ok(PyValue::Dict(PyDict::new(self.py)))
     }
     fn insert(&mut self, object: &mut Self::Value, key: &str, value: Self::Value) -> Result<(), BuildError> {
-        Ok(object.cast::<PyDict>().map_err(PyErr::from)?.set_item(key, value)?)
+        if let PyValue::Dict(d) = object {
+            d.set_item(key_str(self.py, key), value.into_any())?;
+        }
+        Ok(())
     }
 }
 
-/// Builds the Python value of the JSON that starts at `start` in `text` (already validated).
-pub fn build_at<'py>(py: Python<'py>, text: &str, start: usize) -> PyResult<Bound<'py, PyAny>> {
-    let mut reader = Reader::at(text, start, usize::MAX);
+/// Builds the Python value of a JSON text already validated.
+pub fn build_value<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    let mut reader = Reader::new(text, usize::MAX);
     match reader.build(&mut PyBuilder { py }, 1) {
-        Ok(v) => Ok(v),
+        Ok(v) => Ok(v.into_any()),
         Err(BuildError::Py(e)) => Err(e),
         Err(BuildError::Json(e)) => Err(errors::json_rpc_error(py, -32700, &e.to_string(), None)),
     }

@@ -1,0 +1,60 @@
+# mcpfast: `make help` lists the targets. Everything runs from the project's own files:
+# a virtualenv in .venv, the Rust core built in release mode by maturin, all Python deps.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.mcpfast-installed
+RUST_SRC := $(shell find rust -name '*.rs' -o -name Cargo.toml 2>/dev/null) Cargo.toml Cargo.lock
+PYTEST_ARGS ?=
+
+.PHONY: help install build demo test test-rust test-python bench bench-core lint clean
+
+help: ## Show this help
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(STAMP): $(VENV)/bin/python pyproject.toml $(RUST_SRC)
+	$(PY) -m pip install --quiet "maturin>=1.9,<2"
+	$(VENV)/bin/maturin develop --release --extras test --quiet
+	@touch $(STAMP)
+
+install: $(STAMP) ## Virtualenv in .venv, release build of the Rust core, all Python deps
+
+build: ## Rebuild the Rust core (release) into the virtualenv
+	$(VENV)/bin/maturin develop --release --quiet
+	@touch $(STAMP)
+
+demo: install ## The main job on the embedded server (for now: the core comparison table)
+	$(PY) -m mcpfast.bench.core_demo
+
+test: install test-rust test-python ## Every test: cargo tests of the core crate, then the Python suite
+
+test-rust: ## cargo test of the pure-Rust core crate
+	cargo test --release -p mcpfast-core --quiet
+
+test-python: install ## The Python suite (both core implementations, server, swarm)
+	MCPFAST_CORE=rust $(PY) -m pytest $(PYTEST_ARGS)
+
+bench: bench-core ## Every benchmark (results in bench_results/)
+
+bench-core: install ## Rust core vs pure-Python twin (pytest-benchmark) -> bench_results/core/
+	mkdir -p bench_results/core
+	MCPFAST_CORE=rust $(PY) -m pytest tests/benchmarks/test_core_bench.py --benchmark-enable \
+		--benchmark-only --benchmark-disable-gc --benchmark-min-time=0.05 --benchmark-warmup=on \
+		--benchmark-json=bench_results/core/benchmark.json -q -p no:randomly
+	$(PY) -m mcpfast.bench.core_report bench_results/core/benchmark.json bench_results/core \
+		--command "make bench-core"
+
+lint: install ## cargo clippy and fmt check
+	cargo fmt --all --check
+	cargo clippy --all-targets -- -D warnings
+
+clean: ## Remove build products and the virtualenv
+	rm -rf $(VENV) target .pytest_cache .hypothesis .benchmarks
+	find . -name '_core*.so' -delete

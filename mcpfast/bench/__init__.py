@@ -1,0 +1,1 @@
+"""Benchmark reporting helpers (turn pytest-benchmark JSON into tables and charts)."""

@@ -1,0 +1,409 @@
+"""ServerSession without I/O: lifecycle, negotiation, capabilities, correlation, progress, cancellation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from mcpfast.engine import (
+    CapabilityError,
+    Initialized,
+    LifecycleError,
+    NotificationReceived,
+    ReplyReceived,
+    RequestCancelled,
+    RequestReceived,
+    ServerSession,
+    State,
+)
+from mcpfast.protocol import validate
+
+INFO = {"name": "srv", "version": "1.0", "title": "Server", "icons": [{"src": "https://example.com/i.png"}]}
+CAPS = {"tools": {"listChanged": True}, "resources": {"subscribe": True}, "logging": {}, "completions": {}}
+MODERN = "io.modelcontextprotocol/protocolVersion"
+MODERN_CAPS = "io.modelcontextprotocol/clientCapabilities"
+
+
+def make(**kwargs: Any) -> ServerSession:
+    return ServerSession(INFO, kwargs.pop("capabilities", CAPS), instructions="hi", **kwargs)
+
+
+def send(session: ServerSession, message: Any) -> tuple[list[Any], list[Any]]:
+    raw = message if isinstance(message, bytes) else orjson.dumps(message)
+    events = session.receive(raw)
+    return events, [orjson.loads(b) for b in session.data_to_send()]
+
+
+def request(rid: Any, method: str, params: Any = None) -> dict[str, Any]:
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+    if params is not None:
+        msg["params"] = params
+    return msg
+
+
+def notification(method: str, params: Any = None) -> dict[str, Any]:
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        msg["params"] = params
+    return msg
+
+
+def init(session: ServerSession, version: str = "2025-11-25", caps: dict[str, Any] | None = None, ready: bool = True) -> dict[str, Any]:
+    _, out = send(
+        session,
+        request(0, "initialize", {"protocolVersion": version, "capabilities": caps or {}, "clientInfo": {"name": "c", "version": "1"}}),
+    )
+    if ready:
+        events, _ = send(session, notification("notifications/initialized"))
+        assert events == [Initialized()]
+    return out[0]
+
+
+def test_initialize_negotiates_and_declares() -> None:
+    s = make()
+    reply = init(s, "2025-06-18", ready=False)
+    validate(reply, "2025-06-18", method="initialize")
+    result = reply["result"]
+    assert result["protocolVersion"] == "2025-06-18"
+    assert result["capabilities"] == CAPS
+    assert result["serverInfo"] == {"name": "srv", "version": "1.0", "title": "Server"}  # icons are 2025-11-25
+    assert result["instructions"] == "hi"
+    assert s.state is State.INITIALIZING
+
+
+@pytest.mark.parametrize("asked", ["2099-01-01", "2026-07-28", "2024-10-07"])
+def test_unsupported_version_gets_counter_offer(asked: str) -> None:
+    reply = init(make(), asked, ready=False)
+    assert reply["result"]["protocolVersion"] == "2025-11-25"
+
+
+def test_old_version_hides_later_capabilities() -> None:
+    reply = init(make(), "2024-11-05", ready=False)
+    assert "completions" not in reply["result"]["capabilities"]
+    validate(reply, "2024-11-05", method="initialize")
+
+
+def test_only_ping_before_initialize() -> None:
+    s = make()
+    events, out = send(s, request(1, "tools/list"))
+    assert events == [] and out[0]["error"]["code"] == -32600 and out[0]["id"] == 1
+    events, out = send(s, request(2, "ping"))
+    assert out == [{"jsonrpc": "2.0", "id": 2, "result": {}}]
+    events, out = send(s, notification("notifications/roots/list_changed"))
+    assert events == [] and out == []
+
+
+def test_initialize_twice_and_bad_params() -> None:
+    s = make()
+    _, out = send(s, request(1, "initialize", {"protocolVersion": "2025-11-25"}))
+    assert out[0]["error"]["code"] == -32602
+    assert s.state is State.NEW
+    init(s)
+    _, out = send(s, request(2, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {}}))
+    assert out[0]["error"]["code"] == -32600
+
+
+def test_requests_after_initialize_reply_are_admitted() -> None:
+    s = make()
+    init(s, ready=False)
+    events, out = send(s, request(1, "tools/list", {"cursor": "x"}))
+    assert isinstance(events[0], RequestReceived) and out == []
+    req = events[0].request
+    assert (req.id, req.method, req.version, req.stateless) == (1, "tools/list", "2025-11-25", False)
+    assert req.params == {"cursor": "x"}
+
+
+def test_undeclared_and_unknown_methods() -> None:
+    s = make(capabilities={"tools": {}})
+    init(s)
+    for method in ("prompts/list", "resources/read", "logging/setLevel", "completion/complete", "nope/nope"):
+        _, out = send(s, request(7, method))
+        assert out[0]["error"]["code"] == -32601, method
+    _, out = send(s, request(8, "server/discover"))  # a 2026 method is unknown in a handshake session
+    assert out[0]["error"]["code"] == -32601
+
+
+def test_subscribe_needs_the_subscribe_flag() -> None:
+    s = make(capabilities={"resources": {}})
+    init(s)
+    _, out = send(s, request(1, "resources/subscribe", {"uri": "a://b"}))
+    assert out[0]["error"]["code"] == -32601
+
+
+def test_duplicate_inflight_id_is_rejected() -> None:
+    s = make()
+    init(s)
+    send(s, request(5, "tools/list"))
+    _, out = send(s, request(5, "tools/list"))
+    assert out[0]["error"]["code"] == -32600
+    assert s.respond(5, {"tools": []})
+    assert not s.in_flight()
+
+
+def test_protocol_errors_keep_the_stream() -> None:
+    s = make()
+    init(s)
+    _, out = send(s, b"{not json")
+    assert out[0]["error"]["code"] == -32700 and out[0]["id"] is None
+    _, out = send(s, b'{"jsonrpc":"2.0","id":3,"method":5}')
+    assert out[0]["error"]["code"] == -32600 and out[0]["id"] == 3
+    _, out = send(s, b'{"jsonrpc":"1.0","id":4,"method":"ping"}')
+    assert out[0]["error"]["code"] == -32600
+    _, out = send(s, request(9, "ping"))
+    assert out[0]["result"] == {}
+
+
+def test_oversized_message_reply() -> None:
+    s = make()
+    s.receive_oversized(10, 5)
+    (out,) = [orjson.loads(b) for b in s.data_to_send()]
+    assert out["error"]["code"] == -32600 and out["id"] is None
+
+
+def test_set_level_filters_logs() -> None:
+    s = make()
+    init(s)
+    assert s.log("debug", "before any level")  # the server chooses while unset: everything
+    s.data_to_send()
+    _, out = send(s, request(1, "logging/setLevel", {"level": "loud"}))
+    assert out[0]["error"]["code"] == -32602
+    _, out = send(s, request(2, "logging/setLevel", {"level": "warning"}))
+    assert out == [{"jsonrpc": "2.0", "id": 2, "result": {}}]
+    assert not s.log("info", "quiet")
+    assert s.log("error", {"x": 1}, "db")
+    (msg,) = [orjson.loads(b) for b in s.data_to_send()]
+    assert msg["params"] == {"level": "error", "data": {"x": 1}, "logger": "db"}
+    validate(msg, "2025-11-25")
+
+
+def test_logging_needs_the_capability() -> None:
+    s = make(capabilities={"tools": {}})
+    init(s)
+    with pytest.raises(CapabilityError):
+        s.log("info", "x")
+
+
+def test_progress_rules() -> None:
+    s = make()
+    init(s)
+    events, _ = send(s, request(1, "tools/call", {"name": "t", "_meta": {"progressToken": "tok"}}))
+    send(s, request(2, "tools/call", {"name": "t"}))
+    assert events[0].request.progress_token == "tok"
+    assert s.progress(1, 0.5, 1, "half")
+    with pytest.raises(ValueError, match="strictly increase"):
+        s.progress(1, 0.5)
+    assert not s.progress(2, 1)  # no token on that request
+    s.respond(1, {"content": []})
+    assert not s.progress(1, 0.9)  # never after the reply
+    out = [orjson.loads(b) for b in s.data_to_send()]
+    assert out[0]["params"] == {"progressToken": "tok", "progress": 0.5, "total": 1, "message": "half"}
+    assert out[1]["id"] == 1 and len(out) == 2
+    for msg in out:
+        validate(msg, "2025-11-25", method="tools/call")
+
+
+def test_progress_message_field_is_dropped_for_2024() -> None:
+    s = make()
+    init(s, "2024-11-05")
+    send(s, request(1, "tools/call", {"name": "t", "_meta": {"progressToken": 7}}))
+    s.progress(1, 1, message="m")
+    (msg,) = [orjson.loads(b) for b in s.data_to_send()]
+    assert "message" not in msg["params"]
+
+
+def test_cancellation_suppresses_the_reply_and_tolerates_races() -> None:
+    s = make()
+    init(s)
+    send(s, request(1, "tools/call", {"name": "t", "_meta": {"progressToken": 1}}))
+    events, out = send(s, notification("notifications/cancelled", {"requestId": 1, "reason": "user"}))
+    assert events == [RequestCancelled(1, "user")] and out == []
+    assert s.is_cancelled(1)
+    assert not s.progress(1, 1)
+    assert not s.respond(1, {"content": []})
+    assert s.data_to_send() == []
+    # Unknown, finished, repeated and malformed cancels are ignored.
+    for params in ({"requestId": 1}, {"requestId": 99}, {"requestId": None}, {}, [1]):
+        events, out = send(s, notification("notifications/cancelled", params))
+        assert events == [] and out == []
+
+
+def test_cancelled_initialize_is_still_answered() -> None:
+    s = make()
+    _, out = send(s, notification("notifications/cancelled", {"requestId": 0}))
+    assert out == []
+    reply = init(s, ready=False)
+    assert reply["result"]["protocolVersion"] == "2025-11-25"
+
+
+def test_server_requests_need_declared_client_capabilities() -> None:
+    s = make()
+    init(s, caps={"sampling": {}}, ready=False)
+    with pytest.raises(LifecycleError):  # not before notifications/initialized
+        s.send_request("sampling/createMessage", {"messages": [], "maxTokens": 1})
+    send(s, notification("notifications/initialized"))
+    for method in ("elicitation/create", "roots/list"):
+        with pytest.raises(CapabilityError) as info:
+            s.send_request(method, {})
+        assert info.value.code == -32021
+    rid = s.send_request("sampling/createMessage", {"messages": [], "maxTokens": 1})
+    (msg,) = [orjson.loads(b) for b in s.data_to_send()]
+    assert msg["method"] == "sampling/createMessage" and msg["id"] == rid
+    events, _ = send(s, {"jsonrpc": "2.0", "id": rid, "result": {"role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"}})
+    assert events == [ReplyReceived(rid, "sampling/createMessage", {"role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"}, None)]
+    events, _ = send(s, {"jsonrpc": "2.0", "id": rid, "result": {}})  # a second reply is ignored
+    assert events == []
+
+
+def test_elicitation_does_not_exist_before_2025_06_18() -> None:
+    s = make()
+    init(s, "2025-03-26", caps={"elicitation": {}})
+    with pytest.raises(CapabilityError):
+        s.send_request("elicitation/create", {})
+
+
+def test_cancel_outgoing_request_ignores_late_reply() -> None:
+    s = make()
+    init(s, caps={"roots": {}})
+    rid = s.send_request("roots/list")
+    s.cancel_request(rid, "timeout")
+    out = [orjson.loads(b) for b in s.data_to_send()]
+    assert out[-1] == {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid, "reason": "timeout"}}
+    events, _ = send(s, {"jsonrpc": "2.0", "id": rid, "error": {"code": -1, "message": "late"}})
+    assert events == [] and s.pending_requests() == []
+
+
+def test_error_reply_from_client() -> None:
+    s = make()
+    init(s, caps={"roots": {}})
+    rid = s.send_request("roots/list")
+    events, _ = send(s, {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "no"}})
+    assert events[0].error == {"code": -32601, "message": "no"} and events[0].result is None
+
+
+def test_batches_only_in_2025_03_26() -> None:
+    s = make()
+    init(s, "2025-06-18")
+    _, out = send(s, [request(1, "ping"), request(2, "ping")])
+    assert out[0]["error"]["code"] == -32600 and out[0]["id"] is None
+
+    s = make()
+    init(s, "2025-03-26")
+    events, out = send(s, [request(1, "ping"), request(2, "tools/list"), notification("notifications/x"), 5, request(3, "initialize", {})])
+    assert out == []  # held until the admitted request is answered
+    assert [type(e) for e in events] == [RequestReceived, NotificationReceived]
+    s.respond(2, {"tools": []})
+    (batch,) = [orjson.loads(b) for b in s.data_to_send()]
+    assert [r.get("id") for r in batch] == [1, None, 3, 2]
+    assert batch[1]["error"]["code"] == -32600 and batch[2]["error"]["code"] == -32600
+    validate(batch[3], "2025-03-26", method="tools/list")
+    _, out = send(s, [notification("notifications/x")])
+    assert out == []  # a batch of notifications gets no reply
+
+
+def test_batch_with_cancelled_member() -> None:
+    s = make()
+    init(s, "2025-03-26")
+    send(s, [request(1, "tools/list"), request(2, "tools/list")])
+    send(s, notification("notifications/cancelled", {"requestId": 1}))
+    s.respond(2, {"tools": []})
+    assert not s.respond(1, {"tools": []})
+    (batch,) = [orjson.loads(b) for b in s.data_to_send()]
+    assert [r["id"] for r in batch] == [2]
+
+
+def test_resource_updated_only_for_subscribers() -> None:
+    s = make()
+    init(s)
+    assert not s.notify("notifications/resources/updated", {"uri": "a://x"})
+    s.subscribe("a://x")
+    assert s.notify("notifications/resources/updated", {"uri": "a://x"})
+    s.unsubscribe("a://x")
+    assert not s.notify("notifications/resources/updated", {"uri": "a://x"})
+    assert s.notify("notifications/tools/list_changed")
+    with pytest.raises(CapabilityError):
+        s.notify("notifications/prompts/list_changed")
+    with pytest.raises(CapabilityError):  # resources declared without listChanged
+        s.notify("notifications/resources/list_changed")
+
+
+# ------------------------------------------------------------------ 2026-07-28
+
+
+def modern(rid: Any, method: str, params: dict[str, Any] | None = None, **meta: Any) -> dict[str, Any]:
+    m = {MODERN: "2026-07-28", MODERN_CAPS: {}}
+    m.update({k.replace("__", "/").replace("_", "."): v for k, v in meta.items()})
+    return request(rid, method, {**(params or {}), "_meta": m})
+
+
+def test_discover() -> None:
+    s = make()
+    _, out = send(s, modern(1, "server/discover"))
+    validate(out[0], "2026-07-28", method="server/discover")
+    result = out[0]["result"]
+    assert result["supportedVersions"] == ["2026-07-28"]
+    assert result["capabilities"] == CAPS
+    assert result["resultType"] == "complete" and result["ttlMs"] == 0 and result["cacheScope"] == "public"
+    assert result["_meta"]["io.modelcontextprotocol/serverInfo"] == INFO
+    assert s.state is State.NEW  # nothing about the connection changed
+
+
+def test_discover_without_meta_is_a_modern_probe() -> None:
+    _, out = send(make(), request(1, "server/discover"))
+    assert out[0]["result"]["supportedVersions"] == ["2026-07-28"]
+
+
+def test_stateless_request_and_decorated_result() -> None:
+    s = make()
+    events, _ = send(s, modern(1, "tools/list"))
+    (ev,) = events
+    assert ev.request.stateless and ev.request.version == "2026-07-28" and ev.request.client_capabilities == {}
+    s.respond(1, {"tools": []})
+    (out,) = [orjson.loads(b) for b in s.data_to_send()]
+    validate(out, "2026-07-28", method="tools/list")
+    assert out["result"]["resultType"] == "complete"
+
+
+def test_stateless_errors() -> None:
+    s = make()
+    bad_version = request(1, "tools/list", {"_meta": {MODERN: "2025-11-25", MODERN_CAPS: {}}})
+    _, out = send(s, bad_version)
+    assert out[0]["error"]["code"] == -32022
+    assert out[0]["error"]["data"] == {"supported": ["2026-07-28"], "requested": "2025-11-25"}
+    validate(out[0], "2026-07-28")
+    _, out = send(s, request(2, "tools/list", {"_meta": {MODERN: "2026-07-28"}}))
+    assert out[0]["error"]["code"] == -32602  # missing clientCapabilities
+    for method in ("ping", "logging/setLevel", "resources/subscribe"):
+        _, out = send(s, modern(3, method))
+        assert out[0]["error"]["code"] == -32601, method
+    _, out = send(s, request(4, "tools/list", {"_meta": {MODERN: "2026-07-28", MODERN_CAPS: {}, "io.modelcontextprotocol/logLevel": "loud"}}))
+    assert out[0]["error"]["code"] == -32602
+
+
+def test_stateless_logs_only_with_a_request_level() -> None:
+    s = make()
+    send(s, modern(1, "tools/call", {"name": "t"}))
+    send(s, request(2, "tools/call", {"name": "t", "_meta": {MODERN: "2026-07-28", MODERN_CAPS: {}, "io.modelcontextprotocol/logLevel": "info"}}))
+    assert not s.log("error", "x", request_id=1)
+    assert not s.log("debug", "x", request_id=2)
+    assert s.log("info", "x", request_id=2)
+    assert not s.log("info", "x")  # no handshake: no connection-wide logs
+
+
+def test_stateless_request_cannot_use_server_to_client_requests() -> None:
+    s = make()
+    send(s, request(1, "tools/call", {"name": "t", "_meta": {MODERN: "2026-07-28", MODERN_CAPS: {"sampling": {}}}}))
+    with pytest.raises(LifecycleError) as info:
+        s.send_request("sampling/createMessage", {}, related=1)
+    assert info.value.code == -32021
+
+
+def test_on_output_hook_fires_when_outbox_fills() -> None:
+    s = make()
+    calls: list[int] = []
+    s.on_output = lambda: calls.append(1)
+    send(s, request(1, "ping"))
+    s.receive(orjson.dumps(request(2, "ping")))
+    s.receive(orjson.dumps(request(3, "ping")))
+    assert len(calls) == 2  # once per empty -> non-empty transition

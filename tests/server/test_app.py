@@ -1,0 +1,368 @@
+"""The decorator API, driven through a Connection (engine + tasks) without a transport."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Annotated, Any, Literal, TypedDict
+
+import orjson
+import pytest
+
+import mcpfast
+from mcpfast import Context, McpError, Server
+from mcpfast.protocol import TranscriptValidator
+from mcpfast.server import ToolResult, text
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(10)]
+
+MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class Client:
+    """Feeds a Connection and collects what it writes, checking each message's schema."""
+
+    def __init__(self, app: Server) -> None:
+        self.conn = app.connect()
+        self.checker = TranscriptValidator()
+        self.out: list[Any] = []
+        self.next_id = 100
+
+    def send(self, message: dict[str, Any]) -> None:
+        line = orjson.dumps(message)
+        self.checker.client(line)
+        self.conn.feed(line)
+        self._collect()
+
+    def _collect(self) -> None:
+        for data in self.conn.session.data_to_send():
+            msg = orjson.loads(data)
+            self.checker.server(msg)
+            self.out.append(msg)
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        rid = self.next_id = self.next_id + 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        async with asyncio.timeout(5):
+            while True:
+                self._collect()
+                for msg in self.out:
+                    if msg.get("id") == rid and "method" not in msg:
+                        return msg
+                await asyncio.sleep(0.001)
+
+    async def init(self, version: str = "2025-11-25", caps: dict[str, Any] | None = None) -> dict[str, Any]:
+        reply = await self.request("initialize", {"protocolVersion": version, "capabilities": caps or {}, "clientInfo": {"name": "t", "version": "0"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return reply
+
+    async def call(self, name: str, arguments: Any = None, **params: Any) -> dict[str, Any]:
+        body: dict[str, Any] = {"name": name, **params}
+        if arguments is not None:
+            body["arguments"] = arguments
+        return await self.request("tools/call", body)
+
+
+class Point(TypedDict):
+    x: int
+    y: int
+
+
+@dataclasses.dataclass
+class Box:
+    w: float
+    h: float = 1.0
+
+
+def build() -> Server:
+    app = Server("unit", version="9.9", title="Unit", instructions="be nice", page_size=3)
+
+    @app.tool(title="Typed", annotations={"readOnlyHint": True})
+    def typed(
+        name: Annotated[str, "who"],
+        count: int = 2,
+        mode: Literal["a", "b"] = "a",
+        tags: list[str] | None = None,
+        point: Point | None = None,
+    ) -> Point:
+        """A typed tool."""
+        return {"x": count, "y": len(name)}
+
+    @app.tool()
+    async def boxed(w: float) -> Box:
+        return Box(w)
+
+    @app.tool()
+    def number() -> int:
+        return 42
+
+    @app.tool()
+    def fails() -> str:
+        raise ValueError("bad thing")
+
+    @app.tool()
+    def protocol_error() -> str:
+        raise McpError(-32099, "custom")
+
+    @app.tool()
+    def lies() -> Point:
+        return {"x": "not an int"}  # type: ignore[typeddict-item]
+
+    @app.tool()
+    def full() -> ToolResult:
+        return ToolResult([text("a"), text("b")], structured={"k": 1}, is_error=True)
+
+    @app.tool(input_schema={"type": "object", "properties": {"q": {"type": "string"}}, "additionalProperties": False})
+    def raw(q: str = "") -> str:
+        return q
+
+    @app.tool()
+    async def progress(ctx: Context) -> str:
+        assert ctx.report_progress(1, 2)
+        with pytest.raises(ValueError):
+            ctx.report_progress(1, 2)
+        ctx.info("half way")
+        ctx.debug("details")
+        return "ok"
+
+    @app.resource("mem://text", mime_type="text/plain", title="Text")
+    def mem_text() -> str:
+        """Some text."""
+        return "hello"
+
+    @app.resource("mem://bin")
+    def mem_bin() -> bytes:
+        return b"\x00\x01"
+
+    @app.resource("mem://files/{+path}")
+    def mem_file(path: str) -> str:
+        return f"file {path}"
+
+    @app.resource("mem://users/{id}/card")
+    async def user(id: str) -> dict[str, Any]:
+        return {"mimeType": "application/json", "text": f'{{"id": "{id}"}}'}
+
+    @app.prompt(title="Greet", arguments={"who": "whom to greet"})
+    def greet(who: str, tone: str = "warm") -> str:
+        """Greets."""
+        return f"Say hi to {who}, {tone}"
+
+    @app.prompt()
+    def convo() -> list[Any]:
+        return ["first", {"role": "assistant", "content": text("second")}, text("third")]
+
+    @app.completion()
+    async def complete(ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None) -> list[str]:
+        return [argument["value"] + str(i) for i in range(120)]
+
+    return app
+
+
+def test_lazy_export() -> None:
+    assert mcpfast.Server is Server and "__version__" in mcpfast.__all__
+    with pytest.raises(AttributeError):
+        mcpfast.nope  # noqa: B018
+
+
+async def test_initialize_declares_what_is_registered() -> None:
+    c = Client(build())
+    result = (await c.init())["result"]
+    assert set(result["capabilities"]) == {"tools", "resources", "prompts", "completions", "logging"}
+    assert result["capabilities"]["resources"]["subscribe"] is True
+    assert result["serverInfo"] == {"name": "unit", "version": "9.9", "title": "Unit"}
+    assert result["instructions"] == "be nice"
+
+
+def test_only_what_is_registered_is_declared() -> None:
+    app = Server("bare", logging=False)
+    assert app.capabilities() == {}
+
+    @app.tool()
+    def t() -> str:
+        return ""
+
+    assert app.capabilities() == {"tools": {"listChanged": True}}
+
+
+async def test_tool_schemas_from_type_hints() -> None:
+    c = Client(build())
+    await c.init()
+    tools = (await c.request("tools/list"))["result"]
+    typed = tools["tools"][0]
+    assert typed["title"] == "Typed" and typed["description"] == "A typed tool."
+    assert typed["annotations"] == {"readOnlyHint": True}
+    schema = typed["inputSchema"]
+    assert schema["required"] == ["name"]
+    assert schema["properties"]["name"] == {"type": "string", "description": "who"}
+    assert schema["properties"]["count"] == {"type": "integer", "default": 2}
+    assert schema["properties"]["mode"] == {"enum": ["a", "b"], "default": "a"}
+    assert schema["properties"]["tags"] == {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}], "default": None}
+    assert schema["properties"]["point"]["anyOf"][0]["required"] == ["x", "y"]
+    assert typed["outputSchema"]["properties"] == {"x": {"type": "integer"}, "y": {"type": "integer"}}
+    assert tools["nextCursor"]
+
+
+async def test_list_pagination_and_bad_cursor() -> None:
+    c = Client(build())
+    await c.init()
+    names, cursor = [], None
+    while True:
+        result = (await c.request("tools/list", {"cursor": cursor} if cursor else None))["result"]
+        names += [t["name"] for t in result["tools"]]
+        cursor = result.get("nextCursor")
+        if not cursor:
+            break
+    assert names == ["typed", "boxed", "number", "fails", "protocol_error", "lies", "full", "raw", "progress"]
+    assert (await c.request("tools/list", {"cursor": "nope"}))["error"]["code"] == -32602
+
+
+async def test_later_fields_are_dropped_for_older_versions() -> None:
+    c = Client(build())
+    await c.init("2025-03-26")
+    typed = (await c.request("tools/list"))["result"]["tools"][0]
+    assert "title" not in typed and "outputSchema" not in typed and "annotations" in typed
+    c = Client(build())
+    await c.init("2024-11-05")
+    typed = (await c.request("tools/list"))["result"]["tools"][0]
+    assert set(typed) == {"name", "description", "inputSchema"}
+    prompt = (await c.request("prompts/list"))["result"]["prompts"][0]
+    assert "title" not in prompt
+
+
+async def test_structured_results() -> None:
+    c = Client(build())
+    await c.init()
+    typed = (await c.call("typed", {"name": "abc", "count": 5}))["result"]
+    assert typed == {"content": [{"type": "text", "text": '{"x":5,"y":3}'}], "structuredContent": {"x": 5, "y": 3}}
+    assert (await c.call("boxed", {"w": 2}))["result"]["structuredContent"] == {"w": 2, "h": 1.0}
+    assert (await c.call("number"))["result"]["structuredContent"] == {"result": 42}
+    assert (await c.call("lies"))["error"]["code"] == -32603  # output that breaks the declared schema
+    full = (await c.call("full"))["result"]
+    assert full == {"content": [text("a"), text("b")], "structuredContent": {"k": 1}, "isError": True}
+
+
+async def test_structured_content_is_not_sent_before_2025_06_18() -> None:
+    c = Client(build())
+    await c.init("2025-03-26")
+    result = (await c.call("number"))["result"]
+    assert result == {"content": [{"type": "text", "text": '{"result":42}'}]}
+
+
+async def test_tool_errors() -> None:
+    c = Client(build())
+    await c.init()
+    fails = (await c.call("fails"))["result"]
+    assert fails == {"content": [{"type": "text", "text": "bad thing"}], "isError": True}
+    assert (await c.call("protocol_error"))["error"] == {"code": -32099, "message": "custom"}
+    assert (await c.call("nope"))["error"]["code"] == -32602
+    assert (await c.request("tools/call", {"arguments": {}}))["error"]["code"] == -32602
+    bad = (await c.call("typed", {"name": 5}))["result"]
+    assert bad["isError"] and "name" in bad["content"][0]["text"]
+    assert (await c.call("typed", [1]))["result"]["isError"]
+    assert (await c.call("raw", {"q": "x", "extra": 1}))["result"]["isError"]  # the explicit schema is enforced
+    assert (await c.call("raw", {"q": "x"}))["result"]["content"][0]["text"] == "x"
+
+
+async def test_context_progress_and_logs() -> None:
+    c = Client(build())
+    await c.init()
+    await c.request("logging/setLevel", {"level": "info"})
+    reply = await c.call("progress", {}, _meta={"progressToken": "tok"})
+    assert reply["result"]["content"][0]["text"] == "ok"
+    notes = [m for m in c.out if m.get("method")]
+    assert [n["method"] for n in notes] == ["notifications/progress", "notifications/message"]
+    assert notes[1]["params"] == {"level": "info", "data": "half way"}
+
+
+async def test_resources() -> None:
+    c = Client(build())
+    await c.init()
+    listed = (await c.request("resources/list"))["result"]["resources"]
+    assert listed[0] == {"uri": "mem://text", "name": "mem_text", "title": "Text", "description": "Some text.", "mimeType": "text/plain"}
+    templates = (await c.request("resources/templates/list"))["result"]["resourceTemplates"]
+    assert [t["uriTemplate"] for t in templates] == ["mem://files/{+path}", "mem://users/{id}/card"]
+    read = (await c.request("resources/read", {"uri": "mem://bin"}))["result"]["contents"]
+    assert read == [{"uri": "mem://bin", "mimeType": "application/octet-stream", "blob": "AAE="}]
+    read = (await c.request("resources/read", {"uri": "mem://files/a/b.txt"}))["result"]["contents"]
+    assert read[0]["text"] == "file a/b.txt"
+    read = (await c.request("resources/read", {"uri": "mem://users/7/card"}))["result"]["contents"]
+    assert read == [{"uri": "mem://users/7/card", "mimeType": "application/json", "text": '{"id": "7"}'}]
+    missing = (await c.request("resources/read", {"uri": "mem://users/7"}))["error"]
+    assert missing["code"] == -32002 and missing["data"] == {"uri": "mem://users/7"}
+    assert (await c.request("resources/read", {"uri": 5}))["error"]["code"] == -32602
+
+
+async def test_resource_not_found_is_invalid_params_in_2026() -> None:
+    c = Client(build())
+    reply = await c.request("resources/read", {"uri": "mem://none", "_meta": MODERN_META})
+    assert reply["error"]["code"] == -32602
+
+
+async def test_prompts() -> None:
+    c = Client(build())
+    await c.init()
+    prompts = (await c.request("prompts/list"))["result"]["prompts"]
+    assert prompts[0]["arguments"] == [
+        {"name": "who", "description": "whom to greet", "required": True},
+        {"name": "tone", "required": False},
+    ]
+    got = (await c.request("prompts/get", {"name": "greet", "arguments": {"who": "Ada"}}))["result"]
+    assert got == {"messages": [{"role": "user", "content": text("Say hi to Ada, warm")}], "description": "Greets."}
+    convo = (await c.request("prompts/get", {"name": "convo"}))["result"]["messages"]
+    assert [m["role"] for m in convo] == ["user", "assistant", "user"]
+    assert (await c.request("prompts/get", {"name": "greet"}))["error"]["code"] == -32602
+    assert (await c.request("prompts/get", {"name": "greet", "arguments": {"who": 1}}))["error"]["code"] == -32602
+    assert (await c.request("prompts/get", {"name": "nope"}))["error"]["code"] == -32602
+
+
+async def test_completion() -> None:
+    c = Client(build())
+    await c.init()
+    ref = {"type": "ref/prompt", "name": "greet"}
+    done = (await c.request("completion/complete", {"ref": ref, "argument": {"name": "who", "value": "A"}}))["result"]
+    assert len(done["completion"]["values"]) == 100 and done["completion"]["hasMore"] is True
+    bad_ref = {"ref": {"type": "ref/prompt", "name": "nope"}, "argument": {"name": "x", "value": ""}}
+    assert (await c.request("completion/complete", bad_ref))["error"]["code"] == -32602
+    template_ref = {"ref": {"type": "ref/resource", "uri": "mem://users/{id}/card"}, "argument": {"name": "id", "value": "1"}}
+    assert "completion" in (await c.request("completion/complete", template_ref))["result"]
+    assert (await c.request("completion/complete", {"ref": ref}))["error"]["code"] == -32602
+
+
+async def test_stateless_tool_call_and_logs_need_a_level() -> None:
+    c = Client(build())
+    reply = await c.call("progress", {}, _meta={**MODERN_META, "progressToken": 1})
+    assert reply["result"]["resultType"] == "complete"
+    assert [m["method"] for m in c.out if m.get("method")] == ["notifications/progress"]  # no level: no logs
+    listed = (await c.request("tools/list", {"_meta": MODERN_META}))["result"]
+    assert listed["ttlMs"] == 0 and listed["cacheScope"] == "public"
+
+
+def test_registration_errors() -> None:
+    app = Server("x")
+    with pytest.raises(ValueError, match="invalid tool name"):
+        app.tool("has space")(lambda: "")
+    app.tool("dup")(lambda: "")
+    with pytest.raises(ValueError, match="already registered"):
+        app.tool("dup")(lambda: "")
+    with pytest.raises(TypeError):
+
+        @app.tool()
+        def star(*args: int) -> str:
+            return ""
+
+    with pytest.raises(ValueError, match="not variables"):
+
+        @app.resource("x://{a}")
+        def res(b: str) -> str:
+            return b
+
+    with pytest.raises(ValueError):
+        app.resource("x://{/a}")(lambda a: a)
