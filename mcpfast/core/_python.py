@@ -71,30 +71,9 @@ _MISSING_BAD: Any = object()  # an id that is present but not a valid id (a floa
 _TOKEN_RE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:,]', re.DOTALL)
 _WS = b" \t\r\n"
 
-# For the precise depth check: keep only brackets and quotes, fold {} onto [].
-_STRUCT_TABLE = bytes.maketrans(b"{}", b"[]")
-_STRUCT_DELETE = bytes(b for b in range(256) if b not in b'[]{}"')
-
-
-def _exceeds_depth(data: bytes, max_depth: int) -> bool:
-    """Whether valid JSON ``data`` nests deeper than ``max_depth`` (True for most invalid input)."""
-    s = data
-    if b"\\" in s:
-        # Escapes only occur inside strings; drop escaped backslashes, then escaped quotes.
-        s = s.replace(b"\\\\", b"").replace(b'\\"', b"")
-    s = s.translate(_STRUCT_TABLE, _STRUCT_DELETE)
-    if b'"' in s:
-        s = b"".join(s.split(b'"')[::2])  # even parts are outside strings
-    if s.count(b"[") <= max_depth:
-        return False
-    if b"[" * (max_depth + 1) in s:
-        return True
-    # Each pass removes exactly the innermost level.
-    for _ in range(max_depth):
-        if not s:
-            return False
-        s = s.replace(b"[]", b"")
-    return bool(s)
+def _exceeds_depth_quick(data: bytes, limit: int) -> bool:
+    """A cheap certain case: ``limit + 1`` opening brackets in a row at the very start."""
+    return data.lstrip(b" \t\r\n").startswith(b"[" * (limit + 1))
 
 
 def _value_end(buf: bytes, stop: int, start: int) -> int:
@@ -300,12 +279,38 @@ def _parse(data: Any, max_depth: int) -> tuple[Any, bytes]:
         raise ValueError(f"max_depth must be at least 1, not {max_depth}")
     buf = _to_bytes(data)
     limit = max_depth if max_depth < _ORJSON_MAX_DEPTH else _ORJSON_MAX_DEPTH
-    if buf.count(b"[") + buf.count(b"{") > limit and _exceeds_depth(buf, limit):
-        raise JsonRpcError(_PARSE_ERROR, f"nesting exceeds max_depth of {limit}")
+    if limit < _ORJSON_MAX_DEPTH and buf.count(b"[") + buf.count(b"{") > limit:
+        # Depth cannot exceed the number of opening brackets, so only now can it be too deep.
+        return _parse_deep(buf, limit), buf
     try:
         return _loads(buf), buf
     except _JSONDecodeError as exc:
-        raise JsonRpcError(_PARSE_ERROR, f"invalid JSON: {exc}") from None
+        raise _parse_error(exc, limit) from None
+
+
+def _parse_error(exc: Exception, limit: int) -> JsonRpcError:
+    text = str(exc)
+    if text.startswith("depth limit exceeded"):
+        return JsonRpcError(_PARSE_ERROR, f"nesting exceeds max_depth of {limit}")
+    return JsonRpcError(_PARSE_ERROR, f"invalid JSON: {text}")
+
+
+def _parse_deep(buf: bytes, limit: int) -> Any:
+    """Parse with an exact depth check, in C: orjson refuses nesting beyond 1024, so the input
+    wrapped in ``1024 - limit`` arrays parses if and only if its own depth is at most ``limit``.
+    Each wrapper must then hold exactly one element (else the input was not one JSON value)."""
+    k = _ORJSON_MAX_DEPTH - limit
+    if _exceeds_depth_quick(buf, limit):
+        raise JsonRpcError(_PARSE_ERROR, f"nesting exceeds max_depth of {limit}")
+    try:
+        obj = _loads(b"".join((b"[" * k, buf, b"]" * k)))
+    except _JSONDecodeError as exc:
+        raise _parse_error(exc, limit) from None
+    for _ in range(k):
+        if len(obj) != 1:
+            raise JsonRpcError(_PARSE_ERROR, "invalid JSON: not a single JSON value")
+        obj = obj[0]
+    return obj
 
 
 def _literal_id(obj_bytes_src: Any, index: int) -> int | None:

@@ -6,7 +6,7 @@ bytes out.
 
 from __future__ import annotations
 
-from mcpfast.engine import rules
+from mcpfast.engine import mrtr, rules
 from mcpfast.engine.events import (
     Event,
     Initialized,
@@ -30,5 +30,6 @@ __all__ = [
     "RequestReceived",
     "ServerSession",
     "State",
+    "mrtr",
     "rules",
 ]

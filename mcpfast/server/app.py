@@ -18,6 +18,7 @@ import orjson
 
 from mcpfast._version import __version__
 from mcpfast.engine import InboundRequest, ServerSession
+from mcpfast.engine.mrtr import InputRequired, StateSealer, input_required_result
 from mcpfast.engine.rules import DEFAULT_PAGE_SIZE, completion_result, input_errors_are_tool_errors, paginate
 from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, McpError, resource_not_found_code
@@ -152,6 +153,7 @@ class Server:
         self._templates: list[_Resource] = []
         self._prompts: dict[str, _Prompt] = {}
         self._completion: Callable[..., Any] | None = None
+        self.sealer = StateSealer()
         self._list_cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._connections: set[Any] = set()
         self._routes: dict[str, Handler] = {
@@ -442,6 +444,28 @@ class Server:
             result["nextCursor"] = next_cursor
         return result
 
+    def _context(self, conn: Any, request: InboundRequest, callable_: _Callable, binding: str) -> Context | None:
+        if callable_.context_param is None:
+            return None
+        if not request.stateless:
+            return Context(conn, request)
+        # A 2026 retry: answers of earlier rounds come sealed in requestState, this round's in
+        # inputResponses.
+        params = request.params
+        responses: dict[str, Any] = {}
+        if "requestState" in params:
+            responses.update(self.sealer.open(binding, params["requestState"]))
+        given = params.get("inputResponses")
+        if given is not None:
+            if not isinstance(given, dict):
+                raise McpError(INVALID_PARAMS, "inputResponses must be an object")
+            responses.update(given)
+        return Context(conn, request, responses)
+
+    def _input_required(self, ctx: Context | None, need: InputRequired, binding: str) -> dict[str, Any]:
+        assert ctx is not None
+        return input_required_result({need.key: need.request}, self.sealer.seal(binding, ctx._responses))
+
     async def _tools_list(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
         return self._page(request, "tools", "Tool", [t.definition for t in self._tools.values()])
 
@@ -467,9 +491,12 @@ class Server:
             if input_errors_are_tool_errors(request.version):
                 return {"content": [{"type": "text", "text": f"invalid arguments for tool {name}: {problem}"}], "isError": True}
             raise McpError(INVALID_PARAMS, f"invalid arguments for tool {name}: {problem}")
-        ctx = Context(conn, request) if tool.callable.context_param else None
+        binding = f"tools/call:{name}"
+        ctx = self._context(conn, request, tool.callable, binding)
         try:
             value = await tool.callable.call(args, ctx)
+        except InputRequired as need:
+            return self._input_required(ctx, need, binding)
         except McpError:
             raise
         except Exception as exc:  # a tool failure is a result the model can see, not a protocol error
@@ -524,8 +551,12 @@ class Server:
         uri = request.params.get("uri")
         resource, variables = self._find_resource(uri, request.version)
         assert isinstance(uri, str)
-        ctx = Context(conn, request) if resource.callable.context_param else None
-        value = await resource.callable.call(variables, ctx)
+        binding = f"resources/read:{uri}"
+        ctx = self._context(conn, request, resource.callable, binding)
+        try:
+            value = await resource.callable.call(variables, ctx)
+        except InputRequired as need:
+            return self._input_required(ctx, need, binding)
         return {"contents": _contents(value, uri, resource.mime_type)}
 
     async def _subscribe(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
@@ -556,8 +587,12 @@ class Server:
         missing = prompt.required - args.keys()
         if missing:
             raise McpError(INVALID_PARAMS, f"missing required arguments: {', '.join(sorted(missing))}")
-        ctx = Context(conn, request) if prompt.callable.context_param else None
-        value = await prompt.callable.call(args, ctx)
+        binding = f"prompts/get:{name}"
+        ctx = self._context(conn, request, prompt.callable, binding)
+        try:
+            value = await prompt.callable.call(args, ctx)
+        except InputRequired as need:
+            return self._input_required(ctx, need, binding)
         if isinstance(value, dict) and "messages" in value:
             return value
         result: dict[str, Any] = {"messages": _messages(value)}

@@ -6,8 +6,9 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from mcpfast.engine import InboundRequest
+from mcpfast.engine.mrtr import InputRequired
 from mcpfast.protocol import methods as m
-from mcpfast.protocol.errors import McpError
+from mcpfast.protocol.errors import MISSING_REQUIRED_CLIENT_CAPABILITY, McpError
 
 if TYPE_CHECKING:
     from mcpfast.server.connection import Connection
@@ -21,15 +22,23 @@ class Context:
     Progress and log calls are synchronous (they only queue a message, so sync handlers can
     use them too); requests to the client are coroutines that wait for its answer.
 
+    Under 2026-07-28 (stateless) there are no server-to-client requests: the first time a
+    handler asks for input, the call ends with an ``InputRequiredResult``; the client answers
+    and retries, the handler runs again from the start, and this time the same question (the
+    n-th one asked) returns the client's answer. Handlers must therefore ask their questions
+    in a deterministic order and keep side effects after them.
+
     Attributes:
         request: the request being served (id, method, version, client capabilities).
     """
 
-    __slots__ = ("_conn", "request")
+    __slots__ = ("_asked", "_conn", "_responses", "request")
 
-    def __init__(self, conn: Connection, request: InboundRequest) -> None:
+    def __init__(self, conn: Connection, request: InboundRequest, responses: dict[str, Any] | None = None) -> None:
         self._conn = conn
         self.request = request
+        self._responses = responses or {}
+        self._asked = 0
 
     @property
     def request_id(self) -> int | str:
@@ -89,8 +98,31 @@ class Context:
             LifecycleError: the handshake is not complete, or this is a stateless request.
             McpError: the client answered with an error.
             TimeoutError: no answer in time (the request is cancelled at the client).
+            InputRequired: (stateless only) the answer is not known yet; the server turns it
+                into an ``InputRequiredResult``.
         """
+        if self.request.stateless:
+            return self._input(method, params)
         return await self._conn.request_client(method, params, related=self.request.id, timeout=timeout)
+
+    def _input(self, method: str, params: dict[str, Any] | None) -> Any:
+        needed = m.CLIENT_CAPABILITY_FOR.get(method)
+        if needed is None:
+            raise McpError(MISSING_REQUIRED_CLIENT_CAPABILITY, f"{method} cannot be embedded in an input-required result")
+        if needed not in self.request.client_capabilities:
+            raise McpError(
+                MISSING_REQUIRED_CLIENT_CAPABILITY,
+                f"this request needs the client capability {needed!r}",
+                {"requiredCapabilities": {needed: {}}},
+            )
+        key = f"{needed}-{self._asked}"
+        self._asked += 1
+        if key in self._responses:
+            return self._responses[key]
+        request: dict[str, Any] = {"method": method}
+        if params is not None:
+            request["params"] = params
+        raise InputRequired(key, request)
 
     async def sample(
         self,

@@ -173,14 +173,15 @@ def _is_stream(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
-async def _open_stdio(out_fd: int) -> tuple[Any, Any]:
+async def _open_stdio(out_fd: int) -> tuple[Any, Any, asyncio.BaseTransport | None]:
     loop = asyncio.get_running_loop()
     reader: Any
     writer: Any
+    read_transport = None
     if _is_stream(0):
         reader = asyncio.StreamReader(limit=1 << 20)
         pipe_in = os.fdopen(0, "rb", buffering=0, closefd=False)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe_in)
+        read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe_in)
     else:
         reader = _FdReader(0)
     if _is_stream(out_fd):
@@ -190,7 +191,7 @@ async def _open_stdio(out_fd: int) -> tuple[Any, Any]:
         writer = asyncio.StreamWriter(transport, protocol, None, loop)
     else:
         writer = _FdWriter(out_fd)
-    return reader, writer
+    return reader, writer, read_transport
 
 
 def run_stdio(server: Server, **options: Any) -> None:
@@ -211,7 +212,11 @@ def run_stdio(server: Server, **options: Any) -> None:
     _install_loop()
 
     async def main() -> None:
-        reader, writer = await _open_stdio(out_fd)
-        await serve_stdio(server, reader, writer, **options)
+        reader, writer, read_transport = await _open_stdio(out_fd)
+        try:
+            await serve_stdio(server, reader, writer, **options)
+        finally:
+            if read_transport is not None:
+                read_transport.close()
 
     asyncio.run(main())

@@ -51,15 +51,19 @@ def check_transcript(inlog: Path, outlog: Path) -> int:
     return checker.checked
 
 
-@asynccontextmanager
-async def connect(tmp_path: Path, *serve_args: str, **session_kwargs: Any) -> AsyncIterator[mcp.ClientSession]:
+def server_params(tmp_path: Path, *serve_args: str) -> mcp.StdioServerParameters:
     inlog, outlog = tmp_path / "client.jsonl", tmp_path / "server.jsonl"
     serve = " ".join([sys.executable, "-m", "mcpfast", "serve", "--transport", "stdio", *serve_args])
     env = {"PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)])}
     if "MCPFAST_CORE" in os.environ:
         env["MCPFAST_CORE"] = os.environ["MCPFAST_CORE"]
-    params = mcp.StdioServerParameters(command="sh", args=["-c", f"tee {inlog} | {serve} | tee {outlog}"], env=env, cwd=str(ROOT))
-    async with mcp.stdio_client(params) as (read, write):
+    return mcp.StdioServerParameters(command="sh", args=["-c", f"tee {inlog} | {serve} | tee {outlog}"], env=env, cwd=str(ROOT))
+
+
+@asynccontextmanager
+async def connect(tmp_path: Path, *serve_args: str, **session_kwargs: Any) -> AsyncIterator[mcp.ClientSession]:
+    inlog, outlog = tmp_path / "client.jsonl", tmp_path / "server.jsonl"
+    async with mcp.stdio_client(server_params(tmp_path, *serve_args)) as (read, write):
         async with mcp.ClientSession(read, write, **session_kwargs) as session:
             yield session
     assert check_transcript(inlog, outlog) > 0
@@ -275,3 +279,32 @@ async def test_modern_client_discovers_and_calls(tmp_path: Path) -> None:
         with pytest.raises(mcp.MCPError) as info:
             await session.read_resource("demo://nope")
         assert info.value.error.code == -32602
+
+
+async def test_modern_client_resolves_input_required_rounds(tmp_path: Path) -> None:
+    """2026-07-28: sampling, elicitation and roots ride in InputRequiredResult rounds (MRTR)."""
+
+    async def sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="modern"), model="m")
+
+    async def elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"name": "Grace"})
+
+    async def roots(context: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri="file:///r")])
+
+    client = mcp.Client(
+        server_params(tmp_path, "--app", "interop_app:app"),
+        sampling_callback=sampling,
+        elicitation_callback=elicitation,
+        list_roots_callback=roots,
+    )
+    async with client:
+        assert client.session.protocol_version == "2026-07-28"
+        result = await client.call_tool("ask", {})
+        assert json.loads(result.content[0].text) == {
+            "sampled": "modern",
+            "elicited": {"action": "accept", "content": {"name": "Grace"}},
+            "roots": 1,
+        }
+    assert check_transcript(tmp_path / "client.jsonl", tmp_path / "server.jsonl") > 0

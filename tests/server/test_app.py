@@ -133,6 +133,12 @@ def build() -> Server:
         ctx.debug("details")
         return "ok"
 
+    @app.tool()
+    async def interview(ctx: Context) -> dict[str, Any]:
+        answer = await ctx.elicit("Name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+        roots = await ctx.list_roots()
+        return {"name": answer["content"]["name"], "roots": len(roots)}
+
     @app.resource("mem://text", mime_type="text/plain", title="Text")
     def mem_text() -> str:
         """Some text."""
@@ -220,7 +226,7 @@ async def test_list_pagination_and_bad_cursor() -> None:
         cursor = result.get("nextCursor")
         if not cursor:
             break
-    assert names == ["typed", "boxed", "number", "fails", "protocol_error", "lies", "full", "raw", "progress"]
+    assert names == ["typed", "boxed", "number", "fails", "protocol_error", "lies", "full", "raw", "progress", "interview"]
     assert (await c.request("tools/list", {"cursor": "nope"}))["error"]["code"] == -32602
 
 
@@ -366,3 +372,35 @@ def test_registration_errors() -> None:
 
     with pytest.raises(ValueError):
         app.resource("x://{/a}")(lambda a: a)
+
+
+async def test_mrtr_input_required_rounds() -> None:
+    c = Client(build())
+    meta = {**MODERN_META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "roots": {}}}
+    first = (await c.call("interview", {}, _meta=meta))["result"]
+    assert first["resultType"] == "input_required"
+    assert first["inputRequests"] == {
+        "elicitation-0": {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}
+    }
+    answer = {"action": "accept", "content": {"name": "Ada"}}
+    second = (
+        await c.call("interview", {}, _meta=meta, inputResponses={"elicitation-0": answer}, requestState=first["requestState"])
+    )["result"]
+    assert second["resultType"] == "input_required" and list(second["inputRequests"]) == ["roots-1"]
+    roots = {"roots": [{"uri": "file:///a"}]}
+    done = (await c.call("interview", {}, _meta=meta, inputResponses={"roots-1": roots}, requestState=second["requestState"]))["result"]
+    assert done["resultType"] == "complete"
+    assert orjson.loads(done["content"][0]["text"]) == {"name": "Ada", "roots": 1}
+
+
+async def test_mrtr_rejects_tampered_or_foreign_state_and_missing_capabilities() -> None:
+    c = Client(build())
+    meta = {**MODERN_META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "roots": {}}}
+    first = (await c.call("interview", {}, _meta=meta))["result"]
+    state = first["requestState"]
+    forged = state[:-4] + ("AAAA" if not state.endswith("AAAA") else "BBBB")
+    assert (await c.call("interview", {}, _meta=meta, requestState=forged))["error"]["code"] == -32602
+    foreign = c.conn.server.sealer.seal("tools/call:other", {})
+    assert (await c.call("interview", {}, _meta=meta, requestState=foreign))["error"]["code"] == -32602
+    missing = (await c.call("interview", {}, _meta=MODERN_META))["error"]
+    assert missing["code"] == -32021 and missing["data"] == {"requiredCapabilities": {"elicitation": {}}}

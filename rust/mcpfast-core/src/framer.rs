@@ -70,7 +70,9 @@ impl LineFramer {
         self.last_cr = rest.last() == Some(&b'\r');
         if let Some(seen) = self.discarding.as_mut() {
             *seen += rest.len();
-        } else if self.buf.len() + rest.len() > self.max_size + 1 {
+        } else if self.buf.len() + rest.len() > self.max_size + 1
+            || (self.buf.len() + rest.len() == self.max_size + 1 && !self.last_cr)
+        {
             // Longer than any line we may keep, even with a CR to strip: stop buffering it.
             self.discarding = Some(self.buf.len() + rest.len());
             self.buf = Vec::new();

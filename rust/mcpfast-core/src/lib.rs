@@ -18,6 +18,9 @@ pub mod write;
 
 /// Default nesting limit for decoding (the top-level value is depth 1).
 pub const DEFAULT_MAX_DEPTH: usize = 128;
+/// The deepest nesting any decode accepts, whatever `max_depth` asks (orjson's limit, which
+/// the pure-Python twin inherits).
+pub const MAX_DEPTH_CAP: usize = 1024;
 /// Default stdio line limit in bytes.
 pub const DEFAULT_MAX_LINE: usize = 4 * 1024 * 1024;
 /// Default SSE event-block limit in bytes.

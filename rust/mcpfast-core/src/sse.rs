@@ -131,6 +131,9 @@ impl SseDecoder {
 
     /// Feeds a chunk; dispatched events and oversize reports go to `emit`.
     pub fn feed<F: FnMut(SseItem<'_>)>(&mut self, data: &[u8], mut emit: F) {
+        if data.is_empty() {
+            return;
+        }
         let mut rest = data;
         if self.bom_seen < BOM.len() {
             // Match the stream's first bytes against the BOM, across chunks.

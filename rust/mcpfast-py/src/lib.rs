@@ -80,7 +80,7 @@ fn encode_error<'py>(
     write::write_str(&mut out, message);
     if let Some(d) = data.filter(|d| !d.is_none()) {
         out.extend_from_slice(b",\"data\":");
-        pyjson::write_body(&mut out, d)?;
+        pyjson::write_obj(&mut out, d, 0)?;
     }
     out.extend_from_slice(b"}}");
     Ok(PyBytes::new(py, &out))

@@ -259,7 +259,7 @@ fn check_depth(max_depth: i64) -> PyResult<usize> {
     if max_depth < 1 {
         return Err(PyValueError::new_err("max_depth must be at least 1"));
     }
-    Ok(usize::try_from(max_depth).unwrap_or(usize::MAX))
+    Ok(usize::try_from(max_depth).unwrap_or(usize::MAX).min(mcpfast_core::MAX_DEPTH_CAP))
 }
 
 #[pyfunction]

@@ -295,7 +295,7 @@ pub fn write_py_id(out: &mut Vec<u8>, id: &Bound<'_, PyAny>) -> PyResult<()> {
 
 /// Appends a params/result value: bytes are spliced as already-encoded JSON.
 pub fn write_body(out: &mut Vec<u8>, body: &Bound<'_, PyAny>) -> PyResult<()> {
-    if let Ok(b) = body.cast_exact::<pyo3::types::PyBytes>() {
+    if let Ok(b) = body.cast::<pyo3::types::PyBytes>() {
         write::splice_raw(out, b.as_bytes());
         Ok(())
     } else {
