@@ -56,12 +56,12 @@ def main(argv: list[str] | None = None) -> int:
         The process exit code.
     """
     args = _parser().parse_args(argv)
-    # stdout belongs to the protocol: every log line goes to stderr.
-    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     if args.command == "serve":
         if args.transport == "http":
             print("mcpfast: --transport http is not built yet; use --transport stdio", file=sys.stderr)
             return 2
+        # stdout belongs to the protocol: every log line goes to stderr.
+        logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
         app = load_app(_FIXTURES[args.fixture] if args.fixture else (args.app or _DEMO))
         from mcpfast.transports.stdio import run_stdio
 

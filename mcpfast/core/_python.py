@@ -238,6 +238,13 @@ class Message:
             return buf
         return buf[start:end]
 
+    def param(self, key: str, default: Any = None) -> Any:
+        """``params.get(key, default)`` for an object ``params``; ``default`` otherwise."""
+        p = self._payload
+        if self._method is None or type(p) is not dict:
+            return default
+        return p.get(key, default)
+
     @property
     def raw_params(self) -> bytes | None:
         if self._method is None or self._payload is _MISSING:
@@ -279,9 +286,12 @@ def _parse(data: Any, max_depth: int) -> tuple[Any, bytes]:
         raise ValueError(f"max_depth must be at least 1, not {max_depth}")
     buf = _to_bytes(data)
     limit = max_depth if max_depth < _ORJSON_MAX_DEPTH else _ORJSON_MAX_DEPTH
-    if limit < _ORJSON_MAX_DEPTH and buf.count(b"[") + buf.count(b"{") > limit:
-        # Depth cannot exceed the number of opening brackets, so only now can it be too deep.
-        return _parse_deep(buf, limit), buf
+    # Nesting deeper than ``limit`` needs more than ``2 * limit`` bytes and more than ``limit``
+    # opening brackets (both C-fast checks); only then is the exact (slower) check needed.
+    if limit < _ORJSON_MAX_DEPTH and len(buf) > 2 * limit:
+        opens = buf.count(b"{")
+        if opens > limit or opens + buf.count(b"[") > limit:
+            return _parse_deep(buf, limit), buf
     try:
         return _loads(buf), buf
     except _JSONDecodeError as exc:

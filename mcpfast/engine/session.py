@@ -54,7 +54,13 @@ __all__ = ["CapabilityError", "LifecycleError", "ServerSession", "State"]
 _CACHEABLE: Final = frozenset(
     {m.SERVER_DISCOVER, m.TOOLS_LIST, m.PROMPTS_LIST, m.RESOURCES_LIST, m.RESOURCES_TEMPLATES_LIST, m.RESOURCES_READ}
 )
-_MAY_NEED_INPUT: Final = frozenset({m.TOOLS_CALL, m.PROMPTS_GET, m.RESOURCES_READ})
+_LISTEN_FLAGS: Final = {"toolsListChanged": "tools", "promptsListChanged": "prompts", "resourcesListChanged": "resources"}
+_LISTEN_METHOD: Final = {
+    "toolsListChanged": m.NOTIFICATION_TOOLS_LIST_CHANGED,
+    "promptsListChanged": m.NOTIFICATION_PROMPTS_LIST_CHANGED,
+    "resourcesListChanged": m.NOTIFICATION_RESOURCES_LIST_CHANGED,
+}
+META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 
 
 class State(enum.Enum):
@@ -153,6 +159,7 @@ class ServerSession:
         self._next_id = 0
         self._batches: dict[int, _Batch] = {}
         self._next_batch = 0
+        self._listens: dict[int | str, dict[str, Any]] = {}
 
     # ------------------------------------------------------------------ output
 
@@ -388,10 +395,38 @@ class ServerSession:
             self._error(rid, METHOD_NOT_FOUND, f"method not found: {method} (capability {needed!r} not offered)", batch)
             return
         if method == m.SUBSCRIPTIONS_LISTEN:
-            self._error(rid, METHOD_NOT_FOUND, "subscriptions/listen is not implemented", batch)
+            self._listen(msg, requested, caps, batch)
             return
         request = InboundRequest(msg, requested, stateless=True, client_capabilities=caps, log_level=level, batch=batch)
         self._admit(request, events)
+
+    def _listen(self, msg: Any, version: str, caps: dict[str, Any], batch: int | None) -> None:
+        params = msg.params if isinstance(msg.params, dict) else {}
+        wanted = params.get("notifications")
+        if not isinstance(wanted, dict):
+            self._error(msg.id, INVALID_PARAMS, "subscriptions/listen needs a notifications filter", batch)
+            return
+        # Honour only what was asked for AND what this server declared it can send.
+        honoured: dict[str, Any] = {}
+        for flag, capability in _LISTEN_FLAGS.items():
+            if wanted.get(flag) is True and self.capabilities.get(capability, {}).get("listChanged"):
+                honoured[flag] = True
+        uris = wanted.get("resourceSubscriptions")
+        if isinstance(uris, list) and self.capabilities.get("resources", {}).get("subscribe"):
+            honoured["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)]
+        request = InboundRequest(msg, version, stateless=True, client_capabilities=caps, log_level=None, batch=batch)
+        self._inflight[msg.id] = _Inflight(request)
+        self._listens[msg.id] = honoured
+        ack = {"notifications": honoured, "_meta": {META_SUBSCRIPTION_ID: msg.id}}
+        self._emit(core.encode_notification(m.NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, ack))
+
+    def close_listens(self) -> None:
+        """End every ``subscriptions/listen`` stream gracefully (final result), e.g. at shutdown."""
+        for listen_id in list(self._listens):
+            del self._listens[listen_id]
+            entry = self._inflight.pop(listen_id)
+            result = self._decorate(m.SUBSCRIPTIONS_LISTEN, {"_meta": {META_SUBSCRIPTION_ID: listen_id}})
+            self._emit_reply(entry.batch, core.encode_result(listen_id, result))
 
     def _decorate(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
         out = dict(result)
@@ -425,6 +460,11 @@ class ServerSession:
             return  # malformed cancels are ignored, per spec
         rid = params.get("requestId")
         if isinstance(rid, bool) or not isinstance(rid, int | str):
+            return
+        if rid in self._listens:
+            # Closing a listen stream: no reply is owed and the application never saw it.
+            del self._listens[rid]
+            del self._inflight[rid]
             return
         entry = self._inflight.get(rid)
         if entry is None or entry.cancelled:
@@ -560,11 +600,14 @@ class ServerSession:
         return True
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> bool:
-        """Send a server notification of a declared feature to a handshake-era session.
+        """Send a change notification of a declared feature to whoever asked for it.
+
+        A handshake-era session gets it once the handshake is done (``resources/updated`` only
+        for URIs it subscribed to); each 2026 ``subscriptions/listen`` stream gets it when its
+        filter opted in, tagged with the stream's ``subscriptionId``.
 
         Returns:
-            False when not sent: no handshake yet, or (for ``resources/updated``) the client
-            did not subscribe to the URI.
+            Whether it was sent at least once.
 
         Raises:
             CapabilityError: the server did not declare the feature, or the list-changed flag.
@@ -574,14 +617,22 @@ class ServerSession:
             raise CapabilityError(INTERNAL_ERROR, f"the server did not declare the {needed!r} capability")
         if method.endswith("/list_changed") and needed is not None and not self.capabilities[needed].get("listChanged"):
             raise CapabilityError(INTERNAL_ERROR, f"the server did not declare {needed}.listChanged")
-        if self.state is State.NEW or self.version is None or not m.available(method, self.version):
-            return False
-        if method == m.NOTIFICATION_RESOURCES_UPDATED:
-            uri = (params or {}).get("uri")
-            if uri not in self.subscriptions:
-                return False
-        self._emit(core.encode_notification(method, params))
-        return True
+        sent = False
+        uri = (params or {}).get("uri")
+        if self.state is not State.NEW and self.version is not None and m.available(method, self.version):
+            if method != m.NOTIFICATION_RESOURCES_UPDATED or uri in self.subscriptions:
+                self._emit(core.encode_notification(method, params))
+                sent = True
+        for listen_id, honoured in self._listens.items():
+            if method == m.NOTIFICATION_RESOURCES_UPDATED:
+                wanted = uri in honoured.get("resourceSubscriptions", ())
+            else:
+                wanted = any(honoured.get(flag) and method == _LISTEN_METHOD[flag] for flag in _LISTEN_FLAGS)
+            if wanted:
+                meta = {**((params or {}).get("_meta") or {}), META_SUBSCRIPTION_ID: listen_id}
+                self._emit(core.encode_notification(method, {**(params or {}), "_meta": meta}))
+                sent = True
+        return sent
 
     def subscribe(self, uri: str) -> None:
         """Record a ``resources/subscribe`` (the server layer validates the URI first)."""

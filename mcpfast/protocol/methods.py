@@ -48,6 +48,7 @@ NOTIFICATION_RESOURCES_UPDATED: Final = "notifications/resources/updated"
 NOTIFICATION_RESOURCES_LIST_CHANGED: Final = "notifications/resources/list_changed"
 NOTIFICATION_TOOLS_LIST_CHANGED: Final = "notifications/tools/list_changed"
 NOTIFICATION_PROMPTS_LIST_CHANGED: Final = "notifications/prompts/list_changed"
+NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
 
 CLIENT_REQUESTS: Final[frozenset[str]] = frozenset(
     {
@@ -132,6 +133,7 @@ RESULT_DEFINITION: Final[dict[str, str]] = {
     RESOURCES_UNSUBSCRIBE: "EmptyResult",
     COMPLETION_COMPLETE: "CompleteResult",
     LOGGING_SET_LEVEL: "EmptyResult",
+    SUBSCRIPTIONS_LISTEN: "SubscriptionsListenResult",
     SAMPLING_CREATE_MESSAGE: "CreateMessageResult",
     ELICITATION_CREATE: "ElicitResult",
     ROOTS_LIST: "ListRootsResult",

@@ -12,7 +12,8 @@ import inspect
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any, get_type_hints
+from types import UnionType
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import orjson
 
@@ -47,7 +48,7 @@ class _Callable:
         self.fn = fn
         self.is_async = inspect.iscoroutinefunction(fn)
         hints = get_type_hints(fn, include_extras=True)
-        self.context_param = next((n for n, t in hints.items() if t is Context and n != "return"), None)
+        self.context_param = next((n for n, t in hints.items() if n != "return" and _is_context(t)), None)
         skip = frozenset({self.context_param}) if self.context_param else frozenset()
         if describe:
             self.schema, self.names = function_schema(fn, skip)
@@ -62,6 +63,12 @@ class _Callable:
             return await self.fn(**kwargs)
         # Sync handlers run inline: most are fast, and a thread hop costs more than they do.
         return self.fn(**kwargs)
+
+
+def _is_context(hint: Any) -> bool:
+    if hint is Context:
+        return True
+    return get_origin(hint) in (Union, UnionType) and Context in get_args(hint)
 
 
 class _Tool:

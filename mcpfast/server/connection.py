@@ -127,6 +127,7 @@ class Connection:
         """End the connection: cancel the work in flight and wait for it to stop."""
         self._closed = True
         self.server._connections.discard(self)
+        self.session.close_listens()
         tasks = list(self._tasks.values())
         for task in tasks:
             task.cancel()

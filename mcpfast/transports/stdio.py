@@ -103,10 +103,14 @@ async def serve_stdio(
             chunk = await reader.read(_READ_SIZE)
             items = framer.feed(chunk) if chunk else framer.close()
             for item in items:
-                if isinstance(item, core.FrameTooLarge):
-                    conn.feed_oversized(item.size, item.limit)
-                else:
-                    conn.feed(item)
+                try:
+                    if isinstance(item, core.FrameTooLarge):
+                        conn.feed_oversized(item.size, item.limit)
+                    else:
+                        conn.feed(item)
+                except Exception:
+                    # An engine bug must not end the session: log it and keep serving.
+                    logger.exception("unexpected failure handling one message; the stream goes on")
                 await conn.wait_for_slot(max_in_flight)
             if not chunk:
                 break

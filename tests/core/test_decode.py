@@ -41,6 +41,23 @@ def test_request(core: ModuleType) -> None:
     assert isinstance(repr(m), str) and "request" in repr(m)
 
 
+def test_param(core: ModuleType) -> None:
+    m = core.decode(REQ)
+    assert m.param("name") == "echo"
+    assert m.param("arguments") == {"x": 1}
+    assert m.param("missing") is None
+    assert m.param("missing", 5) == 5
+    dup = core.decode(rb'{"jsonrpc":"2.0","id":1,"method":"m","params":{"name":"a","n\u0061me":"b","x":[1,{"y":2}]}}')
+    assert dup.param("name") == "b"
+    assert dup.param("x") == [1, {"y": 2}]
+    arr = core.decode(b'{"jsonrpc":"2.0","id":1,"method":"m","params":["name"]}')
+    assert arr.param("name", "d") == "d"
+    none = core.decode(b'{"jsonrpc":"2.0","method":"m"}')
+    assert none.param("name") is None and none.param("name", 0) == 0
+    reply = core.decode(b'{"jsonrpc":"2.0","id":1,"result":{"name":"r"}}')
+    assert reply.param("name", "d") == "d"
+
+
 def test_request_without_params(core: ModuleType) -> None:
     m = core.decode(b'{"jsonrpc":"2.0","id":"a","method":"ping"}')
     assert (m.kind, m.id, m.method, m.params, m.raw_params) == ("request", "a", "ping", None, None)

@@ -95,6 +95,9 @@ def message_view(m: Any) -> Any:
         m.raw_result,
         norm(m.error),
         m.raw,
+        norm(m.param("name")),
+        norm(m.param("id", "default")),
+        norm(m.param("é")),
     )
 
 

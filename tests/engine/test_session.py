@@ -407,3 +407,37 @@ def test_on_output_hook_fires_when_outbox_fills() -> None:
     s.receive(orjson.dumps(request(2, "ping")))
     s.receive(orjson.dumps(request(3, "ping")))
     assert len(calls) == 2  # once per empty -> non-empty transition
+
+
+def test_subscriptions_listen_stream() -> None:
+    s = make(capabilities={"tools": {"listChanged": True}, "resources": {"subscribe": True}})
+    wanted = {"toolsListChanged": True, "promptsListChanged": True, "resourceSubscriptions": ["a://x"]}
+    events, out = send(s, modern(5, "subscriptions/listen", {"notifications": wanted}))
+    assert events == []
+    ack = out[0]
+    validate(ack, "2026-07-28")
+    assert ack["method"] == "notifications/subscriptions/acknowledged"
+    # prompts were not declared, so they are not honoured
+    assert ack["params"] == {"notifications": {"toolsListChanged": True, "resourceSubscriptions": ["a://x"]}, "_meta": {"io.modelcontextprotocol/subscriptionId": 5}}
+    assert s.notify("notifications/tools/list_changed")
+    assert s.notify("notifications/resources/updated", {"uri": "a://x"})
+    assert not s.notify("notifications/resources/updated", {"uri": "a://other"})
+    out = [orjson.loads(b) for b in s.data_to_send()]
+    assert [m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] for m in out] == [5, 5]
+    for msg in out:
+        validate(msg, "2026-07-28")
+    s.close_listens()
+    (final,) = [orjson.loads(b) for b in s.data_to_send()]
+    validate(final, "2026-07-28", method="subscriptions/listen")
+    assert final["id"] == 5 and final["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 5
+    assert not s.notify("notifications/tools/list_changed")
+
+
+def test_cancelling_a_listen_closes_it_without_reply() -> None:
+    s = make(capabilities={"tools": {"listChanged": True}})
+    send(s, modern(5, "subscriptions/listen", {"notifications": {"toolsListChanged": True}}))
+    events, out = send(s, notification("notifications/cancelled", {"requestId": 5}))
+    assert events == [] and out == [] and not s.in_flight()
+    assert not s.notify("notifications/tools/list_changed")
+    _, out = send(s, modern(6, "subscriptions/listen", {}))
+    assert out[0]["error"]["code"] == -32602

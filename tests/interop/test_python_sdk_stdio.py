@@ -308,3 +308,15 @@ async def test_modern_client_resolves_input_required_rounds(tmp_path: Path) -> N
             "roots": 1,
         }
     assert check_transcript(tmp_path / "client.jsonl", tmp_path / "server.jsonl") > 0
+
+
+async def test_modern_listen_stream_gets_resource_updates(tmp_path: Path) -> None:
+    async with mcp.Client(server_params(tmp_path, "--app", "interop_app:app")) as client:
+        async with client.listen(resource_subscriptions=["mem://r0"], tools_list_changed=True) as sub:
+            assert list(sub.honored.resource_subscriptions or []) == ["mem://r0"]
+            touched = await client.call_tool("touch", {"uri": "mem://r0"})
+            assert touched.structured_content == {"result": 1}
+            with anyio.fail_after(5):
+                event = await sub.__anext__()
+            assert "mem://r0" in repr(event)
+    assert check_transcript(tmp_path / "client.jsonl", tmp_path / "server.jsonl") > 0

@@ -404,3 +404,50 @@ async def test_mrtr_rejects_tampered_or_foreign_state_and_missing_capabilities()
     assert (await c.call("interview", {}, _meta=meta, requestState=foreign))["error"]["code"] == -32602
     missing = (await c.call("interview", {}, _meta=MODERN_META))["error"]
     assert missing["code"] == -32021 and missing["data"] == {"requiredCapabilities": {"elicitation": {}}}
+
+
+async def test_unanswered_client_request_times_out_and_is_cancelled() -> None:
+    app = Server("timeouts", request_timeout=0.05)
+
+    @app.tool()
+    async def ask(ctx: Context) -> str:
+        await ctx.sample("anyone there?")
+        return "answered"
+
+    c = Client(app)
+    await c.init(caps={"sampling": {}})
+    result = (await c.call("ask", {}))["result"]
+    assert result["isError"] is True  # the TimeoutError is a tool failure the model can see
+    sent = [m for m in c.out if m.get("method")]
+    assert [m["method"] for m in sent] == ["sampling/createMessage", "notifications/cancelled"]
+    assert sent[1]["params"]["requestId"] == sent[0]["id"]
+    c.send({"jsonrpc": "2.0", "id": sent[0]["id"], "result": {"role": "assistant", "content": {"type": "text", "text": "late"}, "model": "m"}})
+    assert c.conn.session.pending_requests() == []  # the late answer was dropped
+
+
+async def test_client_error_reply_reaches_the_handler() -> None:
+    app = Server("errors")
+
+    @app.tool()
+    async def ask(ctx: Context) -> str:
+        try:
+            await ctx.list_roots()
+        except McpError as exc:
+            return f"client said {exc.code}"
+        return "no error"
+
+    c = Client(app)
+    await c.init(caps={"roots": {}})
+    c.send({"jsonrpc": "2.0", "id": 200, "method": "tools/call", "params": {"name": "ask", "arguments": {}}})
+    async with asyncio.timeout(5):
+        while not any(m.get("method") == "roots/list" for m in c.out):
+            await asyncio.sleep(0.001)
+            c._collect()
+    request = next(m for m in c.out if m.get("method") == "roots/list")
+    c.send({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32601, "message": "no roots"}})
+    async with asyncio.timeout(5):
+        while not any(m.get("id") == 200 for m in c.out):
+            await asyncio.sleep(0.001)
+            c._collect()
+    reply = next(m for m in c.out if m.get("id") == 200)
+    assert reply["result"]["content"][0]["text"] == "client said -32601"

@@ -1,0 +1,49 @@
+"""The command line: app loading and the HTTP placeholder (no server is started here)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcpfast import Server, cli
+
+
+def test_load_app_specs() -> None:
+    assert isinstance(cli.load_app("mcpfast.server.demo:app"), Server)
+    assert isinstance(cli.load_app("mcpfast.server.conformance"), Server)
+    with pytest.raises(SystemExit, match="cannot import"):
+        cli.load_app("no_such_module_xyz:app")
+    with pytest.raises(SystemExit, match="no attribute"):
+        cli.load_app("mcpfast.server.demo:nope")
+
+
+def test_http_is_not_built_yet(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["serve", "--transport", "http"]) == 2
+    assert "not built yet" in capsys.readouterr().err
+
+
+def test_conformance_fixture_offers_the_contract() -> None:
+    app = cli.load_app("mcpfast.server.conformance:app")
+    caps = app.capabilities()
+    assert {"tools", "resources", "prompts", "logging", "completions"} <= set(caps)
+    assert caps["resources"]["subscribe"] is True
+    names = [t.definition["name"] for t in app._tools.values()]
+    for required in (
+        "test_simple_text",
+        "test_image_content",
+        "test_audio_content",
+        "test_embedded_resource",
+        "test_multiple_content_types",
+        "test_tool_with_logging",
+        "test_tool_with_progress",
+        "test_error_handling",
+        "test_sampling",
+        "test_elicitation",
+        "test_elicitation_sep1034_defaults",
+        "test_elicitation_sep1330_enums",
+        "json_schema_2020_12_tool",
+    ):
+        assert required in names
+    assert all(t.definition.get("description") for t in app._tools.values())
+    assert set(app._resources) == {"test://static-text", "test://static-binary", "test://watched-resource"}
+    assert [t.definition["uriTemplate"] for t in app._templates] == ["test://template/{id}/data"]
+    assert all(p.definition.get("description") for p in app._prompts.values())
