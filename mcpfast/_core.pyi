@@ -13,7 +13,7 @@ outside the 64-bit range becomes a float *inside* params/result (as orjson does)
 from collections.abc import Sequence
 from typing import Any, Final, Literal
 
-from mcpfast.core._errors import FrameTooLarge, JsonRpcError
+from mcpfast._errors import FrameTooLarge, JsonRpcError
 
 __version__: Final[str]
 build_profile: Final[str]

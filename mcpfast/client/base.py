@@ -19,7 +19,7 @@ from typing import Any
 from mcpfast.client.errors import HttpStatusError, McpClientError, McpError, RequestTimeout
 from mcpfast.client.session import CallResult, ClientSession, Pending
 
-__all__ = ["McpClient", "Reporter"]
+__all__ = ["McpClient", "Reporter", "rss_kib"]
 
 Reporter = Callable[[str, int, int, "BaseException | None"], None]
 
@@ -238,3 +238,15 @@ class McpClient:
     def delete(self) -> bool:
         """End the session (HTTP DELETE); transports without sessions do nothing and return False."""
         return False
+
+
+def rss_kib(pid: int) -> int | None:
+    """VmRSS of a process in KiB, from ``/proc/PID/status`` (None if unavailable)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"VmRSS:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None

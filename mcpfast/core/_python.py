@@ -71,6 +71,9 @@ _MISSING_BAD: Any = object()  # an id that is present but not a valid id (a floa
 _TOKEN_RE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:,]', re.DOTALL)
 _WS = b" \t\r\n"
 
+_NOT_OPENERS = bytes(b for b in range(256) if b not in b"[{")
+
+
 def _exceeds_depth_quick(data: bytes, limit: int) -> bool:
     """A cheap certain case: ``limit + 1`` opening brackets in a row at the very start."""
     return data.lstrip(b" \t\r\n").startswith(b"[" * (limit + 1))
@@ -288,10 +291,8 @@ def _parse(data: Any, max_depth: int) -> tuple[Any, bytes]:
     limit = max_depth if max_depth < _ORJSON_MAX_DEPTH else _ORJSON_MAX_DEPTH
     # Nesting deeper than ``limit`` needs more than ``2 * limit`` bytes and more than ``limit``
     # opening brackets (both C-fast checks); only then is the exact (slower) check needed.
-    if limit < _ORJSON_MAX_DEPTH and len(buf) > 2 * limit:
-        opens = buf.count(b"{")
-        if opens > limit or opens + buf.count(b"[") > limit:
-            return _parse_deep(buf, limit), buf
+    if limit < _ORJSON_MAX_DEPTH and len(buf) > 2 * limit and len(buf.translate(None, _NOT_OPENERS)) > limit:
+        return _parse_deep(buf, limit), buf
     try:
         return _loads(buf), buf
     except _JSONDecodeError as exc:
@@ -690,6 +691,12 @@ class SseEvent:
         return f"SseEvent(event={self._event!r}, data={self._data!r}, id={self._id!r}, retry={self._retry!r})"
 
 
+def _event_type(etype: bytes) -> str:
+    if not etype or etype == b"message":
+        return "message"
+    return etype.decode("utf-8", "replace")
+
+
 def _split_lines(data: bytes) -> list[bytes]:
     if b"\r" in data:
         return _EOL_RE.split(data)
@@ -830,7 +837,11 @@ class SseDecoder:
                 lines[0] = bytes(self._pending)
                 self._pending = bytearray()
             if lines:
-                self._process(lines, out)
+                if self._discard or self._size + len(data) + len(lines[0]) > self._max:
+                    self._process(lines, out)
+                else:
+                    # No block can cross the limit within this chunk: skip the accounting.
+                    self._process_fast(lines, out)
         if self._discard:
             self._pend_n += len(tail)
             self._size += len(tail)
@@ -850,37 +861,35 @@ class SseDecoder:
                 self._pending = bytearray()
         return out
 
-    def _process(self, lines: list[bytes], out: list[SseEvent | FrameTooLarge]) -> None:
-        """Interpret complete lines (terminators removed)."""
-        limit = self._max
-        size = self._size
+    def _process_fast(self, lines: list[bytes], out: list[SseEvent | FrameTooLarge]) -> None:
+        """``_process`` for chunks that cannot reach the size limit (the common case)."""
         data = self._data
-        discard = self._discard
+        etype = self._type
+        last_id = self._last_id
+        block_retry = self._block_retry
+        append = out.append
         for line in lines:
-            n = len(line)
-            if not n:  # blank line: dispatch
-                if discard:
-                    out.append(FrameTooLarge(size, limit))
-                    discard = False
-                elif data:
-                    value = b"\n".join(data).decode("utf-8", "replace")
-                    etype = self._type.decode("utf-8", "replace") if self._type else "message"
-                    out.append(SseEvent(etype, value, self._last_id, self._block_retry))
+            if not line:  # blank line: dispatch
+                if data:
+                    raw = data[0] if len(data) == 1 else b"\n".join(data)
+                    append(SseEvent(_event_type(etype), raw.decode("utf-8", "replace"), last_id, block_retry))
                     data = []
-                self._type = b""
-                self._block_retry = None
-                size = 0
+                etype = b""
+                block_retry = None
                 continue
-            size += n
-            if discard:
-                continue
-            if size > limit:
-                discard = True
-                data = []
-                self._type = b""
-                continue
-            if line[:6] == b"data: ":
+            c = line[0]
+            if c == 0x64 and line.startswith(b"data: "):  # d
                 data.append(line[6:])
+                continue
+            if c == 0x69 and line.startswith(b"id: "):  # i
+                value = line[4:]
+                if b"\0" not in value:
+                    last_id = value.decode("utf-8", "replace")
+                continue
+            if c == 0x65 and line.startswith(b"event: "):  # e
+                etype = line[7:]
+                continue
+            if c == 0x3A:  # a comment
                 continue
             field, colon, value = line.partition(b":")
             if colon and value[:1] == b" ":
@@ -889,19 +898,100 @@ class SseDecoder:
                 data.append(value)
             elif field == b"id":
                 if b"\0" not in value:
-                    self._last_id = value.decode("utf-8", "replace")
+                    last_id = value.decode("utf-8", "replace")
             elif field == b"event":
-                self._type = value
+                etype = value
             elif field == b"retry":
                 if 0 < len(value) <= 20 and value.isdigit():
                     ms = int(value)
                     if ms < 1 << 64:
                         self._retry = ms
-                        self._block_retry = ms
+                        block_retry = ms
+        # The byte count of the block still open: its lines after the last blank line.
+        i = len(lines) - 1
+        while i >= 0 and lines[i]:
+            i -= 1
+        if i < 0:
+            self._size += sum(map(len, lines))
+        else:
+            self._size = sum(map(len, lines[i + 1 :]))
+        self._data = data
+        self._type = etype
+        self._last_id = last_id
+        self._block_retry = block_retry
+
+    def _process(self, lines: list[bytes], out: list[SseEvent | FrameTooLarge]) -> None:
+        """Interpret complete lines (terminators removed). State lives in locals for speed."""
+        limit = self._max
+        size = self._size
+        data = self._data
+        discard = self._discard
+        etype = self._type
+        last_id = self._last_id
+        block_retry = self._block_retry
+        append = out.append
+        for line in lines:
+            if not line:  # blank line: dispatch
+                if discard:
+                    append(FrameTooLarge(size, limit))
+                    discard = False
+                elif data:
+                    raw = data[0] if len(data) == 1 else b"\n".join(data)
+                    append(
+                        SseEvent(
+                            _event_type(etype),
+                            raw.decode("utf-8", "replace"),
+                            last_id,
+                            block_retry,
+                        )
+                    )
+                    data = []
+                etype = b""
+                block_retry = None
+                size = 0
+                continue
+            size += len(line)
+            if discard:
+                continue
+            if size > limit:
+                discard = True
+                data = []
+                etype = b""
+                continue
+            if line.startswith(b"data: "):
+                data.append(line[6:])
+                continue
+            if line.startswith(b"id: "):
+                value = line[4:]
+                if b"\0" not in value:
+                    last_id = value.decode("utf-8", "replace")
+                continue
+            if line.startswith(b"event: "):
+                etype = line[7:]
+                continue
+            field, colon, value = line.partition(b":")
+            if colon and value[:1] == b" ":
+                value = value[1:]
+            if field == b"data":
+                data.append(value)
+            elif field == b"id":
+                if b"\0" not in value:
+                    last_id = value.decode("utf-8", "replace")
+            elif field == b"event":
+                etype = value
+            elif field == b"retry":
+                if 0 < len(value) <= 20 and value.isdigit():
+                    ms = int(value)
+                    if ms < 1 << 64:
+                        self._retry = ms
+                        block_retry = ms
             # empty field (a comment) and unknown fields are ignored
         self._size = size
         self._data = data
         self._discard = discard
+        self._type = etype
+        self._last_id = last_id
+        self._block_retry = block_retry
 
     def close(self) -> list[SseEvent | FrameTooLarge]:
         out: list[SseEvent | FrameTooLarge] = []

@@ -21,6 +21,17 @@ DEFAULTS: dict[str, Any] = {
     "mcp_histogram_out": None,  # None -> the --csv prefix if given, else "mcpfast"
     "mcp_rate": 0.0,
     "mcp_validate_share": 0.01,
+    # MCP client (mcpfast.locust.users)
+    "mcp_protocol_version": "2025-11-25",
+    "mcp_command": None,  # stdio server command; None -> Streamable HTTP at --host
+    "mcp_tool": "echo",
+    "mcp_tool_args": '{"text":"hello"}',
+    "mcp_token": None,
+    "mcp_stream_tool": "stream",
+    "mcp_stream_count": 10,
+    "mcp_server_pid": 0,
+    "mcp_timeout": 30.0,
+    "mcp_churn_delete_share": 1.0,
 }
 
 
@@ -79,6 +90,137 @@ def add_arguments(parser: Any) -> None:
         default=DEFAULTS["mcp_validate_share"],
         env_var="LOCUST_MCP_VALIDATE_SHARE",
         help="Share of messages (0..1) validated against the MCP JSON Schema (default 0.01).",
+    )
+    _add_client_arguments(group)
+
+
+def _version(text: str) -> str:
+    import argparse
+
+    if text == "auto":
+        return text
+    try:
+        from mcpfast.protocol.versions import SUPPORTED_VERSIONS
+    except Exception:  # pragma: no cover - protocol package in flux
+        SUPPORTED_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
+    if text not in SUPPORTED_VERSIONS:
+        raise argparse.ArgumentTypeError(f"must be 'auto' or one of {', '.join(SUPPORTED_VERSIONS)}; got {text!r}")
+    return text
+
+
+def _json_object(text: str) -> str:
+    import argparse
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not JSON: {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"must be a JSON object, got {text!r}")
+    return text
+
+
+def _positive_int(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def _add_client_arguments(group: Any) -> None:
+    group.add_argument(
+        "--mcp-protocol-version",
+        dest="mcp_protocol_version",
+        metavar="VERSION",
+        type=_version,
+        default=DEFAULTS["mcp_protocol_version"],
+        env_var="LOCUST_MCP_PROTOCOL_VERSION",
+        help="MCP revision the users speak (default 2025-11-25); 'auto' probes server/discover "
+        "and falls back to initialize.",
+    )
+    group.add_argument(
+        "--mcp-command",
+        dest="mcp_command",
+        metavar="COMMAND",
+        default=DEFAULTS["mcp_command"],
+        env_var="LOCUST_MCP_COMMAND",
+        help="Run the users over stdio: one server process per user, started with this command "
+        "(shell-style quoting). Without it the users speak Streamable HTTP to --host.",
+    )
+    group.add_argument(
+        "--mcp-tool",
+        dest="mcp_tool",
+        metavar="NAME",
+        default=DEFAULTS["mcp_tool"],
+        env_var="LOCUST_MCP_TOOL",
+        help="Tool for tools/call tasks (default echo).",
+    )
+    group.add_argument(
+        "--mcp-tool-args",
+        dest="mcp_tool_args",
+        metavar="JSON",
+        type=_json_object,
+        default=DEFAULTS["mcp_tool_args"],
+        env_var="LOCUST_MCP_TOOL_ARGS",
+        help='Arguments of --mcp-tool as a JSON object (default {"text":"hello"}).',
+    )
+    group.add_argument(
+        "--mcp-token",
+        dest="mcp_token",
+        metavar="TOKEN",
+        default=DEFAULTS["mcp_token"],
+        env_var="LOCUST_MCP_TOKEN",
+        help="Bearer token sent on every HTTP request.",
+    )
+    group.add_argument(
+        "--mcp-stream-tool",
+        dest="mcp_stream_tool",
+        metavar="NAME",
+        default=DEFAULTS["mcp_stream_tool"],
+        env_var="LOCUST_MCP_STREAM_TOOL",
+        help="Tool that streams progress notifications, called with {\"count\": N} (default stream).",
+    )
+    group.add_argument(
+        "--mcp-stream-count",
+        dest="mcp_stream_count",
+        metavar="N",
+        type=_positive_int,
+        default=DEFAULTS["mcp_stream_count"],
+        env_var="LOCUST_MCP_STREAM_COUNT",
+        help="Progress notifications asked of --mcp-stream-tool (default 10).",
+    )
+    group.add_argument(
+        "--mcp-server-pid",
+        dest="mcp_server_pid",
+        metavar="PID",
+        type=_positive_int,
+        default=DEFAULTS["mcp_server_pid"],
+        env_var="LOCUST_MCP_SERVER_PID",
+        help="Server process to sample VmRSS from (session churn: memory per open session).",
+    )
+    group.add_argument(
+        "--mcp-timeout",
+        dest="mcp_timeout",
+        metavar="SECONDS",
+        type=_rate,
+        default=DEFAULTS["mcp_timeout"],
+        env_var="LOCUST_MCP_TIMEOUT",
+        help="Per-request timeout in seconds (default 30).",
+    )
+    group.add_argument(
+        "--mcp-churn-delete-share",
+        dest="mcp_churn_delete_share",
+        metavar="SHARE",
+        type=_share,
+        default=DEFAULTS["mcp_churn_delete_share"],
+        env_var="LOCUST_MCP_CHURN_DELETE_SHARE",
+        help="Session churn: share (0..1) of sessions ended with DELETE; the rest are abandoned (default 1).",
     )
 
 

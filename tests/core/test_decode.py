@@ -58,6 +58,15 @@ def test_param(core: ModuleType) -> None:
     assert reply.param("name", "d") == "d"
 
 
+def test_param_is_not_read_from_result_or_error(core: ModuleType) -> None:
+    reply = core.decode(b'{"jsonrpc":"2.0","id":1,"result":{"name":"r"}}')
+    assert reply.result == {"name": "r"}
+    assert reply.param("name", "d") == "d"  # also after result was parsed
+    err = core.decode(b'{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}')
+    assert err.error == {"code": 1, "message": "m"}
+    assert err.param("code", "d") == "d"
+
+
 def test_request_without_params(core: ModuleType) -> None:
     m = core.decode(b'{"jsonrpc":"2.0","id":"a","method":"ping"}')
     assert (m.kind, m.id, m.method, m.params, m.raw_params) == ("request", "a", "ping", None, None)

@@ -35,6 +35,9 @@ except ImportError as exc:  # pragma: no cover - depends on the build
 
 PY = load("python")
 
+# Shrinking a failure to a minimal example can outlast the suite-wide timeout.
+pytestmark = pytest.mark.timeout(600)
+
 # MCPFAST_DIFF_EXAMPLES raises the example count for a long bug hunt (default kept modest).
 SETTINGS = settings(
     max_examples=int(os.environ.get("MCPFAST_DIFF_EXAMPLES", "200")),

@@ -28,11 +28,17 @@ fn tools_list_reply() -> Vec<u8> {
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("envelope");
     g.throughput(Throughput::Bytes(CALL.len() as u64));
-    g.bench_function("decode tools/call", |b| b.iter(|| decode_bytes(black_box(CALL), 128).is_ok()));
-    g.bench_function("scan_reply", |b| b.iter(|| scan_reply(black_box(REPLY), 128).is_ok()));
+    g.bench_function("decode tools/call", |b| {
+        b.iter(|| decode_bytes(black_box(CALL), 128).is_ok())
+    });
+    g.bench_function("scan_reply", |b| {
+        b.iter(|| scan_reply(black_box(REPLY), 128).is_ok())
+    });
     let list = tools_list_reply();
     g.throughput(Throughput::Bytes(list.len() as u64));
-    g.bench_function("validate tools/list reply (100 tools)", |b| b.iter(|| json::validate(black_box(&list), 128).is_ok()));
+    g.bench_function("validate tools/list reply (100 tools)", |b| {
+        b.iter(|| json::validate(black_box(&list), 128).is_ok())
+    });
     g.finish();
 
     let mut g = c.benchmark_group("write");
@@ -40,7 +46,10 @@ fn bench(c: &mut Criterion) {
         let mut out = Vec::with_capacity(64);
         b.iter(|| {
             out.clear();
-            write::write_str(&mut out, black_box("hello world, with a \"quote\" and a tab\t"));
+            write::write_str(
+                &mut out,
+                black_box("hello world, with a \"quote\" and a tab\t"),
+            );
         })
     });
     g.bench_function("write_f64", |b| {
@@ -54,8 +63,16 @@ fn bench(c: &mut Criterion) {
 
     let mut stream = Vec::new();
     for i in 0..1000 {
-        let msg = format!(r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":1,"progress":{i},"total":1000}}}}"#);
-        encode_event(&mut stream, msg.as_bytes(), Some(&i.to_string()), None, None);
+        let msg = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":1,"progress":{i},"total":1000}}}}"#
+        );
+        encode_event(
+            &mut stream,
+            msg.as_bytes(),
+            Some(&i.to_string()),
+            None,
+            None,
+        );
     }
     let mut lines = Vec::new();
     for _ in 0..1000 {

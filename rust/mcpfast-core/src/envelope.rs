@@ -58,13 +58,21 @@ pub struct RpcError<'a> {
 
 impl<'a> RpcError<'a> {
     fn invalid(message: &'static str, id: Option<Id<'a>>) -> RpcError<'a> {
-        RpcError { code: INVALID_REQUEST, message: Cow::Borrowed(message), id }
+        RpcError {
+            code: INVALID_REQUEST,
+            message: Cow::Borrowed(message),
+            id,
+        }
     }
 }
 
 impl From<json::Error> for RpcError<'_> {
     fn from(e: json::Error) -> Self {
-        RpcError { code: PARSE_ERROR, message: Cow::Owned(e.to_string()), id: None }
+        RpcError {
+            code: PARSE_ERROR,
+            message: Cow::Owned(e.to_string()),
+            id: None,
+        }
     }
 }
 
@@ -120,7 +128,10 @@ fn read_id<'a>(r: &mut Reader<'a>, depth: usize) -> Result<IdSlot<'a>, json::Err
             if !is_int {
                 // Still a float that must not overflow, as for any number.
                 if !text.parse::<f64>().is_ok_and(f64::is_finite) {
-                    return Err(json::Error::Syntax { msg: "number is infinity when parsed as double", pos: r.pos() });
+                    return Err(json::Error::Syntax {
+                        msg: "number is infinity when parsed as double",
+                        pos: r.pos(),
+                    });
                 }
                 return Ok(IdSlot::Invalid);
             }
@@ -128,7 +139,10 @@ fn read_id<'a>(r: &mut Reader<'a>, depth: usize) -> Result<IdSlot<'a>, json::Err
                 Ok(v) => Ok(IdSlot::Valid(Id::Int(v))),
                 Err(_) => {
                     if !text.parse::<f64>().is_ok_and(f64::is_finite) {
-                        return Err(json::Error::Syntax { msg: "number is infinity when parsed as double", pos: r.pos() });
+                        return Err(json::Error::Syntax {
+                            msg: "number is infinity when parsed as double",
+                            pos: r.pos(),
+                        });
                     }
                     // "-0"-style forms never reach here; a big literal keeps its exact text.
                     Ok(IdSlot::Valid(Id::BigInt(text)))
@@ -161,12 +175,18 @@ fn read_error_object(r: &mut Reader<'_>, depth: usize) -> Result<Option<i128>, j
                 code = Some(if r.value_kind()? == ValueKind::Number {
                     let (text, is_int) = r.number_text()?;
                     let parsed = if is_int {
-                        text.parse::<i64>().map(i128::from).ok().or_else(|| text.parse::<u64>().map(i128::from).ok())
+                        text.parse::<i64>()
+                            .map(i128::from)
+                            .ok()
+                            .or_else(|| text.parse::<u64>().map(i128::from).ok())
                     } else {
                         None
                     };
                     if parsed.is_none() && !text.parse::<f64>().is_ok_and(f64::is_finite) {
-                        return Err(json::Error::Syntax { msg: "number is infinity when parsed as double", pos: r.pos() });
+                        return Err(json::Error::Syntax {
+                            msg: "number is infinity when parsed as double",
+                            pos: r.pos(),
+                        });
                     }
                     parsed
                 } else {
@@ -200,7 +220,9 @@ fn read_slots<'a>(r: &mut Reader<'a>, depth: usize) -> Result<Slots<'a>, json::E
         let k = r.key()?;
         match k.as_ref() {
             "jsonrpc" => {
-                s.jsonrpc_ok = if r.value_kind()? == ValueKind::String { r.string()? == "2.0" } else {
+                s.jsonrpc_ok = if r.value_kind()? == ValueKind::String {
+                    r.string()? == "2.0"
+                } else {
                     r.skip_value(depth + 1)?;
                     false
                 };
@@ -254,16 +276,32 @@ fn judge<'a>(s: Slots<'a>, span: Range<usize>) -> Result<Envelope<'a>, RpcError<
             return Err(RpcError::invalid("\"method\" must be a string", id));
         };
         if s.result.is_some() || s.error.is_some() {
-            return Err(RpcError::invalid("a request must not carry \"result\" or \"error\"", id));
+            return Err(RpcError::invalid(
+                "a request must not carry \"result\" or \"error\"",
+                id,
+            ));
         }
         if let Some((_, false)) = s.params {
-            return Err(RpcError::invalid("\"params\" must be an object or an array", id));
+            return Err(RpcError::invalid(
+                "\"params\" must be an object or an array",
+                id,
+            ));
         }
         let kind = match s.id {
             None => Kind::Notification,
             Some(IdSlot::Valid(_)) => Kind::Request,
-            Some(IdSlot::Null) => return Err(RpcError::invalid("\"id\" may be null only in an error reply", id)),
-            Some(_) => return Err(RpcError::invalid("\"id\" must be a string or an integer", id)),
+            Some(IdSlot::Null) => {
+                return Err(RpcError::invalid(
+                    "\"id\" may be null only in an error reply",
+                    id,
+                ))
+            }
+            Some(_) => {
+                return Err(RpcError::invalid(
+                    "\"id\" must be a string or an integer",
+                    id,
+                ))
+            }
         };
         return Ok(Envelope {
             kind,
@@ -291,8 +329,14 @@ fn judge<'a>(s: Slots<'a>, span: Range<usize>) -> Result<Envelope<'a>, RpcError<
                 error: None,
                 error_code: None,
             }),
-            IdSlot::Null => Err(RpcError::invalid("\"id\" may be null only in an error reply", None)),
-            _ => Err(RpcError::invalid("\"id\" must be a string or an integer", None)),
+            IdSlot::Null => Err(RpcError::invalid(
+                "\"id\" may be null only in an error reply",
+                None,
+            )),
+            _ => Err(RpcError::invalid(
+                "\"id\" must be a string or an integer",
+                None,
+            )),
         },
         (None, Some((error, code))) => {
             let Some(code) = code else {
@@ -312,18 +356,30 @@ fn judge<'a>(s: Slots<'a>, span: Range<usize>) -> Result<Envelope<'a>, RpcError<
                     error: Some(error),
                     error_code: Some(code),
                 }),
-                _ => Err(RpcError::invalid("\"id\" must be a string or an integer", None)),
+                _ => Err(RpcError::invalid(
+                    "\"id\" must be a string or an integer",
+                    None,
+                )),
             }
         }
-        _ => Err(RpcError::invalid("a reply must have exactly one of \"result\" and \"error\"", id)),
+        _ => Err(RpcError::invalid(
+            "a reply must have exactly one of \"result\" and \"error\"",
+            id,
+        )),
     }
 }
 
 /// Reads one element (at `depth`): a message, or why it is not one.
-fn element<'a>(r: &mut Reader<'a>, depth: usize) -> Result<Result<Envelope<'a>, RpcError<'a>>, json::Error> {
+fn element<'a>(
+    r: &mut Reader<'a>,
+    depth: usize,
+) -> Result<Result<Envelope<'a>, RpcError<'a>>, json::Error> {
     if r.value_kind()? != ValueKind::Object {
         r.skip_value(depth)?;
-        return Ok(Err(RpcError::invalid("a JSON-RPC message must be an object", None)));
+        return Ok(Err(RpcError::invalid(
+            "a JSON-RPC message must be an object",
+            None,
+        )));
     }
     let start = r.pos();
     let slots = read_slots(r, depth)?;
@@ -360,21 +416,32 @@ pub fn decode(text: &str, max_depth: usize) -> Result<Decoded<'_>, RpcError<'_>>
 pub fn decode_bytes(data: &[u8], max_depth: usize) -> Result<Decoded<'_>, RpcError<'_>> {
     let text = json::utf8(data)?;
     if text.is_empty() {
-        return Err(json::Error::Syntax { msg: "input is empty", pos: 0 }.into());
+        return Err(json::Error::Syntax {
+            msg: "input is empty",
+            pos: 0,
+        }
+        .into());
     }
     decode(text, max_depth)
 }
 
 /// The client's fast path: a single reply's id, whether it is an error, and the error code.
-pub fn scan_reply(data: &[u8], max_depth: usize) -> Result<(Option<Id<'_>>, bool, Option<i128>), RpcError<'_>> {
+pub fn scan_reply(
+    data: &[u8],
+    max_depth: usize,
+) -> Result<(Option<Id<'_>>, bool, Option<i128>), RpcError<'_>> {
     match decode_bytes(data, max_depth)? {
-        Decoded::Batch(_) => Err(RpcError::invalid("expected a single reply, got a batch", None)),
+        Decoded::Batch(_) => Err(RpcError::invalid(
+            "expected a single reply, got a batch",
+            None,
+        )),
         Decoded::Single(env) => match env.kind {
             Kind::Result => Ok((env.id, false, None)),
             Kind::Error => Ok((env.id, true, env.error_code)),
-            Kind::Request | Kind::Notification => {
-                Err(RpcError::invalid("expected a reply, got a request or notification", env.id))
-            }
+            Kind::Request | Kind::Notification => Err(RpcError::invalid(
+                "expected a reply, got a request or notification",
+                env.id,
+            )),
         },
     }
 }
@@ -402,11 +469,19 @@ mod tests {
 
     #[test]
     fn kinds_and_ids() {
-        assert_eq!(one(r#"{"jsonrpc":"2.0","method":"x"}"#).map(|e| e.kind), Ok(Kind::Notification));
-        assert_eq!(one(r#"{"jsonrpc":"2.0","id":"a","result":null}"#).map(|e| e.kind), Ok(Kind::Result));
-        let e = one(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-1,"message":"m"}}"#).expect("valid");
+        assert_eq!(
+            one(r#"{"jsonrpc":"2.0","method":"x"}"#).map(|e| e.kind),
+            Ok(Kind::Notification)
+        );
+        assert_eq!(
+            one(r#"{"jsonrpc":"2.0","id":"a","result":null}"#).map(|e| e.kind),
+            Ok(Kind::Result)
+        );
+        let e =
+            one(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-1,"message":"m"}}"#).expect("valid");
         assert_eq!((e.kind, e.id, e.error_code), (Kind::Error, None, Some(-1)));
-        let big = one(r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":1}"#).expect("valid");
+        let big = one(r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":1}"#)
+            .expect("valid");
         assert_eq!(big.id, Some(Id::BigInt("123456789012345678901234567890")));
     }
 
@@ -429,24 +504,37 @@ mod tests {
             r#"{"jsonrpc":"2.0","method":"a","method":1}"#,
             "1",
         ] {
-            assert_eq!(one(s).map_err(|e| e.code).err(), Some(INVALID_REQUEST), "{s}");
+            assert_eq!(
+                one(s).map_err(|e| e.code).err(),
+                Some(INVALID_REQUEST),
+                "{s}"
+            );
         }
     }
 
     #[test]
     fn parse_errors_win() {
-        for s in ["", "{", r#"[{"jsonrpc":"1.0"},]"#, r#"{"jsonrpc":"2.0","id":1e999,"method":"x"}"#] {
+        for s in [
+            "",
+            "{",
+            r#"[{"jsonrpc":"1.0"},]"#,
+            r#"{"jsonrpc":"2.0","id":1e999,"method":"x"}"#,
+        ] {
             let e = decode_bytes(s.as_bytes(), 128).expect_err("parse error");
             assert_eq!(e.code, PARSE_ERROR, "{s}");
         }
-        assert_eq!(decode_bytes(b"[]", 128).expect_err("empty").code, INVALID_REQUEST);
+        assert_eq!(
+            decode_bytes(b"[]", 128).expect_err("empty").code,
+            INVALID_REQUEST
+        );
     }
 
     #[test]
     fn batches_judge_each_element() {
-        let Ok(Decoded::Batch(items)) =
-            decode_bytes(br#"[{"jsonrpc":"2.0","id":1,"method":"a"}, 5, {"jsonrpc":"2.0","method":"b"}]"#, 128)
-        else {
+        let Ok(Decoded::Batch(items)) = decode_bytes(
+            br#"[{"jsonrpc":"2.0","id":1,"method":"a"}, 5, {"jsonrpc":"2.0","method":"b"}]"#,
+            128,
+        ) else {
             panic!("batch expected")
         };
         assert_eq!(items.len(), 3);
@@ -456,7 +544,13 @@ mod tests {
     #[test]
     fn scan_reply_reads_codes() {
         let s = br#"{"jsonrpc":"2.0","id":"x","error":{"code":-32601,"message":"nope"}}"#;
-        assert_eq!(scan_reply(s, 128), Ok((Some(Id::Str(Cow::Borrowed("x"))), true, Some(-32601))));
-        assert_eq!(scan_reply(br#"{"jsonrpc":"2.0","method":"a"}"#, 128).map_err(|e| e.code), Err(INVALID_REQUEST));
+        assert_eq!(
+            scan_reply(s, 128),
+            Ok((Some(Id::Str(Cow::Borrowed("x"))), true, Some(-32601)))
+        );
+        assert_eq!(
+            scan_reply(br#"{"jsonrpc":"2.0","method":"a"}"#, 128).map_err(|e| e.code),
+            Err(INVALID_REQUEST)
+        );
     }
 }

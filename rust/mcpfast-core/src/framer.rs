@@ -22,7 +22,12 @@ pub struct LineFramer {
 
 impl LineFramer {
     pub fn new(max_size: usize) -> Self {
-        LineFramer { max_size, buf: Vec::new(), discarding: None, last_cr: false }
+        LineFramer {
+            max_size,
+            buf: Vec::new(),
+            discarding: None,
+            last_cr: false,
+        }
     }
 
     pub fn max_size(&self) -> usize {
@@ -37,7 +42,10 @@ impl LineFramer {
     fn emit_line<'a>(max: usize, line: &'a [u8], emit: &mut impl FnMut(Frame<'a>)) {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.len() > max {
-            emit(Frame::TooLarge { size: line.len(), limit: max });
+            emit(Frame::TooLarge {
+                size: line.len(),
+                limit: max,
+            });
         } else if !line.is_empty() {
             emit(Frame::Line(line));
         }
@@ -49,9 +57,16 @@ impl LineFramer {
         while let Some(nl) = memchr::memchr(b'\n', rest) {
             let seg = &rest[..nl];
             if let Some(seen) = self.discarding.take() {
-                let cr = if seg.is_empty() { self.last_cr } else { seg.last() == Some(&b'\r') };
+                let cr = if seg.is_empty() {
+                    self.last_cr
+                } else {
+                    seg.last() == Some(&b'\r')
+                };
                 let size = seen + seg.len() - usize::from(cr);
-                emit(Frame::TooLarge { size, limit: self.max_size });
+                emit(Frame::TooLarge {
+                    size,
+                    limit: self.max_size,
+                });
             } else if self.buf.is_empty() {
                 Self::emit_line(self.max_size, seg, &mut emit);
             } else {
@@ -84,7 +99,10 @@ impl LineFramer {
     /// End of stream: the unterminated tail, if any. The framer is reset.
     pub fn close<F: FnMut(Frame<'_>)>(&mut self, mut emit: F) {
         if let Some(seen) = self.discarding.take() {
-            emit(Frame::TooLarge { size: seen - usize::from(self.last_cr), limit: self.max_size });
+            emit(Frame::TooLarge {
+                size: seen - usize::from(self.last_cr),
+                limit: self.max_size,
+            });
         } else {
             let line = std::mem::take(&mut self.buf);
             Self::emit_line(self.max_size, &line, &mut emit);
@@ -121,7 +139,11 @@ mod tests {
     fn lines_crlf_and_tail() {
         assert_eq!(
             run(100, &[b"a\r\nb", b"c\n\n\r\nd"]),
-            vec![Out::L(b"a".to_vec()), Out::L(b"bc".to_vec()), Out::L(b"d".to_vec())]
+            vec![
+                Out::L(b"a".to_vec()),
+                Out::L(b"bc".to_vec()),
+                Out::L(b"d".to_vec())
+            ]
         );
     }
 
@@ -132,7 +154,11 @@ mod tests {
             let (a, b) = stream.split_at(cut);
             assert_eq!(
                 run(5, &[a, b]),
-                vec![Out::L(b"ok".to_vec()), Out::Big(13), Out::L(b"next".to_vec())],
+                vec![
+                    Out::L(b"ok".to_vec()),
+                    Out::Big(13),
+                    Out::L(b"next".to_vec())
+                ],
                 "cut at {cut}"
             );
         }

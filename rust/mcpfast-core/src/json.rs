@@ -51,9 +51,18 @@ pub trait Builder {
     fn number(&mut self, v: Number) -> std::result::Result<Self::Value, Self::Error>;
     fn string(&mut self, v: &str) -> std::result::Result<Self::Value, Self::Error>;
     fn begin_array(&mut self) -> std::result::Result<Self::Value, Self::Error>;
-    fn push(&mut self, array: &mut Self::Value, item: Self::Value) -> std::result::Result<(), Self::Error>;
+    fn push(
+        &mut self,
+        array: &mut Self::Value,
+        item: Self::Value,
+    ) -> std::result::Result<(), Self::Error>;
     fn begin_object(&mut self) -> std::result::Result<Self::Value, Self::Error>;
-    fn insert(&mut self, object: &mut Self::Value, key: &str, value: Self::Value) -> std::result::Result<(), Self::Error>;
+    fn insert(
+        &mut self,
+        object: &mut Self::Value,
+        key: &str,
+        value: Self::Value,
+    ) -> std::result::Result<(), Self::Error>;
 }
 
 /// What kind of value starts at the reader's position.
@@ -110,7 +119,10 @@ fn plain_run(rest: &[u8]) -> usize {
         }
         i += 8;
     }
-    i + rest[i..].iter().position(|&b| STRING_STOP[b as usize]).unwrap_or(rest.len() - i)
+    i + rest[i..]
+        .iter()
+        .position(|&b| STRING_STOP[b as usize])
+        .unwrap_or(rest.len() - i)
 }
 
 /// A cursor over a document that has already been checked to be UTF-8.
@@ -125,12 +137,22 @@ impl<'a> Reader<'a> {
     /// A reader over `text`; containers deeper than `max_depth` are an error (the first
     /// container counts as depth 1).
     pub fn new(text: &'a str, max_depth: usize) -> Self {
-        Reader { text, buf: text.as_bytes(), pos: 0, max_depth }
+        Reader {
+            text,
+            buf: text.as_bytes(),
+            pos: 0,
+            max_depth,
+        }
     }
 
     /// A reader positioned inside a document, for re-reading a span already validated.
     pub fn at(text: &'a str, pos: usize, max_depth: usize) -> Self {
-        Reader { text, buf: text.as_bytes(), pos, max_depth }
+        Reader {
+            text,
+            buf: text.as_bytes(),
+            pos,
+            max_depth,
+        }
     }
 
     #[inline]
@@ -196,7 +218,9 @@ impl<'a> Reader<'a> {
 
     #[inline]
     fn expect_literal(&mut self, lit: &'static [u8]) -> Result<()> {
-        if self.buf.len() >= self.pos + lit.len() && &self.buf[self.pos..self.pos + lit.len()] == lit {
+        if self.buf.len() >= self.pos + lit.len()
+            && &self.buf[self.pos..self.pos + lit.len()] == lit
+        {
             self.pos += lit.len();
             Ok(())
         } else {
@@ -206,7 +230,9 @@ impl<'a> Reader<'a> {
 
     fn enter(&self, depth: usize) -> Result<()> {
         if depth > self.max_depth {
-            Err(Error::TooDeep { max_depth: self.max_depth })
+            Err(Error::TooDeep {
+                max_depth: self.max_depth,
+            })
         } else {
             Ok(())
         }
@@ -289,7 +315,11 @@ impl<'a> Reader<'a> {
                 Ok(true)
             }
             None => self.err("unexpected end of data"),
-            Some(_) => self.err(if close == b'}' { "expected ',' or '}'" } else { "expected ',' or ']'" }),
+            Some(_) => self.err(if close == b'}' {
+                "expected ',' or '}'"
+            } else {
+                "expected ',' or ']'"
+            }),
         }
     }
 
@@ -433,7 +463,9 @@ impl<'a> Reader<'a> {
                 self.pos += 1;
                 let hi = self.hex4()?;
                 let code = if (0xD800..0xDC00).contains(&hi) {
-                    if self.buf.get(self.pos) != Some(&b'\\') || self.buf.get(self.pos + 1) != Some(&b'u') {
+                    if self.buf.get(self.pos) != Some(&b'\\')
+                        || self.buf.get(self.pos + 1) != Some(&b'u')
+                    {
                         return self.err("no low surrogate in string");
                     }
                     self.pos += 2;
@@ -534,7 +566,11 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads one value into `builder`; its containers sit at `depth`.
-    pub fn build<B: Builder>(&mut self, builder: &mut B, depth: usize) -> std::result::Result<B::Value, B::Error> {
+    pub fn build<B: Builder>(
+        &mut self,
+        builder: &mut B,
+        depth: usize,
+    ) -> std::result::Result<B::Value, B::Error> {
         match self.value_kind()? {
             ValueKind::Object => {
                 let mut obj = builder.begin_object()?;
@@ -611,7 +647,10 @@ pub fn find_member(text: &str, key: &str) -> Result<Option<usize>> {
 
 /// Checks that `data` is UTF-8, as a JSON syntax error when it is not.
 pub fn utf8(data: &[u8]) -> Result<&str> {
-    std::str::from_utf8(data).map_err(|e| Error::Syntax { msg: "str is not valid UTF-8", pos: e.valid_up_to() })
+    std::str::from_utf8(data).map_err(|e| Error::Syntax {
+        msg: "str is not valid UTF-8",
+        pos: e.valid_up_to(),
+    })
 }
 
 /// Validates a whole document.
@@ -626,7 +665,11 @@ pub fn validate(data: &[u8], max_depth: usize) -> Result<()> {
 }
 
 /// Builds a whole document.
-pub fn build<B: Builder>(data: &[u8], max_depth: usize, builder: &mut B) -> std::result::Result<B::Value, B::Error> {
+pub fn build<B: Builder>(
+    data: &[u8],
+    max_depth: usize,
+    builder: &mut B,
+) -> std::result::Result<B::Value, B::Error> {
     let text = utf8(data)?;
     let mut r = Reader::new(text, max_depth);
     let v = r.build(builder, 1)?;
@@ -645,8 +688,22 @@ mod tests {
     #[test]
     fn accepts_rfc8259() {
         for s in [
-            "0", "-0", "1.5", "1e5", "1E+5", "-1.25e-3", "\"\"", "\"a\\u00e9\\n\\/\"", "[]", "{}", " [1, {\"a\": [null, true, false]}] ",
-            "\"\\ud83d\\ude00\"", "\"\\u0000\"", "\"\u{7f}\"", "18446744073709551616", "1e-400",
+            "0",
+            "-0",
+            "1.5",
+            "1e5",
+            "1E+5",
+            "-1.25e-3",
+            "\"\"",
+            "\"a\\u00e9\\n\\/\"",
+            "[]",
+            "{}",
+            " [1, {\"a\": [null, true, false]}] ",
+            "\"\\ud83d\\ude00\"",
+            "\"\\u0000\"",
+            "\"\u{7f}\"",
+            "18446744073709551616",
+            "1e-400",
         ] {
             assert!(ok(s), "{s}");
         }
@@ -655,8 +712,29 @@ mod tests {
     #[test]
     fn rejects_what_orjson_rejects() {
         for s in [
-            "", " ", "01", "1.", ".5", "+1", "NaN", "Infinity", "[1,]", "{\"a\":1,}", "{a:1}", "\"\\ud800\"", "\"\\udc00\"",
-            "\"\\ud800\\u0041\"", "\"\u{1}\"", "\"abc", "[1", "{\"a\"}", "1e400", "1 2", "\"\\x\"", "tru", "\u{feff}{}",
+            "",
+            " ",
+            "01",
+            "1.",
+            ".5",
+            "+1",
+            "NaN",
+            "Infinity",
+            "[1,]",
+            "{\"a\":1,}",
+            "{a:1}",
+            "\"\\ud800\"",
+            "\"\\udc00\"",
+            "\"\\ud800\\u0041\"",
+            "\"\u{1}\"",
+            "\"abc",
+            "[1",
+            "{\"a\"}",
+            "1e400",
+            "1 2",
+            "\"\\x\"",
+            "tru",
+            "\u{feff}{}",
         ] {
             assert!(!ok(s), "{s:?}");
         }
@@ -667,7 +745,10 @@ mod tests {
     fn depth_limit() {
         let deep = |n: usize| "[".repeat(n) + &"]".repeat(n);
         assert!(validate(deep(5).as_bytes(), 5).is_ok());
-        assert_eq!(validate(deep(6).as_bytes(), 5), Err(Error::TooDeep { max_depth: 5 }));
+        assert_eq!(
+            validate(deep(6).as_bytes(), 5),
+            Err(Error::TooDeep { max_depth: 5 })
+        );
         // A very deep document fails on the limit, never on the stack.
         assert!(validate(deep(1_000_000).as_bytes(), 128).is_err());
     }
@@ -683,8 +764,14 @@ mod tests {
     #[test]
     fn plain_runs_stop_at_the_first_special_byte() {
         for (s, n) in [
-            (&b"abcdefghij\"x"[..], 10), (b"abc\\defghijkl", 3), (b"abcdefg\x01", 7), (b"", 0), (b"\"", 0),
-            (b"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\"", 10), (b"abcdefghijklmnop", 16), (b"abcdefgh\x1f", 8),
+            (&b"abcdefghij\"x"[..], 10),
+            (b"abc\\defghijkl", 3),
+            (b"abcdefg\x01", 7),
+            (b"", 0),
+            (b"\"", 0),
+            (b"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\"", 10),
+            (b"abcdefghijklmnop", 16),
+            (b"abcdefgh\x1f", 8),
         ] {
             assert_eq!(plain_run(s), n, "{s:?}");
         }
@@ -698,7 +785,10 @@ mod tests {
     #[test]
     fn members_last_one_wins() {
         let t = r#"{"a":1,"b":{"a":2},"a":[3]}"#;
-        assert_eq!(find_member(t, "a").map(|p| p.map(|p| &t[p..p + 3])), Ok(Some("[3]")));
+        assert_eq!(
+            find_member(t, "a").map(|p| p.map(|p| &t[p..p + 3])),
+            Ok(Some("[3]"))
+        );
         assert_eq!(find_member(t, "z"), Ok(None));
         assert_eq!(find_member("[1]", "a"), Ok(None));
     }
@@ -708,7 +798,10 @@ mod tests {
         let n = |s: &str| Reader::new(s, 8).number();
         assert_eq!(n("-9223372036854775808"), Ok(Number::Int(i64::MIN)));
         assert_eq!(n("18446744073709551615"), Ok(Number::UInt(u64::MAX)));
-        assert_eq!(n("18446744073709551616"), Ok(Number::BigInt(18446744073709551616.0)));
+        assert_eq!(
+            n("18446744073709551616"),
+            Ok(Number::BigInt(18446744073709551616.0))
+        );
         assert_eq!(n("2.5"), Ok(Number::Float(2.5)));
         assert!(n(&("1".to_owned() + &"0".repeat(400))).is_err());
     }

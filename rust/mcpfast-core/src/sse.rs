@@ -2,7 +2,13 @@
 //! event-stream parsing rules.
 
 /// Appends one event: `id`, `event`, `retry` fields, then one `data:` line per line of data.
-pub fn encode_event(out: &mut Vec<u8>, data: &[u8], id: Option<&str>, event: Option<&str>, retry: Option<u64>) {
+pub fn encode_event(
+    out: &mut Vec<u8>,
+    data: &[u8],
+    id: Option<&str>,
+    event: Option<&str>,
+    retry: Option<u64>,
+) {
     if let Some(id) = id {
         out.extend_from_slice(b"id: ");
         out.extend_from_slice(id.as_bytes());
@@ -55,7 +61,11 @@ pub fn split_lines(data: &[u8]) -> impl Iterator<Item = &[u8]> {
                 Some(cur)
             }
             Some(i) => {
-                let skip = if cur[i] == b'\r' && cur.get(i + 1) == Some(&b'\n') { 2 } else { 1 };
+                let skip = if cur[i] == b'\r' && cur.get(i + 1) == Some(&b'\n') {
+                    2
+                } else {
+                    1
+                };
                 rest = Some(&cur[i + skip..]);
                 Some(&cur[..i])
             }
@@ -65,14 +75,24 @@ pub fn split_lines(data: &[u8]) -> impl Iterator<Item = &[u8]> {
 
 /// Whether a value is valid for an `id` (no CR, LF, NUL) or `event` (no CR, LF) field.
 pub fn field_ok(value: &str, allow_nul: bool) -> bool {
-    !value.bytes().any(|b| b == b'\r' || b == b'\n' || (!allow_nul && b == 0))
+    !value
+        .bytes()
+        .any(|b| b == b'\r' || b == b'\n' || (!allow_nul && b == 0))
 }
 
 /// One item out of the decoder.
 #[derive(Debug, PartialEq, Eq)]
 pub enum SseItem<'a> {
-    Event { event: &'a str, data: &'a str, id: &'a str, retry: Option<u64> },
-    TooLarge { size: usize, limit: usize },
+    Event {
+        event: &'a str,
+        data: &'a str,
+        id: &'a str,
+        retry: Option<u64>,
+    },
+    TooLarge {
+        size: usize,
+        limit: usize,
+    },
 }
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -178,7 +198,10 @@ impl SseDecoder {
                 let empty = !self.discard_partial && seg.is_empty();
                 self.discard_partial = false;
                 if empty {
-                    emit(SseItem::TooLarge { size: self.block_bytes, limit: self.max_event_size });
+                    emit(SseItem::TooLarge {
+                        size: self.block_bytes,
+                        limit: self.max_event_size,
+                    });
                     self.discarding = false;
                     self.reset_block();
                 } else {
@@ -260,7 +283,10 @@ impl SseDecoder {
             }
             b"retry" => {
                 if !value.is_empty() && value.len() <= 20 && value.iter().all(u8::is_ascii_digit) {
-                    if let Some(v) = std::str::from_utf8(value).ok().and_then(|s| s.parse::<u64>().ok()) {
+                    if let Some(v) = std::str::from_utf8(value)
+                        .ok()
+                        .and_then(|s| s.parse::<u64>().ok())
+                    {
                         self.retry = Some(v);
                         self.block_retry = Some(v);
                     }
@@ -280,8 +306,17 @@ impl SseDecoder {
     fn dispatch<F: FnMut(SseItem<'_>)>(&mut self, emit: &mut F) {
         if !self.data.is_empty() {
             let data = self.data.strip_suffix('\n').unwrap_or(&self.data);
-            let event = if self.event_type.is_empty() { "message" } else { &self.event_type };
-            emit(SseItem::Event { event, data, id: &self.last_id, retry: self.block_retry });
+            let event = if self.event_type.is_empty() {
+                "message"
+            } else {
+                &self.event_type
+            };
+            emit(SseItem::Event {
+                event,
+                data,
+                id: &self.last_id,
+                retry: self.block_retry,
+            });
         }
         self.reset_block();
     }
@@ -289,7 +324,10 @@ impl SseDecoder {
     /// End of stream: an incomplete block is discarded, an oversized one reported.
     pub fn close<F: FnMut(SseItem<'_>)>(&mut self, mut emit: F) {
         if self.discarding {
-            emit(SseItem::TooLarge { size: self.block_bytes, limit: self.max_event_size });
+            emit(SseItem::TooLarge {
+                size: self.block_bytes,
+                limit: self.max_event_size,
+            });
         }
         self.line.clear();
         self.discarding = false;
@@ -313,7 +351,12 @@ mod tests {
         let mut d = SseDecoder::new(max);
         let mut out = Vec::new();
         let mut push = |it: SseItem<'_>| match it {
-            SseItem::Event { event, data, id, retry } => out.push(Out::E(event.into(), data.into(), id.into(), retry)),
+            SseItem::Event {
+                event,
+                data,
+                id,
+                retry,
+            } => out.push(Out::E(event.into(), data.into(), id.into(), retry)),
             SseItem::TooLarge { size, .. } => out.push(Out::Big(size)),
         };
         for c in chunks {
@@ -330,7 +373,11 @@ mod tests {
     #[test]
     fn whatwg_basics_at_every_split() {
         let stream: &[u8] = b"\xEF\xBB\xBF: hi\r\nid: 1\rdata: a\r\ndata:b\n\nevent: x\ndata\nretry: 30\n\nid: a\x00b\ndata: c\n\n";
-        let want = vec![e("message", "a\nb", "1", None), e("x", "", "1", Some(30)), e("message", "c", "1", None)];
+        let want = vec![
+            e("message", "a\nb", "1", None),
+            e("x", "", "1", Some(30)),
+            e("message", "c", "1", None),
+        ];
         for cut in 0..=stream.len() {
             let (a, b) = stream.split_at(cut);
             assert_eq!(run(1 << 20, &[a, b]), want, "cut at {cut}");
@@ -339,7 +386,10 @@ mod tests {
 
     #[test]
     fn no_data_no_dispatch_and_bad_retry() {
-        assert_eq!(run(100, &[b"id: 7\n\nretry: 1x\ndata: z\n\n"]), vec![e("message", "z", "7", None)]);
+        assert_eq!(
+            run(100, &[b"id: 7\n\nretry: 1x\ndata: z\n\n"]),
+            vec![e("message", "z", "7", None)]
+        );
     }
 
     #[test]
@@ -349,7 +399,11 @@ mod tests {
             let (a, b) = stream.split_at(cut);
             assert_eq!(
                 run(12, &[a, b]),
-                vec![e("message", "ok", "", None), Out::Big(26), e("message", "next", "", None)],
+                vec![
+                    e("message", "ok", "", None),
+                    Out::Big(26),
+                    e("message", "next", "", None)
+                ],
                 "cut at {cut}"
             );
         }
@@ -360,7 +414,10 @@ mod tests {
         let mut out = Vec::new();
         encode_event(&mut out, b"l1\r\nl2\rl3", Some("9"), Some("m"), Some(5));
         encode_comment(&mut out, b"");
-        assert_eq!(out, b"id: 9\nevent: m\nretry: 5\ndata: l1\ndata: l2\ndata: l3\n\n:\n\n");
+        assert_eq!(
+            out,
+            b"id: 9\nevent: m\nretry: 5\ndata: l1\ndata: l2\ndata: l3\n\n:\n\n"
+        );
         assert_eq!(run(1000, &[&out]), vec![e("m", "l1\nl2\nl3", "9", Some(5))]);
     }
 }

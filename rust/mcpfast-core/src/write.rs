@@ -36,7 +36,14 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
         }
         out.extend_from_slice(&bytes[start..i]);
         if esc == b'u' {
-            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[(b >> 4) as usize], HEX[(b & 0xf) as usize]]);
+            out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(b >> 4) as usize],
+                HEX[(b & 0xf) as usize],
+            ]);
         } else {
             out.extend_from_slice(&[b'\\', esc]);
         }
@@ -149,7 +156,10 @@ pub fn splice_raw(out: &mut Vec<u8>, raw: &[u8]) {
         out.extend_from_slice(raw);
         return;
     }
-    out.extend(raw.iter().map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b }));
+    out.extend(
+        raw.iter()
+            .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b }),
+    );
 }
 
 pub const HEAD: &[u8] = b"{\"jsonrpc\":\"2.0\"";

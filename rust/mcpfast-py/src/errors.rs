@@ -1,4 +1,4 @@
-//! The exceptions are Python classes (`mcpfast.core._errors`) shared with the pure-Python twin,
+//! The exceptions are Python classes (`mcpfast._errors`) shared with the pure-Python twin,
 //! so `except JsonRpcError` catches both implementations' errors.
 
 use mcpfast_core::envelope::RpcError;
@@ -11,12 +11,21 @@ use crate::pyjson::id_to_py;
 static JSON_RPC_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static FRAME_TOO_LARGE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
-fn class<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyType>>, name: &str) -> PyResult<&'py Bound<'py, PyType>> {
-    cell.import(py, "mcpfast.core._errors", name)
+fn class<'py>(
+    py: Python<'py>,
+    cell: &'static PyOnceLock<Py<PyType>>,
+    name: &str,
+) -> PyResult<&'py Bound<'py, PyType>> {
+    cell.import(py, "mcpfast._errors", name)
 }
 
 /// A `JsonRpcError` instance (to raise, or to put in a batch's list).
-pub fn json_rpc_error(py: Python<'_>, code: i64, message: &str, id: Option<Bound<'_, PyAny>>) -> PyErr {
+pub fn json_rpc_error(
+    py: Python<'_>,
+    code: i64,
+    message: &str,
+    id: Option<Bound<'_, PyAny>>,
+) -> PyErr {
     match class(py, &JSON_RPC_ERROR, "JsonRpcError").and_then(|c| c.call1((code, message, id))) {
         Ok(inst) => PyErr::from_value(inst),
         Err(e) => e,
@@ -36,4 +45,23 @@ pub fn from_rpc(py: Python<'_>, e: &RpcError<'_>) -> PyErr {
 /// A `FrameTooLarge` instance, reported in a list rather than raised.
 pub fn frame_too_large(py: Python<'_>, size: usize, limit: usize) -> PyResult<Bound<'_, PyAny>> {
     class(py, &FRAME_TOO_LARGE, "FrameTooLarge")?.call1((size, limit))
+}
+
+/// Runs a binding's body so that a Rust panic (a bug) reaches Python as an ordinary
+/// `RuntimeError` that `except Exception` handles, never as PyO3's `PanicException`
+/// (a `BaseException` that would take a server down).
+pub fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                "internal error in mcpfast._core (please report it): {what}"
+            )))
+        }
+    }
 }

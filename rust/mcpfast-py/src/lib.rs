@@ -13,46 +13,65 @@ use mcpfast_core::write;
 
 #[pyfunction]
 #[pyo3(signature = (id, method, params = None))]
-fn encode_request<'py>(py: Python<'py>, id: &Bound<'py, PyAny>, method: &str, params: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyBytes>> {
-    let mut out = Vec::with_capacity(128);
-    out.extend_from_slice(write::HEAD);
-    out.extend_from_slice(b",\"id\":");
-    pyjson::write_py_id(&mut out, id)?;
-    out.extend_from_slice(b",\"method\":");
-    write::write_str(&mut out, method);
-    if let Some(p) = params.filter(|p| !p.is_none()) {
-        out.extend_from_slice(b",\"params\":");
-        pyjson::write_body(&mut out, p)?;
-    }
-    out.push(b'}');
-    Ok(PyBytes::new(py, &out))
+fn encode_request<'py>(
+    py: Python<'py>,
+    id: &Bound<'py, PyAny>,
+    method: &str,
+    params: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    errors::guarded(|| {
+        let mut out = Vec::with_capacity(128);
+        out.extend_from_slice(write::HEAD);
+        out.extend_from_slice(b",\"id\":");
+        pyjson::write_py_id(&mut out, id)?;
+        out.extend_from_slice(b",\"method\":");
+        write::write_str(&mut out, method);
+        if let Some(p) = params.filter(|p| !p.is_none()) {
+            out.extend_from_slice(b",\"params\":");
+            pyjson::write_body(&mut out, p)?;
+        }
+        out.push(b'}');
+        Ok(PyBytes::new(py, &out))
+    })
 }
 
 #[pyfunction]
 #[pyo3(signature = (method, params = None))]
-fn encode_notification<'py>(py: Python<'py>, method: &str, params: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyBytes>> {
-    let mut out = Vec::with_capacity(128);
-    out.extend_from_slice(write::HEAD);
-    out.extend_from_slice(b",\"method\":");
-    write::write_str(&mut out, method);
-    if let Some(p) = params.filter(|p| !p.is_none()) {
-        out.extend_from_slice(b",\"params\":");
-        pyjson::write_body(&mut out, p)?;
-    }
-    out.push(b'}');
-    Ok(PyBytes::new(py, &out))
+fn encode_notification<'py>(
+    py: Python<'py>,
+    method: &str,
+    params: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    errors::guarded(|| {
+        let mut out = Vec::with_capacity(128);
+        out.extend_from_slice(write::HEAD);
+        out.extend_from_slice(b",\"method\":");
+        write::write_str(&mut out, method);
+        if let Some(p) = params.filter(|p| !p.is_none()) {
+            out.extend_from_slice(b",\"params\":");
+            pyjson::write_body(&mut out, p)?;
+        }
+        out.push(b'}');
+        Ok(PyBytes::new(py, &out))
+    })
 }
 
 #[pyfunction]
-fn encode_result<'py>(py: Python<'py>, id: &Bound<'py, PyAny>, result: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-    let mut out = Vec::with_capacity(256);
-    out.extend_from_slice(write::HEAD);
-    out.extend_from_slice(b",\"id\":");
-    pyjson::write_py_id(&mut out, id)?;
-    out.extend_from_slice(b",\"result\":");
-    pyjson::write_body(&mut out, result)?;
-    out.push(b'}');
-    Ok(PyBytes::new(py, &out))
+fn encode_result<'py>(
+    py: Python<'py>,
+    id: &Bound<'py, PyAny>,
+    result: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    errors::guarded(|| {
+        let mut out = Vec::with_capacity(256);
+        out.extend_from_slice(write::HEAD);
+        out.extend_from_slice(b",\"id\":");
+        pyjson::write_py_id(&mut out, id)?;
+        out.extend_from_slice(b",\"result\":");
+        pyjson::write_body(&mut out, result)?;
+        out.push(b'}');
+        Ok(PyBytes::new(py, &out))
+    })
 }
 
 #[pyfunction]
@@ -64,36 +83,48 @@ fn encode_error<'py>(
     message: &str,
     data: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let mut out = Vec::with_capacity(128);
-    out.extend_from_slice(write::HEAD);
-    out.extend_from_slice(b",\"id\":");
-    match id.filter(|i| !i.is_none()) {
-        Some(i) => pyjson::write_py_id(&mut out, i)?,
-        None => out.extend_from_slice(b"null"),
-    }
-    out.extend_from_slice(b",\"error\":{\"code\":");
-    if code.cast::<pyo3::types::PyInt>().is_err() || code.cast::<pyo3::types::PyBool>().is_ok() {
-        return Err(pyo3::exceptions::PyTypeError::new_err("the error code must be an int"));
-    }
-    pyjson::write_obj(&mut out, code, 0)?;
-    out.extend_from_slice(b",\"message\":");
-    write::write_str(&mut out, message);
-    if let Some(d) = data.filter(|d| !d.is_none()) {
-        out.extend_from_slice(b",\"data\":");
-        pyjson::write_obj(&mut out, d, 0)?;
-    }
-    out.extend_from_slice(b"}}");
-    Ok(PyBytes::new(py, &out))
+    errors::guarded(|| {
+        let mut out = Vec::with_capacity(128);
+        out.extend_from_slice(write::HEAD);
+        out.extend_from_slice(b",\"id\":");
+        match id.filter(|i| !i.is_none()) {
+            Some(i) => pyjson::write_py_id(&mut out, i)?,
+            None => out.extend_from_slice(b"null"),
+        }
+        out.extend_from_slice(b",\"error\":{\"code\":");
+        if code.cast::<pyo3::types::PyInt>().is_err() || code.cast::<pyo3::types::PyBool>().is_ok()
+        {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "the error code must be an int",
+            ));
+        }
+        pyjson::write_obj(&mut out, code, 0)?;
+        out.extend_from_slice(b",\"message\":");
+        write::write_str(&mut out, message);
+        if let Some(d) = data.filter(|d| !d.is_none()) {
+            out.extend_from_slice(b",\"data\":");
+            pyjson::write_obj(&mut out, d, 0)?;
+        }
+        out.extend_from_slice(b"}}");
+        Ok(PyBytes::new(py, &out))
+    })
 }
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("build_profile", if cfg!(debug_assertions) { "debug" } else { "release" })?;
+    m.add(
+        "build_profile",
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
+    )?;
     m.add("DEFAULT_MAX_DEPTH", mcpfast_core::DEFAULT_MAX_DEPTH)?;
     m.add("DEFAULT_MAX_LINE", mcpfast_core::DEFAULT_MAX_LINE)?;
     m.add("DEFAULT_MAX_EVENT", mcpfast_core::DEFAULT_MAX_EVENT)?;
-    let errors = m.py().import("mcpfast.core._errors")?;
+    let errors = m.py().import("mcpfast._errors")?;
     m.add("JsonRpcError", errors.getattr("JsonRpcError")?)?;
     m.add("FrameTooLarge", errors.getattr("FrameTooLarge")?)?;
     m.add_class::<message::Message>()?;
@@ -111,9 +142,24 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add(
         "__all__",
         [
-            "DEFAULT_MAX_DEPTH", "DEFAULT_MAX_EVENT", "DEFAULT_MAX_LINE", "FrameTooLarge", "JsonRpcError", "LineFramer", "Message",
-            "SseDecoder", "SseEncoder", "SseEvent", "build_profile", "decode", "encode_error", "encode_notification",
-            "encode_request", "encode_result", "frame_lines", "scan_reply",
+            "DEFAULT_MAX_DEPTH",
+            "DEFAULT_MAX_EVENT",
+            "DEFAULT_MAX_LINE",
+            "FrameTooLarge",
+            "JsonRpcError",
+            "LineFramer",
+            "Message",
+            "SseDecoder",
+            "SseEncoder",
+            "SseEvent",
+            "build_profile",
+            "decode",
+            "encode_error",
+            "encode_notification",
+            "encode_request",
+            "encode_result",
+            "frame_lines",
+            "scan_reply",
         ],
     )?;
     Ok(())

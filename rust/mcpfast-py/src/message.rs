@@ -69,7 +69,12 @@ static KIND_STRS: PyOnceLock<[Py<PyString>; 4]> = PyOnceLock::new();
 fn method_str<'py>(py: Python<'py>, name: &str) -> Bound<'py, PyString> {
     match known_method(name) {
         Some(i) => {
-            let table = METHOD_STRS.get_or_init(py, || KNOWN_METHODS.iter().map(|m| PyString::intern(py, m).unbind()).collect());
+            let table = METHOD_STRS.get_or_init(py, || {
+                KNOWN_METHODS
+                    .iter()
+                    .map(|m| PyString::intern(py, m).unbind())
+                    .collect()
+            });
             table[i].bind(py).clone()
         }
         None => PyString::new(py, name),
@@ -78,7 +83,8 @@ fn method_str<'py>(py: Python<'py>, name: &str) -> Bound<'py, PyString> {
 
 fn kind_str(py: Python<'_>, kind: Kind) -> Bound<'_, PyString> {
     let table = KIND_STRS.get_or_init(py, || {
-        [Kind::Request, Kind::Notification, Kind::Result, Kind::Error].map(|k| PyString::intern(py, k.as_str()).unbind())
+        [Kind::Request, Kind::Notification, Kind::Result, Kind::Error]
+            .map(|k| PyString::intern(py, k.as_str()).unbind())
     });
     let i = match kind {
         Kind::Request => 0,
@@ -107,7 +113,11 @@ pub struct Message {
 
 impl Message {
     fn new(py: Python<'_>, src: &Bound<'_, PyBytes>, env: &Envelope<'_>) -> PyResult<Self> {
-        let part = env.params.clone().or_else(|| env.result.clone()).or_else(|| env.error.clone());
+        let part = env
+            .params
+            .clone()
+            .or_else(|| env.result.clone())
+            .or_else(|| env.error.clone());
         Ok(Message {
             kind: env.kind,
             id: match &env.id {
@@ -131,7 +141,13 @@ impl Message {
     }
 
     fn part_value(&self, py: Python<'_>, kinds: &[Kind]) -> PyResult<Py<PyAny>> {
-        let Some((start, end)) = self.part else { return Ok(py.None()) };
+        errors::guarded(|| self.part_value_inner(py, kinds))
+    }
+
+    fn part_value_inner(&self, py: Python<'_>, kinds: &[Kind]) -> PyResult<Py<PyAny>> {
+        let Some((start, end)) = self.part else {
+            return Ok(py.None());
+        };
         if !kinds.contains(&self.kind) {
             return Ok(py.None());
         }
@@ -143,11 +159,49 @@ impl Message {
         let built = build_value(py, text)?.unbind();
         // Another thread may have won the race: everyone then returns the first value stored.
         let _ = self.parsed.set(built);
-        Ok(self.parsed.get().map_or_else(|| py.None(), |v| v.clone_ref(py)))
+        Ok(self
+            .parsed
+            .get()
+            .map_or_else(|| py.None(), |v| v.clone_ref(py)))
     }
 }
 
 const CALLS: &[Kind] = &[Kind::Request, Kind::Notification];
+
+impl Message {
+    fn param_inner(
+        &self,
+        py: Python<'_>,
+        key: &str,
+        default: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let default = || {
+            default
+                .as_ref()
+                .map_or_else(|| py.None(), |d| d.clone_ref(py))
+        };
+        if !CALLS.contains(&self.kind) {
+            return Ok(default());
+        }
+        if let Some(v) = self.parsed.get() {
+            return match v.bind(py).cast::<pyo3::types::PyDict>() {
+                Ok(d) => Ok(d.get_item(key)?.map_or_else(default, Bound::unbind)),
+                Err(_) => Ok(default()),
+            };
+        }
+        let Some((start, end)) = self.part.filter(|_| CALLS.contains(&self.kind)) else {
+            return Ok(default());
+        };
+        let bytes = &self.src.bind(py).as_bytes()[start..end];
+        let text = std::str::from_utf8(bytes).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        match mcpfast_core::json::find_member(text, key) {
+            // The builder stops after one value: what follows it in params is not read.
+            Ok(Some(at)) => Ok(build_value(py, text.get(at..).unwrap_or_default())?.unbind()),
+            Ok(None) => Ok(default()),
+            Err(e) => Err(PyValueError::new_err(e.to_string())),
+        }
+    }
+}
 
 #[pymethods]
 impl Message {
@@ -158,12 +212,16 @@ impl Message {
 
     #[getter]
     fn id(&self, py: Python<'_>) -> Py<PyAny> {
-        self.id.as_ref().map_or_else(|| py.None(), |i| i.clone_ref(py))
+        self.id
+            .as_ref()
+            .map_or_else(|| py.None(), |i| i.clone_ref(py))
     }
 
     #[getter]
     fn method(&self, py: Python<'_>) -> Py<PyAny> {
-        self.method.as_ref().map_or_else(|| py.None(), |m| m.clone_ref(py).into_any())
+        self.method
+            .as_ref()
+            .map_or_else(|| py.None(), |m| m.clone_ref(py).into_any())
     }
 
     #[getter]
@@ -174,24 +232,8 @@ impl Message {
     /// One member of an object `params`, built alone (the rest stays bytes).
     #[pyo3(signature = (key, default = None))]
     fn param(&self, py: Python<'_>, key: &str, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
-        let default = || default.as_ref().map_or_else(|| py.None(), |d| d.clone_ref(py));
-        if let Some(v) = self.parsed.get() {
-            return match v.bind(py).cast::<pyo3::types::PyDict>() {
-                Ok(d) => Ok(d.get_item(key)?.map_or_else(default, Bound::unbind)),
-                Err(_) => Ok(default()),
-            };
-        }
-        let Some((start, end)) = self.part.filter(|_| CALLS.contains(&self.kind)) else { return Ok(default()) };
-        let bytes = &self.src.bind(py).as_bytes()[start..end];
-        let text = std::str::from_utf8(bytes).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        match mcpfast_core::json::find_member(text, key) {
-            // The builder stops after one value: what follows it in params is not read.
-            Ok(Some(at)) => Ok(build_value(py, text.get(at..).unwrap_or_default())?.unbind()),
-            Ok(None) => Ok(default()),
-            Err(e) => Err(PyValueError::new_err(e.to_string())),
-        }
+        errors::guarded(|| self.param_inner(py, key, default))
     }
-
     #[getter]
     fn raw_params<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
         self.part_bytes(py, CALLS)
@@ -230,7 +272,10 @@ impl Message {
             Some(m) => m.bind(py).repr()?.to_string(),
             None => "None".to_owned(),
         };
-        Ok(format!("Message(kind='{}', id={id}, method={method})", self.kind.as_str()))
+        Ok(format!(
+            "Message(kind='{}', id={id}, method={method})",
+            self.kind.as_str()
+        ))
     }
 }
 
@@ -241,34 +286,52 @@ pub fn as_bytes<'py>(data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> 
         return Ok(b.clone());
     }
     if let Ok(s) = data.cast::<PyString>() {
-        let text = s
-            .to_str()
-            .map_err(|_| errors::json_rpc_error(py, envelope::PARSE_ERROR, "invalid JSON: str is not valid UTF-8: surrogates not allowed", None))?;
+        let text = s.to_str().map_err(|_| {
+            errors::json_rpc_error(
+                py,
+                envelope::PARSE_ERROR,
+                "invalid JSON: str is not valid UTF-8: surrogates not allowed",
+                None,
+            )
+        })?;
         return Ok(PyBytes::new(py, text.as_bytes()));
     }
     if let Ok(b) = data.cast::<PyByteArray>() {
         return Ok(PyBytes::new(py, &b.to_vec()));
     }
     if data.cast::<PyMemoryView>().is_ok() {
-        return Ok(py.get_type::<PyBytes>().call1((data,))?.cast_into::<PyBytes>()?);
+        return Ok(py
+            .get_type::<PyBytes>()
+            .call1((data,))?
+            .cast_into::<PyBytes>()?);
     }
-    Err(PyTypeError::new_err(format!("expected bytes, bytearray, memoryview or str, not {}", data.get_type().name()?)))
+    Err(PyTypeError::new_err(format!(
+        "expected bytes, bytearray, memoryview or str, not {}",
+        data.get_type().name()?
+    )))
 }
 
 fn check_depth(max_depth: i64) -> PyResult<usize> {
     if max_depth < 1 {
         return Err(PyValueError::new_err("max_depth must be at least 1"));
     }
-    Ok(usize::try_from(max_depth).unwrap_or(usize::MAX).min(mcpfast_core::MAX_DEPTH_CAP))
+    Ok(usize::try_from(max_depth)
+        .unwrap_or(usize::MAX)
+        .min(mcpfast_core::MAX_DEPTH_CAP))
 }
 
 #[pyfunction]
 #[pyo3(signature = (data, max_depth = mcpfast_core::DEFAULT_MAX_DEPTH as i64))]
 pub fn decode<'py>(data: &Bound<'py, PyAny>, max_depth: i64) -> PyResult<Bound<'py, PyAny>> {
+    errors::guarded(|| decode_inner(data, max_depth))
+}
+
+fn decode_inner<'py>(data: &Bound<'py, PyAny>, max_depth: i64) -> PyResult<Bound<'py, PyAny>> {
     let py = data.py();
     let max_depth = check_depth(max_depth)?;
     let src = as_bytes(data)?;
-    let decoded = envelope::decode_bytes(src.as_bytes(), max_depth).map_err(|e| errors::from_rpc(py, &e))?;
+    let decoded =
+        envelope::decode_bytes(src.as_bytes(), max_depth).map_err(|e| errors::from_rpc(py, &e))?;
     match decoded {
         Decoded::Single(env) => Ok(Bound::new(py, Message::new(py, &src, &env)?)?.into_any()),
         Decoded::Batch(items) => {
@@ -286,11 +349,22 @@ pub fn decode<'py>(data: &Bound<'py, PyAny>, max_depth: i64) -> PyResult<Bound<'
 
 #[pyfunction]
 #[pyo3(signature = (data, max_depth = mcpfast_core::DEFAULT_MAX_DEPTH as i64))]
-pub fn scan_reply<'py>(data: &Bound<'py, PyAny>, max_depth: i64) -> PyResult<(Py<PyAny>, bool, Option<i128>)> {
+pub fn scan_reply<'py>(
+    data: &Bound<'py, PyAny>,
+    max_depth: i64,
+) -> PyResult<(Py<PyAny>, bool, Option<i128>)> {
+    errors::guarded(|| scan_reply_inner(data, max_depth))
+}
+
+fn scan_reply_inner<'py>(
+    data: &Bound<'py, PyAny>,
+    max_depth: i64,
+) -> PyResult<(Py<PyAny>, bool, Option<i128>)> {
     let py = data.py();
     let max_depth = check_depth(max_depth)?;
     let src = as_bytes(data)?;
-    let (id, is_error, code) = envelope::scan_reply(src.as_bytes(), max_depth).map_err(|e| errors::from_rpc(py, &e))?;
+    let (id, is_error, code) =
+        envelope::scan_reply(src.as_bytes(), max_depth).map_err(|e| errors::from_rpc(py, &e))?;
     let id = match id {
         Some(id) => id_to_py(py, &id)?.unbind(),
         None => py.None(),

@@ -105,7 +105,9 @@ impl<'py> Builder for PyBuilder<'py> {
         Ok(PyValue::Other(self.py.None().into_bound(self.py)))
     }
     fn boolean(&mut self, v: bool) -> Result<Self::Value, BuildError> {
-        Ok(PyValue::Other(PyBool::new(self.py, v).to_owned().into_any()))
+        Ok(PyValue::Other(
+            PyBool::new(self.py, v).to_owned().into_any(),
+        ))
     }
     fn number(&mut self, v: Number) -> Result<Self::Value, BuildError> {
         Ok(PyValue::Other(match v {
@@ -135,7 +137,12 @@ impl<'py> Builder for PyBuilder<'py> {
     fn begin_object(&mut self) -> Result<Self::Value, BuildError> {
         Ok(PyValue::Dict(PyDict::new(self.py)))
     }
-    fn insert(&mut self, object: &mut Self::Value, key: &str, value: Self::Value) -> Result<(), BuildError> {
+    fn insert(
+        &mut self,
+        object: &mut Self::Value,
+        key: &str,
+        value: Self::Value,
+    ) -> Result<(), BuildError> {
         if let PyValue::Dict(d) = object {
             d.set_item(key_str(self.py, key), value.into_any())?;
         }
@@ -170,7 +177,8 @@ fn type_error(msg: String) -> PyErr {
 }
 
 fn str_of<'a>(s: &'a Bound<'_, PyString>) -> PyResult<&'a str> {
-    s.to_str().map_err(|_| type_error("str is not valid UTF-8: surrogates not allowed".to_owned()))
+    s.to_str()
+        .map_err(|_| type_error("str is not valid UTF-8: surrogates not allowed".to_owned()))
 }
 
 fn write_int(out: &mut Vec<u8>, obj: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -231,7 +239,10 @@ fn write_other(out: &mut Vec<u8>, obj: &Bound<'_, PyAny>, depth: u32) -> PyResul
     } else if obj.is_instance(UUID_TYPE.import(py, "uuid", "UUID")?)? {
         write::write_str(out, &obj.str()?.to_cow()?);
     } else {
-        return Err(type_error(format!("Type is not JSON serializable: {}", obj.get_type().name()?)));
+        return Err(type_error(format!(
+            "Type is not JSON serializable: {}",
+            obj.get_type().name()?
+        )));
     }
     Ok(())
 }
@@ -252,7 +263,9 @@ fn write_dict(out: &mut Vec<u8>, d: &Bound<'_, PyDict>, depth: u32) -> PyResult<
             out.push(b',');
         }
         first = false;
-        let key = k.cast::<PyString>().map_err(|_| type_error("Dict key must be str".to_owned()))?;
+        let key = k
+            .cast::<PyString>()
+            .map_err(|_| type_error("Dict key must be str".to_owned()))?;
         write::write_str(out, str_of(key)?);
         out.push(b':');
         write_obj(out, &v, depth)?;
@@ -261,7 +274,11 @@ fn write_dict(out: &mut Vec<u8>, d: &Bound<'_, PyDict>, depth: u32) -> PyResult<
     Ok(())
 }
 
-fn write_seq<'py>(out: &mut Vec<u8>, items: impl Iterator<Item = Bound<'py, PyAny>>, depth: u32) -> PyResult<()> {
+fn write_seq<'py>(
+    out: &mut Vec<u8>,
+    items: impl Iterator<Item = Bound<'py, PyAny>>,
+    depth: u32,
+) -> PyResult<()> {
     let depth = enter(depth)?;
     out.push(b'[');
     let mut first = true;
@@ -288,7 +305,10 @@ pub fn write_py_id(out: &mut Vec<u8>, id: &Bound<'_, PyAny>) -> PyResult<()> {
             out.extend_from_slice(id.str()?.to_str()?.as_bytes());
         }
     } else {
-        return Err(type_error(format!("id must be a str or an int, not {}", id.get_type().name()?)));
+        return Err(type_error(format!(
+            "id must be a str or an int, not {}",
+            id.get_type().name()?
+        )));
     }
     Ok(())
 }

@@ -22,7 +22,10 @@ pub struct LineFramer {
     inner: framer::LineFramer,
 }
 
-fn push_frames<'py>(list: &Bound<'py, PyList>, frames: Vec<Result<Bound<'py, PyAny>, PyErr>>) -> PyResult<()> {
+fn push_frames<'py>(
+    list: &Bound<'py, PyList>,
+    frames: Vec<Result<Bound<'py, PyAny>, PyErr>>,
+) -> PyResult<()> {
     for f in frames {
         list.append(f?)?;
     }
@@ -41,7 +44,9 @@ impl LineFramer {
     #[new]
     #[pyo3(signature = (max_size = mcpfast_core::DEFAULT_MAX_LINE as i64))]
     fn new(max_size: i64) -> PyResult<Self> {
-        Ok(LineFramer { inner: framer::LineFramer::new(check_limit(max_size, "max_size")?) })
+        Ok(LineFramer {
+            inner: framer::LineFramer::new(check_limit(max_size, "max_size")?),
+        })
     }
 
     #[getter]
@@ -55,35 +60,54 @@ impl LineFramer {
     }
 
     fn feed<'py>(&mut self, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        errors::guarded(|| self.feed_inner(data))
+    }
+
+    fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        errors::guarded(|| self.close_inner(py))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "LineFramer(max_size={}, buffered={})",
+            self.inner.max_size(),
+            self.inner.buffered()
+        )
+    }
+}
+
+impl LineFramer {
+    fn feed_inner<'py>(&mut self, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         let py = data.py();
         let list = PyList::empty(py);
         let mut items = Vec::new();
         if let Ok(b) = data.cast::<PyBytes>() {
-            self.inner.feed(b.as_bytes(), |f| items.push(frame_to_py(py, f)));
+            self.inner
+                .feed(b.as_bytes(), |f| items.push(frame_to_py(py, f)));
         } else {
             let b = as_bytes(data)?;
-            self.inner.feed(b.as_bytes(), |f| items.push(frame_to_py(py, f)));
+            self.inner
+                .feed(b.as_bytes(), |f| items.push(frame_to_py(py, f)));
         }
         push_frames(&list, items)?;
         Ok(list)
     }
 
-    fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    fn close_inner<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
         let mut items = Vec::new();
         self.inner.close(|f| items.push(frame_to_py(py, f)));
         push_frames(&list, items)?;
         Ok(list)
     }
-
-    fn __repr__(&self) -> String {
-        format!("LineFramer(max_size={}, buffered={})", self.inner.max_size(), self.inner.buffered())
-    }
 }
 
 /// Joins messages into one newline-terminated write.
 #[pyfunction]
-pub fn frame_lines<'py>(py: Python<'py>, messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+pub fn frame_lines<'py>(
+    py: Python<'py>,
+    messages: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
     let mut out = Vec::new();
     for m in messages.try_iter()? {
         let m = m?;
@@ -129,7 +153,10 @@ fn text_bytes<'a>(v: &'a Bound<'_, PyAny>) -> PyResult<std::borrow::Cow<'a, [u8]
     if let Ok(b) = v.cast::<PyBytes>() {
         return Ok(std::borrow::Cow::Borrowed(b.as_bytes()));
     }
-    Err(PyTypeError::new_err(format!("expected str or bytes, not {}", v.get_type().name()?)))
+    Err(PyTypeError::new_err(format!(
+        "expected str or bytes, not {}",
+        v.get_type().name()?
+    )))
 }
 
 fn check_field<'a>(v: Option<&'a str>, allow_nul: bool, what: &str) -> PyResult<Option<&'a str>> {
@@ -147,8 +174,12 @@ fn check_retry(retry: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
     if r.is_none() {
         return Ok(None);
     }
-    let v: i128 = r.extract().map_err(|_| PyTypeError::new_err("retry must be an int"))?;
-    u64::try_from(v).map(Some).map_err(|_| PyValueError::new_err("retry must be a non-negative number of milliseconds"))
+    let v: i128 = r
+        .extract()
+        .map_err(|_| PyTypeError::new_err("retry must be an int"))?;
+    u64::try_from(v)
+        .map(Some)
+        .map_err(|_| PyValueError::new_err("retry must be a non-negative number of milliseconds"))
 }
 
 /// Encodes server-sent events.
@@ -180,7 +211,11 @@ impl SseEncoder {
         Ok(PyBytes::new(py, &out))
     }
 
-    fn encode_many<'py>(&self, py: Python<'py>, events: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    fn encode_many<'py>(
+        &self,
+        py: Python<'py>,
+        events: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
         let mut out = Vec::new();
         for ev in events.try_iter()? {
             let ev = ev?;
@@ -214,12 +249,25 @@ pub struct SseDecoder {
 
 impl SseDecoder {
     fn run<'py>(&mut self, py: Python<'py>, data: Option<&[u8]>) -> PyResult<Bound<'py, PyList>> {
+        errors::guarded(|| self.run_inner(py, data))
+    }
+
+    fn run_inner<'py>(
+        &mut self,
+        py: Python<'py>,
+        data: Option<&[u8]>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let mut items: Vec<PyResult<Bound<'py, PyAny>>> = Vec::new();
         let cache = &mut self.id_cache;
         let message = pyo3::intern!(py, "message");
         let mut on_item = |it: SseItem<'_>| {
             items.push(match it {
-                SseItem::Event { event, data, id, retry } => {
+                SseItem::Event {
+                    event,
+                    data,
+                    id,
+                    retry,
+                } => {
                     let id_py = match cache {
                         Some((s, p)) if s == id => p.clone_ref(py),
                         _ => {
@@ -228,8 +276,21 @@ impl SseDecoder {
                             p
                         }
                     };
-                    let event = if event == "message" { message.clone().unbind() } else { PyString::new(py, event).unbind() };
-                    Bound::new(py, SseEvent { event, data: PyString::new(py, data).unbind(), id: id_py, retry }).map(Bound::into_any)
+                    let event = if event == "message" {
+                        message.clone().unbind()
+                    } else {
+                        PyString::new(py, event).unbind()
+                    };
+                    Bound::new(
+                        py,
+                        SseEvent {
+                            event,
+                            data: PyString::new(py, data).unbind(),
+                            id: id_py,
+                            retry,
+                        },
+                    )
+                    .map(Bound::into_any)
                 }
                 SseItem::TooLarge { size, limit } => errors::frame_too_large(py, size, limit),
             });
@@ -251,7 +312,10 @@ impl SseDecoder {
     #[new]
     #[pyo3(signature = (max_event_size = mcpfast_core::DEFAULT_MAX_EVENT as i64))]
     fn new(max_event_size: i64) -> PyResult<Self> {
-        Ok(SseDecoder { inner: sse::SseDecoder::new(check_limit(max_event_size, "max_event_size")?), id_cache: None })
+        Ok(SseDecoder {
+            inner: sse::SseDecoder::new(check_limit(max_event_size, "max_event_size")?),
+            id_cache: None,
+        })
     }
 
     #[getter]

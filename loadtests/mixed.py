@@ -1,0 +1,55 @@
+"""Mixed family: a realistic session - mostly tools/call, some listing, reading, prompts and
+completion (each only when the server offers it), the session kept for the user's lifetime."""
+
+import locust  # noqa: F401, I001 - first
+
+from locust import task
+from _common import McpUser
+
+
+class MixedUser(McpUser):
+    resource_uri = None
+    prompt_name = None
+
+    def on_start(self) -> None:
+        super().on_start()
+        self._discover()
+
+    def _discover(self) -> None:
+        caps = self.mcp.session.server_capabilities or {}
+        if "resources" in caps:
+            reply = self.mcp.list_resources()
+            if reply is not None and not reply.is_error:
+                items = (reply.result or {}).get("resources") or []
+                self.resource_uri = items[0]["uri"] if items else None
+        if "prompts" in caps:
+            reply = self.mcp.list_prompts()
+            if reply is not None and not reply.is_error:
+                items = (reply.result or {}).get("prompts") or []
+                self.prompt_name = items[0]["name"] if items else None
+
+    @task(10)
+    def call_tool(self) -> None:
+        if self.ready():
+            self.mcp.call_tool(self.tool, self.tool_args)
+
+    @task(3)
+    def list_tools(self) -> None:
+        if self.ready():
+            self.mcp.list_tools()
+
+    @task(2)
+    def read_resource(self) -> None:
+        if self.resource_uri and self.ready():
+            self.mcp.read_resource(self.resource_uri)
+
+    @task(2)
+    def get_prompt(self) -> None:
+        if self.prompt_name and self.ready():
+            self.mcp.get_prompt(self.prompt_name)
+
+    @task(1)
+    def complete(self) -> None:
+        caps = self.mcp.session.server_capabilities or {}
+        if self.prompt_name and "completions" in caps and self.ready():
+            self.mcp.complete({"type": "ref/prompt", "name": self.prompt_name}, {"name": "name", "value": "a"})

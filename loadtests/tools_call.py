@@ -1,0 +1,14 @@
+"""tools/call family: one session per user, then ``--mcp-tool`` with ``--mcp-tool-args`` in a loop
+(``--mcp-rate`` > 0 for the open model)."""
+
+import locust  # noqa: F401, I001 - first
+
+from locust import task
+from _common import McpUser
+
+
+class ToolsCallUser(McpUser):
+    @task
+    def call(self) -> None:
+        if self.ready():
+            self.mcp.call_tool(self.tool, self.tool_args)

@@ -1,0 +1,387 @@
+"""gevent adapter: an MCP client over Streamable HTTP (geventhttpclient, keep-alive).
+
+One :class:`HttpClient` per Locust user holds one ``geventhttpclient.HTTPClient`` (a small
+keep-alive pool).  Every POST carries ``Accept: application/json, text/event-stream`` and
+``Content-Type: application/json``, plus the session's protocol headers
+(:meth:`ClientSession.http_headers`: ``Mcp-Session-Id``/``MCP-Protocol-Version`` after the
+handshake; ``MCP-Protocol-Version``/``Mcp-Method``/``Mcp-Name`` in 2026-07-28) and an optional
+bearer token.
+
+The reply is either one JSON object or an SSE stream.  An SSE stream is read line by line
+(``readline(b"\\n")``, so each event is seen as soon as its blank line arrives rather than when a
+4 KiB block fills), fed to :class:`mcpfast.core.SseDecoder`, and every event's arrival time is kept
+on the request (``Pending.event_times``) for time-to-first-event and inter-event gaps.  Server
+requests that arrive on a stream (legacy) are answered by a POST from a separate greenlet.
+
+``open_get_stream()`` opens the standalone GET stream (legacy) in its own greenlet and
+connection; ``listen()`` runs a bounded 2026 ``subscriptions/listen``; ``delete()`` ends the session.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+import gevent
+from gevent.event import Event as GEvent
+from geventhttpclient import HTTPClient
+from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
+
+from mcpfast import core
+from mcpfast.client.base import McpClient
+from mcpfast.client.errors import (
+    BadSse,
+    ConnectionFailure,
+    HttpStatusError,
+    InvalidJson,
+    McpClientError,
+    RequestTimeout,
+    UnexpectedReply,
+    WrongId,
+)
+from mcpfast.client.session import CallResult, ClientSession, Pending
+
+__all__ = ["HttpClient"]
+
+ACCEPT_BOTH = "application/json, text/event-stream"
+DRAIN_AFTER_REPLY = 0.05  # s to wait for the end of an SSE stream after the reply, to keep the connection
+
+
+def _network_errors() -> tuple[type[BaseException], ...]:
+    import socket
+
+    return (OSError, socket.timeout, HTTPConnectionClosed, HTTPParseError)
+
+
+class HttpClient(McpClient):
+    transport = "http"
+
+    def __init__(
+        self,
+        url: str,
+        session: ClientSession | None = None,
+        *,
+        token: str | None = None,
+        connection_timeout: float = 10.0,
+        network_timeout: float | None = None,
+        concurrency: int = 4,
+        **kw: Any,
+    ) -> None:
+        super().__init__(session or ClientSession(), **kw)
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        self.url = url
+        self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.token = token
+        self.connection_timeout = connection_timeout
+        self.network_timeout = network_timeout if network_timeout is not None else self.timeout
+        self._kw = dict(
+            connection_timeout=connection_timeout,
+            network_timeout=self.network_timeout,
+            ssl=parts.scheme == "https",
+        )
+        self._host, self._port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+        self._concurrency = concurrency
+        self._http: HTTPClient | None = None  # lazy: never open sockets at import or construction
+        self._errors = _network_errors()
+        self.get_stream: gevent.Greenlet | None = None
+        self.get_stream_events = 0
+        self.get_stream_status: int | None = None
+
+    @property
+    def http(self) -> HTTPClient:
+        if self._http is None:
+            self._http = HTTPClient(self._host, self._port, concurrency=self._concurrency, **self._kw)
+        return self._http
+
+    def _headers(self, extra: dict[str, str], accept: str = ACCEPT_BOTH) -> dict[str, str]:
+        headers = {"Accept": accept, "Content-Type": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        headers.update(extra)
+        return headers
+
+    # -- one POST ------------------------------------------------------------------------------------
+    def _post(self, body: bytes, headers: dict[str, str]) -> Any:
+        try:
+            return self.http.request("POST", self.path, body=body, headers=headers)
+        except self._errors as exc:
+            if "timed out" in str(exc) or exc.__class__.__name__ == "timeout":
+                raise RequestTimeout() from None
+            raise ConnectionFailure("connection error", str(exc)[:200]) from None
+
+    def _roundtrip(self, pending: Pending, stream: bool = False) -> CallResult:
+        session = self.session
+        resp = self._post(pending.data, self._headers(session.http_headers(pending)))
+        try:
+            status = resp.status_code
+            if pending.method == "initialize" and status == 200:
+                sid = resp.get("mcp-session-id")
+                if isinstance(sid, str) and sid:
+                    session.session_id = sid
+            ctype = (resp.get("content-type") or "").split(";")[0].strip().lower()
+            if ctype == "text/event-stream" and status == 200:
+                return self._read_sse(resp, pending)
+            try:
+                body = resp.read()
+            except self._errors as exc:
+                raise self._read_error(exc) from None
+            if status == 200 and ctype == "application/json":
+                return self._single(body, pending)
+            if status in (400, 401, 403, 404, 405, 409, 422, 500) and body[:1] == b"{":
+                # modern servers answer protocol errors with a 4xx and a JSON-RPC error body
+                try:
+                    rid, is_error, _code = core.scan_reply(body)
+                except core.JsonRpcError:
+                    rid, is_error = None, False
+                if is_error and rid == pending.id:
+                    return self._single(body, pending)
+            if status == 404 and session.session_id is not None and session.era == "handshake":
+                session.initialized = False  # session expired: the client must re-initialize
+            if status == 200:
+                raise UnexpectedReply("unexpected content type", ctype)
+            raise HttpStatusError(status, body[:2000])
+        finally:
+            resp.release()
+
+    def _read_error(self, exc: BaseException) -> McpClientError:
+        if "timed out" in str(exc) or exc.__class__.__name__ == "timeout":
+            return RequestTimeout()
+        return ConnectionFailure("connection error", str(exc)[:200])
+
+    def _single(self, body: bytes, pending: Pending) -> CallResult:
+        event = self.session.receive(body)
+        if event.kind != "reply" or event.reply is None:
+            raise UnexpectedReply("JSON body is not a reply")
+        if event.reply.id != pending.id:
+            # a reply to some other request of ours: give it back, this one is still unanswered
+            raise WrongId(event.reply.id, pending.id)
+        return event.reply
+
+    def _read_sse(self, resp: Any, pending: Pending) -> CallResult:
+        session = self.session
+        decoder = core.SseDecoder()
+        times = pending.event_times
+        reply: CallResult | None = None
+        try:
+            while reply is None:
+                try:
+                    line = resp.readline(b"\n")
+                except self._errors as exc:
+                    raise self._read_error(exc) from None
+                if not line:
+                    for item in decoder.close():
+                        if isinstance(item, core.FrameTooLarge):
+                            raise BadSse("SSE event too large")
+                    break
+                now = time.perf_counter()
+                for item in decoder.feed(line):
+                    if isinstance(item, core.FrameTooLarge):
+                        raise BadSse("SSE event too large")
+                    if not item.data:
+                        continue  # priming event / keep-alive
+                    times.append(now)
+                    try:
+                        event = session.receive(item.data.encode("utf-8"), now)
+                    except InvalidJson as exc:
+                        raise BadSse("SSE event is not JSON-RPC", exc.detail) from None
+                    if event.kind == "reply":
+                        assert event.reply is not None
+                        if event.reply.id != pending.id:
+                            raise WrongId(event.reply.id, pending.id)
+                        reply = event.reply
+                    elif event.kind == "server-request" and event.response is not None:
+                        gevent.spawn(self._post_quiet, event.response)
+            if reply is None:
+                raise BadSse("SSE stream ended without the reply")
+            if not resp.message_complete:
+                with gevent.Timeout(DRAIN_AFTER_REPLY, False):
+                    while resp.readline(b"\n"):
+                        pass
+            return reply
+        finally:
+            resp.release()
+
+    def _post_quiet(self, body: bytes) -> None:
+        try:
+            resp = self._post(body, self._headers(self.session.http_headers()))
+            resp.read()
+            resp.release()
+        except McpClientError:
+            pass
+        except self._errors:
+            pass
+
+    def _send_notification(self, data: bytes, method: str) -> None:
+        session = self.session
+        headers = session.http_headers(method=method)
+        resp = self._post(data, self._headers(headers))
+        try:
+            status = resp.status_code
+            try:
+                body = resp.read()
+            except self._errors as exc:
+                raise self._read_error(exc) from None
+            if status not in (200, 202, 204):
+                raise HttpStatusError(status, body[:2000])
+        finally:
+            resp.release()
+
+    def _report_stream(self, pending: Pending, intended: float) -> None:
+        super()._report_stream(pending, intended)
+        self._report_times("sse", pending.event_times, intended)
+
+    def on_legacy_fallback(self) -> None:
+        self.session.session_id = None
+
+    # -- session end ------------------------------------------------------------------------------------
+    def delete(self) -> bool:
+        """DELETE the session; True when the server ended it (2xx). 405 counts as 'not offered'."""
+        session = self.session
+        if session.session_id is None:
+            return False
+        intended = self.pace()
+        exc: BaseException | None = None
+        name = "DELETE"
+        ended = False
+        try:
+            resp = self.http.request("DELETE", self.path, headers=self._headers(session.http_headers()))
+            try:
+                resp.read()
+                if resp.status_code == 405:
+                    name = "DELETE:405"
+                elif not 200 <= resp.status_code < 300:
+                    exc = HttpStatusError(resp.status_code)
+                else:
+                    ended = True
+            finally:
+                resp.release()
+        except self._errors as error:
+            exc = self._read_error(error)
+        session.reset()
+        self._finish(name, intended, 0, exc)
+        return ended
+
+    # -- long-lived streams -------------------------------------------------------------------------------
+    def open_get_stream(self, duration: float = 1.0, on_event: Any = None) -> GEvent:
+        """Legacy GET stream in its own greenlet and connection, for at most ``duration`` seconds.
+
+        Reports ``GET:open`` (time to the response headers) and ``GET:event`` (gap since the
+        previous event or the open). Returns an Event set when the stream greenlet ends.
+        """
+        done = GEvent()
+        self.get_stream = gevent.spawn(self._get_stream, duration, on_event, done)
+        return done
+
+    def _get_stream(self, duration: float, on_event: Any, done: GEvent) -> None:
+        http = HTTPClient(self._host, self._port, concurrency=1, **self._kw)
+        session = self.session
+        intended = time.perf_counter()
+        try:
+            with gevent.Timeout(duration, False):
+                try:
+                    resp = http.request("GET", self.path, headers=self._headers(session.http_headers(),
+                                                                                 "text/event-stream"))
+                except self._errors as exc:
+                    self._finish("GET:open", intended, 0, self._read_error(exc))
+                    return
+                try:
+                    self.get_stream_status = resp.status_code
+                    if resp.status_code == 405:
+                        self._finish("GET:405", intended, 0, None)
+                        return
+                    if resp.status_code != 200:
+                        resp.read()
+                        self._finish("GET:open", intended, 0, HttpStatusError(resp.status_code))
+                        return
+                    self._finish("GET:open", intended, 0, None)
+                    decoder = core.SseDecoder()
+                    last = time.perf_counter()
+                    while True:
+                        line = resp.readline(b"\n")
+                        if not line:
+                            return
+                        for item in decoder.feed(line):
+                            if isinstance(item, core.FrameTooLarge) or not item.data:
+                                continue
+                            now = time.perf_counter()
+                            self.reporter("GET:event", int((now - last) * 1_000_000), len(item.data), None)
+                            last = now
+                            self.get_stream_events += 1
+                            try:
+                                event = session.receive(item.data.encode("utf-8"), now)
+                            except McpClientError:
+                                continue
+                            if event.kind == "server-request" and event.response is not None:
+                                gevent.spawn(self._post_quiet, event.response)
+                            if on_event is not None:
+                                on_event(event)
+                finally:
+                    resp.release()
+        except self._errors:
+            pass
+        finally:
+            http.close()
+            done.set()
+
+    def listen(self, duration: float = 1.0, notifications: dict[str, Any] | None = None) -> bool:
+        """2026 ``subscriptions/listen`` for at most ``duration`` s: reports the time to the
+        ``notifications/subscriptions/acknowledged`` event as ``subscriptions/listen:ack``."""
+        session = self.session
+        intended = self.pace()
+        pending = session.request("subscriptions/listen",
+                                  {"notifications": notifications or {"toolsListChanged": True}})
+        exc: BaseException | None = None
+        acked = False
+        try:
+            resp = self._post(pending.data, self._headers(session.http_headers(pending)))
+        except McpClientError as error:
+            session.forget(pending)
+            self._finish("subscriptions/listen:ack", intended, 0, error)
+            return False
+        try:
+            ctype = (resp.get("content-type") or "").split(";")[0].strip().lower()
+            if resp.status_code != 200 or ctype != "text/event-stream":
+                body = resp.read()
+                exc = HttpStatusError(resp.status_code, body[:2000]) if resp.status_code != 200 else \
+                    BadSse("listen did not answer with an event stream", ctype)
+            else:
+                decoder = core.SseDecoder()
+                with gevent.Timeout(duration, False):
+                    while not acked:
+                        line = resp.readline(b"\n")
+                        if not line:
+                            break
+                        for item in decoder.feed(line):
+                            if isinstance(item, core.FrameTooLarge) or not item.data:
+                                continue
+                            try:
+                                event = session.receive(item.data.encode("utf-8"))
+                            except McpClientError as error:
+                                exc = error
+                                break
+                            if event.kind == "notification" and event.message is not None and \
+                                    event.message.method == "notifications/subscriptions/acknowledged":
+                                acked = True
+                                break
+                            if event.kind == "reply":
+                                break
+                if not acked and exc is None:
+                    exc = BadSse("listen stream gave no acknowledgement")
+        except self._errors as error:
+            exc = self._read_error(error)
+        finally:
+            session.forget(pending)
+            resp.release()  # closing the stream ends the subscription
+        self._finish("subscriptions/listen:ack", intended, 0, exc)
+        return acked
+
+    def close(self) -> None:
+        if self.get_stream is not None:
+            self.get_stream.kill(block=False)
+            self.get_stream = None
+        if self._http is not None:
+            self._http.close()
+            self._http = None

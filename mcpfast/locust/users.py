@@ -1,0 +1,158 @@
+"""Locust users that speak MCP: :class:`McpUser` (transport from the options), :class:`McpHttpUser`
+(Streamable HTTP at ``--host``) and :class:`McpStdioUser` (one ``--mcp-command`` process per user).
+
+All three are ``abstract = True``; a locustfile subclasses one and adds tasks that use
+``self.mcp`` (an :class:`mcpfast.client.base.McpClient`): ``initialize()`` (handshake, or
+``server/discover`` in 2026-07-28, or the auto probe), ``call_tool(name, arguments)``,
+``list_tools()``, ``list_resources()``, ``read_resource(uri)``, ``list_prompts()``,
+``get_prompt(name, args)``, ``complete(ref, argument)``, ``delete()``.
+
+Every call is reported through :meth:`mcpfast.locust.stats.McpStats.report` with the transport as
+request type (``"mcp-http"`` / ``"mcp-stdio"``) and a low-cardinality name (``tools/call:echo``,
+``initialize``, ``notifications/initialized``, ``DELETE``, ``sse:first-event``, ``sse:gap``,
+``progress:first-event``, ...).  Latency is integer µs from the pacer's intended send time
+(``--mcp-rate`` > 0: open model) or the actual send time (closed model).  Failures are the
+exception classes of :mod:`mcpfast.client.errors` (connection, HTTP status, JSON-RPC error code,
+wrong id, bad SSE, invalid JSON, timeout, tool error) or
+:class:`mcpfast.locust.validate.SchemaViolation` for the sampled schema check.
+
+Nothing is spawned or connected at import or construction: the client is built in ``on_start``
+(so ``--processes`` forks first) and closed in ``on_stop``.
+"""
+
+from __future__ import annotations
+
+import locust  # noqa: F401, I001 - first: Locust's import gevent-patches the stdlib
+
+import json
+from typing import Any
+
+import gevent
+from locust import User
+
+from mcpfast.client.base import McpClient
+from mcpfast.client.session import ClientSession
+from mcpfast.locust import stats as mstats
+from mcpfast.locust.options import option
+
+__all__ = ["McpHttpUser", "McpStdioUser", "McpUser", "REQUEST_TYPES"]
+
+REQUEST_TYPES = {"http": "mcp-http", "stdio": "mcp-stdio"}
+FAILED_START_BACKOFF = 0.1  # s: a user whose server refuses the handshake does not spin
+
+
+class McpUser(User):
+    """Base MCP user: stdio when ``--mcp-command`` is given, else Streamable HTTP at ``--host``."""
+
+    abstract = True
+    transport: str | None = None  # None: from the options; "http" / "stdio" forces one
+    auto_initialize = True  # initialize (or discover) in on_start and again after a lost session
+
+    def __init__(self, environment: Any) -> None:
+        super().__init__(environment)
+        self.mcp: McpClient = None  # type: ignore[assignment]  # built in on_start
+        self.request_type = "mcp"
+
+    # -- options ---------------------------------------------------------------------------------
+    def opt(self, name: str) -> Any:
+        return option(self.environment, name)
+
+    @property
+    def tool(self) -> str:
+        return str(self.opt("mcp_tool"))
+
+    @property
+    def tool_args(self) -> dict[str, Any]:
+        args = getattr(self, "_tool_args", None)
+        if args is None:
+            args = self._tool_args = json.loads(self.opt("mcp_tool_args"))
+        return args
+
+    @property
+    def stream_tool(self) -> str:
+        return str(self.opt("mcp_stream_tool"))
+
+    @property
+    def stream_count(self) -> int:
+        return int(self.opt("mcp_stream_count"))
+
+    @property
+    def is_stdio(self) -> bool:
+        return self.resolved_transport() == "stdio"
+
+    def resolved_transport(self) -> str:
+        if self.transport is not None:
+            return self.transport
+        return "stdio" if self.opt("mcp_command") else "http"
+
+    # -- client ------------------------------------------------------------------------------------
+    def new_session(self) -> ClientSession:
+        return ClientSession(str(self.opt("mcp_protocol_version")))
+
+    def make_client(self) -> McpClient:
+        stats = mstats.get(self.environment)
+        kind = self.resolved_transport()
+        request_type = self.request_type = REQUEST_TYPES[kind]
+        report = stats.report
+
+        def reporter(name: str, elapsed_us: int, length: int, exc: BaseException | None) -> None:
+            report(request_type, name, elapsed_us, length, exc)
+
+        kw: dict[str, Any] = {
+            "reporter": reporter,
+            "pace": stats.pacer.wait,
+            "validator": stats.validator,
+            "timeout": float(self.opt("mcp_timeout")),
+        }
+        if kind == "stdio":
+            from mcpfast.client.stdio import StdioClient
+
+            command = self.opt("mcp_command")
+            if not command:
+                raise ValueError("McpStdioUser needs --mcp-command")
+            return StdioClient(command, self.new_session(), **kw)
+        from mcpfast.client.http import HttpClient
+
+        if not self.host:
+            raise ValueError("McpHttpUser needs --host (the MCP endpoint URL, e.g. http://127.0.0.1:8000/mcp)")
+        return HttpClient(self.host, self.new_session(), token=self.opt("mcp_token"), **kw)
+
+    def ready(self) -> bool:
+        """Make sure the connection is initialised (again after a lost session); False on failure."""
+        s = self.mcp.session
+        if getattr(self.mcp, "dead", None) is not None and self.mcp.dead != "closed":
+            self.mcp.restart()  # stdio: the server process died; the spec says restart it
+        if s.era is None or s.needs_handshake:
+            if not self.mcp.initialize():
+                gevent.sleep(FAILED_START_BACKOFF)
+                return False
+        return True
+
+    def on_start(self) -> None:
+        self.mcp = self.make_client()
+        if self.auto_initialize:
+            self.ready()
+
+    def on_stop(self) -> None:
+        if self.mcp is not None:
+            try:
+                if not self.is_stdio and self.auto_initialize:
+                    self.mcp.delete()
+            finally:
+                self.mcp.close()
+
+
+class McpHttpUser(McpUser):
+    """MCP over Streamable HTTP at ``--host`` (request type ``mcp-http``)."""
+
+    abstract = True
+    transport = "http"
+
+
+class McpStdioUser(McpUser):
+    """MCP over stdio: one ``--mcp-command`` server process per user (request type ``mcp-stdio``)."""
+
+    abstract = True
+    transport = "stdio"
+
+
