@@ -16,11 +16,12 @@ import logging
 import time
 from typing import Any
 
+import gevent
 from locust import events
 
 from mcpfast.client.base import rss_kib
 from mcpfast.locust.stats import output_prefix
-from mcpfast.locust.users import McpUser
+from mcpfast.locust.users import FAILED_START_BACKOFF, McpUser
 
 __all__ = ["CHURN", "McpUser", "open_session", "close_session"]
 
@@ -43,6 +44,7 @@ def open_session(user: McpUser) -> bool:
     else:
         mcp.session.reset()
     if not mcp.initialize():
+        gevent.sleep(FAILED_START_BACKOFF)  # a refused handshake must not become a hot loop
         return False
     pending = mcp.session.request("tools/call", {"name": user.tool, "arguments": user.tool_args})
     reply = mcp.call("tools/call", pending=pending, name=first_call_name(user))

@@ -10,6 +10,8 @@ from _common import McpUser
 class MixedUser(McpUser):
     resource_uri = None
     prompt_name = None
+    prompt_args: dict = {}
+    complete_arg = None
 
     def on_start(self) -> None:
         super().on_start()
@@ -26,7 +28,12 @@ class MixedUser(McpUser):
             reply = self.mcp.list_prompts()
             if reply is not None and not reply.is_error:
                 items = (reply.result or {}).get("prompts") or []
-                self.prompt_name = items[0]["name"] if items else None
+                if items:
+                    self.prompt_name = items[0]["name"]
+                    arguments = items[0].get("arguments") or []
+                    # every required argument gets a value; the first one is the completion target
+                    self.prompt_args = {a["name"]: "x" for a in arguments if a.get("required")}
+                    self.complete_arg = arguments[0]["name"] if arguments else None
 
     @task(10)
     def call_tool(self) -> None:
@@ -46,10 +53,10 @@ class MixedUser(McpUser):
     @task(2)
     def get_prompt(self) -> None:
         if self.prompt_name and self.ready():
-            self.mcp.get_prompt(self.prompt_name)
+            self.mcp.get_prompt(self.prompt_name, self.prompt_args)
 
     @task(1)
     def complete(self) -> None:
         caps = self.mcp.session.server_capabilities or {}
-        if self.prompt_name and "completions" in caps and self.ready():
-            self.mcp.complete({"type": "ref/prompt", "name": self.prompt_name}, {"name": "name", "value": "a"})
+        if self.prompt_name and self.complete_arg and "completions" in caps and self.ready():
+            self.mcp.complete({"type": "ref/prompt", "name": self.prompt_name}, {"name": self.complete_arg, "value": "a"})

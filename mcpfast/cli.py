@@ -46,7 +46,69 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000, help="(http) port to bind")
     serve.add_argument("--max-in-flight", type=int, default=None, help="requests served at once (stdio)")
     serve.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
+    _http_arguments(serve)
+    _token_parser(sub)
     return parser
+
+
+def _http_arguments(serve: argparse.ArgumentParser) -> None:
+    """``--transport http`` options (mcpfast/transports/http.py, mcpfast/auth/)."""
+    from mcpfast.transports.http_runner import DEFAULT_RUNNER
+
+    group = serve.add_argument_group("http transport")
+    group.add_argument("--runner", choices=("uvicorn", "granian"), default=DEFAULT_RUNNER, help="ASGI server")
+    group.add_argument("--allowed-origin", action="append", default=[], help="extra allowed Origin (repeatable; '*': any)")
+    group.add_argument("--max-body", type=int, default=None, help="largest request body in bytes (default 4 MiB)")
+    group.add_argument("--max-sessions", type=int, default=None, help="open sessions at most (default 10000)")
+    group.add_argument("--session-idle-timeout", type=float, default=None, help="seconds before an idle session ends")
+    group.add_argument("--keepalive", type=float, default=None, help="seconds between SSE keep-alive comments")
+    group.add_argument("--no-legacy-sse", action="store_true", help="do not serve the 2024-11-05 /sse endpoints")
+    group.add_argument("--auth-jwks", help="JWKS (file path or https URL) that signs accepted access tokens")
+    group.add_argument("--auth-issuer", help="required token issuer (iss)")
+    group.add_argument("--auth-server", action="append", default=[], help="authorization server URL for the metadata")
+    group.add_argument("--resource-url", help="this server's canonical resource URI (token audience)")
+    group.add_argument("--auth-scopes", default="", help="scopes every request needs (space or comma separated)")
+
+
+def _token_parser(sub: Any) -> None:
+    token = sub.add_parser("token", help="mint a test access token (or create a signing key)")
+    token.add_argument("--key", help="private key file (PEM) to sign with")
+    token.add_argument("--new-key", metavar="KEYFILE", help="write a new key pair to KEYFILE (PEM)")
+    token.add_argument("--jwks", help="with --new-key: write the public JWKS here")
+    token.add_argument("--issuer", default="https://auth.example.test")
+    token.add_argument("--audience", default="http://127.0.0.1:8000/mcp")
+    token.add_argument("--scope", default="", help="space separated scopes")
+    token.add_argument("--subject", default="test-user")
+    token.add_argument("--ttl", type=int, default=3600, help="lifetime in seconds")
+
+
+def _serve_http(args: argparse.Namespace) -> int:
+    from mcpfast.transports.http_runner import run
+
+    options: dict[str, Any] = {}
+    if args.allowed_origin:
+        options["allowed_origins"] = args.allowed_origin
+    for name in ("max_body", "max_sessions", "session_idle_timeout", "keepalive"):
+        value = getattr(args, name)
+        if value is not None:
+            options[name] = value
+    if args.no_legacy_sse:
+        options["sse_path"] = None
+    if args.auth_jwks:
+        if not args.resource_url:
+            print("mcpfast: --auth-jwks needs --resource-url (the token audience)", file=sys.stderr)
+            return 2
+        options["auth"] = {
+            "jwks": args.auth_jwks,
+            "issuer": args.auth_issuer,
+            "resource": args.resource_url,
+            "scopes": [s for s in args.auth_scopes.replace(",", " ").split() if s],
+            "authorization_servers": args.auth_server or ([args.auth_issuer] if args.auth_issuer else []),
+        }
+    spec = _FIXTURES[args.fixture] if args.fixture else (args.app or _DEMO)
+    load_app(spec)  # fail early, in this process, on a bad spec
+    run(spec, args.host, args.port, runner=args.runner, log_level=args.log_level, **options)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,8 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
         if args.transport == "http":
-            print("mcpfast: --transport http is not built yet; use --transport stdio", file=sys.stderr)
-            return 2
+            logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+            return _serve_http(args)
         # stdout belongs to the protocol: every log line goes to stderr.
         logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
         app = load_app(_FIXTURES[args.fixture] if args.fixture else (args.app or _DEMO))
@@ -70,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
             options["max_in_flight"] = args.max_in_flight
         run_stdio(app, **options)
         return 0
+    if args.command == "token":
+        from mcpfast.auth.tokens import token_command
+
+        return token_command(args)
     return 2
 
 

@@ -95,6 +95,7 @@ def render_chart(rows: list[Row], out: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     plotted = [r for r in rows if r.speedup is not None]
     fig, ax = plt.subplots(figsize=(9, 0.5 * max(len(plotted), 1) + 1.8))
@@ -112,6 +113,9 @@ def render_chart(rows: list[Row], out: Path) -> None:
         low = min([*values, 1.0]) / 1.5
         high = max([*values, TARGETS[-1]]) * 2
         ax.set_xlim(low, high)
+        ticks = [t for t in (0.1, 0.2, 0.5, 1, 2, 3, 5, 10, 20, 50, 100) if low <= t <= high]
+        ax.set_xticks(ticks, [f"{t:g}x" for t in ticks])
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     else:
         ax.text(0.5, 0.5, "no group has both implementations", ha="center", va="center", transform=ax.transAxes)
         ax.set_xscale("log")
@@ -119,7 +123,7 @@ def render_chart(rows: list[Row], out: Path) -> None:
     ax.axvline(1.0, color="grey", linewidth=0.8)
     for target, style in zip(TARGETS, ("--", ":"), strict=True):
         ax.axvline(target, color="black", linestyle=style, linewidth=1, label=f"target {target:g}x")
-    ax.set_xlabel("speed-up of the Rust core over the Python twin (python median / rust median, log scale)")
+    ax.set_xlabel("speed-up: python median / rust median (log scale)")
     ax.set_title("mcpfast core: Rust vs Python")
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()

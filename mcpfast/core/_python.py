@@ -4,9 +4,12 @@ Same names, same behaviour (see ``mcpfast/_core.pyi`` and ``docs/core-contract.m
 baseline the Rust benchmarks are compared against, so the hot paths avoid per-byte Python work:
 
 * ``decode`` parses once with ``orjson.loads`` and validates with dict look-ups. The exact bytes
-  (``raw``, ``raw_params``, ``raw_result``) are found lazily, only when asked, by a small scanner.
-  The depth check counts ``[`` and ``{`` bytes (C-fast); only when that count exceeds the limit is
-  the precise depth computed (strings stripped with ``split``, innermost pairs removed per pass).
+  (``raw``, ``raw_params``, ``raw_result``) are found lazily, only when asked, by a small scanner
+  that walks the top-level members and lets orjson find where each value ends.
+* depth: nesting cannot exceed the number of ``[``/``{`` bytes (counted in C). Only when that
+  count is over the limit is the exact check made, also in C: the input wrapped in
+  ``1024 - limit`` arrays parses if and only if it nests at most ``limit`` deep (orjson's own
+  limit is 1024).
 * encoders splice ``orjson.dumps`` output into a fixed envelope.
 * ``LineFramer`` and ``SseDecoder`` split whole chunks at once (``bytes.split`` / one regex).
 """
@@ -86,52 +89,49 @@ def _value_end(buf: bytes, stop: int, start: int) -> int:
     return stop
 
 
+_WS_RE = re.compile(rb"[ \t\r\n]*")
+_STRING_RE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_SEPARATORS = b",]}"
+_SMALL_TAIL = 2048
+
+
 def _skip_ws(buf: bytes, pos: int) -> int:
+    return _WS_RE.match(buf, pos).end()  # type: ignore[union-attr]
+
+
+def _value_stop(buf: bytes, start: int) -> int:
+    """Index of the ``,``/``]``/``}`` that follows the JSON value at ``buf[start]``.
+
+    orjson finds it in C: parsing a window that holds the whole value fails with "unexpected
+    content" at the separator. A window that cuts the value parses, or fails at its end, and is
+    grown (x4), so the cost stays linear in the value size. Short input is scanned token by token.
+    """
     n = len(buf)
-    while pos < n and buf[pos] in _WS:
-        pos += 1
-    return pos
+    if n - start <= _SMALL_TAIL:
+        return _token_value_stop(buf, start)  # cheaper than an exception for short input
+    view = memoryview(buf)
+    window = _SMALL_TAIL
+    while True:
+        end = start + window
+        if end >= n:
+            end = n
+        try:
+            _loads(view[start:end])
+        except _JSONDecodeError as exc:
+            doc, pos = exc.doc, exc.pos
+            if isinstance(doc, str) and 0 <= pos < len(doc):
+                offset = pos if doc.isascii() else len(doc[:pos].encode("utf-8", "surrogatepass"))
+                stop = start + offset
+                if stop < end and buf[stop] in _SEPARATORS:
+                    return stop
+        if end == n:  # pragma: no cover - the input was validated; keep an exact fallback
+            return _token_value_stop(buf, start)
+        window *= 4
 
 
-def _members(buf: bytes, start: int) -> dict[str, tuple[int, int]]:
-    """Spans of the members of the object starting at ``buf[start] == '{'`` (last key wins)."""
-    spans: dict[str, tuple[int, int]] = {}
+def _token_value_stop(buf: bytes, start: int) -> int:
+    """The same as ``_value_stop``, token by token in Python (fallback)."""
     depth = 0
-    key: str | None = None
-    expect_key = True
-    vstart = 0
-    for m in _TOKEN_RE.finditer(buf, start):
-        tok = m.group()
-        c = tok[0]
-        if c == 0x22:  # string
-            if depth == 1 and expect_key:
-                key = _loads(tok) if b"\\" in tok else tok[1:-1].decode()
-                expect_key = False
-            continue
-        if c in (0x7B, 0x5B):  # { [
-            depth += 1
-        elif c in (0x7D, 0x5D):  # } ]
-            depth -= 1
-            if depth == 0:
-                if key is not None and not expect_key:
-                    spans[key] = (vstart, _value_end(buf, m.start(), vstart))
-                return spans
-        elif depth == 1:
-            if c == 0x3A:  # :
-                vstart = _skip_ws(buf, m.end())
-            elif c == 0x2C:  # ,
-                assert key is not None
-                spans[key] = (vstart, _value_end(buf, m.start(), vstart))
-                key = None
-                expect_key = True
-    return spans  # pragma: no cover - input was validated JSON
-
-
-def _elements(buf: bytes, start: int) -> list[tuple[int, int]]:
-    """Spans of the elements of the array starting at ``buf[start] == '['``."""
-    spans: list[tuple[int, int]] = []
-    depth = 0
-    estart = _skip_ws(buf, start + 1)
     for m in _TOKEN_RE.finditer(buf, start):
         c = m.group()[0]
         if c == 0x22:
@@ -139,16 +139,45 @@ def _elements(buf: bytes, start: int) -> list[tuple[int, int]]:
         if c in (0x7B, 0x5B):
             depth += 1
         elif c in (0x7D, 0x5D):
-            depth -= 1
             if depth == 0:
-                end = _value_end(buf, m.start(), estart)
-                if end > estart:
-                    spans.append((estart, end))
-                return spans
-        elif depth == 1 and c == 0x2C:
-            spans.append((estart, _value_end(buf, m.start(), estart)))
-            estart = _skip_ws(buf, m.end())
-    return spans  # pragma: no cover
+                return m.start()
+            depth -= 1
+        elif c == 0x2C and depth == 0:
+            return m.start()
+    return len(buf)  # pragma: no cover
+
+
+def _members(buf: bytes, start: int) -> dict[str, tuple[int, int]]:
+    """Spans of the members of the object starting at ``buf[start] == '{'`` (last key wins)."""
+    spans: dict[str, tuple[int, int]] = {}
+    pos = _skip_ws(buf, start + 1)
+    if buf[pos] == 0x7D:  # }
+        return spans
+    while True:
+        m = _STRING_RE.match(buf, pos)
+        assert m is not None
+        tok = m.group()
+        key = _loads(tok) if b"\\" in tok else tok[1:-1].decode()
+        value = _skip_ws(buf, _skip_ws(buf, m.end()) + 1)  # past the ':'
+        stop = _value_stop(buf, value)
+        spans[key] = (value, _value_end(buf, stop, value))
+        if buf[stop] == 0x7D:
+            return spans
+        pos = _skip_ws(buf, stop + 1)
+
+
+def _elements(buf: bytes, start: int) -> list[tuple[int, int]]:
+    """Spans of the elements of the array starting at ``buf[start] == '['``."""
+    spans: list[tuple[int, int]] = []
+    pos = _skip_ws(buf, start + 1)
+    if buf[pos] == 0x5D:  # ]
+        return spans
+    while True:
+        stop = _value_stop(buf, pos)
+        spans.append((pos, _value_end(buf, stop, pos)))
+        if buf[stop] == 0x5D:
+            return spans
+        pos = _skip_ws(buf, stop + 1)
 
 
 def _strip_span(buf: bytes) -> tuple[int, int]:
@@ -868,11 +897,13 @@ class SseDecoder:
         last_id = self._last_id
         block_retry = self._block_retry
         append = out.append
+        event = SseEvent
         for line in lines:
             if not line:  # blank line: dispatch
                 if data:
                     raw = data[0] if len(data) == 1 else b"\n".join(data)
-                    append(SseEvent(_event_type(etype), raw.decode("utf-8", "replace"), last_id, block_retry))
+                    name = "message" if not etype or etype == b"message" else etype.decode("utf-8", "replace")
+                    append(event(name, raw.decode("utf-8", "replace"), last_id, block_retry))
                     data = []
                 etype = b""
                 block_retry = None

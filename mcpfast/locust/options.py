@@ -184,7 +184,7 @@ def _add_client_arguments(group: Any) -> None:
         metavar="NAME",
         default=DEFAULTS["mcp_stream_tool"],
         env_var="LOCUST_MCP_STREAM_TOOL",
-        help="Tool that streams progress notifications, called with {\"count\": N} (default stream).",
+        help="Tool that streams progress notifications, called with {\"n\": N} (default stream).",
     )
     group.add_argument(
         "--mcp-stream-count",

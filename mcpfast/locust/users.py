@@ -130,8 +130,8 @@ class McpUser(User):
 
     def on_start(self) -> None:
         self.mcp = self.make_client()
-        if self.auto_initialize:
-            self.ready()
+        if self.auto_initialize and not self.mcp.initialize():  # 2026-07-28: server/discover
+            gevent.sleep(FAILED_START_BACKOFF)
 
     def on_stop(self) -> None:
         if self.mcp is not None:

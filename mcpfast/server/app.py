@@ -7,12 +7,16 @@ into MCP results. Protocol errors are raised as ``McpError``; tool failures beco
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextvars
 import dataclasses
+import functools
 import inspect
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from types import UnionType
+from types import CoroutineType, UnionType
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import orjson
@@ -25,6 +29,7 @@ from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, McpError, resource_not_found_code
 from mcpfast.protocol.schema import known_fields
 from mcpfast.server._typeschema import function_schema, type_schema
+from mcpfast.server._validate import ArgumentValidator
 from mcpfast.server.content import ToolResult
 from mcpfast.server.context import Context
 from mcpfast.server.uri_template import UriTemplate, is_template
@@ -36,17 +41,27 @@ logger = logging.getLogger("mcpfast.server")
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 _CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"})
 
-Handler = Callable[[InboundRequest, Any], Awaitable[Any]]
+Handler = Callable[[InboundRequest, Any], Any]
+"""A route: returns the result (dict) at once, or an awaitable of it when work must wait."""
 
 
 class _Callable:
-    """A registered function: how to call it and which parameter wants the Context."""
+    """A registered function: how to call it and which parameter wants the Context.
 
-    __slots__ = ("context_param", "fn", "is_async", "names", "schema")
+    ``inline`` is true for a plain sync function: it runs right in the read loop, with no task.
+    An ``async def`` runs in a task; a sync function registered with ``blocking=True`` runs in
+    the server's thread pool (from a task that awaits it).
+    """
 
-    def __init__(self, fn: Callable[..., Any], *, describe: bool = True) -> None:
+    __slots__ = ("blocking", "context_param", "fn", "inline", "is_async", "name_set", "names", "schema")
+
+    def __init__(self, fn: Callable[..., Any], *, describe: bool = True, blocking: bool = False) -> None:
         self.fn = fn
         self.is_async = inspect.iscoroutinefunction(fn)
+        if blocking and self.is_async:
+            raise ValueError(f"{getattr(fn, '__qualname__', fn)!r}: blocking=True is for sync functions (an async def must not block)")
+        self.blocking = blocking
+        self.inline = not self.is_async and not blocking
         hints = get_type_hints(fn, include_extras=True)
         self.context_param = next((n for n, t in hints.items() if n != "return" and _is_context(t)), None)
         skip = frozenset({self.context_param}) if self.context_param else frozenset()
@@ -54,14 +69,31 @@ class _Callable:
             self.schema, self.names = function_schema(fn, skip)
         else:
             self.schema, self.names = {}, [n for n in inspect.signature(fn).parameters if n not in skip]
+        self.name_set = frozenset(self.names)
 
-    async def call(self, args: dict[str, Any], ctx: Context | None) -> Any:
+    def kwargs(self, args: dict[str, Any], ctx: Context | None) -> dict[str, Any]:
+        """The keyword arguments of one call: the known arguments, and the Context if wanted."""
+        if self.context_param is None:
+            if args.keys() <= self.name_set:
+                return args
+            return {n: args[n] for n in self.names if n in args}
         kwargs = {n: args[n] for n in self.names if n in args}
-        if self.context_param is not None:
-            kwargs[self.context_param] = ctx
+        kwargs[self.context_param] = ctx
+        return kwargs
+
+    def call_inline(self, args: dict[str, Any], ctx: Context | None) -> Any:
+        """Call a plain sync function right here."""
+        return self.fn(**self.kwargs(args, ctx))
+
+    async def call(self, args: dict[str, Any], ctx: Context | None, executor: concurrent.futures.Executor | None = None) -> Any:
+        """Call the function however it must run: awaited, in a worker thread, or inline."""
+        kwargs = self.kwargs(args, ctx)
         if self.is_async:
             return await self.fn(**kwargs)
-        # Sync handlers run inline: most are fast, and a thread hop costs more than they do.
+        if self.blocking:
+            # The worker sees the caller's context variables, as asyncio.to_thread does.
+            run = functools.partial(contextvars.copy_context().run, self.fn, **kwargs)
+            return await asyncio.get_running_loop().run_in_executor(executor, run)
         return self.fn(**kwargs)
 
 
@@ -79,7 +111,7 @@ class _Tool:
         self.definition = definition
         self.output_schema = output_schema
         self.wrap_output = wrap
-        self.validator = _validator(definition["inputSchema"])
+        self.validator = ArgumentValidator(definition["inputSchema"])
         self.output_validator = _validator(output_schema) if output_schema is not None else None
 
 

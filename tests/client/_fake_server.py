@@ -5,8 +5,10 @@
 
 Modes: ``ok`` (echo/add/stream tools, prompts, resources, completion, ping from the server on
 ``tools/call:ping_me``), ``wrong-id`` (replies carry id+1000), ``invalid-json`` (replies are not
-JSON), ``bad-sse`` (HTTP only: an SSE stream that ends without the reply), ``stall`` (every
-``--stall-every``-th call sleeps ``--stall-ms``), ``modern`` (2026-07-28 only: no initialize).
+JSON), ``bad-sse`` (HTTP only: an SSE event whose data is not JSON), ``stall`` (every
+``--stall-every``-th tools/call sleeps ``--stall-ms`` while holding a lock every tools/call takes,
+so the whole server stalls), ``modern`` (2026-07-28 only: no initialize).  The ``delay`` tool
+waits exactly ``arguments.ms`` milliseconds (sleep, then a spin for the last 0.7 ms).
 Not an MCP implementation: just enough of the wire for the client's tests.
 """
 
@@ -20,6 +22,16 @@ import time
 
 COUNT = 0
 LOCK = threading.Lock()
+STALL_LOCK = threading.Lock()  # stall mode: every tools/call passes here, so a stall blocks them all
+
+
+def precise_sleep(seconds: float) -> None:
+    """Sleep, then spin the last 0.7 ms: an injected delay exact to a few µs."""
+    end = time.perf_counter() + seconds
+    if seconds > 0.001:
+        time.sleep(seconds - 0.0007)
+    while time.perf_counter() < end:
+        pass
 
 
 def tool_result(text: str) -> dict:
@@ -39,8 +51,10 @@ def handle(msg: dict, args: argparse.Namespace, emit) -> dict | None:
         n = COUNT
     if args.delay_ms:
         time.sleep(args.delay_ms / 1000.0)
-    if args.mode == "stall" and method == "tools/call" and n % args.stall_every == 0:
-        time.sleep(args.stall_ms / 1000.0)
+    if args.mode == "stall" and method == "tools/call":
+        with STALL_LOCK:
+            if n % args.stall_every == 0:
+                time.sleep(args.stall_ms / 1000.0)
     modern = "io.modelcontextprotocol/protocolVersion" in (params.get("_meta") or {})
 
     def ok(result: dict) -> dict:
@@ -77,10 +91,13 @@ def handle(msg: dict, args: argparse.Namespace, emit) -> dict | None:
         token = (params.get("_meta") or {}).get("progressToken")
         if name == "echo":
             return ok(tool_result(str(arguments.get("text", ""))))
+        if name == "delay":
+            precise_sleep(float(arguments.get("ms", 0)) / 1000.0)
+            return ok(tool_result("slept"))
         if name == "add":
             return ok(tool_result(str(arguments.get("a", 0) + arguments.get("b", 0))))
         if name == "stream":
-            count = int(arguments.get("count", 10))
+            count = int(arguments.get("n", 10))
             for i in range(count):
                 if token is not None:
                     emit({"jsonrpc": "2.0", "method": "notifications/progress",

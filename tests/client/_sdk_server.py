@@ -3,7 +3,7 @@
     python _sdk_server.py stdio
     python _sdk_server.py http PORTFILE [--json] [--stateless] [--lifetime S]
 
-Tools: ``echo(text)``, ``add(a, b)``, ``stream(count)`` (``count`` progress notifications, then a
+Tools: ``echo(text)``, ``add(a, b)``, ``stream(n)`` (``n`` progress notifications, then a
 result); a resource ``mem://hello``, a prompt ``greet(name)``.  HTTP binds 127.0.0.1 on a free port
 written to PORTFILE, and the server exits by itself after ``--lifetime`` seconds.
 """
@@ -32,11 +32,11 @@ def add(a: int, b: int) -> int:
 
 
 @server.tool()
-async def stream(ctx: Context, count: int = 10) -> str:
-    """Send ``count`` progress notifications, then return."""
-    for i in range(count):
-        await ctx.report_progress(i + 1, count)
-    return f"streamed {count}"
+async def stream(ctx: Context, n: int = 10) -> str:
+    """Send ``n`` progress notifications, then return."""
+    for i in range(n):
+        await ctx.report_progress(i + 1, n)
+    return f"streamed {n}"
 
 
 @server.resource("mem://hello")

@@ -116,6 +116,23 @@ def test_forced_rust_with_extension(allow_no_rust: bool) -> None:
     assert proc.stdout.strip() == "rust"
 
 
+@pytest.mark.parametrize("choice", [None, "auto", ""])
+def test_auto_prefers_rust(allow_no_rust: bool, choice: str | None) -> None:
+    if not _rust_importable():
+        if allow_no_rust:
+            pytest.skip("compiled core not importable (MCPFAST_ALLOW_NO_RUST=1)")
+        pytest.fail("the compiled core mcpfast._core is not importable")
+    code = """
+        import warnings
+        warnings.simplefilter("error")
+        import mcpfast.core as c
+        print(c.IMPLEMENTATION)
+        """
+    proc = run_child(code, choice)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "rust"
+
+
 def test_bogus_choice_is_value_error() -> None:
     code = """
         try:

@@ -107,7 +107,7 @@ fn bytes_equal(v: u64, b: u8) -> u64 {
 /// Length of the run of bytes that need no attention inside a string: everything but the
 /// quote, the backslash and control characters. Eight bytes per step (SWAR).
 #[inline]
-fn plain_run(rest: &[u8]) -> usize {
+pub(crate) fn plain_run(rest: &[u8]) -> usize {
     let mut i = 0;
     while let Some(chunk) = rest.get(i..i + 8) {
         let mut word = [0u8; 8];

@@ -95,6 +95,15 @@ pub enum SseItem<'a> {
     },
 }
 
+/// UTF-8 with replacement, as WHATWG decodes the stream; valid text (the common case) is
+/// checked by the fast validator and borrowed.
+fn lossy(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Incremental `text/event-stream` parser.
@@ -272,13 +281,18 @@ impl SseDecoder {
         };
         match name {
             b"data" => {
-                self.data.push_str(&String::from_utf8_lossy(value));
+                self.data.push_str(&lossy(value));
                 self.data.push('\n');
             }
-            b"event" => self.event_type = String::from_utf8_lossy(value).into_owned(),
+            b"event" => {
+                // Reuse the buffers: no allocation per event once they have grown.
+                self.event_type.clear();
+                self.event_type.push_str(&lossy(value));
+            }
             b"id" => {
                 if memchr::memchr(0, value).is_none() {
-                    self.last_id = String::from_utf8_lossy(value).into_owned();
+                    self.last_id.clear();
+                    self.last_id.push_str(&lossy(value));
                 }
             }
             b"retry" => {

@@ -25,16 +25,18 @@ static ESCAPE: [u8; 256] = {
 
 /// Appends `s` as a JSON string.
 pub fn write_str(out: &mut Vec<u8>, s: &str) {
-    let bytes = s.as_bytes();
-    out.reserve(bytes.len() + 2);
+    let mut rest = s.as_bytes();
+    out.reserve(rest.len() + 2);
     out.push(b'"');
-    let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
+    loop {
+        // The bytes a JSON string must escape are exactly those that end a plain run when
+        // reading one: the quote, the backslash and control characters.
+        let n = crate::json::plain_run(rest);
+        out.extend_from_slice(&rest[..n]);
+        let Some((&b, tail)) = rest[n..].split_first() else {
+            break;
+        };
         let esc = ESCAPE[b as usize];
-        if esc == 0 {
-            continue;
-        }
-        out.extend_from_slice(&bytes[start..i]);
         if esc == b'u' {
             out.extend_from_slice(&[
                 b'\\',
@@ -47,9 +49,8 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
         } else {
             out.extend_from_slice(&[b'\\', esc]);
         }
-        start = i + 1;
+        rest = tail;
     }
-    out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
 }
 

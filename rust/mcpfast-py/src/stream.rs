@@ -257,20 +257,31 @@ impl SseDecoder {
         py: Python<'py>,
         data: Option<&[u8]>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let mut items: Vec<PyResult<Bound<'py, PyAny>>> = Vec::new();
+        let list = PyList::empty(py);
+        let mut failure: Option<PyErr> = None;
         let cache = &mut self.id_cache;
         let message = pyo3::intern!(py, "message");
         let mut on_item = |it: SseItem<'_>| {
-            items.push(match it {
+            if failure.is_some() {
+                return;
+            }
+            let item = match it {
                 SseItem::Event {
                     event,
                     data,
                     id,
                     retry,
                 } => {
+                    // Ids change with every event on a resumable stream, but not on all streams.
                     let id_py = match cache {
                         Some((s, p)) if s == id => p.clone_ref(py),
-                        _ => {
+                        Some((s, p)) => {
+                            s.clear();
+                            s.push_str(id);
+                            *p = PyString::new(py, id).unbind();
+                            p.clone_ref(py)
+                        }
+                        None => {
                             let p = PyString::new(py, id).unbind();
                             *cache = Some((id.to_owned(), p.clone_ref(py)));
                             p
@@ -281,29 +292,28 @@ impl SseDecoder {
                     } else {
                         PyString::new(py, event).unbind()
                     };
-                    Bound::new(
-                        py,
-                        SseEvent {
-                            event,
-                            data: PyString::new(py, data).unbind(),
-                            id: id_py,
-                            retry,
-                        },
-                    )
-                    .map(Bound::into_any)
+                    let ev = SseEvent {
+                        event,
+                        data: PyString::new(py, data).unbind(),
+                        id: id_py,
+                        retry,
+                    };
+                    Bound::new(py, ev).map(Bound::into_any)
                 }
                 SseItem::TooLarge { size, limit } => errors::frame_too_large(py, size, limit),
-            });
+            };
+            if let Err(e) = item.and_then(|it| list.append(it)) {
+                failure = Some(e);
+            }
         };
         match data {
             Some(d) => self.inner.feed(d, &mut on_item),
             None => self.inner.close(&mut on_item),
         }
-        let list = PyList::empty(py);
-        for it in items {
-            list.append(it?)?;
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(list),
         }
-        Ok(list)
     }
 }
 

@@ -1,0 +1,494 @@
+"""stdio throughput: ``mcpfast serve`` against the official Python SDK's low-level server.
+
+    python -m mcpfast.bench.stdio_bench --out bench_results/stdio          # the full benchmark
+    python -m mcpfast.bench.stdio_bench --sdk-server                       # the SDK echo server
+
+One client drives both servers the same way: it spawns the server (pinned to one core with
+``taskset``), does ``initialize`` + ``notifications/initialized``, then keeps exactly
+``--inflight`` ``tools/call echo`` requests outstanding for ``--warmup`` + ``--duration`` seconds
+(a closed loop: every reply is answered by one new request). Each reply is matched to its id and
+checked to be a result (not a JSON-RPC error, not ``isError``). Calls/s and latency percentiles
+are measured over the ``--duration`` window only.
+
+The client is kept cheap so that it is not the bottleneck: request bytes are pre-encoded with the
+id spliced in, replies are framed by ``core.LineFramer`` and checked by ``core.scan_reply`` (no
+JSON objects are built), reads are up to 1 MiB and all requests due after one read go out in one
+write. Its CPU time per call is measured next to the server's (``/proc/<pid>/stat``) and
+reported; a run where the client used more than half the server's CPU per call is flagged.
+
+Rounds alternate the servers (mcpfast, SDK, mcpfast, SDK, ...) so that noise from other work on
+the machine hits both; the ratio is computed per round and the median of the rounds reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import selectors
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SERVERS", "main", "run_server", "server_command"]
+
+ECHO_TEXT = "hello from the stdio benchmark"
+PROTOCOL = "2025-11-25"
+_READ = 1 << 20
+_CLK = os.sysconf("SC_CLK_TCK")
+
+SERVERS: dict[str, str] = {
+    "mcpfast": "mcpfast serve --transport stdio (demo app, echo)",
+    "python-sdk": "mcp 2.x mcp.server.lowlevel.Server, stdio_server (echo)",
+}
+
+
+# --------------------------------------------------------------------- servers
+
+
+def server_command(name: str, cpu: int | None) -> list[str]:
+    """The argv that starts server ``name`` (pinned to ``cpu`` with taskset when given)."""
+    if name == "mcpfast":
+        argv = [sys.executable, "-m", "mcpfast", "serve", "--transport", "stdio"]
+    elif name == "python-sdk":
+        argv = [sys.executable, "-m", "mcpfast.bench.stdio_bench", "--sdk-server"]
+    else:
+        raise ValueError(f"unknown server {name!r}")
+    if cpu is not None:
+        argv = ["taskset", "-c", str(cpu), *argv]
+    return argv
+
+
+def sdk_server() -> None:
+    """Serve ``echo`` with the official SDK's low-level ``Server`` over its stdio transport."""
+    import anyio
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+    from mcp.server.stdio import stdio_server
+
+    echo_tool = types.Tool(
+        name="echo",
+        description="Return the text unchanged.",
+        input_schema={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    )
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[echo_tool])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name != "echo":
+            return types.CallToolResult(content=[types.TextContent(type="text", text="unknown tool")], is_error=True)
+        text = (params.arguments or {}).get("text", "")
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+    server = Server("sdk-lowlevel-echo", version="1", on_list_tools=list_tools, on_call_tool=call_tool)
+
+    async def run() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(run)
+
+
+# ---------------------------------------------------------------------- client
+
+
+def _proc_cpu(pid: int) -> float:
+    """User + system CPU seconds of a process (0.0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _CLK
+
+
+class BenchError(RuntimeError):
+    """The server misbehaved (bad reply, stalled, died)."""
+
+
+def _percentile(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    index = min(len(sorted_values) - 1, max(0, round(q / 100 * (len(sorted_values) - 1))))
+    return sorted_values[index]
+
+
+def run_server(
+    argv: list[str],
+    *,
+    duration: float = 5.0,
+    warmup: float = 1.0,
+    inflight: int = 32,
+    stall_timeout: float = 10.0,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Drive one server process with a closed loop of ``inflight`` echo calls.
+
+    Returns:
+        calls, calls_per_s, latency percentiles (ms), CPU seconds per call of client and server,
+        and the error/mismatch counts (all zero on a correct run).
+
+    Raises:
+        BenchError: the server stalled for ``stall_timeout`` seconds, died, or answered an id
+            that was not outstanding.
+    """
+    from mcpfast import core
+
+    head = b'{"jsonrpc":"2.0","id":'
+    tail = (
+        b',"method":"tools/call","params":{"name":"echo","arguments":{"text":' + json.dumps(ECHO_TEXT).encode() + b"}}}\n"
+    )
+    init = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "stdio-bench", "version": "1"}},
+        }
+    ).encode() + b"\n"
+    initialized = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+    is_error_marker = b'"isError":true'
+
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    wfd, rfd = proc.stdin.fileno(), proc.stdout.fileno()
+    os.set_blocking(proc.stderr.fileno(), False)
+    sel = selectors.DefaultSelector()
+    sel.register(rfd, selectors.EVENT_READ)
+    framer = core.LineFramer()
+    scan = core.scan_reply
+    read = os.read
+    write = os.write
+    clock = time.perf_counter
+
+    def read_lines() -> list[Any]:
+        if not sel.select(stall_timeout):
+            raise BenchError(f"no output for {stall_timeout} s")
+        chunk = read(rfd, _READ)
+        if not chunk:
+            raise BenchError(f"server closed stdout (exit {proc.poll()}): {_stderr_tail(proc)}")
+        return framer.feed(chunk)
+
+    try:
+        # ---- handshake
+        write(wfd, init)
+        deadline = clock() + 30.0
+        while True:
+            if clock() > deadline:
+                raise BenchError("no initialize reply in 30 s")
+            lines = read_lines()
+            if any(scan(line)[0] == 0 for line in lines if not isinstance(line, core.FrameTooLarge) and b'"id"' in line):
+                break
+        write(wfd, initialized)
+
+        # ---- closed loop
+        sent_at: list[float] = [0.0]  # index = request id (id 0 was initialize)
+        next_id = 1
+        outstanding = 0
+        latencies: list[float] = []
+        calls = errors = unexpected = notifications = 0
+        now = clock()
+        t_measure = now + warmup
+        t_stop = t_measure + duration
+        measuring = False
+        cpu_client0 = cpu_server0 = 0.0
+        wall0 = 0.0
+        burst = [head + str(i).encode() + tail for i in range(next_id, next_id + inflight)]
+        sent_at.extend([now] * inflight)
+        next_id += inflight
+        outstanding = inflight
+        write(wfd, b"".join(burst))
+        sending = True
+        while outstanding:
+            lines = read_lines()
+            now = clock()
+            if not measuring and now >= t_measure:
+                measuring = True
+                wall0 = now
+                cpu_client0 = time.process_time()
+                cpu_server0 = _proc_cpu(proc.pid)
+            if sending and now >= t_stop:
+                sending = False
+                wall1 = now
+                cpu_client1 = time.process_time()
+                cpu_server1 = _proc_cpu(proc.pid)
+            done = 0
+            for line in lines:
+                if isinstance(line, core.FrameTooLarge):
+                    raise BenchError(f"oversized line from the server ({line.size} bytes)")
+                try:
+                    rid, is_error, _code = scan(line)
+                except core.JsonRpcError:
+                    notifications += 1  # a notification (or request) from the server: not a reply
+                    continue
+                if type(rid) is not int or not 0 < rid < next_id or sent_at[rid] < 0:
+                    unexpected += 1
+                    raise BenchError(f"reply for an id that is not outstanding: {rid!r}")
+                if is_error or is_error_marker in line:
+                    errors += 1
+                if measuring and sending:
+                    latencies.append(now - sent_at[rid])
+                    calls += 1
+                sent_at[rid] = -1.0
+                done += 1
+            outstanding -= done
+            if sending and done:
+                first = next_id
+                next_id += done
+                sent_at.extend([now] * done)
+                write(wfd, b"".join([head + str(i).encode() + tail for i in range(first, next_id)]))
+                outstanding += done
+        # ---- shutdown
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+    finally:
+        sel.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
+    window = wall1 - wall0
+    latencies.sort()
+    server_cpu = cpu_server1 - cpu_server0
+    client_cpu = cpu_client1 - cpu_client0
+    return {
+        "calls": calls,
+        "window_s": round(window, 4),
+        "calls_per_s": calls / window if window > 0 else 0.0,
+        "p50_ms": _percentile(latencies, 50) * 1e3,
+        "p90_ms": _percentile(latencies, 90) * 1e3,
+        "p99_ms": _percentile(latencies, 99) * 1e3,
+        "max_ms": (latencies[-1] * 1e3) if latencies else float("nan"),
+        "errors": errors,
+        "unexpected_ids": unexpected,
+        "notifications": notifications,
+        "server_cpu_s": round(server_cpu, 3),
+        "client_cpu_s": round(client_cpu, 3),
+        "server_cpu_util": server_cpu / window if window > 0 else 0.0,
+        "server_us_per_call": server_cpu / calls * 1e6 if calls else float("nan"),
+        "client_us_per_call": client_cpu / calls * 1e6 if calls else float("nan"),
+    }
+
+
+def _stderr_tail(proc: subprocess.Popen[bytes]) -> str:
+    try:
+        assert proc.stderr is not None
+        return proc.stderr.read()[-2000:].decode(errors="replace")
+    except Exception:
+        return ""
+
+
+# ---------------------------------------------------------------------- report
+
+
+def machine() -> dict[str, Any]:
+    """Where the numbers were taken."""
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        load = os.getloadavg()
+    except OSError:
+        load = (float("nan"),) * 3
+    from mcpfast import core
+
+    try:
+        import importlib.metadata as md
+
+        sdk_version = md.version("mcp")
+    except Exception:
+        sdk_version = "?"
+    return {
+        "nproc": os.cpu_count(),
+        "cpu_model": model,
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "mcpfast_core": core.IMPLEMENTATION,
+        "mcp_sdk": sdk_version,
+        "loadavg_at_start": [round(x, 2) for x in load],
+    }
+
+
+def summarise(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Medians per server and the per-round ratio mcpfast / SDK."""
+    out: dict[str, Any] = {}
+    for name, items in runs.items():
+        if not items:
+            continue
+        out[name] = {
+            key: statistics.median(r[key] for r in items)
+            for key in ("calls_per_s", "p50_ms", "p99_ms", "server_us_per_call", "client_us_per_call", "server_cpu_util")
+        }
+        out[name]["calls_per_s_all"] = [round(r["calls_per_s"]) for r in items]
+    fast, sdk = runs.get("mcpfast", []), runs.get("python-sdk", [])
+    ratios = [a["calls_per_s"] / b["calls_per_s"] for a, b in zip(fast, sdk, strict=False) if b["calls_per_s"] > 0]
+    if ratios:
+        out["ratio_mcpfast_over_sdk"] = statistics.median(ratios)
+        out["ratios_per_round"] = [round(r, 1) for r in ratios]
+    return out
+
+
+def write_report(out_dir: Path, data: dict[str, Any]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "results.json").write_text(json.dumps(data, indent=2) + "\n")
+    s, mach = data["summary"], data["machine"]
+    ratio = s.get("ratio_mcpfast_over_sdk")
+    lines = [
+        "# stdio benchmark: mcpfast vs the official Python SDK (low-level server)",
+        "",
+        f"Closed loop, {data['config']['inflight']} `tools/call echo` requests in flight, "
+        f"{data['config']['warmup']} s warm-up + {data['config']['duration']} s measured, "
+        f"{data['config']['rounds']} alternating rounds (medians shown). Server pinned to CPU "
+        f"{data['config']['server_cpu']}, client to CPU {data['config']['client_cpu']}.",
+        "",
+        "| server | calls/s (median) | p50 ms | p99 ms | server CPU µs/call | client CPU µs/call | ratio vs SDK |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name in ("mcpfast", "python-sdk"):
+        if name not in s:
+            continue
+        row = s[name]
+        r = f"{ratio:.1f}x" if name == "mcpfast" and ratio else ("1.0x" if name == "python-sdk" else "")
+        lines.append(
+            f"| {name} | {row['calls_per_s']:,.0f} | {row['p50_ms']:.3f} | {row['p99_ms']:.3f} | "
+            f"{row['server_us_per_call']:.1f} | {row['client_us_per_call']:.1f} | {r} |"
+        )
+    lines += [
+        "",
+        "Per round (calls/s): " + "; ".join(f"{n}: {s[n]['calls_per_s_all']}" for n in ("mcpfast", "python-sdk") if n in s),
+    ]
+    if "ratios_per_round" in s:
+        lines.append(f"Ratio per round: {s['ratios_per_round']}")
+    lines += [
+        "",
+        "Servers:",
+        *(f"- `{n}`: {SERVERS[n]}: `{shlex.join(data['commands'][n])}`" for n in data["commands"]),
+        "",
+        f"Machine: {mach['nproc']} CPUs, {mach['cpu_model']}; {mach['implementation']} {mach['python']}; "
+        f"mcpfast core {mach['mcpfast_core']}; mcp SDK {mach['mcp_sdk']}; load average at start "
+        f"{mach['loadavg_at_start']} (the machine is shared, so absolute numbers are noisy; the ratio "
+        "is paired per round).",
+        "",
+        f"Command: `{data['command']}`",
+        "",
+        "Client check: the client's CPU per call must stay well under the server's (it is one "
+        "process doing pre-encoded writes and `core.scan_reply` on each reply); "
+        + ("it did in every run." if not data.get("client_bound_runs") else f"runs flagged client-bound: {data['client_bound_runs']}."),
+        "",
+    ]
+    (out_dir / "results.md").write_text("\n".join(lines))
+    _plot(out_dir / "calls_per_s.png", data)
+
+
+def _plot(path: Path, data: dict[str, Any]) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    s = data["summary"]
+    names = [n for n in ("mcpfast", "python-sdk") if n in s]
+    values = [s[n]["calls_per_s"] for n in names]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    bars = ax.bar(names, values, color=["#2a7ab0", "#999999"][: len(names)])
+    for bar, value in zip(bars, values, strict=True):
+        ax.annotate(f"{value:,.0f}", (bar.get_x() + bar.get_width() / 2, value), ha="center", va="bottom")
+    ax.set_ylabel("tools/call echo per second (median of rounds)")
+    ratio = s.get("ratio_mcpfast_over_sdk")
+    title = "stdio, 32 in flight, server on one core"
+    if ratio:
+        title += f"\nmcpfast / SDK = {ratio:.1f}x"
+    ax.set_title(title)
+    ax.set_yscale("log")
+    ax.set_ylim(top=max(values) * 3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# ------------------------------------------------------------------------ main
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mcpfast.bench.stdio_bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("bench_results/stdio"))
+    parser.add_argument("--duration", type=float, default=5.0, help="measured seconds per run")
+    parser.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds first")
+    parser.add_argument("--inflight", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (each runs every server)")
+    parser.add_argument("--servers", default="mcpfast,python-sdk")
+    parser.add_argument("--server-cpu", type=int, default=1, help="CPU the server is pinned to (-1: no pinning)")
+    parser.add_argument("--client-cpu", type=int, default=0, help="CPU the client is pinned to (-1: no pinning)")
+    parser.add_argument("--sdk-server", action="store_true", help="run the SDK echo server on stdio and exit")
+    args = parser.parse_args(argv)
+    if args.sdk_server:
+        sdk_server()
+        return 0
+    if args.client_cpu >= 0 and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {args.client_cpu})
+    server_cpu = args.server_cpu if args.server_cpu >= 0 else None
+    names = [n for n in args.servers.split(",") if n]
+    commands = {n: server_command(n, server_cpu) for n in names}
+    runs: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+    client_bound: list[str] = []
+    mach = machine()
+    for rnd in range(args.rounds):
+        for name in names:
+            result = run_server(commands[name], duration=args.duration, warmup=args.warmup, inflight=args.inflight)
+            if result["errors"] or result["unexpected_ids"]:
+                print(f"{name}: {result['errors']} error replies", file=sys.stderr)
+                return 1
+            if result["client_us_per_call"] > 0.5 * result["server_us_per_call"]:
+                client_bound.append(f"{name}#{rnd}")
+            runs[name].append(result)
+            print(
+                f"round {rnd} {name:10s} {result['calls_per_s']:>10,.0f} calls/s  p50 {result['p50_ms']:.3f} ms  "
+                f"p99 {result['p99_ms']:.3f} ms  server {result['server_us_per_call']:.1f} µs/call "
+                f"(util {result['server_cpu_util']:.2f})  client {result['client_us_per_call']:.1f} µs/call",
+                flush=True,
+            )
+    data = {
+        "command": shlex.join(["python", "-m", "mcpfast.bench.stdio_bench", *(argv if argv is not None else sys.argv[1:])]),
+        "config": {
+            "duration": args.duration,
+            "warmup": args.warmup,
+            "inflight": args.inflight,
+            "rounds": args.rounds,
+            "server_cpu": args.server_cpu,
+            "client_cpu": args.client_cpu,
+            "echo_text": ECHO_TEXT,
+            "protocol": PROTOCOL,
+        },
+        "commands": commands,
+        "machine": mach,
+        "runs": runs,
+        "summary": summarise(runs),
+        "client_bound_runs": client_bound,
+        "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    write_report(args.out, data)
+    ratio = data["summary"].get("ratio_mcpfast_over_sdk")
+    if ratio:
+        print(f"median ratio mcpfast / SDK: {ratio:.1f}x -> {args.out}/results.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

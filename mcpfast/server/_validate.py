@@ -1,0 +1,245 @@
+"""Argument validation for tools: a compiled fast check for simple schemas, jsonschema for the rest.
+
+Most tool input schemas (and every one ``function_schema`` generates from plain type hints) use a
+handful of keywords: ``type``, ``properties``, ``required``, ``additionalProperties``, ``items``,
+``anyOf`` and string ``enum``s. For those, ``compile_check`` builds a predicate out of nested
+closures that answers "valid or not" in well under a microsecond for small argument objects. It
+agrees with jsonschema exactly on the keywords it accepts (the same type rules: ``integer``
+accepts ``1.0``, ``bool`` is never a number); a schema using any other keyword gets no fast check.
+
+``ArgumentValidator.problem(args)`` returns ``None`` for valid arguments and otherwise the error
+text. The text always comes from jsonschema: the fast check only decides whether jsonschema must
+be asked, so error messages are the same with or without the fast path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["ArgumentValidator", "compile_check"]
+
+Check = Callable[[Any], bool]
+
+# Keywords that never affect validity (annotations; format is not asserted by default).
+_ANNOTATIONS = frozenset(
+    {"title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly", "format", "x-mcp-header"}
+)
+_DIALECTS = frozenset(
+    {
+        "http://json-schema.org/draft-06/schema",
+        "http://json-schema.org/draft-07/schema",
+        "https://json-schema.org/draft/2019-09/schema",
+        "https://json-schema.org/draft/2020-12/schema",
+    }
+)
+_HANDLED = frozenset({"type", "properties", "required", "additionalProperties", "items", "anyOf", "enum"})
+
+
+def _is_integer(value: Any) -> bool:
+    t = type(value)
+    if t is int:
+        return True
+    if t is bool:
+        return False
+    if isinstance(value, int):
+        return True
+    return isinstance(value, float) and value.is_integer()
+
+
+def _is_number(value: Any) -> bool:
+    t = type(value)
+    if t is float or t is int:
+        return True
+    return t is not bool and isinstance(value, int | float)
+
+
+_TYPE_CHECKS: dict[str, Check] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": _is_integer,
+    "number": _is_number,
+    "boolean": lambda v: v is True or v is False,
+    "null": lambda v: v is None,
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+}
+
+
+def compile_check(schema: Any, *, top: bool = True) -> Check | None:
+    """A predicate equivalent to jsonschema validity for ``schema``, or ``None`` if it is not simple.
+
+    Args:
+        schema: a JSON Schema (boolean or object).
+        top: whether this is the root (only there may ``$schema`` appear).
+    """
+    if schema is True or schema == {}:
+        return _always
+    if schema is False:
+        return _never
+    if not isinstance(schema, dict):
+        return None
+    keys = set(schema) - _ANNOTATIONS
+    if top and "$schema" in schema:
+        dialect = schema["$schema"]
+        if not isinstance(dialect, str) or dialect.rstrip("#") not in _DIALECTS:
+            return None  # draft-04 and older count 1.0 as a non-integer: leave them to jsonschema
+        keys.discard("$schema")
+    if keys - _HANDLED:
+        return None
+    checks: list[Check] = []
+
+    if "type" in schema:
+        declared = schema["type"]
+        names = [declared] if isinstance(declared, str) else declared
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n in _TYPE_CHECKS for n in names):
+            return None
+        if len(names) == 1:
+            checks.append(_TYPE_CHECKS[names[0]])
+        else:
+            alternatives = tuple(_TYPE_CHECKS[n] for n in names)
+            checks.append(lambda v, alts=alternatives: any(check(v) for check in alts))
+
+    if "enum" in schema:
+        values = schema["enum"]
+        # jsonschema compares a str to anything with ==, so a str-only enum is a set lookup.
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            return None
+        allowed = frozenset(values)
+        checks.append(lambda v: isinstance(v, str) and v in allowed)
+
+    if "anyOf" in schema:
+        branches = schema["anyOf"]
+        if not isinstance(branches, list) or not branches:
+            return None
+        compiled = [compile_check(b, top=False) for b in branches]
+        if any(c is None for c in compiled):
+            return None
+        options = tuple(c for c in compiled if c is not None)
+        checks.append(lambda v: any(check(v) for check in options))
+
+    if "items" in schema:
+        item_check = compile_check(schema["items"], top=False)
+        if item_check is None:
+            return None
+        if item_check is not _always:
+            checks.append(lambda v: not isinstance(v, list) or all(item_check(x) for x in v))
+
+    object_check = _object_check(schema)
+    if object_check is False:
+        return None
+    if object_check is not None:
+        checks.append(object_check)
+
+    if not checks:
+        return _always
+    if len(checks) == 1:
+        return checks[0]
+    all_checks = tuple(checks)
+    return lambda v: all(check(v) for check in all_checks)
+
+
+def _object_check(schema: dict[str, Any]) -> Check | None | bool:
+    """The check of properties/required/additionalProperties; False when not simple."""
+    props = schema.get("properties", {})
+    required = schema.get("required", [])
+    additional = schema.get("additionalProperties", True)
+    if not isinstance(props, dict) or not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        return False
+    prop_checks: dict[str, Check] = {}
+    for key, sub in props.items():
+        check = compile_check(sub, top=False)
+        if check is None:
+            return False
+        if check is not _always:
+            prop_checks[key] = check
+    extra_check = compile_check(additional, top=False)
+    if extra_check is None:
+        return False
+    if not prop_checks and not required and extra_check is _always:
+        return None
+    needed = tuple(dict.fromkeys(required))
+    items = tuple(prop_checks.items())
+    known = frozenset(props)
+
+    if extra_check is _always:
+
+        def check_object(v: Any) -> bool:
+            if not isinstance(v, dict):
+                return True
+            for key in needed:
+                if key not in v:
+                    return False
+            for key, check in items:
+                if key in v and not check(v[key]):
+                    return False
+            return True
+
+        return check_object
+
+    def check_object_strict(v: Any) -> bool:
+        if not isinstance(v, dict):
+            return True
+        for key in needed:
+            if key not in v:
+                return False
+        for key, value in v.items():
+            if key in known:
+                check = prop_checks.get(key)
+                if check is not None and not check(value):
+                    return False
+            elif not extra_check(value):
+                return False
+        return True
+
+    return check_object_strict
+
+
+def _always(_: Any) -> bool:
+    return True
+
+
+def _never(_: Any) -> bool:
+    return False
+
+
+class ArgumentValidator:
+    """Validates tool arguments against an ``inputSchema`` (fast check first, jsonschema for errors).
+
+    Attributes:
+        fast: whether the schema got a compiled fast check.
+    """
+
+    __slots__ = ("_check", "_schema", "_validator", "fast")
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self._schema = schema
+        self._check = compile_check(schema)
+        self.fast = self._check is not None
+        self._validator: Any = None
+
+    @property
+    def jsonschema(self) -> Any:
+        """The jsonschema validator (built on first use)."""
+        if self._validator is None:
+            import jsonschema
+
+            cls = jsonschema.validators.validator_for(self._schema, default=jsonschema.Draft202012Validator)
+            self._validator = cls(self._schema)
+        return self._validator
+
+    def problem(self, args: Any) -> str | None:
+        """``None`` when ``args`` is valid, else a short description of what is wrong."""
+        check = self._check
+        if check is not None and check(args):
+            return None
+        errors = sorted(self.jsonschema.iter_errors(args), key=lambda e: list(e.path))
+        if not errors:
+            return None
+        return "; ".join(f"{'/'.join(map(str, e.path)) or 'arguments'}: {e.message}" for e in errors[:5])
+
+    def iter_errors(self, instance: Any) -> Any:
+        """jsonschema's ``iter_errors`` (kept so callers of the old validator object still work)."""
+        check = self._check
+        if check is not None and check(instance):
+            return iter(())
+        return self.jsonschema.iter_errors(instance)

@@ -1,0 +1,67 @@
+"""Running the HTTP transport under an ASGI server (uvicorn or granian)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from mcpfast.server.app import Server
+
+__all__ = ["DEFAULT_RUNNER", "build_app", "granian_factory", "run"]
+
+DEFAULT_RUNNER: Final = "uvicorn"
+"""Chosen by measurement: bench_results/http/server_choice.md."""
+_ENV: Final = "MCPFAST_HTTP_APP"
+
+
+def build_app(spec: str, options: dict[str, Any]) -> Any:
+    """The ASGI app for a ``module:attr`` server spec and JSON-able options (incl. ``auth``)."""
+    from mcpfast.cli import load_app
+    from mcpfast.transports.http import asgi_app
+
+    opts = dict(options)
+    auth_opts = opts.pop("auth", None)
+    if auth_opts:
+        from mcpfast.auth import ResourceServer
+
+        opts["auth"] = ResourceServer(**auth_opts)
+    return asgi_app(load_app(spec), **opts)
+
+
+def granian_factory() -> Any:
+    """Granian's app factory: rebuilds the app in the worker from the environment."""
+    config = json.loads(os.environ[_ENV])
+    return build_app(config["spec"], config["options"])
+
+
+def run(server: Server | str, host: str, port: int, *, runner: str = DEFAULT_RUNNER, log_level: str = "warning", **options: Any) -> None:
+    """Serve until interrupted. ``server`` is a Server, or a ``module:attr`` spec (needed for granian)."""
+    if runner == "granian" and isinstance(server, str):
+        from granian import Granian
+        from granian.constants import Interfaces, Loops
+
+        os.environ[_ENV] = json.dumps({"spec": server, "options": options})
+        Granian(
+            "mcpfast.transports.http_runner:granian_factory",
+            address=host,
+            port=port,
+            interface=Interfaces.ASGI,
+            loop=Loops.uvloop,
+            factory=True,
+            workers=1,
+            log_enabled=log_level.lower() in ("debug", "info"),
+            respawn_failed_workers=False,
+        ).serve()
+        return
+    import uvicorn
+
+    app = build_app(server, options) if isinstance(server, str) else _direct(server, options)
+    uvicorn.run(app, host=host, port=port, http="httptools", loop="uvloop", log_level=log_level.lower(), lifespan="on")
+
+
+def _direct(server: Server, options: dict[str, Any]) -> Any:
+    from mcpfast.transports.http import asgi_app
+
+    return asgi_app(server, **options)

@@ -1,0 +1,53 @@
+"""Paths shared by the client tests (a plain module: conftest.py is not importable by name)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import mcpfast
+
+REPO_ROOT = Path(mcpfast.__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+FAKE = str(HERE / "_fake_server.py")
+SDK = str(HERE / "_sdk_server.py")
+DRIVE = str(HERE / "_drive.py")
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))
+    env.pop("PYTHONWARNINGS", None)
+    env.update(extra)
+    return env
+
+
+def start_http_server(script: str, tmp: Path, *args: str, lifetime: float = 90.0) -> tuple[subprocess.Popen, str]:
+    """Start an HTTP test server; return (process, endpoint URL)."""
+    portfile = tmp / f"port-{time.monotonic_ns()}"
+    proc = subprocess.Popen(
+        [sys.executable, script, "http", str(portfile), "--lifetime", str(lifetime), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=child_env(),
+    )
+    deadline = time.monotonic() + 30
+    while not (portfile.exists() and portfile.read_text().strip()):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"test server {script} {args} did not start")
+        time.sleep(0.05)
+    return proc, f"http://127.0.0.1:{int(portfile.read_text())}/mcp"
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

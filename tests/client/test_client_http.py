@@ -1,0 +1,88 @@
+"""The Streamable HTTP adapter (gevent, in a child interpreter) against the official SDK server
+(uvicorn on 127.0.0.1, SSE and JSON reply modes) and a fake server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from _client_support import FAKE, SDK
+
+
+def names(out: dict) -> list[str]:
+    return [r[0] for r in out["records"]]
+
+
+def failures(out: dict) -> list[list]:
+    return [r for r in out["records"] if r[3] is not None]
+
+
+OPS = [["initialize"], ["tool", "echo", {"text": "sdk"}], ["tool", "add", {"a": 2, "b": 3}], ["stream", 5],
+       ["call", "tools/list"], ["concurrent", 4]]
+
+
+@pytest.mark.parametrize("mode", ["sse", "json"])
+def test_sdk_legacy_session(drive, http_servers, mode: str) -> None:
+    url = http_servers(SDK, *(["--json"] if mode == "json" else []))
+    out = drive({"transport": "http", "target": url, "ops": [*OPS, ["get_stream", 0.3], ["delete"]]})
+    assert not failures(out), failures(out)
+    assert out["era"] == "handshake" and out["session_id"]
+    echo, add = (json.loads(r)["result"] for r in out["replies"][:2])
+    assert echo["content"][0]["text"] == "sdk" and add["content"][0]["text"] == "5"
+    assert len(out["concurrent"]) == 4
+    assert out["deleted"] is True and "DELETE" in names(out)
+    if mode == "sse":
+        assert out["progress"] == 5
+        assert "sse:first-event" in names(out) and names(out).count("sse:gap") >= 4
+        assert out["get_status"] == 200 and "GET:open" in names(out)
+    else:
+        assert "sse:first-event" not in names(out)
+
+
+@pytest.mark.parametrize("version", ["2026-07-28", "auto"])
+def test_sdk_modern(drive, http_servers, version: str) -> None:
+    url = http_servers(SDK)
+    out = drive({"transport": "http", "target": url, "version": version, "ops": [*OPS, ["listen", 0.5]]})
+    assert not failures(out), failures(out)
+    assert out["listen"] is True and "subscriptions/listen:ack" in names(out)
+    assert out["era"] == "stateless" and out["session_id"] is None and names(out)[0] == "server/discover"
+    assert json.loads(out["replies"][0])["result"]["resultType"] == "complete"
+    assert out["progress"] == 5 and "sse:first-event" in names(out)
+
+
+def test_sdk_errors_are_jsonrpc_codes(drive, http_servers) -> None:
+    url = http_servers(SDK, "--json")
+    out = drive({"transport": "http", "target": url, "version": "2026-07-28",
+                 "ops": [["call", "nope/method"], ["tool", "no_such_tool", {}]]})
+    first = failures(out)[0]
+    assert first[0] == "nope/method" and first[3] == "McpError('JSON-RPC error -32601 on nope/method')"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--mode", "wrong-id"], "WrongId('reply id matches no request in flight')"),
+        (["--mode", "invalid-json"], "InvalidJson('invalid JSON')"),
+        (["--mode", "bad-sse"], "BadSse('SSE event is not JSON-RPC')"),
+    ],
+)
+def test_broken_fake_server_failure_categories(drive, http_servers, args: list[str], expected: str) -> None:
+    url = http_servers(FAKE, *args)
+    out = drive({"transport": "http", "target": url, "ops": [["initialize"]], "timeout": 3})
+    assert failures(out)[0][0] == "initialize" and failures(out)[0][3] == expected
+
+
+def test_connection_refused_and_http_status(drive, http_servers) -> None:
+    out = drive({"transport": "http", "target": "http://127.0.0.1:9/mcp", "ops": [["initialize"]], "timeout": 2})
+    assert failures(out)[0][3] == "ConnectionFailure('connection error')"
+    url = http_servers(SDK, "--json")
+    # a request on a session the server never issued -> 4xx from the SDK
+    out = drive({"transport": "http", "target": url, "ops": [["call", "tools/list"]]})
+    assert failures(out)[0][3].startswith("HttpStatusError('HTTP 4")
+
+
+def test_fake_server_modern_auto_over_http(drive, http_servers) -> None:
+    url = http_servers(FAKE, "--mode", "modern")
+    out = drive({"transport": "http", "target": url, "version": "auto", "ops": [["initialize"], ["tool", "echo", {"text": "a"}]]})
+    assert out["era"] == "stateless" and not failures(out)

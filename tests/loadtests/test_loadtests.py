@@ -1,0 +1,128 @@
+"""Headless ``locust -f loadtests/`` runs (child processes) against the official SDK server and
+fake servers: every family, both transports, failure categories, µs accuracy, the open model."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from _loadtest_support import FAKE, SDK
+
+FAMILY_NAMES_HTTP = {
+    # handshake / session churn
+    "initialize", "notifications/initialized", "tools/call:echo (first)", "DELETE",
+    # tools_call / mixed
+    "tools/call:echo", "tools/list",
+    # sse_streaming
+    "tools/call:stream", "sse:first-event", "sse:gap", "progress:first-event", "progress:gap", "GET:open",
+}
+
+
+def test_all_families_over_http_against_the_sdk(run_locust, http_server, tmp_path: Path) -> None:
+    proc, url = http_server(SDK)
+    run = run_locust("-u", "5", "-r", "5", "-t", "5s", "--host", url, "--mcp-server-pid", str(proc.pid))
+    stats = run.stats()
+    names = {name for (rtype, name) in stats if rtype == "mcp-http"}
+    assert FAMILY_NAMES_HTTP <= names, FAMILY_NAMES_HTTP - names
+    assert not run.failures(), (run.failures(), run.errors())
+    hist = run.histograms()
+    assert hist["complete"] and {h["name"] for h in hist["histograms"]} >= FAMILY_NAMES_HTTP
+    churn = (tmp_path / "run0_churn.json").read_text()
+    assert '"sessions_opened"' in churn and '"server_rss_kib_start": null' not in churn
+
+
+def test_all_families_over_stdio(run_locust) -> None:
+    command = f"{sys.executable} {FAKE} stdio"
+    run = run_locust("-u", "5", "-r", "5", "-t", "4s", "--mcp-command", command)
+    names = {name for (rtype, name) in run.stats() if rtype == "mcp-stdio"}
+    expected = {"initialize", "notifications/initialized", "tools/call:echo (first)", "tools/call:echo",
+                "tools/call:stream", "progress:first-event", "progress:gap", "tools/list"}
+    assert expected <= names, expected - names
+    assert "DELETE" not in names and not any(n.startswith(("sse:", "GET:")) for n in names)
+    assert not run.failures(), (run.failures(), run.errors())
+
+
+def test_modern_protocol_over_http_against_the_sdk(run_locust, http_server) -> None:
+    _proc, url = http_server(SDK, "--json")
+    run = run_locust("-u", "3", "-r", "3", "-t", "3s", "--host", url, "--mcp-protocol-version", "2026-07-28",
+                     locustfile=f"{Path(SDK).parents[2]}/loadtests/tools_call.py,{Path(SDK).parents[2]}/loadtests/mixed.py")
+    names = {name for (_t, name) in run.stats()}
+    assert {"server/discover", "tools/call:echo", "tools/list"} <= names and "initialize" not in names
+    assert not run.failures(), (run.failures(), run.errors())
+
+
+@pytest.mark.parametrize(
+    ("mode", "category"),
+    [("wrong-id", "WrongId("), ("invalid-json", "InvalidJson("), ("bad-sse", "BadSse(")],
+)
+def test_broken_server_failures_are_categorised(run_locust, http_server, mode: str, category: str) -> None:
+    _proc, url = http_server(FAKE, "--mode", mode)
+    run = run_locust("-u", "1", "-r", "1", "-t", "1s", "--host", url,
+                     locustfile=str(Path(FAKE).parents[2] / "loadtests" / "tools_call.py"))
+    assert set(run.failures()) == {("mcp-http", "initialize")}
+    errors = run.errors()
+    assert errors and all(e.startswith(f"mcp-http initialize: {category}") for e in errors), errors
+
+
+DELAY_LOCUSTFILE = '''
+import locust  # noqa: F401
+from locust import task
+from mcpfast.locust.users import McpUser
+
+
+class DelayUser(McpUser):
+    @task
+    def pair(self):
+        if self.ready():
+            self.mcp.call_tool("echo", {"text": "x"})
+            self.mcp.call_tool("delay", {"ms": 2})
+'''
+
+
+def test_injected_2ms_delay_measured_within_5_percent(run_locust, tmp_path: Path) -> None:
+    # one stdio server, one user: echo and a tool that waits exactly 2 ms, interleaved, so both see
+    # the same transport; the p50 difference is the injected delay
+    locustfile = tmp_path / "delay_swarm.py"
+    locustfile.write_text(DELAY_LOCUSTFILE)
+    run = run_locust("-u", "1", "-r", "1", "-t", "4s", "--mcp-command", f"{sys.executable} {FAKE} stdio",
+                     locustfile=str(locustfile))
+    echo = run.summary("mcp-stdio", "tools/call:echo")
+    delay = run.summary("mcp-stdio", "tools/call:delay")
+    measured = delay["p50"] - echo["p50"]
+    print(f"2 ms injected: p50 delay {delay['p50']} us, p50 echo {echo['p50']} us, difference {measured} us")
+    assert delay["count"] > 200
+    assert abs(measured - 2000) <= 100, (delay, echo)
+
+
+def test_stall_shows_in_open_model_percentiles(run_locust, http_server) -> None:
+    # the whole server stalls 250 ms every 150th tools/call; at 100 arrivals/s from the intended send
+    # times, the ~25 requests due during each stall all carry it (a closed loop would record one per user)
+    _proc, url = http_server(FAKE, "--mode", "stall", "--stall-every", "150", "--stall-ms", "250")
+    run = run_locust("-u", "10", "-r", "10", "-t", "5s", "--host", url, "--mcp-rate", "100",
+                     locustfile=str(Path(FAKE).parents[2] / "loadtests" / "tools_call.py"))
+    hist = run.histograms()
+    assert hist["latency_origin"] == "intended send time (open model)"
+    s = run.summary("mcp-http", "tools/call:echo")
+    print("open model with stalls:", s)
+    assert s["p50"] < 20_000
+    assert s["p99"] >= 150_000
+    assert s["count"] >= 300
+
+
+def test_all_families_over_stdio_against_the_reference_server(run_locust) -> None:
+    command = f"{sys.executable} -m mcpfast serve --transport stdio"
+    run = run_locust("-u", "5", "-r", "5", "-t", "4s", "--mcp-command", command)
+    names = {name for (rtype, name) in run.stats() if rtype == "mcp-stdio"}
+    expected = {"initialize", "notifications/initialized", "tools/call:echo (first)", "tools/call:echo",
+                "tools/call:stream", "progress:first-event", "progress:gap", "tools/list"}
+    assert expected <= names, expected - names
+    assert not run.failures(), (run.failures(), run.errors())
+
+
+def test_connection_refused_backs_off(run_locust) -> None:
+    # nothing listens on port 9: every family fails fast with a connection error, but not in a hot loop
+    run = run_locust("-u", "5", "-r", "5", "-t", "2s", "--host", "http://127.0.0.1:9/mcp")
+    failures = run.failures()
+    assert failures and all(n <= 200 for n in failures.values()), failures
+    assert all("ConnectionFailure('connection error')" in e for e in run.errors())
