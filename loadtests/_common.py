@@ -124,7 +124,12 @@ def _churn_stop(environment: Any, **_kw: Any) -> None:
     if not CHURN.opened:
         return
     data = CHURN.summary()
-    path = output_prefix(environment) + "_churn.json"
+    from locust.runners import WorkerRunner
+
+    runner = environment.runner
+    # --processes / --worker: one file per worker (the counters are per process, not merged)
+    suffix = f"-worker{runner.worker_index}" if isinstance(runner, WorkerRunner) else ""
+    path = output_prefix(environment) + f"_churn{suffix}.json"
     try:
         with open(path, "w", encoding="utf-8") as fh:
             json.dump(data, fh)

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m mcpfast.bench.core_report BENCH_JSON OUTDIR
+    python -m mcpfast.bench.core_report BENCH_JSON OUTDIR [--command "make bench-core"]
 
 reads a pytest-benchmark JSON file (``--benchmark-json``) produced by
 ``tests/benchmarks/test_core_bench.py`` and writes
@@ -71,13 +71,17 @@ def format_time(seconds: float | None) -> str:
     return f"{seconds / 1e-9:.3g} ns"
 
 
-def render_markdown(rows: list[Row], source: str) -> str:
+def render_markdown(rows: list[Row], source: str, command: str | None = None) -> str:
     lines = [
         "# Core benchmarks: Rust vs pure Python",
         "",
         f"Source: `{source}` (pytest-benchmark medians). Speed-up = python median / rust median;",
         f"targets: {' and '.join(f'{t:g}x' for t in TARGETS)}.",
         "",
+    ]
+    if command:
+        lines += [f"Reproduce with `{command}`.", ""]
+    lines += [
         "| group | python median | rust median | speed-up (python/rust) |",
         "|---|---:|---:|---:|",
     ]
@@ -135,13 +139,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mcpfast.bench.core_report", description=__doc__.split("\n")[1])
     parser.add_argument("json", type=Path, help="pytest-benchmark JSON file")
     parser.add_argument("outdir", type=Path, help="directory for results.md and core.png")
+    parser.add_argument("--command", help="the command that produced the JSON (shown in results.md)")
     args = parser.parse_args(argv)
     rows = load_rows(args.json)
     if not rows:
         print(f"no core benchmarks found in {args.json}", file=sys.stderr)
         return 1
     args.outdir.mkdir(parents=True, exist_ok=True)
-    (args.outdir / "results.md").write_text(render_markdown(rows, str(args.json)), encoding="utf-8")
+    (args.outdir / "results.md").write_text(render_markdown(rows, str(args.json), args.command), encoding="utf-8")
     render_chart(rows, args.outdir / "core.png")
     print(f"wrote {args.outdir / 'results.md'} and {args.outdir / 'core.png'}")
     return 0

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from mcpfast.client.errors import HttpStatusError, McpClientError, McpError, RequestTimeout
+from mcpfast.client.errors import HttpStatusError, McpClientError, RequestTimeout
 from mcpfast.client.session import CallResult, ClientSession, Pending
 
 __all__ = ["McpClient", "Reporter", "rss_kib"]
@@ -175,28 +175,30 @@ class McpClient:
         for _attempt in range(3):
             intended = self.pace()
             pending = s.discover_request()
+            exc: BaseException | None = None
+            outcome = "failed"
             try:
-                reply = self._roundtrip(pending, False)
-                outcome = s.detect(reply)
-            except HttpStatusError as exc:
+                try:
+                    reply = self._roundtrip(pending, False)
+                except HttpStatusError as error:  # legacy servers may answer the probe with a 4xx
+                    s.forget(pending)
+                    outcome = s.detect(None, http_status=error.status, body=error.body)
+                except RequestTimeout:
+                    s.forget(pending)
+                    outcome = s.detect(None)
+                else:
+                    outcome = s.detect(reply)
+            except McpClientError as error:  # transport failure, or a modern error we cannot fix
                 s.forget(pending)
-                outcome = s.detect(None, http_status=exc.status, body=exc.body)
-            except RequestTimeout:
-                s.forget(pending)
-                outcome = s.detect(None)
-            except McpError as exc:  # a modern error we cannot fix
-                self._finish("server/discover", intended, 0, exc)
-                return False
-            except McpClientError as exc:
-                s.forget(pending)
-                self._finish("server/discover", intended, 0, exc)
-                return False
-            self._finish("server/discover", intended, 0, None)
+                exc = error
+            self._finish("server/discover", intended, 0, exc)
             if outcome == "modern":
                 return True
             if outcome == "legacy":
                 self.on_legacy_fallback()
                 return self._handshake()
+            if outcome != "retry":
+                return False
         return False
 
     def on_legacy_fallback(self) -> None:

@@ -113,6 +113,15 @@ class HttpClient(McpClient):
             raise ConnectionFailure("connection error", str(exc)[:200]) from None
 
     def _roundtrip(self, pending: Pending, stream: bool = False) -> CallResult:
+        try:
+            return self._exchange(pending)
+        except RequestTimeout:
+            # 2026-07-28: the closed stream is the cancellation; legacy: notifications/cancelled
+            if self.session.era == "handshake" and pending.method != "initialize":
+                gevent.spawn(self._post_quiet, self.session.cancel(pending, "timeout"))
+            raise RequestTimeout(pending.method) from None
+
+    def _exchange(self, pending: Pending) -> CallResult:
         session = self.session
         resp = self._post(pending.data, self._headers(session.http_headers(pending)))
         try:

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from mcpfast._version import __version__
+from mcpfast._version import __version__  # noqa: F401 - part of the module's surface
 from mcpfast.core._errors import FrameTooLarge, JsonRpcError
 
 __all__ = [
@@ -745,7 +745,9 @@ class SseEncoder:
 
     __slots__ = ()
 
-    def encode(self, data: str | bytes, id: str | None = None, event: str | None = None, retry: int | None = None) -> bytes:
+    def encode(
+        self, data: str | bytes, id: str | None = None, event: str | None = None, retry: int | None = None
+    ) -> bytes:
         parts: list[bytes] = []
         if id is not None:
             if not isinstance(id, str):

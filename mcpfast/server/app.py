@@ -16,7 +16,7 @@ import inspect
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from types import CoroutineType, UnionType
+from types import UnionType
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import orjson
@@ -154,6 +154,8 @@ class Server:
         subscribe: offer ``resources.subscribe``.
         logging: offer the ``logging`` capability.
         validate_output: check ``structuredContent`` against the tool's ``outputSchema``.
+        blocking_workers: threads of the pool that runs handlers registered with
+            ``blocking=True`` (created on first use).
 
     Example::
 
@@ -177,6 +179,7 @@ class Server:
         subscribe: bool = True,
         logging: bool = True,
         validate_output: bool = True,
+        blocking_workers: int = 8,
     ) -> None:
         self.name = name
         self.version = version
@@ -187,6 +190,9 @@ class Server:
         self.offer_subscribe = subscribe
         self.offer_logging = logging
         self.validate_output = validate_output
+        self.blocking_workers = blocking_workers
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._roots_changed: Callable[..., Any] | None = None
         self._tools: dict[str, _Tool] = {}
         self._resources: dict[str, _Resource] = {}
         self._templates: list[_Resource] = []
@@ -222,6 +228,7 @@ class Server:
         output_schema: dict[str, Any] | None = None,
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
+        blocking: bool = False,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register a sync or async function as a tool.
 
@@ -241,9 +248,12 @@ class Server:
                 ``structuredContent`` as is).
             icons: ``icons`` (2025-11-25+).
             meta: ``_meta`` of the tool.
+            blocking: the (sync) function blocks (I/O, sleeps, heavy CPU): run it in the
+                server's thread pool instead of inline on the event loop. Plain sync tools run
+                inline, which is the fastest path but stalls every other request while they run.
 
         Raises:
-            ValueError: an invalid or duplicate name.
+            ValueError: an invalid or duplicate name, or ``blocking=True`` on an ``async def``.
             TypeError: a parameter or return type with no JSON Schema.
         """
 
@@ -253,7 +263,7 @@ class Server:
                 raise ValueError(f"invalid tool name {tool_name!r}: use 1-128 of A-Z a-z 0-9 _ . -")
             if tool_name in self._tools:
                 raise ValueError(f"tool {tool_name!r} is already registered")
-            callable_ = _Callable(fn, describe=input_schema is None)
+            callable_ = _Callable(fn, describe=input_schema is None, blocking=blocking)
             definition: dict[str, Any] = {"name": tool_name}
             if title is not None:
                 definition["title"] = title
@@ -289,18 +299,20 @@ class Server:
         size: int | None = None,
         annotations: dict[str, Any] | None = None,
         icons: list[dict[str, Any]] | None = None,
+        blocking: bool = False,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register a resource (a fixed URI) or a resource template (an RFC 6570 URI template).
 
         A template's variables are passed to the function by name. The function returns
         ``str`` (text), ``bytes`` (blob), a contents dict or a list of contents dicts.
+        ``blocking=True`` runs a sync function in the thread pool (see ``tool``).
 
         Raises:
             ValueError: a duplicate URI or an unsupported template expression.
         """
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-            callable_ = _Callable(fn, describe=False)
+            callable_ = _Callable(fn, describe=False, blocking=blocking)
             definition: dict[str, Any] = {"name": name or fn.__name__}
             if title is not None:
                 definition["title"] = title
@@ -338,6 +350,7 @@ class Server:
         description: str | None = None,
         arguments: dict[str, str] | None = None,
         icons: list[dict[str, Any]] | None = None,
+        blocking: bool = False,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register a prompt; its parameters (all strings) are the prompt's arguments.
 
@@ -350,6 +363,7 @@ class Server:
             description: description (default: the docstring).
             arguments: descriptions of the arguments, by name.
             icons: ``icons`` (2025-11-25+).
+            blocking: run a sync function in the thread pool (see ``tool``).
 
         Raises:
             ValueError: a duplicate name.
@@ -359,7 +373,7 @@ class Server:
             prompt_name = name or fn.__name__
             if prompt_name in self._prompts:
                 raise ValueError(f"prompt {prompt_name!r} is already registered")
-            callable_ = _Callable(fn, describe=False)
+            callable_ = _Callable(fn, describe=False, blocking=blocking)
             params = inspect.signature(fn).parameters
             args: list[dict[str, Any]] = []
             required = set()
@@ -456,8 +470,13 @@ class Server:
 
     # ----------------------------------------------------------------- dispatch
 
-    async def dispatch(self, request: InboundRequest, conn: Any) -> Any:
-        """Serve one request the engine admitted; returns the result.
+    def handle(self, request: InboundRequest, conn: Any) -> Any:
+        """Serve one request the engine admitted, as far as it can go without waiting.
+
+        Returns:
+            The result (a dict) when the request was served right away (plain sync handlers,
+            the list methods...), or an awaitable of the result when work must wait (an
+            ``async def`` handler, a ``blocking=True`` one in the thread pool, a client request).
 
         Raises:
             McpError: the JSON-RPC error to answer with.
@@ -465,7 +484,60 @@ class Server:
         route = self._routes.get(request.method)
         if route is None:
             raise McpError(METHOD_NOT_FOUND, f"method not found: {request.method}")
-        return await route(request, conn)
+        return route(request, conn)
+
+    async def dispatch(self, request: InboundRequest, conn: Any) -> Any:
+        """Serve one request the engine admitted; returns the result (``handle``, awaited).
+
+        Raises:
+            McpError: the JSON-RPC error to answer with.
+        """
+        outcome = self.handle(request, conn)
+        if type(outcome) is not dict and inspect.isawaitable(outcome):
+            outcome = await outcome
+        return outcome
+
+    def on_roots_changed(self) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register the handler of ``notifications/roots/list_changed`` (handshake-era clients).
+
+        It is called as ``fn(conn)`` (sync, or ``async def`` run in a task of that connection)
+        with the ``Connection`` whose client sent the notification; ``await conn.list_roots()``
+        fetches the new roots. Errors are logged. 2026-07-28 has no such notification (roots
+        travel inside ``InputRequiredResult`` rounds there).
+        """
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self._roots_changed = fn
+            return fn
+
+        return register
+
+    def executor(self) -> concurrent.futures.ThreadPoolExecutor:
+        """The thread pool of ``blocking=True`` handlers (created on first use)."""
+        if self._executor is None:
+            self._executor = concurrent.futures.ThreadPoolExecutor(self.blocking_workers, thread_name_prefix="mcpfast-blocking")
+        return self._executor
+
+    def _run(
+        self, callable_: _Callable, args: dict[str, Any], ctx: Context | None, binding: str, finish: Callable[[Any], Any]
+    ) -> Any:
+        """Call a handler (inline when it is plain sync) and shape its value with ``finish``."""
+        if callable_.inline:
+            try:
+                value = callable_.call_inline(args, ctx)
+            except InputRequired as need:
+                return self._input_required(ctx, need, binding)
+            return finish(value)
+        return self._run_later(callable_, args, ctx, binding, finish)
+
+    async def _run_later(
+        self, callable_: _Callable, args: dict[str, Any], ctx: Context | None, binding: str, finish: Callable[[Any], Any]
+    ) -> Any:
+        try:
+            value = await callable_.call(args, ctx, self.executor() if callable_.blocking else None)
+        except InputRequired as need:
+            return self._input_required(ctx, need, binding)
+        return finish(value)
 
     def _listing(self, kind: str, version: str, definition: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         key = (kind, version)
@@ -505,10 +577,10 @@ class Server:
         assert ctx is not None
         return input_required_result({need.key: need.request}, self.sealer.seal(binding, ctx._responses))
 
-    async def _tools_list(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+    def _tools_list(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
         return self._page(request, "tools", "Tool", [t.definition for t in self._tools.values()])
 
-    async def _tools_call(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+    def _tools_call(self, request: InboundRequest, conn: Any) -> Any:
         params = request.params
         name = params.get("name")
         if not isinstance(name, str):
@@ -519,31 +591,51 @@ class Server:
         args = params.get("arguments")
         if args is None:
             args = {}
-        problem = None
-        if not isinstance(args, dict):
-            problem = "arguments must be an object"
-        else:
-            errors = sorted(tool.validator.iter_errors(args), key=lambda e: list(e.path))
-            if errors:
-                problem = "; ".join(f"{'/'.join(map(str, e.path)) or 'arguments'}: {e.message}" for e in errors[:5])
+        problem = tool.validator.problem(args) if isinstance(args, dict) else "arguments must be an object"
         if problem is not None:
             if input_errors_are_tool_errors(request.version):
                 return {"content": [{"type": "text", "text": f"invalid arguments for tool {name}: {problem}"}], "isError": True}
             raise McpError(INVALID_PARAMS, f"invalid arguments for tool {name}: {problem}")
-        binding = f"tools/call:{name}"
-        ctx = self._context(conn, request, tool.callable, binding)
+        callable_ = tool.callable
+        if callable_.context_param is None:
+            ctx = None
+            binding = ""
+        else:
+            binding = f"tools/call:{name}"
+            ctx = self._context(conn, request, callable_, binding)
+        if not callable_.inline:
+            return self._tools_call_later(tool, args, ctx, binding, request.version)
+        # The fast path: a plain sync tool runs right here, no task, no thread.
         try:
-            value = await tool.callable.call(args, ctx)
+            value = callable_.fn(**callable_.kwargs(args, ctx))
         except InputRequired as need:
             return self._input_required(ctx, need, binding)
         except McpError:
             raise
         except Exception as exc:  # a tool failure is a result the model can see, not a protocol error
-            logger.info("tool %s failed: %r", name, exc)
-            return {"content": [{"type": "text", "text": str(exc) or type(exc).__name__}], "isError": True}
+            return self._tool_failed(name, exc)
         return self._tool_result(tool, value, request.version)
 
+    async def _tools_call_later(self, tool: _Tool, args: dict[str, Any], ctx: Context | None, binding: str, version: str) -> Any:
+        callable_ = tool.callable
+        try:
+            value = await callable_.call(args, ctx, self.executor() if callable_.blocking else None)
+        except InputRequired as need:
+            return self._input_required(ctx, need, binding)
+        except McpError:
+            raise
+        except Exception as exc:  # CancelledError is a BaseException: it is not caught here
+            return self._tool_failed(tool.definition["name"], exc)
+        return self._tool_result(tool, value, version)
+
+    @staticmethod
+    def _tool_failed(name: str, exc: Exception) -> dict[str, Any]:
+        logger.info("tool %s failed: %r", name, exc)
+        return {"content": [{"type": "text", "text": str(exc) or type(exc).__name__}], "isError": True}
+
     def _tool_result(self, tool: _Tool, value: Any, version: str) -> dict[str, Any]:
+        if type(value) is str and tool.output_schema is None:
+            return {"content": [{"type": "text", "text": value}]}
         if isinstance(value, ToolResult):
             result: dict[str, Any] = {"content": value.content}
             if value.structured is not None and version >= "2025-06-18":
@@ -567,10 +659,10 @@ class Server:
             return result
         return {"content": _content(value)}
 
-    async def _resources_list(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+    def _resources_list(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
         return self._page(request, "resources", "Resource", [r.definition for r in self._resources.values()])
 
-    async def _templates_list(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+    def _templates_list(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
         return self._page(request, "resourceTemplates", "ResourceTemplate", [t.definition for t in self._templates])
 
     def _find_resource(self, uri: object, version: str) -> tuple[_Resource, dict[str, str]]:
@@ -586,35 +678,32 @@ class Server:
                 return template, variables
         raise McpError(resource_not_found_code(version), "Resource not found", {"uri": uri})
 
-    async def _resources_read(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+    def _resources_read(self, request: InboundRequest, conn: Any) -> Any:
         uri = request.params.get("uri")
         resource, variables = self._find_resource(uri, request.version)
         assert isinstance(uri, str)
         binding = f"resources/read:{uri}"
         ctx = self._context(conn, request, resource.callable, binding)
-        try:
-            value = await resource.callable.call(variables, ctx)
-        except InputRequired as need:
-            return self._input_required(ctx, need, binding)
-        return {"contents": _contents(value, uri, resource.mime_type)}
+        mime_type = resource.mime_type
+        return self._run(resource.callable, variables, ctx, binding, lambda value: {"contents": _contents(value, uri, mime_type)})
 
-    async def _subscribe(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+    def _subscribe(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
         uri = request.params.get("uri")
         self._find_resource(uri, request.version)
         conn.session.subscribe(uri)
         return {}
 
-    async def _unsubscribe(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+    def _unsubscribe(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
         uri = request.params.get("uri")
         if not isinstance(uri, str):
             raise McpError(INVALID_PARAMS, "uri must be a string")
         conn.session.unsubscribe(uri)
         return {}
 
-    async def _prompts_list(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+    def _prompts_list(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
         return self._page(request, "prompts", "Prompt", [p.definition for p in self._prompts.values()])
 
-    async def _prompts_get(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+    def _prompts_get(self, request: InboundRequest, conn: Any) -> Any:
         params = request.params
         name = params.get("name")
         prompt = self._prompts.get(name) if isinstance(name, str) else None
@@ -628,18 +717,9 @@ class Server:
             raise McpError(INVALID_PARAMS, f"missing required arguments: {', '.join(sorted(missing))}")
         binding = f"prompts/get:{name}"
         ctx = self._context(conn, request, prompt.callable, binding)
-        try:
-            value = await prompt.callable.call(args, ctx)
-        except InputRequired as need:
-            return self._input_required(ctx, need, binding)
-        if isinstance(value, dict) and "messages" in value:
-            return value
-        result: dict[str, Any] = {"messages": _messages(value)}
-        if "description" in prompt.definition:
-            result["description"] = prompt.definition["description"]
-        return result
+        return self._run(prompt.callable, args, ctx, binding, functools.partial(_prompt_result, prompt))
 
-    async def _complete(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+    def _complete(self, request: InboundRequest, conn: Any) -> Any:
         params = request.params
         ref = params.get("ref")
         argument = params.get("argument")
@@ -664,10 +744,27 @@ class Server:
         context_args = context.get("arguments") if isinstance(context, dict) else None
         value = self._completion(ref, argument, context_args)
         if inspect.isawaitable(value):
-            value = await value
-        if isinstance(value, dict) and "completion" in value:
-            return value
-        return completion_result([str(v) for v in value or ()])
+            return _completion_later(value)
+        return _completion_value(value)
+
+
+async def _completion_later(value: Awaitable[Any]) -> dict[str, Any]:
+    return _completion_value(await value)
+
+
+def _completion_value(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict) and "completion" in value:
+        return value
+    return completion_result([str(v) for v in value or ()])
+
+
+def _prompt_result(prompt: _Prompt, value: Any) -> dict[str, Any]:
+    if isinstance(value, dict) and "messages" in value:
+        return value
+    result: dict[str, Any] = {"messages": _messages(value)}
+    if "description" in prompt.definition:
+        result["description"] = prompt.definition["description"]
+    return result
 
 
 # ------------------------------------------------------------------- helpers

@@ -1,23 +1,29 @@
 """``Connection``: runs a ``Server``'s handlers for one engine session on asyncio.
 
-Transports own the bytes; this class owns the tasks. Each request is its own task, so many
-run at once and finish in any order; a client's cancel cancels the task; a server-to-client
-request is a future resolved by the client's reply.
+Transports own the bytes; this class owns the work. A request whose handler is a plain sync
+function is served inline, inside ``feed``: no task, no thread hop, the reply is in the
+engine's outbox when ``feed`` returns. Anything that must wait (an ``async def`` handler, a
+``blocking=True`` one in the thread pool) runs in its own task, so many run at once and finish
+in any order; a client's cancel cancels the task; a server-to-client request is a future
+resolved by the client's reply.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from typing import TYPE_CHECKING, Any
 
 from mcpfast.engine import (
     InboundRequest,
+    NotificationReceived,
     ReplyReceived,
     RequestCancelled,
     RequestReceived,
     ServerSession,
 )
+from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import INTERNAL_ERROR, McpError
 
 if TYPE_CHECKING:
@@ -40,6 +46,7 @@ class Connection:
         self.server = server
         self.session: ServerSession = server.new_session()
         self._tasks: dict[int | str, asyncio.Task[None]] = {}
+        self._side_tasks: set[asyncio.Task[None]] = set()
         self._waiters: dict[int | str, asyncio.Future[ReplyReceived]] = {}
         self._settled = asyncio.Event()
         self._closed = False
@@ -47,23 +54,28 @@ class Connection:
 
     @property
     def in_flight(self) -> int:
-        """How many client requests are being served."""
+        """How many client requests are being served (waiting in tasks; inline ones never count)."""
         return len(self._tasks)
 
-    def feed(self, data: bytes) -> None:
-        """Hand one framed message to the engine and start work for what it admits."""
+    def feed(self, data: Any) -> None:
+        """Hand one framed message to the engine and serve what it admits.
+
+        Plain sync handlers have answered (into the session's outbox) when this returns.
+        """
         for event in self.session.receive(data):
-            if isinstance(event, RequestReceived):
-                request = event.request
-                self._tasks[request.id] = asyncio.get_running_loop().create_task(self._serve(request))
-            elif isinstance(event, RequestCancelled):
-                task = self._tasks.get(event.request_id)
+            kind = type(event)
+            if kind is RequestReceived:
+                self._start(event.request)  # type: ignore[union-attr]
+            elif kind is RequestCancelled:
+                task = self._tasks.get(event.request_id)  # type: ignore[union-attr]
                 if task is not None:
                     task.cancel()
-            elif isinstance(event, ReplyReceived):
-                waiter = self._waiters.pop(event.request_id, None)
+            elif kind is ReplyReceived:
+                waiter = self._waiters.pop(event.request_id, None)  # type: ignore[union-attr]
                 if waiter is not None and not waiter.done():
-                    waiter.set_result(event)
+                    waiter.set_result(event)  # type: ignore[arg-type]
+            elif kind is NotificationReceived:
+                self._notification(event)  # type: ignore[arg-type]
 
     def feed_oversized(self, size: int, limit: int) -> None:
         """Report a message the framer dropped for its size."""
@@ -75,11 +87,35 @@ class Connection:
             self._settled.clear()
             await self._settled.wait()
 
-    async def _serve(self, request: InboundRequest) -> None:
+    def _start(self, request: InboundRequest) -> None:
+        session = self.session
+        rid = request.id
+        try:
+            outcome = self.server.handle(request, self)
+        except McpError as exc:
+            session.respond_error(rid, exc.code, exc.message, exc.data)
+            return
+        except Exception:
+            logger.exception("handler for %s failed", request.method)
+            session.respond_error(rid, INTERNAL_ERROR, "internal error")
+            return
+        if type(outcome) is dict or not inspect.isawaitable(outcome):
+            self._respond(request, outcome)
+            return
+        self._tasks[rid] = asyncio.get_running_loop().create_task(self._serve(request, outcome))
+
+    def _respond(self, request: InboundRequest, result: Any) -> None:
+        try:
+            self.session.respond(request.id, result)
+        except TypeError as exc:  # a result JSON cannot hold is the handler's bug
+            logger.exception("result of %s cannot be encoded", request.method)
+            self.session.respond_error(request.id, INTERNAL_ERROR, f"result cannot be encoded: {exc}")
+
+    async def _serve(self, request: InboundRequest, outcome: Any) -> None:
         rid = request.id
         session = self.session
         try:
-            result = await self.server.dispatch(request, self)
+            result = await outcome
         except asyncio.CancelledError:
             if not session.is_cancelled(rid):
                 raise  # shutdown, not the client's cancel: let the task end cancelled
@@ -90,14 +126,36 @@ class Connection:
             logger.exception("handler for %s failed", request.method)
             session.respond_error(rid, INTERNAL_ERROR, "internal error")
         else:
-            try:
-                session.respond(rid, result)
-            except TypeError as exc:  # a result JSON cannot hold is the handler's bug
-                logger.exception("result of %s cannot be encoded", request.method)
-                session.respond_error(rid, INTERNAL_ERROR, f"result cannot be encoded: {exc}")
+            self._respond(request, result)
         finally:
             self._tasks.pop(rid, None)
             self._settled.set()
+
+    def _notification(self, event: NotificationReceived) -> None:
+        if event.method == m.NOTIFICATION_ROOTS_LIST_CHANGED:
+            hook = self.server._roots_changed
+            if hook is not None:
+                self._run_hook(hook, "roots/list_changed")
+
+    def _run_hook(self, hook: Any, what: str) -> None:
+        try:
+            outcome = hook(self)
+        except Exception:
+            logger.exception("the %s handler failed", what)
+            return
+        if inspect.isawaitable(outcome):
+            task = asyncio.get_running_loop().create_task(self._hook_task(outcome, what))
+            self._side_tasks.add(task)
+            task.add_done_callback(self._side_tasks.discard)
+
+    @staticmethod
+    async def _hook_task(outcome: Any, what: str) -> None:
+        try:
+            await outcome
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("the %s handler failed", what)
 
     async def request_client(
         self, method: str, params: dict[str, Any] | None, *, related: int | str | None = None, timeout: float | None = None
@@ -123,12 +181,25 @@ class Connection:
             raise McpError(error.get("code", INTERNAL_ERROR), error.get("message", ""), error.get("data"))
         return reply.result
 
+    async def list_roots(self, timeout: float | None = None) -> list[dict[str, Any]]:
+        """Ask the client for its roots (``roots/list``), e.g. from an ``on_roots_changed`` hook.
+
+        Raises:
+            CapabilityError: the client did not declare ``roots``.
+            McpError: the client answered with an error or without a roots array.
+        """
+        result = await self.request_client(m.ROOTS_LIST, None, timeout=timeout)
+        roots = result.get("roots") if isinstance(result, dict) else None
+        if not isinstance(roots, list):
+            raise McpError(INTERNAL_ERROR, "the client answered roots/list without a roots array")
+        return roots
+
     async def close(self) -> None:
         """End the connection: cancel the work in flight and wait for it to stop."""
         self._closed = True
         self.server._connections.discard(self)
         self.session.close_listens()
-        tasks = list(self._tasks.values())
+        tasks = [*self._tasks.values(), *self._side_tasks]
         for task in tasks:
             task.cancel()
         if tasks:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcpfast.engine import InboundRequest
@@ -32,13 +35,35 @@ class Context:
         request: the request being served (id, method, version, client capabilities).
     """
 
-    __slots__ = ("_asked", "_conn", "_responses", "request")
+    __slots__ = ("_asked", "_conn", "_loop", "_responses", "_thread", "request")
 
     def __init__(self, conn: Connection, request: InboundRequest, responses: dict[str, Any] | None = None) -> None:
         self._conn = conn
         self.request = request
         self._responses = responses or {}
         self._asked = 0
+        # A blocking=True handler runs in a worker thread: its progress/log calls are handed
+        # to the event loop's thread (the engine is not thread-safe).
+        self._thread = threading.get_ident()
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
+
+    def _on_loop(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn(*args)`` on the event loop's thread and return its value (or raise its error)."""
+        if threading.get_ident() == self._thread or self._loop is None:
+            return fn(*args)
+        done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                done.set_result(fn(*args))
+            except BaseException as exc:  # handed back to the worker thread
+                done.set_exception(exc)
+
+        self._loop.call_soon_threadsafe(run)
+        return done.result(timeout=30)
 
     @property
     def request_id(self) -> int | str:
@@ -64,7 +89,7 @@ class Context:
         Raises:
             ValueError: ``progress`` is not greater than the previous value.
         """
-        return self._conn.session.progress(self.request.id, progress, total, message)
+        return self._on_loop(self._conn.session.progress, self.request.id, progress, total, message)
 
     def log(self, level: str, data: Any, logger: str | None = None) -> bool:
         """Send ``notifications/message`` at ``level`` if the client's level lets it through.
@@ -72,6 +97,9 @@ class Context:
         Returns:
             Whether a notification was sent.
         """
+        return self._on_loop(self._log, level, data, logger)
+
+    def _log(self, level: str, data: Any, logger: str | None) -> bool:
         return self._conn.session.log(level, data, logger, request_id=self.request.id)
 
     def debug(self, data: Any, logger: str | None = None) -> bool:

@@ -33,9 +33,10 @@ from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
+    INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
-    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
 )
 from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, STATELESS_VERSIONS
 from mcpfast.transports.event_store import EventStore, MemoryEventStore
@@ -120,7 +121,7 @@ def _accepts(accept: bytes | None, json: bool, sse: bool) -> bool:
 def _header_value(raw: bytes) -> str | None:
     """A header value, with the 2026 ``=?base64?…?=`` form decoded (None if invalid)."""
     try:
-        text = raw.decode("ascii")
+        text = raw.decode("ascii").strip(" \t")
     except UnicodeDecodeError:
         return None
     if text.startswith("=?base64?") and text.endswith("?="):
@@ -285,7 +286,7 @@ class HttpTransport:
         version: str | None = None
         if raw_version is not None:
             version = raw_version.decode("latin-1").strip()
-            if version not in _HANDSHAKE and version not in _STATELESS:
+            if version not in _HANDSHAKE and version not in _STATELESS and method != "POST":
                 await _send_simple(
                     send, 400, _error_body(INVALID_REQUEST, f"unsupported MCP-Protocol-Version: {version!r}",
                                            {"supported": [*HANDSHAKE_VERSIONS, *STATELESS_VERSIONS]})
@@ -362,7 +363,7 @@ class HttpTransport:
         if ctype is None or ctype.split(b";", 1)[0].strip().lower() != b"application/json":
             await _send_simple(send, 415, _error_body(INVALID_REQUEST, "Content-Type must be application/json"))
             return
-        modern = version in _STATELESS
+        modern = version is not None and version not in _HANDSHAKE  # 2026-07-28, or unknown (answered -32022)
         sess = None if modern else self._find(headers, principal)
         if sess is None and not modern:
             await _send_simple(send, 404, _error_body(INVALID_REQUEST, "session not found"))
@@ -716,10 +717,23 @@ class HttpTransport:
                 await _send_simple(send, 400, _error_body(INVALID_REQUEST, "clients must not POST responses in 2026-07-28"))
             return
         method: str = decoded.method
+        rid = decoded.id
         problem = _check_headers(decoded, method, headers)
         if problem is not None:
-            await _send_simple(send, 400, _error_body(HEADER_MISMATCH, problem, rid=decoded.id))
+            await _send_simple(send, 400, _error_body(HEADER_MISMATCH, problem, rid=rid))
             return
+        if method == m.INITIALIZE:  # a 2026-07-28 request: the method does not exist there
+            await _send_simple(send, 404, _error_body(METHOD_NOT_FOUND, f"method not found: {method}", rid=rid))
+            return
+        if META_PROTOCOL_VERSION not in _meta(decoded):
+            if version not in _STATELESS:
+                data = {"supported": list(STATELESS_VERSIONS), "requested": version or ""}
+                await _send_simple(send, 400, _error_body(UNSUPPORTED_PROTOCOL_VERSION, "unsupported protocol version", data, rid))
+                return
+            if method != m.SERVER_DISCOVER:
+                message = f"params._meta[{META_PROTOCOL_VERSION!r}] is required"
+                await _send_simple(send, 400, _error_body(INVALID_PARAMS, message, rid=rid))
+                return
         stream = Stream()
         conn = connect(self.server, stream)
         self._stateless.add(conn)

@@ -160,14 +160,17 @@ class RoutedSession(ServerSession):
     def _settle(self, request_id: int | str) -> None:
         router = self._router
         stream = router.streams.pop(request_id, None)
+        out = self.data_to_send()
         if stream is None:
             stream = router.default
-        for message in self.data_to_send():
+            for message in out:
+                stream.push(message)
+            return
+        for message in out:
             stream.push(message)
-        if stream is not router.default:
-            stream.pending -= 1
-            if stream.pending <= 0 and not stream.keep:
-                stream.finish()
+        stream.pending -= 1
+        if stream.pending <= 0 and not stream.keep:
+            stream.finish()
 
     def respond(self, request_id: int | str, result: dict[str, Any] | bytes) -> bool:
         sent = super().respond(request_id, result)

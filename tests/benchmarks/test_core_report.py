@@ -27,8 +27,9 @@ def test_report(tmp_path: Path) -> None:
             }
         )
     )
-    assert core_report.main([str(src), str(tmp_path / "out")]) == 0
+    assert core_report.main([str(src), str(tmp_path / "out"), "--command", "make bench-core"]) == 0
     md = (tmp_path / "out" / "results.md").read_text()
+    assert "Reproduce with `make bench-core`." in md
     assert "| decode initialize | 2 µs | 400 ns | 5.00x |" in md
     assert "| scan_reply | 3 µs | 1 µs | 3.00x |" in md
     assert "| only python | 1 ms | n/a | n/a |" in md

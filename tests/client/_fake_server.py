@@ -186,6 +186,9 @@ def run_http(args: argparse.Namespace) -> None:
 
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            if args.token and self.headers.get("Authorization") != f"Bearer {args.token}":
+                self._send(401, b"", extra={"WWW-Authenticate": "Bearer"})
+                return
             msg = json.loads(body)
             if "method" not in msg or "id" not in msg:
                 self._send(202, b"")
@@ -242,6 +245,7 @@ def main() -> None:
     p.add_argument("--stall-ms", type=float, default=500.0)
     p.add_argument("--sse", action="store_true")
     p.add_argument("--lifetime", type=float, default=120.0)
+    p.add_argument("--token", default=None, help="HTTP: require this bearer token")
     args = p.parse_args()
     if args.transport == "stdio":
         run_stdio(args)

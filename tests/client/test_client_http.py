@@ -86,3 +86,14 @@ def test_fake_server_modern_auto_over_http(drive, http_servers) -> None:
     url = http_servers(FAKE, "--mode", "modern")
     out = drive({"transport": "http", "target": url, "version": "auto", "ops": [["initialize"], ["tool", "echo", {"text": "a"}]]})
     assert out["era"] == "stateless" and not failures(out)
+
+
+def test_bearer_token_and_timeout(drive, http_servers) -> None:
+    url = http_servers(FAKE, "--token", "s3cret")
+    out = drive({"transport": "http", "target": url, "token": "s3cret", "ops": [["initialize"], ["tool", "echo", {"text": "a"}]]})
+    assert not failures(out) and out["initialized"] == [True]
+    out = drive({"transport": "http", "target": url, "ops": [["initialize"]]})
+    assert failures(out)[0][3] == "HttpStatusError('HTTP 401')"
+    slow = http_servers(FAKE, "--delay-ms", "1500")
+    out = drive({"transport": "http", "target": slow, "ops": [["call", "ping"]], "timeout": 0.3})
+    assert failures(out)[0][3] == "RequestTimeout('timeout on ping')"

@@ -233,3 +233,19 @@ def test_reset_keeps_ids_increasing_and_auto_reprobes() -> None:
 def test_unsupported_version_rejected() -> None:
     with pytest.raises(ValueError):
         ClientSession("2020-01-01")
+
+
+def test_sans_io_modules_do_not_import_gevent_or_locust() -> None:
+    import subprocess
+    import sys
+
+    from _client_support import child_env
+
+    code = (
+        "import sys\n"
+        "import mcpfast.client, mcpfast.client.session, mcpfast.client.base, mcpfast.client.errors\n"
+        "print(sorted(m for m in ('locust', 'gevent', 'geventhttpclient') if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, env=child_env())
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

@@ -348,6 +348,42 @@ def deep_documents(draw: st.DrawFn) -> tuple[bytes, int]:
     return text.encode(), max_depth
 
 
+@st.composite
+def big_documents(draw: st.DrawFn) -> bytes:
+    """Messages and batches of several KB (the exact-span scanner then works on large input).
+
+    Built from one drawn seed (large inputs would exhaust Hypothesis' entropy budget); a failure
+    reports the data in the assertion message."""
+    rnd = random.Random(draw(st.integers(0, 2**64)))
+    writer = Writer(rnd)
+
+    def value(depth: int) -> Any:
+        r = rnd.random()
+        if depth > 3 or r < 0.35:
+            return rnd.choice(
+                [
+                    rnd.randint(-(10 ** rnd.randint(1, 25)), 10 ** rnd.randint(1, 25)),
+                    rnd.random() * 10 ** rnd.randint(-8, 300),
+                    "é日😀\"\\\n"[rnd.randint(0, 6) :] * rnd.randint(0, 300),
+                    "x" * rnd.randint(0, 3000),
+                    True,
+                    None,
+                ]
+            )
+        if r < 0.7:
+            return [value(depth + 1) for _ in range(rnd.randint(0, 8))]
+        return {rnd.choice(["k", "é", "id", "params"]) + str(i): value(depth + 1) for i in range(rnd.randint(0, 8))}
+
+    def message() -> dict[str, Any]:
+        kind = rnd.choice(["request", "result"])
+        if kind == "request":
+            return {"jsonrpc": "2.0", "id": rnd.randint(0, 2**70), "method": "m", "params": {"a": value(0), "b": value(0)}}
+        return {"jsonrpc": "2.0", "id": str(rnd.random()), "result": [value(0) for _ in range(4)]}
+
+    doc: Any = message() if rnd.random() < 0.5 else [message() for _ in range(rnd.randint(1, 12))]
+    return writer.document(doc)
+
+
 # ------------------------------------------------------------------------------- decode
 
 
@@ -364,6 +400,12 @@ def check_decode(rust: ModuleType, data: bytes, **kw: Any) -> None:
 @SETTINGS
 @given(json_documents())
 def test_decode_valid_json(rust: ModuleType, data: bytes) -> None:
+    check_decode(rust, data)
+
+
+@settings(SETTINGS, max_examples=max(20, SETTINGS.max_examples // 4))
+@given(big_documents())
+def test_decode_big(rust: ModuleType, data: bytes) -> None:
     check_decode(rust, data)
 
 
