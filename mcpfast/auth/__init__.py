@@ -1,1 +1,16 @@
-"""OAuth 2.1 resource server for the HTTP transport (RFC 9728 metadata, JWT bearer tokens)."""
+"""OAuth 2.1 resource server for the HTTP transport (opt-in).
+
+* RFC 9728 Protected Resource Metadata at ``/.well-known/oauth-protected-resource`` and the
+  path-inserted form (``/.well-known/oauth-protected-resource/mcp``).
+* ``Authorization: Bearer <JWT>`` on every request, verified with PyJWT against a JWKS (a file,
+  or an https URL fetched and cached with a TTL): signature, ``iss``, ``aud`` equal to this
+  server's resource URI (RFC 8707), ``exp``/``nbf`` with a small leeway, and the scopes.
+* 401 with ``WWW-Authenticate: Bearer resource_metadata="…", scope="…"``; 403
+  ``insufficient_scope`` naming every scope the operation needs.
+
+The transport binds sessions to the token's subject (``Principal.subject``).
+"""
+
+from mcpfast.auth.resource import JwksSource, Principal, ResourceServer
+
+__all__ = ["JwksSource", "Principal", "ResourceServer"]

@@ -58,6 +58,7 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
 DEFAULT_LOCAL_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 _NAMED: Final = {m.TOOLS_CALL: "name", m.PROMPTS_GET: "name", m.RESOURCES_READ: "uri"}
 _MODERN_STATUS: Final = {-32601: 404, -32600: 400, -32700: 400, -32602: 400, -32020: 400, -32021: 400, -32022: 400}
 _JSON: Final = [(b"content-type", b"application/json")]
@@ -445,20 +446,15 @@ class HttpTransport:
             return
         finally:
             router.posting = None
-        if not stream.pending:
-            sync = router.sync
-            if not sync:
+        if not stream.pending and not stream.closed:  # nothing admitted: answered by the engine, or 202
+            buf = stream.buf
+            if not buf:
                 await _send_simple(send, 202)
                 return
-            data = sync[0]
-            status = 200
-            if len(sync) == 1:
-                is_error, _code, rid = reply_error_code(data)
-                if is_error and rid is None:
-                    status = 400
-            if len(sync) == 1 or not self.json_response:
-                await _send_simple(send, status, data, _JSON)
-                return
+            data = buf[0] if len(buf) == 1 else b"[" + b",".join(buf) + b"]"
+            is_error, _code, rid = reply_error_code(data)
+            await _send_simple(send, 400 if is_error and rid is None else 200, data, _JSON)
+            return
         await self._respond(stream, sess, receive, send, ())
 
     async def _respond(
@@ -725,15 +721,21 @@ class HttpTransport:
         if method == m.INITIALIZE:  # a 2026-07-28 request: the method does not exist there
             await _send_simple(send, 404, _error_body(METHOD_NOT_FOUND, f"method not found: {method}", rid=rid))
             return
-        if META_PROTOCOL_VERSION not in _meta(decoded):
+        meta = _meta(decoded)
+        if META_PROTOCOL_VERSION not in meta:
             if version not in _STATELESS:
                 data = {"supported": list(STATELESS_VERSIONS), "requested": version or ""}
                 await _send_simple(send, 400, _error_body(UNSUPPORTED_PROTOCOL_VERSION, "unsupported protocol version", data, rid))
                 return
-            if method != m.SERVER_DISCOVER:
-                message = f"params._meta[{META_PROTOCOL_VERSION!r}] is required"
-                await _send_simple(send, 400, _error_body(INVALID_PARAMS, message, rid=rid))
-                return
+            # Over HTTP the header made this a 2026 request, so its _meta is required (the
+            # engine answers a bare server/discover probe, which only makes sense on stdio).
+            message = f"params._meta[{META_PROTOCOL_VERSION!r}] is required"
+            await _send_simple(send, 400, _error_body(INVALID_PARAMS, message, rid=rid))
+            return
+        if method == m.SERVER_DISCOVER and not isinstance(meta.get(META_CLIENT_CAPABILITIES), dict):
+            message = f"params._meta[{META_CLIENT_CAPABILITIES!r}] is required"
+            await _send_simple(send, 400, _error_body(INVALID_PARAMS, message, rid=rid))
+            return
         stream = Stream()
         conn = connect(self.server, stream)
         self._stateless.add(conn)
@@ -743,16 +745,13 @@ class HttpTransport:
             conn.feed(decoded)
         finally:
             router.posting = None
-        if method == m.SUBSCRIPTIONS_LISTEN and not stream.closed and router.sync:
-            first = router.sync[0]
-            if not reply_error_code(first)[0]:
+        if method == m.SUBSCRIPTIONS_LISTEN and not stream.closed and stream.buf:
+            if not reply_error_code(stream.buf[0])[0]:
                 stream.keep = True
-                router.streams.clear()
-        if not stream.pending and not stream.keep:
+        if not stream.pending and not stream.keep and not stream.closed:  # answered by the engine
             self._stateless.discard(conn)
             await conn.close()
-            sync = router.sync
-            data = sync[0] if sync else _error_body(INTERNAL_ERROR, "no reply", rid=decoded.id)
+            data = stream.buf[0] if stream.buf else _error_body(INTERNAL_ERROR, "no reply", rid=rid)
             is_error, code, _rid = reply_error_code(data)
             status = _MODERN_STATUS.get(code, 200) if is_error and code is not None else 200
             await _send_simple(send, status, data, _JSON)

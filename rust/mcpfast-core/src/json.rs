@@ -77,19 +77,6 @@ pub enum ValueKind {
     Null,
 }
 
-// Bytes that end a run of plain string characters: the quote, the backslash, control chars.
-static STRING_STOP: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut i = 0;
-    while i < 0x20 {
-        t[i] = true;
-        i += 1;
-    }
-    t[b'"' as usize] = true;
-    t[b'\\' as usize] = true;
-    t
-};
-
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
@@ -105,24 +92,38 @@ fn bytes_equal(v: u64, b: u8) -> u64 {
 }
 
 /// Length of the run of bytes that need no attention inside a string: everything but the
-/// quote, the backslash and control characters. Eight bytes per step (SWAR).
+/// quote, the backslash and control characters. Eight bytes per step (SWAR); the tail is read
+/// as one more padded word.
 #[inline]
 pub(crate) fn plain_run(rest: &[u8]) -> usize {
     let mut i = 0;
-    while let Some(chunk) = rest.get(i..i + 8) {
+    let mut chunks = rest.chunks_exact(8);
+    for chunk in &mut chunks {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
-        let v = u64::from_le_bytes(word);
-        let stop = bytes_equal(v, b'"') | bytes_equal(v, b'\\') | bytes_below(v, 0x20);
+        let stop = special_bytes(u64::from_le_bytes(word));
         if stop != 0 {
             return i + (stop.trailing_zeros() / 8) as usize;
         }
         i += 8;
     }
-    i + rest[i..]
-        .iter()
-        .position(|&b| STRING_STOP[b as usize])
-        .unwrap_or(rest.len() - i)
+    let tail = chunks.remainder();
+    if tail.is_empty() {
+        return i;
+    }
+    // Pad with a byte that never stops a run.
+    let mut word = [b'a'; 8];
+    word[..tail.len()].copy_from_slice(tail);
+    let stop = special_bytes(u64::from_le_bytes(word));
+    if stop != 0 {
+        return i + (stop.trailing_zeros() / 8) as usize;
+    }
+    i + tail.len()
+}
+
+#[inline]
+fn special_bytes(v: u64) -> u64 {
+    bytes_equal(v, b'"') | bytes_equal(v, b'\\') | bytes_below(v, 0x20)
 }
 
 /// A cursor over a document that has already been checked to be UTF-8.

@@ -25,7 +25,13 @@ static ESCAPE: [u8; 256] = {
 
 /// Appends `s` as a JSON string.
 pub fn write_str(out: &mut Vec<u8>, s: &str) {
-    let mut rest = s.as_bytes();
+    write_str_bytes(out, s.as_bytes());
+}
+
+/// Appends UTF-8 text given as bytes as a JSON string (only ASCII bytes are ever escaped, so
+/// the text stays as valid as it came in).
+pub fn write_str_bytes(out: &mut Vec<u8>, text: &[u8]) {
+    let mut rest = text;
     out.reserve(rest.len() + 2);
     out.push(b'"');
     loop {

@@ -2,6 +2,7 @@
 //! and builds only the Python objects its caller reads.
 
 mod errors;
+mod fastjson;
 mod message;
 mod pyjson;
 mod stream;

@@ -11,8 +11,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyT
 
 use crate::errors;
 
-/// orjson's recursion limit when serialising.
-const MAX_ENCODE_DEPTH: u32 = 254;
+use crate::fastjson::MAX_ENCODE_DEPTH;
 
 pub enum BuildError {
     Json(json::Error),
@@ -197,30 +196,15 @@ static UUID_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 /// Appends `obj` as JSON, with the types and limits orjson has.
 pub fn write_obj(out: &mut Vec<u8>, obj: &Bound<'_, PyAny>, depth: u32) -> PyResult<()> {
-    // Exact types first: they are nearly all of what a handler returns.
-    if let Ok(s) = obj.cast_exact::<PyString>() {
-        write::write_str(out, str_of(s)?);
-    } else if let Ok(d) = obj.cast_exact::<PyDict>() {
-        write_dict(out, d, depth)?;
-    } else if let Ok(l) = obj.cast_exact::<PyList>() {
-        write_seq(out, l.iter(), depth)?;
-    } else if obj.cast_exact::<PyInt>().is_ok() {
-        write_int(out, obj)?;
-    } else if obj.is_none() {
-        out.extend_from_slice(b"null");
-    } else if let Ok(b) = obj.cast_exact::<PyBool>() {
-        out.extend_from_slice(if b.is_true() { b"true" } else { b"false" });
-    } else if let Ok(f) = obj.cast_exact::<PyFloat>() {
-        write::write_f64(out, f.value());
-    } else if let Ok(t) = obj.cast_exact::<PyTuple>() {
-        write_seq(out, t.iter(), depth)?;
-    } else {
-        write_other(out, obj, depth)?;
+    // SAFETY: `obj` is a live object borrowed for this call and the GIL is held.
+    #[allow(unsafe_code)]
+    unsafe {
+        crate::fastjson::write(obj.py(), out, obj.as_ptr(), depth)
     }
-    Ok(())
 }
 
-fn write_other(out: &mut Vec<u8>, obj: &Bound<'_, PyAny>, depth: u32) -> PyResult<()> {
+/// The slow path: subclasses of the JSON types, `enum.Enum`, `uuid.UUID`.
+pub fn write_other(out: &mut Vec<u8>, obj: &Bound<'_, PyAny>, depth: u32) -> PyResult<()> {
     let py = obj.py();
     if let Ok(s) = obj.cast::<PyString>() {
         write::write_str(out, str_of(s)?);
