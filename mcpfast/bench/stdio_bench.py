@@ -205,8 +205,10 @@ def run_server(
         outstanding = inflight
         write(wfd, b"".join(burst))
         sending = True
+        reads = 0
         while outstanding:
             lines = read_lines()
+            reads += 1
             now = clock()
             if not measuring and now >= t_measure:
                 measuring = True
@@ -269,6 +271,7 @@ def run_server(
         "p99_ms": _percentile(latencies, 99) * 1e3,
         "max_ms": (latencies[-1] * 1e3) if latencies else float("nan"),
         "errors": errors,
+        "replies_per_read": round(calls / reads_measured, 2) if (reads_measured := reads) else 0.0,
         "unexpected_ids": unexpected,
         "notifications": notifications,
         "server_cpu_s": round(server_cpu, 3),

@@ -160,6 +160,8 @@ class ServerSession:
         self._batches: dict[int, _Batch] = {}
         self._next_batch = 0
         self._listens: dict[int | str, dict[str, Any]] = {}
+        self._direct: frozenset[str] = frozenset()
+        self._held: dict[tuple[str, Any], dict[str, Any] | None] = {}
 
     # ------------------------------------------------------------------ output
 
@@ -250,6 +252,14 @@ class ServerSession:
     def _receive_request(self, msg: Any, events: list[Event], batch: int | None) -> None:
         method: str = msg.method
         rid = msg.id
+        # The hot path: a handshake-era session, a method it serves as an application request
+        # (precomputed at initialize: available in the version, capability declared), a free id.
+        if method in self._direct and rid not in self._inflight:
+            if msg.raw_params is None or not _has_envelope(msg):
+                request = InboundRequest(msg, self.version, False, self.client_capabilities, self.log_level, batch)  # type: ignore[arg-type]
+                self._inflight[rid] = _Inflight(request)
+                events.append(RequestReceived(request))
+                return
         if rid in self._inflight:
             self._error(rid, INVALID_REQUEST, "request id already in use by a request in flight", batch)
             return
@@ -259,11 +269,13 @@ class ServerSession:
         if method not in self._methods:
             self._error(rid, METHOD_NOT_FOUND, f"method not found: {method}", batch)
             return
+        meta = _meta_of(msg)
+        if META_PROTOCOL_VERSION in meta:
+            # A request in the 2026 envelope is served statelessly, on its own terms, whether or
+            # not this process also serves a handshake-era session (DIGEST 4.2, dual-era servers).
+            self._stateless_request(msg, meta, events, batch)
+            return
         if self.state is State.NEW:
-            meta = _meta_of(msg)
-            if META_PROTOCOL_VERSION in meta:
-                self._stateless_request(msg, meta, events, batch)
-                return
             if method == m.PING:
                 self._emit_reply(batch, core.encode_result(rid, {}))
                 return
@@ -273,6 +285,8 @@ class ServerSession:
                 return
             self._error(rid, INVALID_REQUEST, "the session is not initialized: send initialize first", batch)
             return
+        # After the initialize reply the client may send anything (DIGEST 4.1: it only had to
+        # hold back until it had the reply), so INITIALIZING serves requests like READY.
         version = self.version
         assert version is not None
         if not m.available(method, version) or method == m.SERVER_DISCOVER:
@@ -295,6 +309,16 @@ class ServerSession:
             msg, version, stateless=False, client_capabilities=self.client_capabilities, log_level=self.log_level, batch=batch
         )
         self._admit(request, events)
+
+    def _direct_methods(self, version: str) -> frozenset[str]:
+        """Methods a handshake session of ``version`` admits with no further check."""
+        special = {m.INITIALIZE, m.PING, m.SERVER_DISCOVER, m.LOGGING_SET_LEVEL, m.RESOURCES_SUBSCRIBE, m.RESOURCES_UNSUBSCRIBE}
+        direct = set()
+        for method in self._methods - special:
+            needed = m.SERVER_CAPABILITY_FOR.get(method)
+            if m.available(method, version) and (needed is None or needed in self.capabilities):
+                direct.add(method)
+        return frozenset(direct)
 
     def _admit(self, request: InboundRequest, events: list[Event]) -> None:
         self._inflight[request.id] = _Inflight(request)
@@ -322,6 +346,7 @@ class ServerSession:
         self.client_capabilities = caps
         self.client_info = info
         self.state = State.INITIALIZING
+        self._direct = self._direct_methods(version)
         result: dict[str, Any] = {
             "protocolVersion": version,
             "capabilities": self._capabilities_for(version),
@@ -702,6 +727,15 @@ class ServerSession:
     def pending_requests(self) -> list[int | str]:
         """Ids of the server-to-client requests still awaiting an answer."""
         return list(self._outgoing)
+
+
+def _has_envelope(msg: Any) -> bool:
+    """Whether a request's ``params._meta`` names a protocol version (the 2026 envelope)."""
+    params = msg.params
+    if type(params) is not dict:
+        return False
+    meta = params.get("_meta")
+    return type(meta) is dict and META_PROTOCOL_VERSION in meta
 
 
 def _meta_of(msg: Any) -> dict[str, Any]:

@@ -87,13 +87,16 @@ def compile_check(schema: Any, *, top: bool = True) -> Check | None:
     if keys - _HANDLED:
         return None
     checks: list[Check] = []
+    object_only = False
 
     if "type" in schema:
         declared = schema["type"]
         names = [declared] if isinstance(declared, str) else declared
         if not isinstance(names, list) or not names or not all(isinstance(n, str) and n in _TYPE_CHECKS for n in names):
             return None
-        if len(names) == 1:
+        if names == ["object"]:
+            object_only = True  # folded into the object check below
+        elif len(names) == 1:
             checks.append(_TYPE_CHECKS[names[0]])
         else:
             alternatives = tuple(_TYPE_CHECKS[n] for n in names)
@@ -124,22 +127,31 @@ def compile_check(schema: Any, *, top: bool = True) -> Check | None:
         if item_check is not _always:
             checks.append(lambda v: not isinstance(v, list) or all(item_check(x) for x in v))
 
-    object_check = _object_check(schema)
+    object_check = _object_check(schema, object_only)
     if object_check is False:
         return None
     if object_check is not None:
-        checks.append(object_check)
+        checks.append(object_check)  # type: ignore[arg-type]
+    elif object_only:
+        checks.append(_TYPE_CHECKS["object"])
 
     if not checks:
         return _always
     if len(checks) == 1:
         return checks[0]
+    if len(checks) == 2:
+        first, second = checks
+        return lambda v: first(v) and second(v)
     all_checks = tuple(checks)
     return lambda v: all(check(v) for check in all_checks)
 
 
-def _object_check(schema: dict[str, Any]) -> Check | None | bool:
-    """The check of properties/required/additionalProperties; False when not simple."""
+def _object_check(schema: dict[str, Any], must_be_object: bool) -> Check | None | bool:
+    """The check of properties/required/additionalProperties; False when not simple.
+
+    With ``must_be_object`` (``"type": "object"``) a non-object fails; otherwise the keywords
+    simply do not apply to it.
+    """
     props = schema.get("properties", {})
     required = schema.get("required", [])
     additional = schema.get("additionalProperties", True)
@@ -156,7 +168,8 @@ def _object_check(schema: dict[str, Any]) -> Check | None | bool:
     if extra_check is None:
         return False
     if not prop_checks and not required and extra_check is _always:
-        return None
+        return None  # (the caller adds the bare type check when it is wanted)
+    not_object = not must_be_object
     needed = tuple(dict.fromkeys(required))
     items = tuple(prop_checks.items())
     known = frozenset(props)
@@ -165,7 +178,7 @@ def _object_check(schema: dict[str, Any]) -> Check | None | bool:
 
         def check_object(v: Any) -> bool:
             if not isinstance(v, dict):
-                return True
+                return not_object
             for key in needed:
                 if key not in v:
                     return False
@@ -178,7 +191,7 @@ def _object_check(schema: dict[str, Any]) -> Check | None | bool:
 
     def check_object_strict(v: Any) -> bool:
         if not isinstance(v, dict):
-            return True
+            return not_object
         for key in needed:
             if key not in v:
                 return False

@@ -104,9 +104,22 @@ async def _send_simple(send: Send, status: int, body: bytes = b"", headers: Iter
     await send({"type": "http.response.body", "body": body})
 
 
+_ACCEPT_CACHE: dict[tuple[bytes, bool, bool], bool] = {}
+
+
 def _accepts(accept: bytes | None, json: bool, sse: bool) -> bool:
     if accept is None:
         return False
+    key = (accept, json, sse)
+    known = _ACCEPT_CACHE.get(key)
+    if known is None:
+        known = _parse_accept(accept, json, sse)
+        if len(_ACCEPT_CACHE) < 256:  # clients send a handful of distinct values
+            _ACCEPT_CACHE[key] = known
+    return known
+
+
+def _parse_accept(accept: bytes, json: bool, sse: bool) -> bool:
     has_json = has_sse = False
     for part in accept.split(b","):
         media = part.split(b";", 1)[0].strip().lower()
@@ -715,6 +728,8 @@ class HttpTransport:
         method: str = decoded.method
         rid = decoded.id
         problem = _check_headers(decoded, method, headers)
+        if problem is None and method == m.TOOLS_CALL:
+            problem = _check_param_headers(self.server, decoded, headers)
         if problem is not None:
             await _send_simple(send, 400, _error_body(HEADER_MISMATCH, problem, rid=rid))
             return
@@ -786,6 +801,63 @@ def _check_headers(decoded: Any, method: str, headers: dict[bytes, bytes]) -> st
         value = decoded.param(field)
         if not isinstance(value, str) or _header_value(raw_name) != value:
             return f"Mcp-Name header does not match params.{field}"
+    return None
+
+
+_PARAM_CACHE: dict[int, list[tuple[bytes, tuple[str, ...]]]] = {}
+
+
+def _param_annotations(schema: Any, path: tuple[str, ...] = ()) -> list[tuple[bytes, tuple[str, ...]]]:
+    """``(header name, argument path)`` for every ``x-mcp-header`` reachable through ``properties``."""
+    found: list[tuple[bytes, tuple[str, ...]]] = []
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict):
+        return found
+    for key, sub in props.items():
+        if not isinstance(sub, dict):
+            continue
+        name = sub.get("x-mcp-header")
+        if isinstance(name, str) and name:
+            found.append((b"mcp-param-" + name.lower().encode("ascii", "replace"), (*path, key)))
+        found.extend(_param_annotations(sub, (*path, key)))
+    return found
+
+
+def _check_param_headers(server: Any, decoded: Any, headers: dict[bytes, bytes]) -> str | None:
+    """SEP-2243 ``Mcp-Param-*``: each annotated argument must match its header (-32020)."""
+    tool = server._tools.get(decoded.param("name"))
+    if tool is None:
+        return None
+    definition = tool.definition
+    annotations = _PARAM_CACHE.get(id(definition))
+    if annotations is None:
+        annotations = _PARAM_CACHE[id(definition)] = _param_annotations(definition.get("inputSchema"))
+    if not annotations:
+        return None
+    arguments = decoded.param("arguments")
+    for header, path in annotations:
+        value: Any = arguments
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        raw = headers.get(header)
+        if value is None:
+            if raw is not None:
+                return f"{header.decode()} header sent for an absent argument"
+            continue
+        if raw is None:
+            return f"missing {header.decode()} header"
+        text = _header_value(raw)
+        if isinstance(value, bool):
+            ok = text == ("true" if value else "false")
+        elif isinstance(value, int):
+            try:
+                ok = text is not None and int(text) == value
+            except ValueError:
+                ok = False
+        else:
+            ok = isinstance(value, str) and text == value
+        if not ok:
+            return f"{header.decode()} header does not match the argument"
     return None
 
 

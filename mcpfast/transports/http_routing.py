@@ -96,17 +96,15 @@ class Router:
         posting: the stream of the POST being fed (set only while ``receive`` runs).
         streams: request id -> the stream its reply belongs on.
         outgoing: server-to-client request id -> the client request it serves.
-        sync: messages the engine produced synchronously while reading the last POST.
     """
 
-    __slots__ = ("default", "outgoing", "posting", "streams", "sync")
+    __slots__ = ("default", "outgoing", "posting", "streams")
 
     def __init__(self, default: Stream) -> None:
         self.default = default
         self.posting: Stream | None = None
         self.streams: dict[int | str, Stream] = {}
         self.outgoing: dict[int | str, int | str] = {}
-        self.sync: list[bytes] = []
 
     def close_all(self) -> None:
         for stream in self.streams.values():
@@ -143,9 +141,7 @@ class RoutedSession(ServerSession):
                 stream.pending += 1
             elif kind is ReplyReceived:
                 router.outgoing.pop(event.request_id, None)
-        out = self.data_to_send()
-        router.sync = out
-        for message in out:
+        for message in self.data_to_send():
             stream.push(message)
         return events
 
@@ -210,8 +206,11 @@ class RoutedSession(ServerSession):
         self._flush(related)
 
     def close_listens(self) -> None:
+        # Called when the connection ends (shutdown, DELETE, a 2026 listen stream closing): the
+        # final listen results go out and the standing stream ends with them.
         super().close_listens()
         self._flush(None)
+        self._router.default.finish()
 
 
 def connect(server: Server, default: Stream) -> Connection:

@@ -40,7 +40,7 @@ def run(server: Server | str, host: str, port: int, *, runner: str = DEFAULT_RUN
     """Serve until interrupted. ``server`` is a Server, or a ``module:attr`` spec (needed for granian)."""
     if runner == "granian" and isinstance(server, str):
         from granian import Granian
-        from granian.constants import Interfaces, Loops
+        from granian.constants import HTTPModes, Interfaces, Loops, RuntimeModes
 
         os.environ[_ENV] = json.dumps({"spec": server, "options": options})
         Granian(
@@ -49,6 +49,9 @@ def run(server: Server | str, host: str, port: int, *, runner: str = DEFAULT_RUN
             port=port,
             interface=Interfaces.ASGI,
             loop=Loops.uvloop,
+            http=HTTPModes.http1,
+            runtime_mode=RuntimeModes.st,
+            runtime_threads=1,
             factory=True,
             workers=1,
             log_enabled=log_level.lower() in ("debug", "info"),

@@ -1,9 +1,11 @@
 """The stdio transport: newline-delimited JSON-RPC over a child process's stdin and stdout.
 
 A thin adapter: it frames bytes (``core.LineFramer``), feeds the engine through a
-``Connection`` and writes what the engine queued, batched into one write per wake-up
-(``core.frame_lines``). Backpressure runs both ways: input is not read while too many
-requests are in flight or while the peer is not reading our output.
+``Connection`` and writes what the engine queued with one ``core.frame_lines`` write. Replies
+of plain sync handlers are produced inline while a chunk of input is fed, so every reply a read
+chunk produced goes out in one write at the end of that chunk; output produced later (by tasks)
+is written by a writer task, one write per wake-up. Backpressure runs both ways: input is not
+read while too many requests are in flight or while the peer is not reading our output.
 """
 
 from __future__ import annotations
@@ -34,15 +36,38 @@ _READ_SIZE: Final = 1 << 16
 
 
 class _Writer:
-    """Drains the engine's outbox into the stream, one batched write per wake-up."""
+    """Drains the engine's outbox into the stream, one batched write per wake-up.
+
+    While the read loop feeds a chunk (``hold``), output is left in the outbox and written by
+    ``flush`` at the end of the chunk; the writer task only wakes for output made outside that.
+    """
 
     def __init__(self, conn: Connection, writer: asyncio.StreamWriter) -> None:
         self._conn = conn
         self._writer = writer
         self._wake = asyncio.Event()
         self._closing = False
+        self._holding = False
         self.broken = False
-        conn.session.on_output = self._wake.set
+        conn.session.on_output = self._on_output
+
+    def _on_output(self) -> None:
+        if not self._holding:
+            self._wake.set()
+
+    def hold(self) -> None:
+        """Keep output in the outbox until ``flush`` (the read loop is feeding a chunk)."""
+        self._holding = True
+
+    def flush(self) -> None:
+        """Write whatever is queued now, in one write (no waiting: see ``drained``)."""
+        self._holding = False
+        messages = self._conn.session.data_to_send()
+        if messages and not self.broken:
+            try:
+                self._writer.write(core.frame_lines(messages))
+            except (ConnectionError, BrokenPipeError, RuntimeError):
+                self.broken = True
 
     def close(self) -> None:
         self._closing = True
@@ -98,20 +123,27 @@ async def serve_stdio(
     out = _Writer(conn, writer)
     writer_task = asyncio.get_running_loop().create_task(out.run())
     framer = core.LineFramer(max_line)
+    feed = conn.feed
+    frame_too_large = core.FrameTooLarge
     try:
         while not out.broken:
             chunk = await reader.read(_READ_SIZE)
             items = framer.feed(chunk) if chunk else framer.close()
+            out.hold()
             for item in items:
                 try:
-                    if isinstance(item, core.FrameTooLarge):
+                    if type(item) is frame_too_large:
                         conn.feed_oversized(item.size, item.limit)
                     else:
-                        conn.feed(item)
+                        feed(item)
                 except Exception:
                     # An engine bug must not end the session: log it and keep serving.
                     logger.exception("unexpected failure handling one message; the stream goes on")
-                await conn.wait_for_slot(max_in_flight)
+                if conn.in_flight >= max_in_flight:
+                    out.flush()
+                    await conn.wait_for_slot(max_in_flight)
+                    out.hold()
+            out.flush()
             if not chunk:
                 break
             await out.drained()

@@ -387,12 +387,3 @@ async def test_real_process_stdout_carries_only_protocol() -> None:
     assert next(r for r in replies if r.get("id") == 1)["result"]["content"][0]["text"] == "quiet"
     assert b"this print must not reach the protocol stream" in stderr
     assert b"neither must this" in stderr
-
-
-async def test_http_transport_is_not_built_yet() -> None:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "mcpfast", "serve", "--transport", "http",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=str(ROOT),
-    )  # fmt: skip
-    stdout, stderr = await asyncio.wait_for(proc.communicate(), 10)
-    assert proc.returncode == 2 and stdout == b"" and b"not built yet" in stderr

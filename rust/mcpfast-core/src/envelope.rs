@@ -83,6 +83,41 @@ pub struct ErrorInfo {
     pub code: i128,
 }
 
+/// The first members of an object `params`, recorded while the message is validated so that
+/// one member can be read later without scanning params again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Members {
+    len: u8,
+    /// More members than fit: look them up by scanning.
+    pub overflow: bool,
+    /// (key start, key end, value start, value end): the key without its quotes, as written.
+    items: [(u32, u32, u32, u32); Members::CAP],
+}
+
+impl Members {
+    pub const CAP: usize = 8;
+
+    fn push(&mut self, key: Range<usize>, value: Range<usize>) {
+        let (Ok(ks), Ok(ke), Ok(vs), Ok(ve)) =
+            (u32::try_from(key.start), u32::try_from(key.end), u32::try_from(value.start), u32::try_from(value.end))
+        else {
+            self.overflow = true;
+            return;
+        };
+        if usize::from(self.len) == Self::CAP {
+            self.overflow = true;
+            return;
+        }
+        self.items[usize::from(self.len)] = (ks, ke, vs, ve);
+        self.len += 1;
+    }
+
+    /// The recorded members, in document order: (key as written, value).
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (Range<usize>, Range<usize>)> + '_ {
+        self.items[..usize::from(self.len)].iter().map(|&(ks, ke, vs, ve)| (ks as usize..ke as usize, vs as usize..ve as usize))
+    }
+}
+
 /// One valid message: its kind, id, method and the spans of its parts in the document.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Envelope<'a> {
@@ -93,6 +128,8 @@ pub struct Envelope<'a> {
     /// The whole message.
     pub span: Range<usize>,
     pub params: Option<Range<usize>>,
+    /// The members of an object params (see [`Members`]).
+    pub members: Members,
     pub result: Option<Range<usize>>,
     pub error: Option<Range<usize>>,
     pub error_code: Option<i128>,
@@ -110,7 +147,7 @@ struct Slots<'a> {
     jsonrpc_ok: bool,
     id: Option<IdSlot<'a>>,
     method: Option<Option<Cow<'a, str>>>, // Some(None): present but not a string
-    params: Option<(Range<usize>, bool)>, // span, structured
+    params: Option<(Range<usize>, bool, Members)>, // span, structured, members
     result: Option<Range<usize>>,
     error: Option<(Range<usize>, Option<i128>)>, // span, code when the object is well formed
 }
@@ -237,10 +274,33 @@ fn read_slots<'a>(r: &mut Reader<'a>, depth: usize) -> Result<Slots<'a>, json::E
                 });
             }
             "params" => {
-                let structured = matches!(r.value_kind()?, ValueKind::Object | ValueKind::Array);
+                let kind = r.value_kind()?;
                 let start = r.pos();
-                r.skip_value(depth + 1)?;
-                s.params = Some((start..r.pos(), structured));
+                let mut members = Members::default();
+                if kind == ValueKind::Object {
+                    if !r.begin_object(depth + 1)? {
+                        loop {
+                            r.skip_ws();
+                            if r.peek() != Some(b'"') {
+                                return Err(json::Error::Syntax { msg: "expected a string key", pos: r.pos() });
+                            }
+                            let key_start = r.pos() + 1;
+                            r.skip_string()?;
+                            let key_end = r.pos() - 1;
+                            r.colon()?;
+                            r.skip_ws();
+                            let value_start = r.pos();
+                            r.skip_value(depth + 2)?;
+                            members.push(key_start..key_end, value_start..r.pos());
+                            if r.comma_or_end(b'}')? {
+                                break;
+                            }
+                        }
+                    }
+                } else {
+                    r.skip_value(depth + 1)?;
+                }
+                s.params = Some((start..r.pos(), matches!(kind, ValueKind::Object | ValueKind::Array), members));
             }
             "result" => {
                 r.value_kind()?;
@@ -281,7 +341,7 @@ fn judge<'a>(s: Slots<'a>, span: Range<usize>) -> Result<Envelope<'a>, RpcError<
                 id,
             ));
         }
-        if let Some((_, false)) = s.params {
+        if let Some((_, false, _)) = s.params {
             return Err(RpcError::invalid(
                 "\"params\" must be an object or an array",
                 id,
@@ -308,7 +368,8 @@ fn judge<'a>(s: Slots<'a>, span: Range<usize>) -> Result<Envelope<'a>, RpcError<
             id,
             method: Some(method),
             span,
-            params: s.params.map(|(p, _)| p),
+            params: s.params.as_ref().map(|(p, _, _)| p.clone()),
+            members: s.params.map(|(_, _, m)| m).unwrap_or_default(),
             result: None,
             error: None,
             error_code: None,
@@ -325,6 +386,7 @@ fn judge<'a>(s: Slots<'a>, span: Range<usize>) -> Result<Envelope<'a>, RpcError<
                 method: None,
                 span,
                 params: None,
+                members: Members::default(),
                 result: Some(result),
                 error: None,
                 error_code: None,
@@ -352,6 +414,7 @@ fn judge<'a>(s: Slots<'a>, span: Range<usize>) -> Result<Envelope<'a>, RpcError<
                     method: None,
                     span,
                     params: None,
+                members: Members::default(),
                     result: None,
                     error: Some(error),
                     error_code: Some(code),
@@ -465,6 +528,8 @@ mod tests {
         assert_eq!(e.id, Some(Id::Int(7)));
         assert_eq!(e.method.as_deref(), Some("tools/call"));
         assert_eq!(&s[e.params.expect("params")], r#"{"name":"echo"}"#);
+        let (key, value) = e.members.iter().next().expect("one member");
+        assert_eq!((&s[key], &s[value]), ("name", "\"echo\""));
     }
 
     #[test]

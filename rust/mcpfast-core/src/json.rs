@@ -368,6 +368,47 @@ impl<'a> Reader<'a> {
         Ok(k)
     }
 
+    /// Skips one value of a document already validated, without checking it again: strings
+    /// jump from quote to quote, containers only count brackets (eight bytes per step).
+    pub fn skip_trusted(&mut self) {
+        self.skip_ws();
+        let b = self.buf;
+        match b.get(self.pos) {
+            Some(b'"') => self.pos = trusted_string_end(b, self.pos + 1),
+            Some(b'{' | b'[') => {
+                let mut depth = 0usize;
+                loop {
+                    self.pos += structural_run(b.get(self.pos..).unwrap_or_default());
+                    match b.get(self.pos) {
+                        Some(b'"') => {
+                            self.pos = trusted_string_end(b, self.pos + 1);
+                            continue;
+                        }
+                        Some(b'{' | b'[') => depth += 1,
+                        Some(_) => {
+                            depth -= 1;
+                            if depth == 0 {
+                                self.pos += 1;
+                                return;
+                            }
+                        }
+                        None => return,
+                    }
+                    self.pos += 1;
+                }
+            }
+            Some(_) => {
+                while let Some(&c) = b.get(self.pos) {
+                    if matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\r' | b'\n') {
+                        break;
+                    }
+                    self.pos += 1;
+                }
+            }
+            None => {}
+        }
+    }
+
     /// Validates a string at the cursor; returns whether it holds escapes.
     #[inline]
     pub fn skip_string(&mut self) -> Result<bool> {
@@ -624,9 +665,85 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// In a validated object `text`, where the value of member `key` starts (the last one, as
-/// duplicate keys resolve to the last), or None when the member is absent or `text` is not an
-/// object.
+/// Length of the run before the next quote or bracket (`"`, `{`, `[`, `}`, `]`).
+#[inline]
+fn structural_run(rest: &[u8]) -> usize {
+    // `| 0x20` folds `[` onto `{` and `]` onto `}`, and no other byte onto either.
+    let find = |v: u64| {
+        let w = v | (ONES * 0x20);
+        bytes_equal(w, b'{') | bytes_equal(w, b'}') | bytes_equal(v, b'"')
+    };
+    run_until(rest, find)
+}
+
+/// Length of the run before the next quote or backslash.
+#[inline]
+fn quote_run(rest: &[u8]) -> usize {
+    run_until(rest, |v| bytes_equal(v, b'"') | bytes_equal(v, b'\\'))
+}
+
+/// SWAR scan: the index of the first byte flagged by `find`, or the length. Padding bytes are
+/// spaces, which none of the scans look for.
+#[inline]
+fn run_until(rest: &[u8], find: impl Fn(u64) -> u64) -> usize {
+    let mut i = 0;
+    let mut chunks = rest.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let hit = find(u64::from_le_bytes(word));
+        if hit != 0 {
+            return i + (hit.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    let tail = chunks.remainder();
+    let mut word = [b' '; 8];
+    word[..tail.len()].copy_from_slice(tail);
+    let hit = find(u64::from_le_bytes(word));
+    if hit != 0 {
+        return (i + (hit.trailing_zeros() / 8) as usize).min(rest.len());
+    }
+    rest.len()
+}
+
+/// Where a string whose body starts at `from` ends (just past its closing quote), in a
+/// validated document.
+fn trusted_string_end(b: &[u8], from: usize) -> usize {
+    let mut pos = from;
+    loop {
+        pos += quote_run(b.get(pos..).unwrap_or_default());
+        match b.get(pos) {
+            Some(b'"') => return pos + 1,
+            Some(_) => pos += 2,
+            None => return b.len(),
+        }
+    }
+}
+
+/// The top-level members of a validated object: each key with where its value starts, in
+/// document order (duplicates kept; the last one is the member's value). Empty when `text` is
+/// not an object.
+pub fn member_index(text: &str) -> Result<Vec<(Cow<'_, str>, usize)>> {
+    let mut r = Reader::new(text, usize::MAX);
+    let mut out = Vec::new();
+    if r.value_kind()? != ValueKind::Object || r.begin_object(1)? {
+        return Ok(out);
+    }
+    loop {
+        let k = r.key()?;
+        r.skip_ws();
+        out.push((k, r.pos()));
+        r.skip_trusted();
+        if r.comma_or_end(b'}')? {
+            return Ok(out);
+        }
+    }
+}
+
+/// In a validated object `text` (it must have been validated: values are skipped without
+/// being checked again), where the value of member `key` starts (the last one, as duplicate
+/// keys resolve to the last), or None when the member is absent or `text` is not an object.
 pub fn find_member(text: &str, key: &str) -> Result<Option<usize>> {
     let mut r = Reader::new(text, usize::MAX);
     if r.value_kind()? != ValueKind::Object || r.begin_object(1)? {
@@ -639,7 +756,7 @@ pub fn find_member(text: &str, key: &str) -> Result<Option<usize>> {
         if k == key {
             found = Some(r.pos());
         }
-        r.skip_value(2)?;
+        r.skip_trusted();
         if r.comma_or_end(b'}')? {
             return Ok(found);
         }
@@ -792,6 +909,32 @@ mod tests {
         );
         assert_eq!(find_member(t, "z"), Ok(None));
         assert_eq!(find_member("[1]", "a"), Ok(None));
+    }
+
+    #[test]
+    fn trusted_skip_matches_validating_skip() {
+        for doc in [
+            r#"{"a":"x\\\"y","b":[1,{"c":"]"},-2.5e3],"d":true}"#,
+            r#"["\\\\",[[]],{}]"#,
+            r#"  123 "#,
+            r#""\u00e9\\""#,
+            r#"{"k":null}"#,
+        ] {
+            let mut a = Reader::new(doc, 64);
+            a.skip_value(1).expect("valid");
+            let mut b = Reader::new(doc, 64);
+            b.skip_trusted();
+            assert_eq!(a.pos(), b.pos(), "{doc}");
+        }
+    }
+
+    #[test]
+    fn member_index_lists_every_member() {
+        let t = r#"{"a":1,"b":{"a":"}"},"a":[3]}"#;
+        let idx = member_index(t).expect("valid");
+        let keys: Vec<&str> = idx.iter().map(|(k, _)| k.as_ref()).collect();
+        assert_eq!(keys, ["a", "b", "a"]);
+        assert_eq!(&t[idx[2].1..idx[2].1 + 3], "[3]");
     }
 
     #[test]

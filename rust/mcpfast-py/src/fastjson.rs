@@ -224,3 +224,125 @@ unsafe fn write_tuple(
     }
     Ok(())
 }
+
+/// An owned reference, released on drop.
+pub struct Obj(std::ptr::NonNull<ffi::PyObject>);
+
+impl Obj {
+    /// Takes ownership of a new reference; null means the call that made it failed.
+    fn own(py: Python<'_>, ptr: *mut ffi::PyObject) -> Result<Obj, BuildError> {
+        std::ptr::NonNull::new(ptr).map(Obj).ok_or_else(|| BuildError::Py(PyErr::fetch(py)))
+    }
+
+    /// # Safety
+    /// `ptr` is a live object and the GIL is held.
+    unsafe fn borrowed(ptr: *mut ffi::PyObject) -> Obj {
+        // SAFETY: the caller's contract; the new reference is released by Drop.
+        unsafe { ffi::Py_INCREF(ptr) };
+        Obj(std::ptr::NonNull::from(unsafe { &mut *ptr }))
+    }
+
+    /// Hands the reference over to PyO3.
+    pub fn into_bound(self, py: Python<'_>) -> Bound<'_, PyAny> {
+        let ptr = self.0.as_ptr();
+        std::mem::forget(self);
+        // SAFETY: we owned exactly one reference to a live object.
+        unsafe { Bound::from_owned_ptr(py, ptr) }
+    }
+}
+
+impl Drop for Obj {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference, and objects are only built and dropped with the GIL.
+        unsafe { ffi::Py_DECREF(self.0.as_ptr()) };
+    }
+}
+
+use crate::pyjson::{BuildError, KeyCache};
+use mcpfast_core::json::{Builder, Number};
+
+/// Builds Python values straight through the C API.
+pub struct RawBuilder<'a, 'py> {
+    pub py: Python<'py>,
+    pub keys: Option<&'a mut KeyCache>,
+}
+
+impl Builder for RawBuilder<'_, '_> {
+    type Value = Obj;
+    type Error = BuildError;
+
+    fn null(&mut self) -> Result<Obj, BuildError> {
+        // SAFETY: None is immortal enough and the GIL is held.
+        Ok(unsafe { Obj::borrowed(ffi::Py_None()) })
+    }
+    fn boolean(&mut self, v: bool) -> Result<Obj, BuildError> {
+        // SAFETY: as above, for the two bools.
+        Ok(unsafe { Obj::borrowed(if v { ffi::Py_True() } else { ffi::Py_False() }) })
+    }
+    fn number(&mut self, v: Number) -> Result<Obj, BuildError> {
+        // SAFETY: plain constructors; the GIL is held.
+        let ptr = unsafe {
+            match v {
+                Number::Int(i) => ffi::PyLong_FromLongLong(i),
+                Number::UInt(u) => ffi::PyLong_FromUnsignedLongLong(u),
+                Number::BigInt(f) | Number::Float(f) => ffi::PyFloat_FromDouble(f),
+            }
+        };
+        Obj::own(self.py, ptr)
+    }
+    fn string(&mut self, v: &str) -> Result<Obj, BuildError> {
+        let len = ffi::Py_ssize_t::try_from(v.len()).unwrap_or(ffi::Py_ssize_t::MAX);
+        // SAFETY: `v` is valid UTF-8 of `len` bytes.
+        Obj::own(self.py, unsafe { ffi::PyUnicode_FromStringAndSize(v.as_ptr().cast(), len) })
+    }
+    fn begin_array(&mut self) -> Result<Obj, BuildError> {
+        // SAFETY: plain constructor.
+        Obj::own(self.py, unsafe { ffi::PyList_New(0) })
+    }
+    fn push(&mut self, array: &mut Obj, item: Obj) -> Result<(), BuildError> {
+        // SAFETY: `array` is a list we created; PyList_Append takes its own reference.
+        if unsafe { ffi::PyList_Append(array.0.as_ptr(), item.0.as_ptr()) } != 0 {
+            return Err(BuildError::Py(PyErr::fetch(self.py)));
+        }
+        Ok(())
+    }
+    fn begin_object(&mut self) -> Result<Obj, BuildError> {
+        // SAFETY: plain constructor.
+        Obj::own(self.py, unsafe { ffi::PyDict_New() })
+    }
+    fn insert(&mut self, object: &mut Obj, key: &str, value: Obj) -> Result<(), BuildError> {
+        let key = match self.keys.as_deref_mut() {
+            Some(cache) => cache.get(self.py, key)?,
+            None => self.string(key)?,
+        };
+        // SAFETY: `object` is a dict we created; PyDict_SetItem takes its own references.
+        if unsafe { ffi::PyDict_SetItem(object.0.as_ptr(), key.0.as_ptr(), value.0.as_ptr()) } != 0 {
+            return Err(BuildError::Py(PyErr::fetch(self.py)));
+        }
+        Ok(())
+    }
+}
+
+impl KeyCache {
+    /// The cached str for an object key (a new reference), creating and caching it on a miss.
+    fn get(&mut self, py: Python<'_>, key: &str) -> Result<Obj, BuildError> {
+        if key.len() > crate::pyjson::KEY_CACHE_MAX_LEN {
+            return RawBuilder { py, keys: None }.string(key);
+        }
+        let slot = crate::pyjson::key_hash(key);
+        if let Some((k, v)) = &self.slots[slot] {
+            if **k == *key {
+                // SAFETY: the cache keeps `v` alive; the GIL is held.
+                return Ok(unsafe { Obj::borrowed(v.as_ptr()) });
+            }
+        }
+        let obj = RawBuilder { py, keys: None }.string(key)?;
+        // SAFETY: `obj` is a live str we own; the cache takes a reference of its own.
+        let cached: Py<pyo3::types::PyString> = unsafe { Bound::from_borrowed_ptr(py, obj.0.as_ptr()) }
+            .cast_into::<pyo3::types::PyString>()
+            .map_err(|e| BuildError::Py(e.into()))?
+            .unbind();
+        self.slots[slot] = Some((key.into(), cached));
+        Ok(obj)
+    }
+}

@@ -109,6 +109,11 @@ pub struct Message {
     /// code that could wait on another thread, and PyOnceLock's GIL hand-off costs more than
     /// the build itself.
     parsed: std::sync::OnceLock<Py<PyAny>>,
+    /// Members of params recorded by the decoding pass (absolute offsets in `src`).
+    recorded: envelope::Members,
+    /// When params has more members than were recorded: all of them (key, offset of the value
+    /// within params), listed by the first `param`.
+    members: std::sync::OnceLock<Vec<(Box<str>, usize)>>,
 }
 
 impl Message {
@@ -129,6 +134,8 @@ impl Message {
             span: (env.span.start, env.span.end),
             part: part.map(|r| (r.start, r.end)),
             parsed: std::sync::OnceLock::new(),
+            recorded: env.members,
+            members: std::sync::OnceLock::new(),
         })
     }
 
@@ -192,15 +199,46 @@ impl Message {
         let Some((start, end)) = self.part.filter(|_| CALLS.contains(&self.kind)) else {
             return Ok(default());
         };
-        let bytes = &self.src.bind(py).as_bytes()[start..end];
-        let text = std::str::from_utf8(bytes).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        match mcpfast_core::json::find_member(text, key) {
-            // The builder stops after one value: what follows it in params is not read.
-            Ok(Some(at)) => Ok(build_value(py, text.get(at..).unwrap_or_default())?.unbind()),
-            Ok(None) => Ok(default()),
-            Err(e) => Err(PyValueError::new_err(e.to_string())),
+        let src = self.src.bind(py).as_bytes();
+        if !self.recorded.overflow {
+            // Duplicate keys resolve to the last one.
+            let found = self.recorded.iter().rev().find(|(k, _)| key_matches(&src[k.clone()], key));
+            return match found {
+                Some((_, value)) => {
+                    let text = std::str::from_utf8(&src[value]).map_err(|e| PyValueError::new_err(e.to_string()))?;
+                    Ok(build_value(py, text)?.unbind())
+                }
+                None => Ok(default()),
+            };
+        }
+        let text = std::str::from_utf8(&src[start..end]).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        if self.members.get().is_none() {
+            // One pass over params lists every member; later param() calls reuse it.
+            let index = mcpfast_core::json::member_index(text)
+                .map_err(|e| PyValueError::new_err(e.to_string()))?
+                .into_iter()
+                .map(|(k, at)| (k.into_owned().into_boxed_str(), at))
+                .collect();
+            let _ = self.members.set(index);
+        }
+        let at = self.members.get().and_then(|idx| idx.iter().rev().find(|(k, _)| **k == *key).map(|(_, at)| *at));
+        match at {
+            Some(at) => Ok(build_value(py, text.get(at..).unwrap_or_default())?.unbind()),
+            None => Ok(default()),
         }
     }
+}
+
+/// Whether a key as written in the document (without quotes, maybe with escapes) is `key`.
+fn key_matches(raw: &[u8], key: &str) -> bool {
+    if memchr::memchr(b'\\', raw).is_none() {
+        return raw == key.as_bytes();
+    }
+    let quoted = [b"\"".as_slice(), raw, b"\""].concat();
+    std::str::from_utf8(&quoted)
+        .ok()
+        .and_then(|q| mcpfast_core::json::Reader::new(q, 1).string().ok().map(|k| k == key))
+        .unwrap_or(false)
 }
 
 #[pymethods]

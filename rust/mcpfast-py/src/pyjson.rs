@@ -2,7 +2,7 @@
 //! the binding needs beyond the envelope scan.
 
 use mcpfast_core::envelope::Id;
-use mcpfast_core::json::{self, Builder, Number, Reader};
+use mcpfast_core::json::{self, Reader};
 use mcpfast_core::write;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -30,35 +30,13 @@ impl From<PyErr> for BuildError {
     }
 }
 
-pub struct PyBuilder<'py> {
-    py: Python<'py>,
-}
-
-/// A value under construction: containers keep their concrete type so that filling them needs
-/// no type check.
-pub enum PyValue<'py> {
-    Dict(Bound<'py, PyDict>),
-    List(Bound<'py, PyList>),
-    Other(Bound<'py, PyAny>),
-}
-
-impl<'py> PyValue<'py> {
-    fn into_any(self) -> Bound<'py, PyAny> {
-        match self {
-            PyValue::Dict(d) => d.into_any(),
-            PyValue::List(l) => l.into_any(),
-            PyValue::Other(o) => o,
-        }
-    }
-}
-
 // Object keys repeat from message to message ("name", "arguments", "type", ...). A small
 // direct-mapped cache hands back the same str object, whose hash CPython has already computed.
 const KEY_CACHE_SLOTS: usize = 1024;
-const KEY_CACHE_MAX_LEN: usize = 64;
+pub const KEY_CACHE_MAX_LEN: usize = 64;
 
-struct KeyCache {
-    slots: Vec<Option<(Box<str>, Py<PyString>)>>,
+pub struct KeyCache {
+    pub slots: Vec<Option<(Box<str>, Py<PyString>)>>,
 }
 
 thread_local! {
@@ -66,7 +44,7 @@ thread_local! {
         std::cell::RefCell::new(KeyCache { slots: (0..KEY_CACHE_SLOTS).map(|_| None).collect() });
 }
 
-fn key_hash(s: &str) -> usize {
+pub fn key_hash(s: &str) -> usize {
     // FNV-1a: short keys, no need for a keyed hash (a collision only costs a cache miss).
     let mut h: u32 = 0x811c_9dc5;
     for &b in s.as_bytes() {
@@ -76,84 +54,20 @@ fn key_hash(s: &str) -> usize {
     h as usize % KEY_CACHE_SLOTS
 }
 
-fn key_str<'py>(py: Python<'py>, key: &str) -> Bound<'py, PyString> {
-    if key.len() > KEY_CACHE_MAX_LEN {
-        return PyString::new(py, key);
-    }
-    let slot = key_hash(key);
-    KEYS.with(|cache| {
-        let Ok(mut cache) = cache.try_borrow_mut() else {
-            return PyString::new(py, key);
-        };
-        if let Some((k, v)) = &cache.slots[slot] {
-            if **k == *key {
-                return v.bind(py).clone();
-            }
-        }
-        let v = PyString::new(py, key);
-        cache.slots[slot] = Some((key.into(), v.clone().unbind()));
-        v
-    })
-}
-
-impl<'py> Builder for PyBuilder<'py> {
-    type Value = PyValue<'py>;
-    type Error = BuildError;
-
-    fn null(&mut self) -> Result<Self::Value, BuildError> {
-        Ok(PyValue::Other(self.py.None().into_bound(self.py)))
-    }
-    fn boolean(&mut self, v: bool) -> Result<Self::Value, BuildError> {
-        Ok(PyValue::Other(
-            PyBool::new(self.py, v).to_owned().into_any(),
-        ))
-    }
-    fn number(&mut self, v: Number) -> Result<Self::Value, BuildError> {
-        Ok(PyValue::Other(match v {
-            Number::Int(i) => {
-                let Ok(v) = i.into_pyobject(self.py);
-                v.into_any()
-            }
-            Number::UInt(u) => {
-                let Ok(v) = u.into_pyobject(self.py);
-                v.into_any()
-            }
-            Number::BigInt(f) | Number::Float(f) => PyFloat::new(self.py, f).into_any(),
-        }))
-    }
-    fn string(&mut self, v: &str) -> Result<Self::Value, BuildError> {
-        Ok(PyValue::Other(PyString::new(self.py, v).into_any()))
-    }
-    fn begin_array(&mut self) -> Result<Self::Value, BuildError> {
-        Ok(PyValue::List(PyList::empty(self.py)))
-    }
-    fn push(&mut self, array: &mut Self::Value, item: Self::Value) -> Result<(), BuildError> {
-        if let PyValue::List(l) = array {
-            l.append(item.into_any())?;
-        }
-        Ok(())
-    }
-    fn begin_object(&mut self) -> Result<Self::Value, BuildError> {
-        Ok(PyValue::Dict(PyDict::new(self.py)))
-    }
-    fn insert(
-        &mut self,
-        object: &mut Self::Value,
-        key: &str,
-        value: Self::Value,
-    ) -> Result<(), BuildError> {
-        if let PyValue::Dict(d) = object {
-            d.set_item(key_str(self.py, key), value.into_any())?;
-        }
-        Ok(())
-    }
-}
-
-/// Builds the Python value of a JSON text already validated.
+/// Builds the Python value of the JSON text at the start of `text` (already validated; what
+/// follows the value is not read).
 pub fn build_value<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
-    let mut reader = Reader::new(text, usize::MAX);
-    match reader.build(&mut PyBuilder { py }, 1) {
-        Ok(v) => Ok(v.into_any()),
+    let run = |keys: Option<&mut KeyCache>| {
+        let mut reader = Reader::new(text, usize::MAX);
+        reader.build(&mut crate::fastjson::RawBuilder { py, keys }, 1)
+    };
+    // One thread-local access per build, not per key.
+    let built = KEYS.with(|cache| match cache.try_borrow_mut() {
+        Ok(mut cache) => run(Some(&mut cache)),
+        Err(_) => run(None),
+    });
+    match built {
+        Ok(v) => Ok(v.into_bound(py)),
         Err(BuildError::Py(e)) => Err(e),
         Err(BuildError::Json(e)) => Err(errors::json_rpc_error(py, -32700, &e.to_string(), None)),
     }
