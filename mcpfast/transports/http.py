@@ -804,7 +804,7 @@ def _check_headers(decoded: Any, method: str, headers: dict[bytes, bytes]) -> st
     return None
 
 
-_PARAM_CACHE: dict[int, list[tuple[bytes, tuple[str, ...]]]] = {}
+_PARAM_CACHE: dict[int, tuple[Any, list[tuple[bytes, tuple[str, ...]]]]] = {}
 
 
 def _param_annotations(schema: Any, path: tuple[str, ...] = ()) -> list[tuple[bytes, tuple[str, ...]]]:
@@ -829,9 +829,10 @@ def _check_param_headers(server: Any, decoded: Any, headers: dict[bytes, bytes])
     if tool is None:
         return None
     definition = tool.definition
-    annotations = _PARAM_CACHE.get(id(definition))
-    if annotations is None:
-        annotations = _PARAM_CACHE[id(definition)] = _param_annotations(definition.get("inputSchema"))
+    cached = _PARAM_CACHE.get(id(definition))
+    if cached is None or cached[0] is not definition:
+        cached = _PARAM_CACHE[id(definition)] = (definition, _param_annotations(definition.get("inputSchema")))
+    annotations = cached[1]
     if not annotations:
         return None
     arguments = decoded.param("arguments")

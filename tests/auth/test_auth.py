@@ -167,3 +167,8 @@ async def test_jwks_url_fetched_once_and_cached(keys: tuple[Path, Path, Path]) -
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def test_serve_http_needs_resource_url_with_jwks(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["serve", "--transport", "http", "--auth-jwks", "x.json"]) == 2
+    assert "--resource-url" in capsys.readouterr().err

@@ -409,7 +409,7 @@ def test_2026_listen_stream(live: tuple[str, HttpTransport]) -> None:
         ack = json.loads(sse_events(lines, 1)[0]["data"])
         assert ack["method"] == "notifications/subscriptions/acknowledged"
         touched = c.post(url, json=call("touch", {"uri": "test://r"}, rid=3, meta=META), headers=modern_headers("tools/call", "touch"))
-        assert touched.status_code == 200 and touched.json()["result"]["content"][0]["text"] == "1"
+        assert touched.status_code == 200 and touched.json()["result"]["structuredContent"] == {"result": 1}
         note = next(json.loads(e["data"]) for e in sse_events(lines, 5) if e.get("data"))
         assert note["method"] == "notifications/resources/updated"
         assert note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "L1"
@@ -444,3 +444,16 @@ async def test_2026_param_headers(client: httpx.AsyncClient) -> None:
     for args, extra in bad:
         r = await client.post("/mcp", json=call("regional", args, meta=META), headers={**base, **extra})
         assert (r.status_code, r.json()["error"]["code"]) == (400, -32020), (args, extra)
+
+
+@pytest.mark.anyio
+async def test_batch_in_2025_03_26(client: httpx.AsyncClient, transport: HttpTransport) -> None:
+    h = await open_session(client, "2025-03-26")
+    batch = [{"jsonrpc": "2.0", "id": 1, "method": "ping"}, call("echo", {"text": "b"}, rid=2)]
+    r = await client.post("/mcp", json=batch, headers=h)
+    assert r.status_code == 200
+    replies = {m["id"]: m for m in r.json()}
+    assert replies[1]["result"] == {} and replies[2]["result"]["content"][0]["text"] == "b"
+    r = await client.post("/mcp", json=[{"jsonrpc": "2.0", "method": "notifications/progress",
+                                          "params": {"progressToken": 1, "progress": 1}}], headers=h)
+    assert r.status_code == 202

@@ -95,12 +95,17 @@ pub struct Members {
 }
 
 impl Members {
-    pub const CAP: usize = 8;
+    // tools/call carries name, arguments and _meta: four covers the hot path, and the struct
+    // stays small enough to move around cheaply.
+    pub const CAP: usize = 4;
 
     fn push(&mut self, key: Range<usize>, value: Range<usize>) {
-        let (Ok(ks), Ok(ke), Ok(vs), Ok(ve)) =
-            (u32::try_from(key.start), u32::try_from(key.end), u32::try_from(value.start), u32::try_from(value.end))
-        else {
+        let (Ok(ks), Ok(ke), Ok(vs), Ok(ve)) = (
+            u32::try_from(key.start),
+            u32::try_from(key.end),
+            u32::try_from(value.start),
+            u32::try_from(value.end),
+        ) else {
             self.overflow = true;
             return;
         };
@@ -114,7 +119,9 @@ impl Members {
 
     /// The recorded members, in document order: (key as written, value).
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (Range<usize>, Range<usize>)> + '_ {
-        self.items[..usize::from(self.len)].iter().map(|&(ks, ke, vs, ve)| (ks as usize..ke as usize, vs as usize..ve as usize))
+        self.items[..usize::from(self.len)]
+            .iter()
+            .map(|&(ks, ke, vs, ve)| (ks as usize..ke as usize, vs as usize..ve as usize))
     }
 }
 
@@ -282,7 +289,10 @@ fn read_slots<'a>(r: &mut Reader<'a>, depth: usize) -> Result<Slots<'a>, json::E
                         loop {
                             r.skip_ws();
                             if r.peek() != Some(b'"') {
-                                return Err(json::Error::Syntax { msg: "expected a string key", pos: r.pos() });
+                                return Err(json::Error::Syntax {
+                                    msg: "expected a string key",
+                                    pos: r.pos(),
+                                });
                             }
                             let key_start = r.pos() + 1;
                             r.skip_string()?;
@@ -300,7 +310,11 @@ fn read_slots<'a>(r: &mut Reader<'a>, depth: usize) -> Result<Slots<'a>, json::E
                 } else {
                     r.skip_value(depth + 1)?;
                 }
-                s.params = Some((start..r.pos(), matches!(kind, ValueKind::Object | ValueKind::Array), members));
+                s.params = Some((
+                    start..r.pos(),
+                    matches!(kind, ValueKind::Object | ValueKind::Array),
+                    members,
+                ));
             }
             "result" => {
                 r.value_kind()?;
@@ -414,7 +428,7 @@ fn judge<'a>(s: Slots<'a>, span: Range<usize>) -> Result<Envelope<'a>, RpcError<
                     method: None,
                     span,
                     params: None,
-                members: Members::default(),
+                    members: Members::default(),
                     result: None,
                     error: Some(error),
                     error_code: Some(code),

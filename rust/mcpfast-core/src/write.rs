@@ -31,9 +31,15 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
 /// Appends UTF-8 text given as bytes as a JSON string (only ASCII bytes are ever escaped, so
 /// the text stays as valid as it came in).
 pub fn write_str_bytes(out: &mut Vec<u8>, text: &[u8]) {
-    let mut rest = text;
-    out.reserve(rest.len() + 2);
+    out.reserve(text.len() + 2);
     out.push(b'"');
+    // Short strings (most keys and many values): one pass over the bytes, one copy.
+    if text.len() < 16 && !text.iter().any(|&b| ESCAPE[b as usize] != 0) {
+        out.extend_from_slice(text);
+        out.push(b'"');
+        return;
+    }
+    let mut rest = text;
     loop {
         // The bytes a JSON string must escape are exactly those that end a plain run when
         // reading one: the quote, the backslash and control characters.

@@ -231,7 +231,9 @@ pub struct Obj(std::ptr::NonNull<ffi::PyObject>);
 impl Obj {
     /// Takes ownership of a new reference; null means the call that made it failed.
     fn own(py: Python<'_>, ptr: *mut ffi::PyObject) -> Result<Obj, BuildError> {
-        std::ptr::NonNull::new(ptr).map(Obj).ok_or_else(|| BuildError::Py(PyErr::fetch(py)))
+        std::ptr::NonNull::new(ptr)
+            .map(Obj)
+            .ok_or_else(|| BuildError::Py(PyErr::fetch(py)))
     }
 
     /// # Safety
@@ -293,7 +295,9 @@ impl Builder for RawBuilder<'_, '_> {
     fn string(&mut self, v: &str) -> Result<Obj, BuildError> {
         let len = ffi::Py_ssize_t::try_from(v.len()).unwrap_or(ffi::Py_ssize_t::MAX);
         // SAFETY: `v` is valid UTF-8 of `len` bytes.
-        Obj::own(self.py, unsafe { ffi::PyUnicode_FromStringAndSize(v.as_ptr().cast(), len) })
+        Obj::own(self.py, unsafe {
+            ffi::PyUnicode_FromStringAndSize(v.as_ptr().cast(), len)
+        })
     }
     fn begin_array(&mut self) -> Result<Obj, BuildError> {
         // SAFETY: plain constructor.
@@ -316,7 +320,8 @@ impl Builder for RawBuilder<'_, '_> {
             None => self.string(key)?,
         };
         // SAFETY: `object` is a dict we created; PyDict_SetItem takes its own references.
-        if unsafe { ffi::PyDict_SetItem(object.0.as_ptr(), key.0.as_ptr(), value.0.as_ptr()) } != 0 {
+        if unsafe { ffi::PyDict_SetItem(object.0.as_ptr(), key.0.as_ptr(), value.0.as_ptr()) } != 0
+        {
             return Err(BuildError::Py(PyErr::fetch(self.py)));
         }
         Ok(())
@@ -338,10 +343,11 @@ impl KeyCache {
         }
         let obj = RawBuilder { py, keys: None }.string(key)?;
         // SAFETY: `obj` is a live str we own; the cache takes a reference of its own.
-        let cached: Py<pyo3::types::PyString> = unsafe { Bound::from_borrowed_ptr(py, obj.0.as_ptr()) }
-            .cast_into::<pyo3::types::PyString>()
-            .map_err(|e| BuildError::Py(e.into()))?
-            .unbind();
+        let cached: Py<pyo3::types::PyString> =
+            unsafe { Bound::from_borrowed_ptr(py, obj.0.as_ptr()) }
+                .cast_into::<pyo3::types::PyString>()
+                .map_err(|e| BuildError::Py(e.into()))?
+                .unbind();
         self.slots[slot] = Some((key.into(), cached));
         Ok(obj)
     }

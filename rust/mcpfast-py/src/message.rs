@@ -202,16 +202,22 @@ impl Message {
         let src = self.src.bind(py).as_bytes();
         if !self.recorded.overflow {
             // Duplicate keys resolve to the last one.
-            let found = self.recorded.iter().rev().find(|(k, _)| key_matches(&src[k.clone()], key));
+            let found = self
+                .recorded
+                .iter()
+                .rev()
+                .find(|(k, _)| key_matches(&src[k.clone()], key));
             return match found {
                 Some((_, value)) => {
-                    let text = std::str::from_utf8(&src[value]).map_err(|e| PyValueError::new_err(e.to_string()))?;
+                    let text = std::str::from_utf8(&src[value])
+                        .map_err(|e| PyValueError::new_err(e.to_string()))?;
                     Ok(build_value(py, text)?.unbind())
                 }
                 None => Ok(default()),
             };
         }
-        let text = std::str::from_utf8(&src[start..end]).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let text = std::str::from_utf8(&src[start..end])
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
         if self.members.get().is_none() {
             // One pass over params lists every member; later param() calls reuse it.
             let index = mcpfast_core::json::member_index(text)
@@ -221,7 +227,12 @@ impl Message {
                 .collect();
             let _ = self.members.set(index);
         }
-        let at = self.members.get().and_then(|idx| idx.iter().rev().find(|(k, _)| **k == *key).map(|(_, at)| *at));
+        let at = self.members.get().and_then(|idx| {
+            idx.iter()
+                .rev()
+                .find(|(k, _)| **k == *key)
+                .map(|(_, at)| *at)
+        });
         match at {
             Some(at) => Ok(build_value(py, text.get(at..).unwrap_or_default())?.unbind()),
             None => Ok(default()),
@@ -237,7 +248,12 @@ fn key_matches(raw: &[u8], key: &str) -> bool {
     let quoted = [b"\"".as_slice(), raw, b"\""].concat();
     std::str::from_utf8(&quoted)
         .ok()
-        .and_then(|q| mcpfast_core::json::Reader::new(q, 1).string().ok().map(|k| k == key))
+        .and_then(|q| {
+            mcpfast_core::json::Reader::new(q, 1)
+                .string()
+                .ok()
+                .map(|k| k == key)
+        })
         .unwrap_or(false)
 }
 
