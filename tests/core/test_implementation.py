@@ -164,3 +164,16 @@ def test_auto_falls_back_with_runtime_warning(choice: str | None) -> None:
     impl, categories = proc.stdout.splitlines()
     assert impl == "python"
     assert "RuntimeWarning" in categories.split(",")
+
+
+def test_a_rust_panic_reaches_python_as_an_ordinary_exception(allow_no_rust: bool) -> None:
+    """The guard around every entry point turns a panic into RuntimeError (an Exception), never
+    PyO3's PanicException (a BaseException that `except Exception` would not stop)."""
+    try:
+        from mcpfast import _core
+    except ImportError:
+        if allow_no_rust:
+            pytest.skip("compiled core not importable (MCPFAST_ALLOW_NO_RUST=1)")
+        raise
+    with pytest.raises(RuntimeError, match="internal error in mcpfast._core"):
+        _core._panic_for_tests()

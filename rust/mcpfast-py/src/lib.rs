@@ -111,6 +111,13 @@ fn encode_error<'py>(
     })
 }
 
+/// Test hook: panics inside the same guard every entry point uses, so the test suite can check
+/// that a Rust panic reaches Python as an ordinary `RuntimeError`.
+#[pyfunction]
+fn _panic_for_tests() -> PyResult<()> {
+    errors::guarded(|| -> PyResult<()> { panic!("deliberate panic from _panic_for_tests") })
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -140,6 +147,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode_result, m)?)?;
     m.add_function(wrap_pyfunction!(encode_error, m)?)?;
     m.add_function(wrap_pyfunction!(stream::frame_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add(
         "__all__",
         [
