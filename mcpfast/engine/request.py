@@ -44,7 +44,6 @@ class InboundRequest:
         self,
         message: Any,
         version: str,
-        *,
         stateless: bool,
         client_capabilities: dict[str, Any],
         log_level: str | None,

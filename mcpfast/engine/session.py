@@ -206,8 +206,10 @@ class ServerSession:
             self._emit(core.encode_error(exc.id, exc.code, exc.message))
             return []
         events: list[Event] = []
-        if isinstance(decoded, list):
+        if type(decoded) is list:
             self._receive_batch(decoded, events)
+        elif decoded.kind == "request":
+            self._receive_request(decoded, events, None)
         else:
             self._receive_message(decoded, events, None)
         return events
@@ -473,6 +475,10 @@ class ServerSession:
         elif method == m.NOTIFICATION_INITIALIZED:
             if self.state is State.INITIALIZING:
                 self.state = State.READY
+                held, self._held = self._held, {}
+                for (held_method, held_uri), params in held.items():
+                    if held_method != m.NOTIFICATION_RESOURCES_UPDATED or held_uri in self.subscriptions:
+                        self._emit(core.encode_notification(held_method, params))
                 events.append(Initialized())
         elif method == m.NOTIFICATION_PROGRESS:
             pass  # the server sends no progress-enabled requests, so no token is live
@@ -537,7 +543,14 @@ class ServerSession:
         request = entry.request
         if request.stateless and isinstance(result, dict):
             result = self._decorate(request.method, result)
-        self._emit_reply(entry.batch, core.encode_result(request_id, result))
+        data = core.encode_result(request_id, result)
+        if entry.batch is None:
+            outbox = self._outbox
+            outbox.append(data)
+            if len(outbox) == 1 and self.on_output is not None:
+                self.on_output()
+        else:
+            self._emit_reply(entry.batch, data)
         return True
 
     def respond_error(self, request_id: int | str, code: int, message: str, data: Any = None) -> bool:
@@ -631,8 +644,12 @@ class ServerSession:
         for URIs it subscribed to); each 2026 ``subscriptions/listen`` stream gets it when its
         filter opted in, tagged with the stream's ``subscriptionId``.
 
+        Between the ``initialize`` reply and ``notifications/initialized`` the server may send
+        only responses, pings and log messages (DIGEST 4.1), so a change notification is held
+        (once per method and URI) and goes out when ``initialized`` arrives.
+
         Returns:
-            Whether it was sent at least once.
+            Whether it was sent (or held for the end of the handshake) at least once.
 
         Raises:
             CapabilityError: the server did not declare the feature, or the list-changed flag.
@@ -646,7 +663,10 @@ class ServerSession:
         uri = (params or {}).get("uri")
         if self.state is not State.NEW and self.version is not None and m.available(method, self.version):
             if method != m.NOTIFICATION_RESOURCES_UPDATED or uri in self.subscriptions:
-                self._emit(core.encode_notification(method, params))
+                if self.state is State.READY:
+                    self._emit(core.encode_notification(method, params))
+                else:
+                    self._held[(method, uri)] = params
                 sent = True
         for listen_id, honoured in self._listens.items():
             if method == m.NOTIFICATION_RESOURCES_UPDATED:

@@ -220,6 +220,7 @@ class ArgumentValidator:
 
     Attributes:
         fast: whether the schema got a compiled fast check.
+        check: that check (``check(args)`` true means valid), or ``None``.
     """
 
     __slots__ = ("_check", "_schema", "_validator", "fast")
@@ -229,6 +230,11 @@ class ArgumentValidator:
         self._check = compile_check(schema)
         self.fast = self._check is not None
         self._validator: Any = None
+
+    @property
+    def check(self) -> Check | None:
+        """The compiled predicate (``None`` when the schema is not simple enough for one)."""
+        return self._check
 
     @property
     def jsonschema(self) -> Any:

@@ -104,7 +104,7 @@ def _is_context(hint: Any) -> bool:
 
 
 class _Tool:
-    __slots__ = ("callable", "definition", "output_schema", "validator", "wrap_output", "output_validator")
+    __slots__ = ("callable", "check", "definition", "output_schema", "output_validator", "validator", "wrap_output")
 
     def __init__(self, callable_: _Callable, definition: dict[str, Any], output_schema: dict[str, Any] | None, wrap: bool):
         self.callable = callable_
@@ -112,6 +112,7 @@ class _Tool:
         self.output_schema = output_schema
         self.wrap_output = wrap
         self.validator = ArgumentValidator(definition["inputSchema"])
+        self.check = self.validator.check
         self.output_validator = _validator(output_schema) if output_schema is not None else None
 
 
@@ -591,7 +592,11 @@ class Server:
         args = params.get("arguments")
         if args is None:
             args = {}
-        problem = tool.validator.problem(args) if isinstance(args, dict) else "arguments must be an object"
+        check = tool.check
+        if check is not None and type(args) is dict and check(args):
+            problem = None  # the compiled check passed: jsonschema is not needed
+        else:
+            problem = tool.validator.problem(args) if isinstance(args, dict) else "arguments must be an object"
         if problem is not None:
             if input_errors_are_tool_errors(request.version):
                 return {"content": [{"type": "text", "text": f"invalid arguments for tool {name}: {problem}"}], "isError": True}
@@ -607,13 +612,18 @@ class Server:
             return self._tools_call_later(tool, args, ctx, binding, request.version)
         # The fast path: a plain sync tool runs right here, no task, no thread.
         try:
-            value = callable_.fn(**callable_.kwargs(args, ctx))
+            if ctx is None and args.keys() <= callable_.name_set:
+                value = callable_.fn(**args)
+            else:
+                value = callable_.fn(**callable_.kwargs(args, ctx))
         except InputRequired as need:
             return self._input_required(ctx, need, binding)
         except McpError:
             raise
         except Exception as exc:  # a tool failure is a result the model can see, not a protocol error
             return self._tool_failed(name, exc)
+        if type(value) is str and tool.output_schema is None:
+            return {"content": [{"type": "text", "text": value}]}
         return self._tool_result(tool, value, request.version)
 
     async def _tools_call_later(self, tool: _Tool, args: dict[str, Any], ctx: Context | None, binding: str, version: str) -> Any:

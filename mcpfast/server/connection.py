@@ -50,6 +50,7 @@ class Connection:
         self._waiters: dict[int | str, asyncio.Future[ReplyReceived]] = {}
         self._settled = asyncio.Event()
         self._closed = False
+        self._routes = server._routes
         server._connections.add(self)
 
     @property
@@ -91,7 +92,8 @@ class Connection:
         session = self.session
         rid = request.id
         try:
-            outcome = self.server.handle(request, self)
+            route = self._routes.get(request.method)
+            outcome = route(request, self) if route is not None else self.server.handle(request, self)
         except McpError as exc:
             session.respond_error(rid, exc.code, exc.message, exc.data)
             return

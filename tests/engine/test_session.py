@@ -441,3 +441,104 @@ def test_cancelling_a_listen_closes_it_without_reply() -> None:
     assert not s.notify("notifications/tools/list_changed")
     _, out = send(s, modern(6, "subscriptions/listen", {}))
     assert out[0]["error"]["code"] == -32602
+
+
+# ------------------------------------------- the initialize window (DIGEST 4.1)
+
+
+def test_initialize_window_serves_requests_and_holds_change_notifications() -> None:
+    s = make()
+    init(s, ready=False)
+    assert s.state is State.INITIALIZING
+    # The client has the initialize reply, so it may send anything: requests are served.
+    events, out = send(s, request(1, "tools/list"))
+    assert isinstance(events[0], RequestReceived) and out == []
+    _, out = send(s, request(2, "ping"))
+    assert out == [{"jsonrpc": "2.0", "id": 2, "result": {}}]
+    _, out = send(s, request(3, "resources/subscribe", {"uri": "a://x"}))
+    s.subscribe("a://x")
+    s.respond(3, {})
+    # The server may send responses, pings and logs, nothing else.
+    assert s.log("info", "starting")
+    assert s.send_request("ping") == 0
+    with pytest.raises(LifecycleError):
+        s.send_request("roots/list")
+    s.respond(1, {"tools": []})
+    before = [orjson.loads(b) for b in s.data_to_send()]
+    assert [m.get("method", "reply") for m in before] == ["reply", "notifications/message", "ping", "reply"]
+    # Change notifications wait for notifications/initialized (once per method and URI).
+    assert s.notify("notifications/tools/list_changed")
+    assert s.notify("notifications/tools/list_changed")
+    assert s.notify("notifications/resources/updated", {"uri": "a://x"})
+    assert not s.notify("notifications/resources/updated", {"uri": "a://not-subscribed"})
+    assert s.data_to_send() == []
+    events, out = send(s, notification("notifications/initialized"))
+    assert events == [Initialized()] and s.state is State.READY
+    assert [(m["method"], m.get("params")) for m in out] == [
+        ("notifications/tools/list_changed", None),
+        ("notifications/resources/updated", {"uri": "a://x"}),
+    ]
+    for msg in before + out:
+        validate(msg, "2025-11-25")
+    assert s.notify("notifications/tools/list_changed")  # from now on at once
+    assert len(s.data_to_send()) == 1
+
+
+def test_held_update_is_dropped_if_unsubscribed_before_initialized() -> None:
+    s = make()
+    init(s, ready=False)
+    s.subscribe("a://x")
+    assert s.notify("notifications/resources/updated", {"uri": "a://x"})
+    s.unsubscribe("a://x")
+    _, out = send(s, notification("notifications/initialized"))
+    assert out == []
+
+
+# ------------------------------- the 2026 envelope on a handshake session (DIGEST 4.2)
+
+
+def test_2026_request_on_a_handshake_session_is_served_statelessly() -> None:
+    s = make()
+    init(s, "2025-06-18", caps={"sampling": {}})
+    events, out = send(s, modern(7, "tools/list", clientInfo={"name": "m"}))
+    (ev,) = events
+    req = ev.request
+    assert (req.stateless, req.version, req.client_capabilities) == (True, "2026-07-28", {})
+    s.respond(7, {"tools": []})
+    (reply,) = [orjson.loads(b) for b in s.data_to_send()]
+    validate(reply, "2026-07-28", method="tools/list")
+    assert reply["result"]["resultType"] == "complete" and "ttlMs" in reply["result"]
+    # Its rules are the 2026 ones: no server-to-client requests, the _meta log level.
+    send(s, modern(8, "tools/call", {"name": "t"}))
+    with pytest.raises(LifecycleError):
+        s.send_request("sampling/createMessage", {}, related=8)
+    assert not s.log("error", "x", request_id=8)  # no logLevel in its _meta
+    # ... and its errors too.
+    _, out = send(s, request(9, "tools/list", {"_meta": {MODERN: "2099-01-01", MODERN_CAPS: {}}}))
+    assert out[0]["error"]["code"] == -32022 and out[0]["error"]["data"]["supported"] == ["2026-07-28"]
+    _, out = send(s, request(10, "tools/list", {"_meta": {MODERN: "2026-07-28"}}))
+    assert out[0]["error"]["code"] == -32602
+    _, out = send(s, modern(11, "ping"))
+    assert out[0]["error"]["code"] == -32601  # removed in 2026-07-28
+    _, out = send(s, modern(12, "server/discover"))
+    assert out[0]["result"]["supportedVersions"] == ["2026-07-28"]
+    # The handshake session itself is untouched.
+    assert (s.state, s.version, s.client_capabilities) == (State.READY, "2025-06-18", {"sampling": {}})
+    events, _ = send(s, request(13, "tools/list"))
+    assert events[0].request.stateless is False and events[0].request.version == "2025-06-18"
+    _, out = send(s, request(14, "ping", {"_meta": {"progressToken": 1}}))  # a bare _meta is not the envelope
+    assert out == [{"jsonrpc": "2.0", "id": 14, "result": {}}]
+
+
+def test_fast_path_keeps_the_checks() -> None:
+    s = make(capabilities={"tools": {}})
+    init(s)
+    send(s, request(1, "tools/call", {"name": "t"}))
+    _, out = send(s, request(1, "tools/call", {"name": "t"}))  # id still in flight
+    assert out[0]["error"]["code"] == -32600
+    _, out = send(s, request(2, "prompts/list"))  # capability not declared
+    assert out[0]["error"]["code"] == -32601
+    _, out = send(s, request(3, "server/discover"))  # not a handshake-era method
+    assert out[0]["error"]["code"] == -32601
+    events, _ = send(s, request(4, "tools/call", [1, 2]))  # array params reach the app, which says -32602
+    assert events[0].request.id == 4

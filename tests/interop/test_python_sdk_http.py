@@ -138,3 +138,16 @@ async def test_sampling_and_elicitation_callbacks(live_fixture: Live) -> None:
         assert "sampled!" in sampled.content[0].text
         elicited = await session.call_tool("test_elicitation", {"message": "who?"})
         assert not elicited.is_error and elicited.content[0].text
+
+
+async def test_legacy_sse_client_2024(live_interop: Live) -> None:
+    from mcp.client.sse import sse_client
+
+    live_interop.recorder.client.clear()
+    live_interop.recorder.server.clear()
+    async with sse_client(live_interop.url.removesuffix("/mcp") + "/sse") as (read, write), mcp.ClientSession(read, write) as session:
+        init = await session.initialize()
+        assert init.server_info.name == "interop"
+        result = await session.call_tool("echo", {"text": "old transport"})
+        assert result.content[0].text == "old transport"
+    assert live_interop.check() > 0

@@ -451,3 +451,187 @@ async def test_client_error_reply_reaches_the_handler() -> None:
             c._collect()
     reply = next(m for m in c.out if m.get("id") == 200)
     assert reply["result"]["content"][0]["text"] == "client said -32601"
+
+
+# ------------------------------------------------ how handlers run (inline, task, thread)
+
+
+def test_plain_sync_tool_is_answered_inside_feed() -> None:
+    app = Server("inline")
+
+    @app.tool()
+    def echo(text: str) -> str:
+        return text
+
+    conn = app.connect()
+    conn.feed(orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}))
+    conn.feed(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    conn.session.data_to_send()
+    # No event loop is running here: a plain sync tool needs none (no task, no thread).
+    conn.feed(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"now"}}}')
+    (reply,) = [orjson.loads(b) for b in conn.session.data_to_send()]
+    assert reply == {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "now"}]}}
+    assert conn.in_flight == 0
+
+
+async def test_blocking_tool_runs_in_the_pool_and_does_not_stall_the_loop() -> None:
+    import threading
+    import time
+
+    app = Server("pool")
+    started = threading.Event()
+    seen: dict[str, Any] = {}
+
+    @app.tool(blocking=True)
+    def crunch(seconds: float, ctx: Context) -> str:
+        seen["thread"] = threading.current_thread().name
+        started.set()
+        time.sleep(seconds)  # blocks its worker thread only
+        assert ctx.report_progress(1, 1, "done")  # handed to the event loop's thread
+        ctx.info("crunched")
+        return "crunched"
+
+    @app.tool()
+    def echo(text: str) -> str:
+        seen.setdefault("echo_thread", threading.current_thread().name)
+        return text
+
+    c = Client(app)
+    await c.init()
+    c.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "crunch", "arguments": {"seconds": 0.3}, "_meta": {"progressToken": "p"}}})
+    async with asyncio.timeout(5):
+        while not started.is_set():
+            await asyncio.sleep(0.001)
+    assert c.conn.in_flight == 1
+    fast = await c.call("echo", {"text": "meanwhile"})
+    assert fast["result"]["content"][0]["text"] == "meanwhile"
+    assert not any(m.get("id") == 1 for m in c.out)  # the blocking call is still running
+    async with asyncio.timeout(5):
+        while not any(m.get("id") == 1 for m in c.out):
+            await asyncio.sleep(0.01)
+            c._collect()
+    reply = next(m for m in c.out if m.get("id") == 1)
+    assert reply["result"]["content"][0]["text"] == "crunched"
+    assert seen["thread"].startswith("mcpfast-blocking") and seen["echo_thread"] == threading.current_thread().name
+    kinds = [m.get("method", "reply") for m in c.out if m.get("id") in (1, None)]
+    assert kinds == ["notifications/progress", "notifications/message", "reply"]
+
+
+async def test_cancelled_blocking_tool_sends_no_reply() -> None:
+    import threading
+    import time
+
+    app = Server("pool")
+    release = threading.Event()
+
+    @app.tool(blocking=True)
+    def wait() -> str:
+        release.wait(5)
+        return "late"
+
+    c = Client(app)
+    await c.init()
+    c.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "wait", "arguments": {}}})
+    await asyncio.sleep(0.05)
+    c.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+    release.set()
+    await c.request("ping")
+    time.sleep(0.05)
+    await asyncio.sleep(0.05)
+    c._collect()
+    assert not any(m.get("id") == 1 for m in c.out) and c.conn.in_flight == 0
+
+
+def test_blocking_is_for_sync_functions() -> None:
+    app = Server("x")
+    with pytest.raises(ValueError, match="blocking"):
+
+        @app.tool(blocking=True)
+        async def nope() -> str:
+            return ""
+
+
+async def test_blocking_resource_and_prompt() -> None:
+    import threading
+
+    app = Server("pool")
+
+    @app.resource("mem://slow", blocking=True)
+    def slow() -> str:
+        return threading.current_thread().name
+
+    @app.prompt(blocking=True)
+    def slow_prompt() -> str:
+        return threading.current_thread().name
+
+    c = Client(app)
+    await c.init()
+    read = await c.request("resources/read", {"uri": "mem://slow"})
+    assert read["result"]["contents"][0]["text"].startswith("mcpfast-blocking")
+    got = await c.request("prompts/get", {"name": "slow_prompt"})
+    assert got["result"]["messages"][0]["content"]["text"].startswith("mcpfast-blocking")
+
+
+# -------------------------------------------------------------- roots/list_changed hook
+
+
+async def test_roots_changed_hook_fetches_the_new_roots() -> None:
+    app = Server("roots")
+    seen: list[Any] = []
+
+    @app.tool()
+    def echo(text: str) -> str:
+        return text
+
+    @app.on_roots_changed()
+    async def roots_changed(conn: Any) -> None:
+        seen.append(await conn.list_roots())
+
+    c = Client(app)
+    await c.init(caps={"roots": {"listChanged": True}})
+    c.send({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+    async with asyncio.timeout(5):
+        while not any(m.get("method") == "roots/list" for m in c.out):
+            await asyncio.sleep(0.001)
+            c._collect()
+    ask = next(m for m in c.out if m.get("method") == "roots/list")
+    c.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": [{"uri": "file:///work", "name": "work"}]}})
+    async with asyncio.timeout(5):
+        while not seen:
+            await asyncio.sleep(0.001)
+    assert seen == [[{"uri": "file:///work", "name": "work"}]]
+
+
+async def test_sync_roots_hook_and_failures_are_contained(caplog: pytest.LogCaptureFixture) -> None:
+    app = Server("roots")
+    calls: list[Any] = []
+
+    @app.tool()
+    def echo(text: str) -> str:
+        return text
+
+    @app.on_roots_changed()
+    def roots_changed(conn: Any) -> None:
+        calls.append(conn)
+        raise RuntimeError("hook bug")
+
+    c = Client(app)
+    c.send({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})  # before initialize: ignored
+    assert calls == []
+    await c.init(caps={"roots": {"listChanged": True}})
+    c.send({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+    assert calls == [c.conn] and "hook bug" in caplog.text
+    assert (await c.call("echo", {"text": "still fine"}))["result"]["content"][0]["text"] == "still fine"
+
+
+# ------------------------------- the 2026 envelope on a handshake session, end to end
+
+
+async def test_2026_call_on_a_handshake_session() -> None:
+    c = Client(build())
+    await c.init("2025-06-18")
+    modern = await c.call("typed", {"name": "abc"}, _meta=MODERN_META)
+    assert modern["result"]["resultType"] == "complete"
+    assert modern["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "unit"
+    legacy = await c.call("typed", {"name": "abc"})
+    assert "resultType" not in legacy["result"] and legacy["result"]["structuredContent"] == {"x": 2, "y": 3}

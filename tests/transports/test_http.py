@@ -457,3 +457,16 @@ async def test_batch_in_2025_03_26(client: httpx.AsyncClient, transport: HttpTra
     r = await client.post("/mcp", json=[{"jsonrpc": "2.0", "method": "notifications/progress",
                                           "params": {"progressToken": 1, "progress": 1}}], headers=h)
     assert r.status_code == 202
+
+
+@pytest.mark.anyio
+async def test_chunked_body_over_limit(client: httpx.AsyncClient, transport: HttpTransport) -> None:
+    h = await open_session(client)
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for _ in range(3):
+            yield b" " * 40_000
+
+    r = await client.post("/mcp", content=chunks(), headers=h)
+    assert r.status_code == 413
+    assert len(transport.sessions) == 1

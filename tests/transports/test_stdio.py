@@ -355,6 +355,42 @@ async def test_stateless_2026_requests() -> None:
     await h.close()
 
 
+async def test_replies_of_one_chunk_go_out_in_one_write() -> None:
+    h = Harness()
+    h.send(INIT, INITIALIZED)
+    await h.reply(0)
+    writes = h.writer.writes
+    chunk = b"".join(
+        orjson.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": str(i)}}}) + b"\n"
+        for i in range(1, 33)
+    )
+    h.sent += chunk.splitlines()
+    h.reader.feed_data(chunk)
+    await h.wait_for(lambda ms: len(ms) == 33)
+    assert h.writer.writes == writes + 1  # 32 inline replies, one write
+    await h.close()
+
+
+async def test_blocking_tool_leaves_the_stream_responsive() -> None:
+    import time
+
+    h = Harness()
+
+    @h.app.tool(blocking=True)
+    def nap(seconds: float) -> str:
+        """Block the worker thread."""
+        time.sleep(seconds)
+        return "rested"
+
+    h.send(INIT, INITIALIZED)
+    h.call(1, "nap", {"seconds": 0.3})
+    h.call(2, "echo", {"text": "quick"})
+    assert (await h.reply(2))["result"]["content"][0]["text"] == "quick"
+    assert not any(m.get("id") == 1 for m in h.writer.messages())
+    assert (await h.reply(1))["result"]["content"][0]["text"] == "rested"
+    await h.close()
+
+
 # --------------------------------------------------------- a real subprocess
 
 

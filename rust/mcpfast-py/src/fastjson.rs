@@ -175,31 +175,54 @@ unsafe fn write_dict(
     Ok(())
 }
 
+/// A list or a tuple, read by index. The length is read again at each step: the slow path may
+/// run Python code that shrinks a list.
+unsafe fn write_seq(
+    py: Python<'_>,
+    out: &mut Vec<u8>,
+    obj: *mut ffi::PyObject,
+    depth: u32,
+    len: unsafe fn(*mut ffi::PyObject) -> ffi::Py_ssize_t,
+    item: unsafe fn(*mut ffi::PyObject, ffi::Py_ssize_t) -> *mut ffi::PyObject,
+) -> PyResult<()> {
+    let depth = enter(depth)?;
+    // SAFETY: `obj` is a live list or tuple matching `len`/`item`; we hold it, and each item
+    // while it is written.
+    unsafe {
+        let _held = Held::new(obj);
+        out.push(b'[');
+        let mut i: ffi::Py_ssize_t = 0;
+        while i < len(obj) {
+            if i > 0 {
+                out.push(b',');
+            }
+            let it = item(obj, i);
+            let _item = Held::new(it);
+            write(py, out, it, depth)?;
+            i += 1;
+        }
+        out.push(b']');
+    }
+    Ok(())
+}
+
 unsafe fn write_list(
     py: Python<'_>,
     out: &mut Vec<u8>,
     obj: *mut ffi::PyObject,
     depth: u32,
 ) -> PyResult<()> {
-    let depth = enter(depth)?;
-    // SAFETY: `obj` is a live list; the size is read again each step because the slow path
-    // may run Python code that changes it.
+    // SAFETY: the caller checked that `obj` is exactly a list.
     unsafe {
-        let _held = Held::new(obj);
-        out.push(b'[');
-        let mut i: ffi::Py_ssize_t = 0;
-        while i < ffi::PyList_GET_SIZE(obj) {
-            if i > 0 {
-                out.push(b',');
-            }
-            let item = ffi::PyList_GET_ITEM(obj, i);
-            let _item = Held::new(item);
-            write(py, out, item, depth)?;
-            i += 1;
-        }
-        out.push(b']');
+        write_seq(
+            py,
+            out,
+            obj,
+            depth,
+            ffi::PyList_GET_SIZE,
+            ffi::PyList_GET_ITEM,
+        )
     }
-    Ok(())
 }
 
 unsafe fn write_tuple(
@@ -208,21 +231,17 @@ unsafe fn write_tuple(
     obj: *mut ffi::PyObject,
     depth: u32,
 ) -> PyResult<()> {
-    let depth = enter(depth)?;
-    // SAFETY: `obj` is a live tuple (immutable; its items live as long as it does).
+    // SAFETY: the caller checked that `obj` is exactly a tuple.
     unsafe {
-        let _held = Held::new(obj);
-        out.push(b'[');
-        let n = ffi::PyTuple_GET_SIZE(obj);
-        for i in 0..n {
-            if i > 0 {
-                out.push(b',');
-            }
-            write(py, out, ffi::PyTuple_GET_ITEM(obj, i), depth)?;
-        }
-        out.push(b']');
+        write_seq(
+            py,
+            out,
+            obj,
+            depth,
+            ffi::PyTuple_GET_SIZE,
+            ffi::PyTuple_GET_ITEM,
+        )
     }
-    Ok(())
 }
 
 /// An owned reference, released on drop.

@@ -20,20 +20,7 @@ fn encode_request<'py>(
     method: &str,
     params: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    errors::guarded(|| {
-        let mut out = Vec::with_capacity(128);
-        out.extend_from_slice(write::HEAD);
-        out.extend_from_slice(b",\"id\":");
-        pyjson::write_py_id(&mut out, id)?;
-        out.extend_from_slice(b",\"method\":");
-        write::write_str(&mut out, method);
-        if let Some(p) = params.filter(|p| !p.is_none()) {
-            out.extend_from_slice(b",\"params\":");
-            pyjson::write_body(&mut out, p)?;
-        }
-        out.push(b'}');
-        Ok(PyBytes::new(py, &out))
-    })
+    errors::guarded(|| encode_call(py, Some(id), method, params))
 }
 
 #[pyfunction]
@@ -43,18 +30,30 @@ fn encode_notification<'py>(
     method: &str,
     params: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    errors::guarded(|| {
-        let mut out = Vec::with_capacity(128);
-        out.extend_from_slice(write::HEAD);
-        out.extend_from_slice(b",\"method\":");
-        write::write_str(&mut out, method);
-        if let Some(p) = params.filter(|p| !p.is_none()) {
-            out.extend_from_slice(b",\"params\":");
-            pyjson::write_body(&mut out, p)?;
-        }
-        out.push(b'}');
-        Ok(PyBytes::new(py, &out))
-    })
+    errors::guarded(|| encode_call(py, None, method, params))
+}
+
+/// A request (with an id) or a notification: `{"jsonrpc":"2.0"[,"id":…],"method":…[,"params":…]}`.
+fn encode_call<'py>(
+    py: Python<'py>,
+    id: Option<&Bound<'py, PyAny>>,
+    method: &str,
+    params: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let mut out = Vec::with_capacity(128);
+    out.extend_from_slice(write::HEAD);
+    if let Some(id) = id {
+        out.extend_from_slice(b",\"id\":");
+        pyjson::write_py_id(&mut out, id)?;
+    }
+    out.extend_from_slice(b",\"method\":");
+    write::write_str(&mut out, method);
+    if let Some(p) = params.filter(|p| !p.is_none()) {
+        out.extend_from_slice(b",\"params\":");
+        pyjson::write_body(&mut out, p)?;
+    }
+    out.push(b'}');
+    Ok(PyBytes::new(py, &out))
 }
 
 #[pyfunction]

@@ -1,0 +1,312 @@
+"""PNG plots of a bench run (matplotlib, Agg backend; no display needed).
+
+Every function takes plain data (histograms, rows of a CSV, samples) and a path, draws one
+figure, saves it and returns the path; :mod:`mcpfast.bench.report` reads a run directory and
+feeds them.
+
+* :func:`percentile_plot` - latency against percentile, both on log axes ("nines" on x), one
+  line per request name, from the µs HDR histograms;
+* :func:`timeline_plot` - throughput and p99 over time, from Locust's ``_stats_history.csv``;
+* :func:`handshake_plot` - p50/p90/p99 of each handshake phase, per transport;
+* :func:`sse_plot` - time to first event and inter-event gap (percentile curves);
+* :func:`memory_plot` - server memory against open sessions (session churn);
+* :func:`compare_plot` - two runs on one percentile plot (A dashed, B solid).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "compare_plot",
+    "handshake_plot",
+    "memory_plot",
+    "percentile_curve",
+    "percentile_plot",
+    "sse_plot",
+    "timeline_plot",
+]
+
+MAX_NINES = 6  # 99.9999%
+DPI = 110
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def percentile_curve(h: Any, steps_per_decade: int = 20) -> tuple[list[float], list[float]]:
+    """(x, y) of a percentile curve: x = 1 / (1 - p) ("nines"; 10 = p90, 100 = p99), y = ms.
+
+    Percentiles are taken log-spaced in (1 - p) down to one sample (1 / count), plus the max.
+    """
+    n = int(h.total_count)
+    if n <= 0:
+        return [], []
+    top = min(math.log10(n), MAX_NINES)
+    k_max = max(int(top * steps_per_decade), 1)
+    ps = [100.0 * (1.0 - 10 ** (-k / steps_per_decade)) for k in range(k_max + 1)]
+    values = h.percentiles(ps)
+    xs = [1.0 / (1.0 - p / 100.0) if p < 100.0 else float(n) for p in ps]
+    ys = [v / 1000.0 for v in values]
+    xs.append(max(float(n), xs[-1]))
+    ys.append(h.max / 1000.0)
+    return xs, ys
+
+
+def _nines_axis(ax: Any, max_x: float) -> None:
+    ax.set_xscale("log")
+    ticks, labels = [], []
+    for k, label in enumerate(["0%", "90%", "99%", "99.9%", "99.99%", "99.999%", "99.9999%"]):
+        x = 10.0**k
+        if x <= max(max_x, 10.0) * 1.01:
+            ticks.append(x)
+            labels.append(label)
+    ticks[0], labels[0] = 1.0, "0%"
+    ax.set_xticks(ticks)
+    ax.set_xticklabels(labels)
+    ax.minorticks_off()
+    ax.set_xlim(1.0, max(max_x, 10.0) * 1.2)
+    ax.set_xlabel("percentile")
+
+
+def _finish(fig: Any, path: Path) -> Path:
+    plt = _plt()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def _empty(ax: Any, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="0.4")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def percentile_plot(curves: dict[str, Any], path: Path, title: str) -> Path:
+    """One line per name; ``curves`` maps a label to a Histogram (µs)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 5))
+    max_x = 10.0
+    drawn = 0
+    for label, h in sorted(curves.items()):
+        xs, ys = percentile_curve(h)
+        if not xs:
+            continue
+        ax.plot(xs, ys, label=f"{label} (n={h.total_count})", linewidth=1.4)
+        max_x = max(max_x, xs[-1])
+        drawn += 1
+    if drawn:
+        _nines_axis(ax, max_x)
+        ax.set_yscale("log")
+        ax.set_ylabel("latency (ms, log)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8, loc="upper left")
+    else:
+        _empty(ax, "no requests")
+    ax.set_title(title)
+    return _finish(fig, path)
+
+
+def _float(text: Any) -> float | None:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def timeline_plot(history: Sequence[dict[str, str]], path: Path, title: str, max_names: int = 8) -> Path:
+    """Requests/s and p99 (ms, Locust's rolling window) over time from ``_stats_history.csv`` rows."""
+    plt = _plt()
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    series: dict[str, list[tuple[float, float | None, float | None]]] = {}
+    t0: float | None = None
+    for row in history:
+        t = _float(row.get("Timestamp"))
+        if t is None:
+            continue
+        t0 = t if t0 is None else min(t0, t)
+        name = row.get("Name") or "?"
+        series.setdefault(name, []).append((t, _float(row.get("Requests/s")), _float(row.get("99%"))))
+    if t0 is None or not series:
+        _empty(ax1, "no history")
+        _empty(ax2, "no history")
+    else:
+        names = ["Aggregated"] + sorted(
+            (n for n in series if n != "Aggregated"), key=lambda n: -max((v[1] or 0.0) for v in series[n])
+        )[:max_names]
+        for name in names:
+            pts = series.get(name)
+            if not pts:
+                continue
+            xs = [p[0] - t0 for p in pts]
+            style: dict[str, Any] = {"linewidth": 2.2, "color": "black"} if name == "Aggregated" else {"linewidth": 1.0}
+            ax1.plot(xs, [p[1] if p[1] is not None else math.nan for p in pts], label=name, **style)
+            ax2.plot(xs, [p[2] if p[2] is not None else math.nan for p in pts], label=name, **style)
+        ax1.set_ylabel("requests/s")
+        ax2.set_ylabel("p99 (ms, Locust window)")
+        ax2.set_yscale("symlog", linthresh=1.0)
+        ax2.set_xlabel("seconds since start")
+        for ax in (ax1, ax2):
+            ax.grid(True, alpha=0.3)
+        ax1.legend(fontsize=7, loc="best")
+    ax1.set_title(title)
+    return _finish(fig, path)
+
+
+def handshake_plot(phases: dict[str, list[tuple[str, dict[str, Any]]]], path: Path, title: str) -> Path:
+    """Grouped bars per phase: p50, p90, p99 (ms, log).  ``phases`` maps a transport to
+    ``[(phase label, row)]`` where a row has ``p50_us``/``p90_us``/``p99_us``/``count``."""
+    plt = _plt()
+    n = max(len(phases), 1)
+    fig, axes = plt.subplots(1, n, figsize=(6 * n, 4.5), squeeze=False)
+    for ax, (transport, items) in zip(axes[0], sorted(phases.items()) or [("-", [])], strict=False):
+        if not items:
+            _empty(ax, "no handshake data")
+            ax.set_title(f"{transport}")
+            continue
+        width = 0.26
+        xs = range(len(items))
+        for i, (key, color) in enumerate((("p50_us", "#4c72b0"), ("p90_us", "#dd8452"), ("p99_us", "#c44e52"))):
+            vals = [max((row.get(key) or 0) / 1000.0, 1e-3) for _, row in items]
+            bars = ax.bar([x + (i - 1) * width for x in xs], vals, width, label=key[:-3], color=color)
+            if key == "p50_us":
+                for bar, v in zip(bars, vals, strict=True):
+                    ax.annotate(f"{v:.3g}", (bar.get_x() + bar.get_width() / 2, v), ha="center", va="bottom", fontsize=7)
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([f"{label}\n(n={row.get('count')})" for label, row in items], fontsize=8)
+        ax.set_yscale("log")
+        ax.set_ylabel("latency (ms, log)")
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        ax.set_title(f"handshake phases, {transport}")
+    fig.suptitle(title)
+    return _finish(fig, path)
+
+
+def sse_plot(data: dict[str, dict[str, dict[str, Any]]], path: Path, title: str) -> Path:
+    """Per transport, two panels: time to first event and inter-event gap (percentile curves).
+
+    ``data[transport]["first"|"gap"]`` maps a label (``sse:first-event`` ...) to a Histogram.
+    """
+    plt = _plt()
+    transports = sorted(data) or ["-"]
+    fig, axes = plt.subplots(len(transports), 2, figsize=(11, 4.2 * len(transports)), squeeze=False)
+    for row_axes, transport in zip(axes, transports, strict=True):
+        for ax, kind, label in ((row_axes[0], "first", "time to first event"), (row_axes[1], "gap", "inter-event gap")):
+            curves = (data.get(transport) or {}).get(kind) or {}
+            max_x, drawn = 10.0, 0
+            for name, h in sorted(curves.items()):
+                xs, ys = percentile_curve(h)
+                if xs:
+                    p50 = h.percentiles([50.0])[0] / 1000.0
+                    ax.plot(xs, ys, label=f"{name} (n={h.total_count}, p50 {p50:.3g} ms)")
+                    max_x = max(max_x, xs[-1])
+                    drawn += 1
+            if drawn:
+                _nines_axis(ax, max_x)
+                ax.set_yscale("log")
+                ax.set_ylabel("ms (log)")
+                ax.grid(True, which="both", alpha=0.3)
+                ax.legend(fontsize=7, loc="upper left")
+            else:
+                _empty(ax, "no events")
+            ax.set_title(f"{label}, {transport}")
+    fig.suptitle(title)
+    return _finish(fig, path)
+
+
+def _fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float] | None:
+    """Least squares y = a + b x; None when x does not vary."""
+    n = len(xs)
+    if n < 2:
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx <= 0:
+        return None
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    return my - b * mx, b
+
+
+def memory_plot(series: dict[str, dict[str, Any]], path: Path, title: str) -> Path:
+    """Server RSS (MiB) against open sessions, one panel per transport.
+
+    ``series[transport]`` has ``sessions`` and ``rss_kib`` (equal-length lists), ``xlabel`` and
+    optionally ``note``.  A least-squares line gives KiB per session when sessions vary.
+    """
+    plt = _plt()
+    transports = sorted(series) or ["-"]
+    fig, axes = plt.subplots(1, len(transports), figsize=(6.5 * len(transports), 4.5), squeeze=False)
+    for ax, transport in zip(axes[0], transports, strict=True):
+        s = series.get(transport) or {}
+        xs, ys = list(s.get("sessions") or []), [v / 1024.0 for v in s.get("rss_kib") or []]
+        if not xs:
+            _empty(ax, "no memory samples")
+            ax.set_title(transport)
+            continue
+        ax.scatter(xs, ys, s=10, alpha=0.7, label="samples")
+        fit = _fit(xs, [v * 1024.0 for v in ys])
+        text = s.get("note") or ""
+        if fit is not None:
+            a, b = fit
+            lo, hi = min(xs), max(xs)
+            ax.plot([lo, hi], [(a + b * lo) / 1024.0, (a + b * hi) / 1024.0], color="#c44e52", label=f"fit: {b:.2f} KiB/session")
+        ax.set_xlabel(s.get("xlabel") or "open sessions")
+        ax.set_ylabel("server RSS (MiB)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8, loc="upper left")
+        ax.set_title(f"server memory, {transport}" + (f"\n{text}" if text else ""), fontsize=9)
+    fig.suptitle(title)
+    return _finish(fig, path)
+
+
+def compare_plot(
+    panels: dict[str, dict[str, tuple[Any | None, Any | None]]], path: Path, label_a: str, label_b: str
+) -> Path:
+    """Two runs on percentile plots: one panel per family/transport, one colour per request
+    name, run A dashed and run B solid.  ``panels[panel][name] = (hist_a, hist_b)``."""
+    plt = _plt()
+    keys = sorted(panels) or ["-"]
+    cols = 2 if len(keys) > 1 else 1
+    rows = math.ceil(len(keys) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(7.5 * cols, 4.5 * rows), squeeze=False)
+    flat = [ax for r in axes for ax in r]
+    colors = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0", "C1", "C2", "C3"])
+    for ax, key in zip(flat, keys, strict=False):
+        max_x, drawn = 10.0, 0
+        for i, (name, (ha, hb)) in enumerate(sorted((panels.get(key) or {}).items())):
+            color = colors[i % len(colors)]
+            for h, style, who in ((ha, "--", label_a), (hb, "-", label_b)):
+                if h is None:
+                    continue
+                xs, ys = percentile_curve(h)
+                if xs:
+                    ax.plot(xs, ys, style, color=color, linewidth=1.3, label=f"{name} [{who}]")
+                    max_x = max(max_x, xs[-1])
+                    drawn += 1
+        if drawn:
+            _nines_axis(ax, max_x)
+            ax.set_yscale("log")
+            ax.set_ylabel("latency (ms, log)")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=6, loc="upper left")
+        else:
+            _empty(ax, "no shared data")
+        ax.set_title(key)
+    for ax in flat[len(keys) :]:
+        ax.set_visible(False)
+    fig.suptitle(f"{label_a} (dashed) vs {label_b} (solid)")
+    return _finish(fig, path)
+
