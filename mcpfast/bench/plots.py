@@ -27,6 +27,7 @@ __all__ = [
     "percentile_curve",
     "percentile_plot",
     "sse_plot",
+    "throughput",
     "timeline_plot",
 ]
 
@@ -111,7 +112,7 @@ def percentile_plot(curves: dict[str, Any], path: Path, title: str) -> Path:
         ax.set_yscale("log")
         ax.set_ylabel("latency (ms, log)")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8, loc="upper left")
+        ax.legend(fontsize=8, loc="best")
     else:
         _empty(ax, "no requests")
     ax.set_title(title)
@@ -127,7 +128,12 @@ def _float(text: Any) -> float | None:
 
 
 def timeline_plot(history: Sequence[dict[str, str]], path: Path, title: str, max_names: int = 8) -> Path:
-    """Requests/s and p99 (ms, Locust's rolling window) over time from ``_stats_history.csv`` rows."""
+    """Throughput and p99 over time from ``_stats_history.csv`` rows (one a second).
+
+    Throughput is the difference of ``Total Request Count`` between consecutive rows over their
+    time difference (exact, unlike Locust's smoothed ``Requests/s``); p99 is Locust's ``99%``
+    column (ms, its recent-window percentile, rounded).
+    """
     plt = _plt()
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
     series: dict[str, list[tuple[float, float | None, float | None]]] = {}
@@ -138,22 +144,20 @@ def timeline_plot(history: Sequence[dict[str, str]], path: Path, title: str, max
             continue
         t0 = t if t0 is None else min(t0, t)
         name = row.get("Name") or "?"
-        series.setdefault(name, []).append((t, _float(row.get("Requests/s")), _float(row.get("99%"))))
+        series.setdefault(name, []).append((t, _float(row.get("Total Request Count")), _float(row.get("99%"))))
+    rates = {name: throughput(pts) for name, pts in series.items()}
     if t0 is None or not series:
         _empty(ax1, "no history")
         _empty(ax2, "no history")
     else:
-        names = ["Aggregated"] + sorted(
-            (n for n in series if n != "Aggregated"), key=lambda n: -max((v[1] or 0.0) for v in series[n])
-        )[:max_names]
-        for name in names:
+        others = sorted((n for n in series if n != "Aggregated"), key=lambda n: -max([r for _, r in rates[n]] or [0.0]))
+        for name in ["Aggregated", *others[:max_names]]:
             pts = series.get(name)
             if not pts:
                 continue
-            xs = [p[0] - t0 for p in pts]
             style: dict[str, Any] = {"linewidth": 2.2, "color": "black"} if name == "Aggregated" else {"linewidth": 1.0}
-            ax1.plot(xs, [p[1] if p[1] is not None else math.nan for p in pts], label=name, **style)
-            ax2.plot(xs, [p[2] if p[2] is not None else math.nan for p in pts], label=name, **style)
+            ax1.plot([t - t0 for t, _ in rates[name]], [r for _, r in rates[name]], label=name, **style)
+            ax2.plot([p[0] - t0 for p in pts], [p[2] if p[2] is not None else math.nan for p in pts], label=name, **style)
         ax1.set_ylabel("requests/s")
         ax2.set_ylabel("p99 (ms, Locust window)")
         ax2.set_yscale("symlog", linthresh=1.0)
@@ -163,6 +167,21 @@ def timeline_plot(history: Sequence[dict[str, str]], path: Path, title: str, max
         ax1.legend(fontsize=7, loc="best")
     ax1.set_title(title)
     return _finish(fig, path)
+
+
+def throughput(points: Sequence[tuple[float, float | None, Any]]) -> list[tuple[float, float]]:
+    """(t, requests/s) between consecutive (t, cumulative count, ...) points; rows with the
+    same timestamp or no count are skipped."""
+    out: list[tuple[float, float]] = []
+    prev: tuple[float, float] | None = None
+    for t, count, *_ in points:
+        if count is None:
+            continue
+        if prev is not None and t > prev[0]:
+            out.append((t, max(count - prev[1], 0.0) / (t - prev[0])))
+        if prev is None or t > prev[0]:
+            prev = (t, count)
+    return out
 
 
 def handshake_plot(phases: dict[str, list[tuple[str, dict[str, Any]]]], path: Path, title: str) -> Path:
@@ -244,7 +263,8 @@ def memory_plot(series: dict[str, dict[str, Any]], path: Path, title: str) -> Pa
     """Server RSS (MiB) against open sessions, one panel per transport.
 
     ``series[transport]`` has ``sessions`` and ``rss_kib`` (equal-length lists), ``xlabel`` and
-    optionally ``note``.  A least-squares line gives KiB per session when sessions vary.
+    optionally ``note`` and ``fit`` (default True: a least-squares line gives KiB per session
+    when the session count varies).
     """
     plt = _plt()
     transports = sorted(series) or ["-"]
@@ -257,7 +277,7 @@ def memory_plot(series: dict[str, dict[str, Any]], path: Path, title: str) -> Pa
             ax.set_title(transport)
             continue
         ax.scatter(xs, ys, s=10, alpha=0.7, label="samples")
-        fit = _fit(xs, [v * 1024.0 for v in ys])
+        fit = _fit(xs, [v * 1024.0 for v in ys]) if s.get("fit", True) else None
         text = s.get("note") or ""
         if fit is not None:
             a, b = fit

@@ -627,7 +627,7 @@ def run_family(
     p50 = p99 = None
     main_rows = [r for r in result["rows"] if r["count"]]
     if main_rows:
-        top = max(main_rows, key=lambda r: r["count"])
+        top = _main_row(family, main_rows)
         p50, p99 = top.get("p50_us"), top.get("p99_us")
         detail = f"p50 {_ms(p50)} ms  p99 {_ms(p99)} ms ({top['name']})"
     else:
@@ -660,6 +660,19 @@ def run_family(
         "files": files,
         "_rows": result["rows"],
     }
+
+
+MAIN_REQUEST = {"handshake": "initialize", "session_churn": "initialize"}
+
+
+def _main_row(family: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The request that characterises a family in the progress line: ``initialize`` for the
+    session families, the (non-first) ``tools/call`` otherwise, else the most frequent."""
+    want = MAIN_REQUEST.get(family)
+    for r in rows:
+        if (want and r["name"] == want) or (not want and r["name"].startswith("tools/call:") and "(first)" not in r["name"]):
+            return r
+    return max(rows, key=lambda r: r["count"])
 
 
 def _resolve_transports(cfg: BenchConfig) -> tuple[str, ...]:

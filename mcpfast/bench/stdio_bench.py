@@ -23,6 +23,7 @@ the machine hits both; the ratio is computed per round and the median of the rou
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -31,6 +32,7 @@ import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -155,10 +157,10 @@ def run_server(
     initialized = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
     is_error_marker = b'"isError":true'
 
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    errlog = tempfile.TemporaryFile()  # a file, not a pipe: a chatty server cannot block on it
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog, env=env)
+    assert proc.stdin is not None and proc.stdout is not None
     wfd, rfd = proc.stdin.fileno(), proc.stdout.fileno()
-    os.set_blocking(proc.stderr.fileno(), False)
     sel = selectors.DefaultSelector()
     sel.register(rfd, selectors.EVENT_READ)
     framer = core.LineFramer()
@@ -172,7 +174,7 @@ def run_server(
             raise BenchError(f"no output for {stall_timeout} s")
         chunk = read(rfd, _READ)
         if not chunk:
-            raise BenchError(f"server closed stdout (exit {proc.poll()}): {_stderr_tail(proc)}")
+            raise BenchError(f"server closed stdout (exit {proc.poll()}): {_stderr_tail(errlog)}")
         return framer.feed(chunk)
 
     try:
@@ -258,6 +260,10 @@ def run_server(
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=5)
+        for stream in (proc.stdin, proc.stdout):
+            with contextlib.suppress(OSError):
+                stream.close()
+        errlog.close()
     window = wall1 - wall0
     latencies.sort()
     server_cpu = cpu_server1 - cpu_server0
@@ -282,10 +288,10 @@ def run_server(
     }
 
 
-def _stderr_tail(proc: subprocess.Popen[bytes]) -> str:
+def _stderr_tail(errlog: Any) -> str:
     try:
-        assert proc.stderr is not None
-        return proc.stderr.read()[-2000:].decode(errors="replace")
+        errlog.seek(0)
+        return errlog.read()[-2000:].decode(errors="replace")
     except Exception:
         return ""
 

@@ -35,6 +35,7 @@ from mcpfast.engine.rules import log_level_rank
 from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import (
     INTERNAL_ERROR,
+    URL_ELICITATION_REQUIRED,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -162,6 +163,7 @@ class ServerSession:
         self._listens: dict[int | str, dict[str, Any]] = {}
         self._direct: frozenset[str] = frozenset()
         self._held: dict[tuple[str, Any], dict[str, Any] | None] = {}
+        self._url_elicitations: set[str] = set()
 
     # ------------------------------------------------------------------ output
 
@@ -729,11 +731,84 @@ class ServerSession:
                 f"the client did not declare the {needed!r} capability",
                 {"requiredCapabilities": {needed: {}}},
             )
+        elicitation_id = None
+        if method == m.ELICITATION_CREATE:
+            elicitation_id = self._check_elicitation_mode(params or {})
         request_id = self._next_id
         self._next_id += 1
         self._outgoing[request_id] = method
+        if elicitation_id is not None:
+            self._url_elicitations.add(elicitation_id)
         self._emit(core.encode_request(request_id, method, params))
         return request_id
+
+    # ------------------------------------------------- URL-mode elicitation
+
+    def _check_elicitation_mode(self, params: dict[str, Any]) -> str | None:
+        """Check an ``elicitation/create`` against the client's modes; the URL mode's id, if any."""
+        mode = params.get("mode", "form")
+        declared = self.client_capabilities.get("elicitation")
+        declared = declared if isinstance(declared, dict) else {}
+        if mode == "form":
+            # ``elicitation: {}`` means form only; a 2025-11-25 client listing modes must list form.
+            if declared and "form" not in declared and (self.version or "") >= "2025-11-25":
+                raise CapabilityError(
+                    MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    "the client did not declare form-mode elicitation",
+                    {"requiredCapabilities": {"elicitation": {"form": {}}}},
+                )
+            return None
+        if mode != "url":
+            raise ValueError(f"unknown elicitation mode {mode!r}")
+        self._require_url_mode()
+        elicitation_id = params.get("elicitationId")
+        if not isinstance(elicitation_id, str) or not isinstance(params.get("url"), str):
+            raise ValueError("a URL-mode elicitation needs a string url and elicitationId")
+        return elicitation_id
+
+    def _require_url_mode(self) -> None:
+        if self.version is None or self.version < "2025-11-25" or not m.available(m.NOTIFICATION_ELICITATION_COMPLETE, self.version):
+            raise CapabilityError(METHOD_NOT_FOUND, f"URL-mode elicitation does not exist in protocol {self.version}")
+        declared = self.client_capabilities.get("elicitation")
+        if not isinstance(declared, dict) or "url" not in declared:
+            raise CapabilityError(
+                MISSING_REQUIRED_CLIENT_CAPABILITY,
+                "the client did not declare URL-mode elicitation",
+                {"requiredCapabilities": {"elicitation": {"url": {}}}},
+            )
+
+    def url_elicitation_required(self, elicitations: list[dict[str, Any]]) -> McpError:
+        """The -32042 error to answer a request with, asking the client to open URL elicitations.
+
+        Each item is an ``ElicitRequestURLParams`` (``mode`` "url", ``message``, ``url``,
+        ``elicitationId``); their ids are remembered so ``elicitation_complete`` may be sent.
+        Only 2025-11-25 sessions whose client declared ``elicitation.url`` (-32042 is retired in
+        2026-07-28).
+
+        Raises:
+            CapabilityError: the version or the client does not support URL-mode elicitation.
+            ValueError: an item without a string ``url`` and ``elicitationId``.
+        """
+        self._require_url_mode()
+        items = []
+        for item in elicitations:
+            if not isinstance(item.get("url"), str) or not isinstance(item.get("elicitationId"), str):
+                raise ValueError("a URL-mode elicitation needs a string url and elicitationId")
+            items.append({**item, "mode": "url"})
+        self._url_elicitations.update(item["elicitationId"] for item in items)
+        return McpError(URL_ELICITATION_REQUIRED, "this request needs the user to complete an elicitation at a URL", {"elicitations": items})
+
+    def elicitation_complete(self, elicitation_id: str) -> bool:
+        """Send ``notifications/elicitation/complete`` for a URL elicitation this session started.
+
+        Returns:
+            False (nothing sent) for an id the session did not start or already completed.
+        """
+        if elicitation_id not in self._url_elicitations or self.state is not State.READY:
+            return False
+        self._url_elicitations.discard(elicitation_id)
+        self._emit(core.encode_notification(m.NOTIFICATION_ELICITATION_COMPLETE, {"elicitationId": elicitation_id}))
+        return True
 
     def cancel_request(self, request_id: int | str, reason: str | None = None) -> None:
         """Cancel a server-to-client request: send ``notifications/cancelled``; a late reply is ignored."""

@@ -48,6 +48,7 @@ NOTIFICATION_RESOURCES_UPDATED: Final = "notifications/resources/updated"
 NOTIFICATION_RESOURCES_LIST_CHANGED: Final = "notifications/resources/list_changed"
 NOTIFICATION_TOOLS_LIST_CHANGED: Final = "notifications/tools/list_changed"
 NOTIFICATION_PROMPTS_LIST_CHANGED: Final = "notifications/prompts/list_changed"
+NOTIFICATION_ELICITATION_COMPLETE: Final = "notifications/elicitation/complete"
 NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
 
 CLIENT_REQUESTS: Final[frozenset[str]] = frozenset(
@@ -103,6 +104,7 @@ PAGINATED: Final[frozenset[str]] = frozenset({TOOLS_LIST, PROMPTS_LIST, RESOURCE
 
 INTRODUCED_IN: Final[dict[str, str]] = {
     ELICITATION_CREATE: "2025-06-18",
+    NOTIFICATION_ELICITATION_COMPLETE: "2025-11-25",
     SERVER_DISCOVER: "2026-07-28",
     SUBSCRIPTIONS_LISTEN: "2026-07-28",
 }
@@ -116,6 +118,7 @@ REMOVED_IN: Final[dict[str, str]] = {
     RESOURCES_UNSUBSCRIBE: "2026-07-28",
     NOTIFICATION_INITIALIZED: "2026-07-28",
     NOTIFICATION_ROOTS_LIST_CHANGED: "2026-07-28",
+    NOTIFICATION_ELICITATION_COMPLETE: "2026-07-28",
 }
 
 RESULT_DEFINITION: Final[dict[str, str]] = {

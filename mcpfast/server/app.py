@@ -462,6 +462,14 @@ class Server:
             sent += conn.session.notify(m.NOTIFICATION_RESOURCES_UPDATED, {"uri": uri})
         return sent
 
+    def notify_elicitation_complete(self, elicitation_id: str) -> int:
+        """Send ``notifications/elicitation/complete`` to the session that started that URL elicitation.
+
+        Returns:
+            How many sessions were notified (0 for an unknown or already completed id).
+        """
+        return sum(conn.session.elicitation_complete(elicitation_id) for conn in list(self._connections))
+
     def notify_list_changed(self, kind: str) -> int:
         """Send ``notifications/<kind>/list_changed`` (kind: tools, resources or prompts) to all sessions."""
         sent = 0

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from mcpfast.engine import InboundRequest
 from mcpfast.engine.mrtr import InputRequired
@@ -192,6 +193,39 @@ class Context:
         """
         params = {"message": message, "requestedSchema": requested_schema}
         return await self.send_request(m.ELICITATION_CREATE, params, timeout)
+
+    async def elicit_url(
+        self, message: str, url: str, *, elicitation_id: str | None = None, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """Ask the user to complete an interaction at ``url`` (``elicitation/create``, URL mode).
+
+        2025-11-25 sessions whose client declared ``elicitation.url``. The result's ``action``
+        says whether the user accepted to go there; when the interaction is done, tell the
+        client with ``Server.notify_elicitation_complete(elicitation_id)``.
+
+        Raises:
+            CapabilityError: the version or the client has no URL-mode elicitation.
+            McpError: a stateless (2026) request (its URL elicitations carry no id to complete).
+        """
+        if self.request.stateless:
+            raise McpError(MISSING_REQUIRED_CLIENT_CAPABILITY, "URL-mode elicitation with completion needs a 2025-11-25 session")
+        params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id or uuid.uuid4().hex}
+        return await self.send_request(m.ELICITATION_CREATE, params, timeout)
+
+    def url_elicitation_required(self, message: str, url: str, *, elicitation_id: str | None = None) -> NoReturn:
+        """End this request with -32042 (URLElicitationRequired) naming one URL elicitation.
+
+        The client opens the URL and may retry the request once the server sent
+        ``notifications/elicitation/complete`` (``Server.notify_elicitation_complete``).
+
+        Raises:
+            McpError: always: the -32042 error (or -32021/-32601 when the session cannot use
+                URL-mode elicitation).
+        """
+        if self.request.stateless:
+            raise McpError(MISSING_REQUIRED_CLIENT_CAPABILITY, "-32042 is retired in 2026-07-28")
+        item = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id or uuid.uuid4().hex}
+        raise self._on_loop(self._conn.session.url_elicitation_required, [item])
 
     async def list_roots(self, timeout: float | None = None) -> list[dict[str, Any]]:
         """The client's roots (``roots/list``)."""

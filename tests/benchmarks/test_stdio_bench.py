@@ -52,7 +52,7 @@ def test_short_run_both_servers(tmp_path: Path) -> None:
     assert "| mcpfast |" in (tmp_path / "results.md").read_text()
 
 
-def test_sdk_server_answers_errors_as_tool_errors(tmp_path: Path) -> None:
+def test_error_replies_are_counted() -> None:
     # The client's reply check notices an error reply (so a broken server cannot pass as fast).
     result = stdio_bench.run_server(
         stdio_bench.server_command("mcpfast", None) + ["--app", "tests_stdio_bench_app:app"],
@@ -61,4 +61,4 @@ def test_sdk_server_answers_errors_as_tool_errors(tmp_path: Path) -> None:
         inflight=4,
         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])},
     )
-    assert result["calls"] > 0 and result["errors"] == result["calls"]
+    assert result["errors"] >= result["calls"] > 0  # errors are counted over the whole run

@@ -542,3 +542,41 @@ def test_fast_path_keeps_the_checks() -> None:
     assert out[0]["error"]["code"] == -32601
     events, _ = send(s, request(4, "tools/call", [1, 2]))  # array params reach the app, which says -32602
     assert events[0].request.id == 4
+
+
+# ------------------------------------------------------ URL-mode elicitation (2025-11-25)
+
+
+def test_url_elicitation_needs_2025_11_25_and_the_url_capability() -> None:
+    s = make()
+    init(s, caps={"elicitation": {"url": {}}})
+    form = {"message": "Name?", "requestedSchema": {"type": "object", "properties": {}}}
+    with pytest.raises(CapabilityError):  # the client listed modes without form
+        s.send_request("elicitation/create", form)
+    rid = s.send_request("elicitation/create", {"mode": "url", "message": "Sign in", "url": "https://example.com/a", "elicitationId": "e1"})
+    error = s.url_elicitation_required([{"message": "Pay", "url": "https://example.com/b", "elicitationId": "e2"}])
+    assert error.code == -32042 and error.data["elicitations"][0]["mode"] == "url"
+    assert s.elicitation_complete("e1") and s.elicitation_complete("e2")
+    assert not s.elicitation_complete("e1") and not s.elicitation_complete("unknown")
+    out = [orjson.loads(b) for b in s.data_to_send()]
+    assert [m.get("method") for m in out] == ["elicitation/create", "notifications/elicitation/complete", "notifications/elicitation/complete"]
+    assert out[0]["id"] == rid
+    for msg in out:
+        validate(msg, "2025-11-25")
+    # The error reply itself is valid 2025-11-25.
+    send(s, request(50, "tools/call", {"name": "t"}))
+    s.respond_error(50, error.code, error.message, error.data)
+    (reply,) = [orjson.loads(b) for b in s.data_to_send()]
+    validate(reply, "2025-11-25")
+
+
+@pytest.mark.parametrize(("version", "caps"), [("2025-06-18", {"elicitation": {"url": {}}}), ("2025-11-25", {"elicitation": {}})])
+def test_url_elicitation_refused(version: str, caps: dict[str, Any]) -> None:
+    s = make()
+    init(s, version, caps=caps)
+    with pytest.raises(CapabilityError):
+        s.send_request("elicitation/create", {"mode": "url", "message": "m", "url": "https://x", "elicitationId": "e"})
+    with pytest.raises(CapabilityError):
+        s.url_elicitation_required([{"message": "m", "url": "https://x", "elicitationId": "e"}])
+    form_ok = s.send_request("elicitation/create", {"message": "m", "requestedSchema": {"type": "object", "properties": {}}})
+    assert form_ok == 0

@@ -635,3 +635,52 @@ async def test_2026_call_on_a_handshake_session() -> None:
     assert modern["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "unit"
     legacy = await c.call("typed", {"name": "abc"})
     assert "resultType" not in legacy["result"] and legacy["result"]["structuredContent"] == {"x": 2, "y": 3}
+
+
+async def test_url_elicitation_end_to_end() -> None:
+    app = Server("url")
+
+    @app.tool()
+    async def login(ctx: Context) -> str:
+        answer = await ctx.elicit_url("Sign in", "https://example.com/login", elicitation_id="login-1")
+        return answer["action"]
+
+    @app.tool()
+    def pay(ctx: Context) -> str:
+        ctx.url_elicitation_required("Pay first", "https://example.com/pay", elicitation_id="pay-1")
+
+    c = Client(app)
+    await c.init(caps={"elicitation": {"form": {}, "url": {}}})
+    c.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "login", "arguments": {}}})
+    async with asyncio.timeout(5):
+        while not any(m.get("method") == "elicitation/create" for m in c.out):
+            await asyncio.sleep(0.001)
+            c._collect()
+    ask = next(m for m in c.out if m.get("method") == "elicitation/create")
+    assert ask["params"] == {"mode": "url", "message": "Sign in", "url": "https://example.com/login", "elicitationId": "login-1"}
+    c.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept"}})
+    async with asyncio.timeout(5):
+        while not any(m.get("id") == 1 for m in c.out):
+            await asyncio.sleep(0.001)
+            c._collect()
+    assert next(m for m in c.out if m.get("id") == 1)["result"]["content"][0]["text"] == "accept"
+    assert app.notify_elicitation_complete("login-1") == 1
+    error = (await c.call("pay", {}))["error"]
+    assert error["code"] == -32042 and error["data"]["elicitations"][0]["elicitationId"] == "pay-1"
+    assert app.notify_elicitation_complete("pay-1") == 1 and app.notify_elicitation_complete("pay-1") == 0
+    c._collect()
+    done = [m["params"]["elicitationId"] for m in c.out if m.get("method") == "notifications/elicitation/complete"]
+    assert done == ["login-1", "pay-1"]
+
+
+async def test_url_elicitation_needs_the_client_capability() -> None:
+    app = Server("url")
+
+    @app.tool()
+    def pay(ctx: Context) -> str:
+        ctx.url_elicitation_required("Pay first", "https://example.com/pay")
+
+    c = Client(app)
+    await c.init(caps={"elicitation": {}})
+    error = (await c.call("pay", {}))["error"]
+    assert error["code"] == -32021 and error["data"] == {"requiredCapabilities": {"elicitation": {"url": {}}}}

@@ -56,7 +56,7 @@ fn bench(c: &mut Criterion) {
         let mut out = Vec::with_capacity(32);
         b.iter(|| {
             out.clear();
-            write::write_f64(&mut out, black_box(12345.678_9));
+            write::write_f64(&mut out, black_box(12_345.678_9));
         })
     });
     g.finish();

@@ -289,21 +289,21 @@ impl SseDecoder {
                 self.event_type.clear();
                 self.event_type.push_str(&lossy(value));
             }
-            b"id" => {
-                if memchr::memchr(0, value).is_none() {
-                    self.last_id.clear();
-                    self.last_id.push_str(&lossy(value));
-                }
+            b"id" if memchr::memchr(0, value).is_none() => {
+                self.last_id.clear();
+                self.last_id.push_str(&lossy(value));
             }
-            b"retry" => {
-                if !value.is_empty() && value.len() <= 20 && value.iter().all(u8::is_ascii_digit) {
-                    if let Some(v) = std::str::from_utf8(value)
-                        .ok()
-                        .and_then(|s| s.parse::<u64>().ok())
-                    {
-                        self.retry = Some(v);
-                        self.block_retry = Some(v);
-                    }
+            b"retry"
+                if !value.is_empty()
+                    && value.len() <= 20
+                    && value.iter().all(u8::is_ascii_digit) =>
+            {
+                if let Some(v) = std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|s| s.parse::<u64>().ok())
+                {
+                    self.retry = Some(v);
+                    self.block_retry = Some(v);
                 }
             }
             _ => {}

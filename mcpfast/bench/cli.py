@@ -1,0 +1,209 @@
+"""The ``bench``, ``report`` and ``compare`` subcommands of ``mcpfast``.
+
+``mcpfast/cli.py`` wires them in with :func:`add_subcommands` (on its subparsers) and
+:func:`run_subcommand` (for ``args.command`` in :data:`COMMANDS`).  Standalone::
+
+    python -m mcpfast.bench.cli bench --quick --transport stdio --out bench_results/quick
+    python -m mcpfast.bench.cli report bench_results/quick
+    python -m mcpfast.bench.cli compare bench_results/a bench_results/b
+
+Importing this module is cheap: Locust and matplotlib are imported only when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["COMMANDS", "add_subcommands", "main", "run_subcommand"]
+
+COMMANDS = ("bench", "report", "compare")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be within 0..1, got {text!r}")
+    return value
+
+
+def add_subcommands(subparsers: Any) -> None:
+    """Register ``bench``, ``report`` and ``compare`` on an ``add_subparsers()`` object."""
+    from mcpfast.bench.run import FAMILIES
+
+    bench = subparsers.add_parser(
+        "bench",
+        help="run the loadtest families through the Locust swarm; summary, CSV/HTML and plots",
+        description="Run handshake, tools_call, sse_streaming and session_churn headless through the Locust swarm "
+        "(one locust subprocess per family and transport) against the embedded reference server or a target; "
+        "write summary.json, Locust CSV/HTML, µs histograms and PNG plots to --out.",
+    )
+    bench.add_argument("--quick", action="store_true", help="short run: 8 s per family, 4 users (under 2 minutes)")
+    target = bench.add_argument_group("target (default: the embedded reference server)")
+    target.add_argument("--target", metavar="URL", help="Streamable HTTP endpoint to measure (e.g. http://127.0.0.1:8000/mcp)")
+    target.add_argument("--target-command", metavar="COMMAND", help='stdio server command (e.g. "node server.js")')
+    target.add_argument("--server-pid", type=int, default=0, help="with --target: the server's pid (churn memory)")
+    bench.add_argument(
+        "--transport", choices=("http", "stdio", "both"), default=None,
+        help="default: both (http only with --target, stdio only with --target-command)",
+    )  # fmt: skip
+    bench.add_argument("--out", metavar="DIR", help="result directory (default bench_results/<UTC timestamp>)")
+    bench.add_argument("--users", type=_positive_int, help="concurrent users per family (default 8; --quick 4)")
+    bench.add_argument("--duration", type=_positive_float, help="seconds per family (default 30; --quick 8)")
+    bench.add_argument("--rate", type=_rate, default=0.0, help="open model: target requests/s per family (default 0: closed)")
+    bench.add_argument("--family", action="append", choices=FAMILIES, help="run only this family (repeatable)")
+    bench.add_argument("--protocol-version", help="MCP revision the swarm speaks (default: the swarm's, 2025-11-25)")
+    bench.add_argument(
+        "--churn-delete-share", type=_share, default=0.5,
+        help="session churn: share of sessions ended with DELETE, the rest abandoned (default 0.5)",
+    )  # fmt: skip
+    bench.add_argument("--loadtests", metavar="DIR", help="the loadtests/ directory (default: the repository's)")
+    bench.add_argument("--locust-arg", action="append", default=[], metavar="ARG", help="extra argument for every locust run")
+    bench.add_argument("--no-plots", action="store_true", help="skip the PNG plots (run `mcpfast report` later)")
+
+    report = subparsers.add_parser("report", help="redraw the plots of a bench run from its saved data")
+    report.add_argument("run", metavar="RUN", help="a directory written by `mcpfast bench`")
+
+    compare = subparsers.add_parser("compare", help="ratio tables (B/A) and one percentile plot for two bench runs")
+    compare.add_argument("run_a", metavar="RUN_A")
+    compare.add_argument("run_b", metavar="RUN_B")
+    compare.add_argument("--out", metavar="DIR", help="where compare-<a>-vs-<b>.png goes (default RUN_B)")
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from mcpfast.bench.run import (
+        DEFAULT_DURATION,
+        DEFAULT_USERS,
+        FAMILIES,
+        QUICK_DURATION,
+        QUICK_USERS,
+        BenchConfig,
+        default_loadtests,
+        run_bench,
+    )
+
+    if args.transport is None:
+        if args.target and not args.target_command:
+            transports: tuple[str, ...] = ("http",)
+        elif args.target_command and not args.target:
+            transports = ("stdio",)
+        else:
+            transports = ("stdio", "http")
+        explicit = False
+    else:
+        transports = ("stdio", "http") if args.transport == "both" else (args.transport,)
+        explicit = True
+    out = Path(args.out) if args.out else Path("bench_results") / _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    families = tuple(f for f in FAMILIES if f in args.family) if args.family else FAMILIES
+    loadtests = Path(args.loadtests).resolve() if args.loadtests else default_loadtests()
+    if not (loadtests / "handshake.py").is_file():
+        print(f"mcpfast bench: no loadtests in {loadtests} (use --loadtests DIR)", file=sys.stderr)
+        return 2
+    cfg = BenchConfig(
+        out=out.resolve(),
+        transports=transports,
+        users=args.users or (QUICK_USERS if args.quick else DEFAULT_USERS),
+        duration=args.duration or (QUICK_DURATION if args.quick else DEFAULT_DURATION),
+        rate=args.rate,
+        target=args.target,
+        target_command=args.target_command,
+        server_pid=args.server_pid,
+        families=families,
+        protocol_version=args.protocol_version,
+        churn_delete_share=args.churn_delete_share,
+        quick=args.quick,
+        loadtests=loadtests,
+        command_line=list(sys.argv),
+        locust_args=tuple(args.locust_arg),
+        transport_explicit=explicit,
+    )
+    return run_bench(cfg, make_plots=not args.no_plots)
+
+
+def _report(args: argparse.Namespace) -> int:
+    import json
+
+    from mcpfast.bench.report import generate_plots, load_summary
+    from mcpfast.bench.run import format_summary
+
+    run = Path(args.run)
+    summary = load_summary(run)
+    made = generate_plots(run, summary)
+    summary["plots"] = [p.name for p in made]
+    tmp = run / "summary.json.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(summary, fh, indent=2)
+        fh.write("\n")
+    tmp.replace(run / "summary.json")
+    print(format_summary(summary))
+    print(f"{len(made)} plots written to {run}")
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from mcpfast.bench.report import compare_runs
+
+    text, png, entries = compare_runs(Path(args.run_a), Path(args.run_b), Path(args.out) if args.out else None)
+    print(text)
+    print(f"plot: {png}")
+    return 0 if entries else 1
+
+
+def run_subcommand(args: argparse.Namespace) -> int:
+    """Run ``args.command`` (one of :data:`COMMANDS`); returns the exit code."""
+    command = getattr(args, "command", None)
+    if command == "bench":
+        return _bench(args)
+    if command == "report":
+        return _report(args)
+    if command == "compare":
+        return _compare(args)
+    raise ValueError(f"not a bench subcommand: {command!r}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mcpfast", description="mcpfast bench / report / compare")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_subcommands(sub)
+    args = parser.parse_args(argv)
+    return run_subcommand(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
