@@ -145,7 +145,10 @@ def timeline_plot(history: Sequence[dict[str, str]], path: Path, title: str, max
         t0 = t if t0 is None else min(t0, t)
         name = row.get("Name") or "?"
         series.setdefault(name, []).append((t, _float(row.get("Total Request Count")), _float(row.get("99%"))))
-    rates = {name: throughput(pts) for name, pts in series.items()}
+    # a name appears in the history once it has requests: before that its count was 0
+    rates = {
+        name: throughput(pts if t0 is None or pts[0][0] <= t0 else [(t0, 0.0, None), *pts]) for name, pts in series.items()
+    }
     if t0 is None or not series:
         _empty(ax1, "no history")
         _empty(ax2, "no history")
@@ -321,7 +324,7 @@ def compare_plot(
             ax.set_yscale("log")
             ax.set_ylabel("latency (ms, log)")
             ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=6, loc="upper left")
+            ax.legend(fontsize=6, loc="best")
         else:
             _empty(ax, "no shared data")
         ax.set_title(key)

@@ -27,12 +27,12 @@ import contextlib
 import json
 import os
 import platform
-import selectors
 import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -142,9 +142,11 @@ def run_server(
     """
     from mcpfast import core
 
-    head = b'{"jsonrpc":"2.0","id":'
-    tail = (
-        b',"method":"tools/call","params":{"name":"echo","arguments":{"text":' + json.dumps(ECHO_TEXT).encode() + b"}}}\n"
+    # One request line with the id spliced in by a single bytes-format operation.
+    template = (
+        b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":'
+        + json.dumps(ECHO_TEXT).encode().replace(b"%", b"%%")
+        + b"}}}\n"
     )
     init = json.dumps(
         {
@@ -161,8 +163,26 @@ def run_server(
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog, env=env)
     assert proc.stdin is not None and proc.stdout is not None
     wfd, rfd = proc.stdin.fileno(), proc.stdout.fileno()
-    sel = selectors.DefaultSelector()
-    sel.register(rfd, selectors.EVENT_READ)
+    # Reads block (no select per read); a watchdog kills a server that stalls, which ends the
+    # read with EOF.
+    progress = [0, False]  # reads so far, stop flag
+
+    def watchdog() -> None:
+        seen = -1
+        while not progress[1]:
+            time.sleep(min(1.0, stall_timeout))
+            if progress[0] == seen and not progress[1]:
+                stalled_at = time.monotonic()
+                while progress[0] == seen and not progress[1] and time.monotonic() - stalled_at < stall_timeout:
+                    time.sleep(0.1)
+                if progress[0] == seen and not progress[1]:
+                    progress[1] = True
+                    proc.kill()
+                    return
+            seen = progress[0]
+
+    guard = threading.Thread(target=watchdog, daemon=True)
+    guard.start()
     framer = core.LineFramer()
     scan = core.scan_reply
     read = os.read
@@ -170,11 +190,10 @@ def run_server(
     clock = time.perf_counter
 
     def read_lines() -> list[Any]:
-        if not sel.select(stall_timeout):
-            raise BenchError(f"no output for {stall_timeout} s")
         chunk = read(rfd, _READ)
+        progress[0] += 1
         if not chunk:
-            raise BenchError(f"server closed stdout (exit {proc.poll()}): {_stderr_tail(errlog)}")
+            raise BenchError(f"server closed stdout or stalled for {stall_timeout} s (exit {proc.poll()}): {_stderr_tail(errlog)}")
         return framer.feed(chunk)
 
     try:
@@ -201,7 +220,7 @@ def run_server(
         measuring = False
         cpu_client0 = cpu_server0 = 0.0
         wall0 = 0.0
-        burst = [head + str(i).encode() + tail for i in range(next_id, next_id + inflight)]
+        burst = [template % i for i in range(next_id, next_id + inflight)]
         sent_at.extend([now] * inflight)
         next_id += inflight
         outstanding = inflight
@@ -246,7 +265,7 @@ def run_server(
                 first = next_id
                 next_id += done
                 sent_at.extend([now] * done)
-                write(wfd, b"".join([head + str(i).encode() + tail for i in range(first, next_id)]))
+                write(wfd, b"".join([template % i for i in range(first, next_id)]))
                 outstanding += done
         # ---- shutdown
         proc.stdin.close()
@@ -256,7 +275,7 @@ def run_server(
             proc.kill()
             proc.wait(timeout=5)
     finally:
-        sel.close()
+        progress[1] = True
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=5)

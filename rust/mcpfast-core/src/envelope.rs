@@ -263,18 +263,25 @@ fn read_slots<'a>(r: &mut Reader<'a>, depth: usize) -> Result<Slots<'a>, json::E
         return Ok(s);
     }
     loop {
-        let k = r.key()?;
-        match k.as_ref() {
-            "jsonrpc" => {
+        let (raw, escaped) = r.key_raw()?;
+        let unescaped;
+        let key: &[u8] = if escaped {
+            unescaped = json::unescape_key(raw).unwrap_or_default();
+            unescaped.as_bytes()
+        } else {
+            raw
+        };
+        match key {
+            b"jsonrpc" => {
                 s.jsonrpc_ok = if r.value_kind()? == ValueKind::String {
-                    r.string()? == "2.0"
+                    r.string_is("2.0")?
                 } else {
                     r.skip_value(depth + 1)?;
                     false
                 };
             }
-            "id" => s.id = Some(read_id(r, depth + 1)?),
-            "method" => {
+            b"id" => s.id = Some(read_id(r, depth + 1)?),
+            b"method" => {
                 s.method = Some(if r.value_kind()? == ValueKind::String {
                     Some(r.string()?)
                 } else {
@@ -282,7 +289,7 @@ fn read_slots<'a>(r: &mut Reader<'a>, depth: usize) -> Result<Slots<'a>, json::E
                     None
                 });
             }
-            "params" => {
+            b"params" => {
                 let kind = r.value_kind()?;
                 let start = r.pos();
                 let mut members = Members::default();
@@ -318,13 +325,13 @@ fn read_slots<'a>(r: &mut Reader<'a>, depth: usize) -> Result<Slots<'a>, json::E
                     members,
                 ));
             }
-            "result" => {
+            b"result" => {
                 r.value_kind()?;
                 let start = r.pos();
                 r.skip_value(depth + 1)?;
                 s.result = Some(start..r.pos());
             }
-            "error" => {
+            b"error" => {
                 r.value_kind()?;
                 let start = r.pos();
                 let code = read_error_object(r, depth + 1)?;

@@ -356,6 +356,32 @@ impl<'a> Reader<'a> {
         Ok(false)
     }
 
+    /// Reads an object key and the colon, returning the key's bytes as written (between the
+    /// quotes) and whether they hold escapes: matching a key needs no string built.
+    #[inline]
+    pub fn key_raw(&mut self) -> Result<(&'a [u8], bool)> {
+        self.skip_ws();
+        if self.peek() != Some(b'"') {
+            return self.err("expected a string key");
+        }
+        let start = self.pos + 1;
+        let escaped = self.skip_string()?;
+        let raw = self.buf.get(start..self.pos - 1).unwrap_or_default();
+        self.colon()?;
+        Ok((raw, escaped))
+    }
+
+    /// Reads a string value and tells whether it equals `expected`.
+    #[inline]
+    pub fn string_is(&mut self, expected: &str) -> Result<bool> {
+        let start = self.pos + 1;
+        if self.skip_string()? {
+            self.pos = start - 1;
+            return Ok(self.string()? == expected);
+        }
+        Ok(self.buf.get(start..self.pos - 1) == Some(expected.as_bytes()))
+    }
+
     /// Reads an object key (the cursor is before its opening quote), then the colon.
     #[inline]
     pub fn key(&mut self) -> Result<Cow<'a, str>> {
@@ -761,6 +787,13 @@ pub fn find_member(text: &str, key: &str) -> Result<Option<usize>> {
             return Ok(found);
         }
     }
+}
+
+/// The text of a key read with [`Reader::key_raw`] that holds escapes.
+pub fn unescape_key(raw: &[u8]) -> Option<String> {
+    let quoted = [b"\"".as_slice(), raw, b"\""].concat();
+    let text = std::str::from_utf8(&quoted).ok()?;
+    Reader::new(text, 1).string().ok().map(Cow::into_owned)
 }
 
 /// Checks that `data` is UTF-8, as a JSON syntax error when it is not.
