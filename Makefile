@@ -35,8 +35,9 @@ build: ## Rebuild the Rust core (release) into the virtualenv
 	$(VENV)/bin/maturin develop --release --quiet
 	@touch $(STAMP)
 
-demo: install ## The main job on the embedded server (for now: the core comparison table)
+demo: install ## The main job on the embedded server: mcpfast bench --quick (stdio and HTTP), after the core table
 	$(PY) -m mcpfast.bench.core_demo
+	MCPFAST_CORE=rust $(VENV)/bin/mcpfast bench --quick --out bench_results/demo
 
 test: install conformance-install test-rust test-python ## Every test: cargo tests of the core crate, then the Python suite
 

@@ -23,7 +23,7 @@ from mcpfast.client.base import rss_kib
 from mcpfast.locust.stats import output_prefix
 from mcpfast.locust.users import FAILED_START_BACKOFF, McpUser
 
-__all__ = ["CHURN", "McpUser", "open_session", "close_session"]
+__all__ = ["CHURN", "MERGE", "McpUser", "open_session", "close_session"]
 
 logger = logging.getLogger("mcpfast.loadtests")
 
@@ -39,8 +39,8 @@ def open_session(user: McpUser) -> bool:
     ``notifications/initialized`` (or ``server/discover`` in 2026-07-28), ``tools/call:<tool> (first)``.
     """
     mcp = user.mcp
-    if user.is_stdio:
-        mcp.restart()  # a stdio "session" is a process
+    if user.session_is_connection:
+        mcp.restart()  # a stdio "session" is a process; a 2024-11-05 HTTP+SSE one is the GET stream
     else:
         mcp.session.reset()
     if not mcp.initialize():
@@ -52,8 +52,9 @@ def open_session(user: McpUser) -> bool:
 
 
 def close_session(user: McpUser, delete: bool = True) -> bool:
-    """End the session: DELETE over HTTP (when ``delete``), nothing over stdio; True if DELETEd."""
-    if user.is_stdio:
+    """End the session: DELETE over HTTP (when ``delete``), nothing over stdio / HTTP+SSE (the next
+    ``open_session`` ends the process / closes the stream); True if DELETEd."""
+    if user.session_is_connection:
         return False
     if delete:
         return user.mcp.delete()
@@ -109,6 +110,117 @@ class ChurnCounters:
 
 CHURN = ChurnCounters()
 
+CHURN_MESSAGE = "mcpfast_churn"  # worker -> master: the worker's counters at its test_stop
+CHURN_REPORT_KEY = "mcpfast_churn"  # the same, piggy-backed on every report_to_master
+COUNT_KEYS = ("sessions_opened", "sessions_failed", "sessions_deleted", "sessions_abandoned")
+
+
+class ChurnMerge:
+    """Master side of ``--processes`` / ``--master``: the workers' cumulative counters (latest per
+    worker, so a periodic report followed by the final one never double counts) merged into one
+    ``<prefix>_churn.json``, rewritten whenever a worker's final counters arrive."""
+
+    def __init__(self) -> None:
+        self.latest: dict[str, dict[str, Any]] = {}
+        self.final: set[str] = set()
+        self.expected: set[str] = set()
+        self.stopped = False
+        self.stop_time: float | None = None
+        self.environment: Any = None
+
+    def reset(self, environment: Any) -> None:
+        self.latest.clear()
+        self.final.clear()
+        self.expected = set()
+        self.stopped = False
+        self.stop_time = None
+        self.environment = environment
+
+    def update(self, client_id: str, counts: dict[str, Any], final: bool) -> None:
+        self.latest[client_id] = counts
+        if final:
+            self.final.add(client_id)
+        if self.stopped:
+            self.write()
+
+    def merged(self) -> dict[str, Any]:
+        totals = {k: sum(int(w.get(k) or 0) for w in self.latest.values()) for k in COUNT_KEYS}
+        end = self.stop_time or time.time()
+        elapsed = max(end - CHURN.started, 1e-9)
+        rss_end = rss_kib(CHURN.pid) if CHURN.pid else None
+        peaks = [w["server_rss_kib_peak"] for w in self.latest.values() if w.get("server_rss_kib_peak") is not None]
+        peak = max(peaks + ([rss_end] if rss_end is not None else [])) if peaks or rss_end is not None else None
+        opened, deleted, abandoned = totals["sessions_opened"], totals["sessions_deleted"], totals["sessions_abandoned"]
+        ended = deleted + abandoned
+        per_session = None
+        if rss_end is not None and CHURN.rss_start is not None and abandoned:
+            per_session = round((rss_end - CHURN.rss_start) / abandoned, 1)
+        return {
+            **totals,
+            "delete_share": round(deleted / ended, 4) if ended else None,
+            "opened_per_s": round(opened / elapsed, 2),
+            "closed_per_s": round(deleted / elapsed, 2),
+            "server_pid": CHURN.pid or None,
+            "server_rss_kib_start": CHURN.rss_start,
+            "server_rss_kib_peak": peak,
+            "server_rss_kib_end": rss_end,
+            "server_rss_kib_per_abandoned_session": per_session,
+            "workers": len(self.latest),
+            "workers_final": len(self.final),
+            "complete": bool(self.latest) and self.final >= (self.expected or set(self.latest)),
+            "per_worker": {str(i): {k: w.get(k) for k in COUNT_KEYS}
+                           for i, (_cid, w) in enumerate(sorted(self.latest.items()))},
+        }
+
+    def write(self) -> None:
+        if self.environment is None or not any(w.get("sessions_opened") for w in self.latest.values()):
+            return
+        _write_churn(self.environment, self.merged())
+
+
+MERGE = ChurnMerge()
+
+
+def _write_churn(environment: Any, data: dict[str, Any], suffix: str = "") -> None:
+    path = output_prefix(environment) + f"_churn{suffix}.json"
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(data, fh)
+    except OSError:
+        path = "(not written)"
+    logger.info("mcpfast session churn: %s -> %s", json.dumps(data), path)
+
+
+def _is(runner: Any, kind: str) -> bool:
+    from locust.runners import MasterRunner, WorkerRunner
+
+    return isinstance(runner, MasterRunner if kind == "master" else WorkerRunner)
+
+
+@events.init.add_listener
+def _churn_init(environment: Any, **_kw: Any) -> None:
+    runner = environment.runner
+    if runner is None or CHURN_MESSAGE in getattr(runner, "custom_messages", {}):
+        return
+    if _is(runner, "master"):
+
+        def on_final(environment: Any, msg: Any, **_kw: Any) -> None:
+            MERGE.update(msg.node_id, msg.data, final=True)
+
+        runner.register_message(CHURN_MESSAGE, on_final)
+
+
+@events.report_to_master.add_listener
+def _churn_report(client_id: str, data: dict, **_kw: Any) -> None:
+    data[CHURN_REPORT_KEY] = CHURN.summary()
+
+
+@events.worker_report.add_listener
+def _churn_worker_report(client_id: str, data: dict, **_kw: Any) -> None:
+    counts = data.get(CHURN_REPORT_KEY)
+    if counts is not None and client_id not in MERGE.final:
+        MERGE.update(client_id, counts, final=False)
+
 
 @events.test_start.add_listener
 def _churn_start(environment: Any, **_kw: Any) -> None:
@@ -117,22 +229,29 @@ def _churn_start(environment: Any, **_kw: Any) -> None:
     CHURN.pid = int(getattr(parsed, "mcp_server_pid", 0) or 0)
     if CHURN.pid:
         CHURN.rss_start = rss_kib(CHURN.pid)
+    runner = environment.runner
+    if _is(runner, "master"):
+        MERGE.reset(environment)
+        MERGE.expected = {c.id for c in runner.clients.all}
 
 
 @events.test_stop.add_listener
 def _churn_stop(environment: Any, **_kw: Any) -> None:
-    if not CHURN.opened:
-        return
-    data = CHURN.summary()
-    from locust.runners import WorkerRunner
-
     runner = environment.runner
-    # --processes / --worker: one file per worker (the counters are per process, not merged)
-    suffix = f"-worker{runner.worker_index}" if isinstance(runner, WorkerRunner) else ""
-    path = output_prefix(environment) + f"_churn{suffix}.json"
-    try:
-        with open(path, "w", encoding="utf-8") as fh:
-            json.dump(data, fh)
-    except OSError:
-        path = "(not written)"
-    logger.info("mcpfast session churn: %s -> %s", json.dumps(data), path)
+    if _is(runner, "worker"):
+        # --processes / --worker: the master merges every worker's counters into one file
+        runner.send_message(CHURN_MESSAGE, CHURN.summary())
+        return
+    if _is(runner, "master"):
+        MERGE.stopped = True
+        MERGE.stop_time = time.time()
+        MERGE.write()  # rewritten as the workers' final counters arrive
+        return
+    if CHURN.opened:
+        _write_churn(environment, CHURN.summary())
+
+
+@events.quitting.add_listener
+def _churn_quitting(environment: Any, **_kw: Any) -> None:
+    if _is(environment.runner, "master") and MERGE.stopped:
+        MERGE.write()

@@ -25,8 +25,8 @@ class SessionChurnUser(McpUser):
         delete = self._acc >= 1.0
         if delete:
             self._acc -= 1.0
-        if self.is_stdio:
-            pass  # the next open_session() ends this process
+        if self.session_is_connection:
+            pass  # the next open_session() ends this process / closes this SSE stream
         elif not delete:
             close_session(self, delete=False)
             CHURN.abandoned += 1

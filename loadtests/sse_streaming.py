@@ -22,7 +22,7 @@ class SseStreamingUser(McpUser):
             return
         self.mcp.call_tool(self.stream_tool, {"n": self.stream_count}, stream=True)
         self.iterations += 1
-        if self.is_stdio or self.iterations % LISTEN_EVERY != 1:
+        if self.session_is_connection or self.iterations % LISTEN_EVERY != 1:
             return
         if self.mcp.session.stateless:
             self.mcp.listen(LISTEN_SECONDS)

@@ -48,6 +48,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
     _http_arguments(serve)
     _token_parser(sub)
+    from mcpfast.bench.cli import add_subcommands as _add_bench_subcommands
+
+    _add_bench_subcommands(sub)
     return parser
 
 
@@ -136,6 +139,10 @@ def main(argv: list[str] | None = None) -> int:
         from mcpfast.auth.tokens import token_command
 
         return token_command(args)
+    if args.command in ("bench", "report", "compare"):
+        from mcpfast.bench.cli import run_subcommand
+
+        return run_subcommand(args)
     return 2
 
 

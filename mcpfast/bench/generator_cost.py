@@ -83,8 +83,9 @@ def _answer(method: bytes, body: bytes) -> bytes:
     return _response(b"405 Method Not Allowed")
 
 
-def serve(host: str = "127.0.0.1", port: int = 0) -> None:
-    """Run the tiny MCP-shaped HTTP/1.1 server; prints ``PORT <n>`` once listening."""
+def serve(host: str = "127.0.0.1", port: int = 0, lifetime: float = 900.0) -> None:
+    """Run the tiny MCP-shaped HTTP/1.1 server; prints ``PORT <n>`` once listening; exits after
+    ``lifetime`` seconds at the latest."""
     import asyncio
 
     try:
@@ -128,7 +129,10 @@ def serve(host: str = "127.0.0.1", port: int = 0) -> None:
         loop = asyncio.get_running_loop()
         srv = await loop.create_server(Proto, host, port, backlog=1024)
         print(f"PORT {srv.sockets[0].getsockname()[1]}", flush=True)
-        await srv.serve_forever()
+        try:
+            await asyncio.wait_for(srv.serve_forever(), lifetime)
+        except (asyncio.TimeoutError, asyncio.CancelledError):
+            pass
 
     asyncio.run(main())
 
@@ -266,8 +270,8 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def start_server(cpu: int | None, env: dict[str, str]) -> tuple[subprocess.Popen, int]:
-    cmd = [*_pin(cpu), sys.executable, "-m", "mcpfast.bench.generator_cost", "serve"]
+def start_server(cpu: int | None, env: dict[str, str], lifetime: float = 900.0) -> tuple[subprocess.Popen, int]:
+    cmd = [*_pin(cpu), sys.executable, "-m", "mcpfast.bench.generator_cost", "serve", "--lifetime", f"{lifetime:g}"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -335,6 +339,7 @@ def run_one(kind: str, locustfile: Path, url: str, users: int, seconds: float, p
         "rps": round(measured["requests"] / wall, 1),
         "median_ms": float(row.get("Median Response Time", 0) or 0),
         "generator_cpu_percent": round(100.0 * measured["cpu_s"] / wall, 1),
+        "requests_per_cpu_second": round(measured["requests"] / measured["cpu_s"], 1) if measured["cpu_s"] else None,
         "server_cpu_percent": server_sampler.percent(start + 1.0, end - 0.5) if server_sampler else None,
         "command": " ".join(cmd),
     }
@@ -368,6 +373,7 @@ def machine_info() -> dict[str, Any]:
 
 def run_benchmark(out: Path, users: int = 16, seconds: float = 10.0, repeats: int = 3,
                   pin: bool = True, profile: bool = False) -> dict[str, Any]:
+    out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     files = {}
     for kind, (_label, source) in KINDS.items():
@@ -380,7 +386,7 @@ def run_benchmark(out: Path, users: int = 16, seconds: float = 10.0, repeats: in
     pinned = pin and _cpus() >= 2 and shutil.which("taskset") is not None
     gen_cpu, srv_cpu = (0, 1) if pinned else (None, None)
     info = machine_info()
-    server, port = start_server(srv_cpu, env)
+    server, port = start_server(srv_cpu, env, lifetime=repeats * 2 * (seconds + 75) + 60)
     url = f"http://127.0.0.1:{port}/mcp"
     runs: list[dict[str, Any]] = []
     runs_dir = out / "runs"
@@ -404,17 +410,20 @@ def run_benchmark(out: Path, users: int = 16, seconds: float = 10.0, repeats: in
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
-    ratios = []
+    ratios, cpu_ratios = [], []
     for rep in range(repeats):
         a = next(r for r in runs if r["repeat"] == rep and r["kind"] == "mcp")
         b = next(r for r in runs if r["repeat"] == rep and r["kind"] == "fasthttp")
         ratios.append(round(a["rps"] / b["rps"], 3) if b["rps"] else None)
+        a_eff, b_eff = a["requests_per_cpu_second"], b["requests_per_cpu_second"]
+        cpu_ratios.append(round(a_eff / b_eff, 3) if a_eff and b_eff else None)
 
     def agg(kind: str, key: str) -> float | None:
         values = [r[key] for r in runs if r["kind"] == kind and r[key] is not None]
         return round(statistics.median(values), 1) if values else None
 
     valid = [r for r in ratios if r is not None]
+    valid_cpu = [r for r in cpu_ratios if r is not None]
     result = {
         "benchmark": "generator_cost",
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -428,12 +437,16 @@ def run_benchmark(out: Path, users: int = 16, seconds: float = 10.0, repeats: in
         },
         "runs": runs,
         "ratios": ratios,
+        "cpu_ratios": cpu_ratios,
         "summary": {
             "mcp_rps_median": agg("mcp", "rps"),
             "fasthttp_rps_median": agg("fasthttp", "rps"),
             "ratio_median": round(statistics.median(valid), 3) if valid else None,
             "ratio_min": min(valid) if valid else None,
             "ratio_max": max(valid) if valid else None,
+            "cpu_ratio_median": round(statistics.median(valid_cpu), 3) if valid_cpu else None,
+            "mcp_requests_per_cpu_second_median": agg("mcp", "requests_per_cpu_second"),
+            "fasthttp_requests_per_cpu_second_median": agg("fasthttp", "requests_per_cpu_second"),
             "mcp_generator_cpu_median": agg("mcp", "generator_cpu_percent"),
             "fasthttp_generator_cpu_median": agg("fasthttp", "generator_cpu_percent"),
             "mcp_server_cpu_median": agg("mcp", "server_cpu_percent"),
@@ -466,24 +479,28 @@ def render_markdown(result: dict[str, Any]) -> str:
         f"(min {s['ratio_min']}, max {s['ratio_max']}; target >= {s['target_ratio']}: "
         f"{'met' if s['meets_target'] else 'NOT met'}). Failures: {s['failures']}.",
         "",
-        "| | req/s (median) | generator CPU % | server CPU % |",
-        "|---|---:|---:|---:|",
-        f"| A: McpHttpUser `call_tool(\"echo\")` | {s['mcp_rps_median']} | {s['mcp_generator_cpu_median']} | "
-        f"{s['mcp_server_cpu_median']} |",
+        f"Requests per CPU-second of the generator (robust to a shared core), ratio MCP/FastHttp "
+        f"(median of pairs): **{s['cpu_ratio_median']}**.",
+        "",
+        "| | req/s (median) | req per generator CPU-s | generator CPU % | server CPU % |",
+        "|---|---:|---:|---:|---:|",
+        f"| A: McpHttpUser `call_tool(\"echo\")` | {s['mcp_rps_median']} | {s['mcp_requests_per_cpu_second_median']} | "
+        f"{s['mcp_generator_cpu_median']} | {s['mcp_server_cpu_median']} |",
         f"| B: FastHttpUser, same bytes + headers | {s['fasthttp_rps_median']} | "
+        f"{s['fasthttp_requests_per_cpu_second_median']} | "
         f"{s['fasthttp_generator_cpu_median']} | {s['fasthttp_server_cpu_median']} |",
         "",
         "## Runs",
         "",
-        "| pair | kind | req/s | failures | median ms | generator CPU % | server CPU % |",
-        "|---:|---|---:|---:|---:|---:|---:|",
+        "| pair | kind | req/s | req per CPU-s | failures | median ms | generator CPU % | server CPU % |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["runs"]:
-        lines.append(f"| {r['repeat']} | {r['kind']} | {r['rps']} | {r['failures']} | {r['median_ms']} | "
-                     f"{r['generator_cpu_percent']} | {r['server_cpu_percent']} |")
+        lines.append(f"| {r['repeat']} | {r['kind']} | {r['rps']} | {r['requests_per_cpu_second']} | {r['failures']} | "
+                     f"{r['median_ms']} | {r['generator_cpu_percent']} | {r['server_cpu_percent']} |")
     lines += [
         "",
-        f"Ratios per pair: {result['ratios']}.",
+        f"Rate ratios per pair: {result['ratios']}; per-CPU-second ratios per pair: {result['cpu_ratios']}.",
         "",
         "Rates: `tools/call:echo` requests counted by Locust over the wall time from `test_start` to "
         "`test_stop`, written by a probe appended to both locustfiles (no per-request cost). Generator "
@@ -550,9 +567,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-pin", action="store_true", help="do not pin generator/server to CPUs 0/1")
     parser.add_argument("--profile", action="store_true", help="py-spy record each run (raw stacks in OUT/runs)")
     parser.add_argument("--port", type=int, default=0, help="serve: port (default: any free one)")
+    parser.add_argument("--lifetime", type=float, default=900.0, help="serve: exit after this many seconds")
     args = parser.parse_args(argv)
     if args.command == "serve":
-        serve(port=args.port)
+        serve(port=args.port, lifetime=args.lifetime)
         return 0
     result = run_benchmark(Path(args.out), args.users, args.seconds, args.repeats, not args.no_pin, args.profile)
     s = result["summary"]

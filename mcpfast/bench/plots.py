@@ -160,7 +160,12 @@ def timeline_plot(history: Sequence[dict[str, str]], path: Path, title: str, max
                 continue
             style: dict[str, Any] = {"linewidth": 2.2, "color": "black"} if name == "Aggregated" else {"linewidth": 1.0}
             ax1.plot([t - t0 for t, _ in rates[name]], [r for _, r in rates[name]], label=name, **style)
-            ax2.plot([p[0] - t0 for p in pts], [p[2] if p[2] is not None else math.nan for p in pts], label=name, **style)
+            p99 = [p[2] if p[2] is not None else math.nan for p in pts]
+            for i, v in enumerate(p99):  # Locust reports 0 until its percentile window has data
+                if v:
+                    break
+                p99[i] = math.nan
+            ax2.plot([p[0] - t0 for p in pts], p99, label=name, **style)
         ax1.set_ylabel("requests/s")
         ax2.set_ylabel("p99 (ms, Locust window)")
         ax2.set_yscale("symlog", linthresh=1.0)

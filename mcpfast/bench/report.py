@@ -92,7 +92,11 @@ def handshake_phases(rows: list[dict[str, Any]]) -> list[tuple[str, dict[str, An
 
 
 def _cumulative(history: list[dict[str, str]], name: str) -> tuple[list[float], list[float]]:
-    ts, counts = [], []
+    """(timestamps, cumulative request counts) of one name; 0 at the history's first row (a name
+    appears in Locust's history only once it has requests)."""
+    ts: list[float] = []
+    counts: list[float] = []
+    starts = [float(r["Timestamp"]) for r in history[:1] if r.get("Timestamp")]
     for row in history:
         if row.get("Name") != name:
             continue
@@ -101,6 +105,9 @@ def _cumulative(history: list[dict[str, str]], name: str) -> tuple[list[float], 
             counts.append(float(row["Total Request Count"]))
         except (KeyError, ValueError):
             continue
+    if ts and starts and starts[0] < ts[0]:
+        ts.insert(0, starts[0])
+        counts.insert(0, 0.0)
     return ts, counts
 
 

@@ -416,6 +416,19 @@ def _read_json(path: Path) -> Any:
         return None
 
 
+_FIRST = ("initialize", "notifications/initialized", "server/discover")
+
+
+def _row_order(key: tuple[str, str]) -> tuple[str, int, str]:
+    """Rows in session order: the handshake first, DELETE last, the rest by name."""
+    kind, name = key
+    if name in _FIRST:
+        return kind, _FIRST.index(name), ""
+    if name == "DELETE":
+        return kind, 9, ""
+    return kind, 5, name
+
+
 def family_result(prefix: Path) -> dict[str, Any]:
     """Rows and totals of one family run, from ``<prefix>_histograms.json`` and ``_locust.json``.
 
@@ -438,7 +451,7 @@ def family_result(prefix: Path) -> dict[str, Any]:
     for entry in loc or []:
         locust_by_key[(entry.get("method") or "", entry.get("name") or "")] = entry
     rows: list[dict[str, Any]] = []
-    for key in sorted(set(ok) | set(bad) | set(locust_by_key)):
+    for key in sorted(set(ok) | set(bad) | set(locust_by_key), key=_row_order):
         h_ok, h_bad = ok.get(key), bad.get(key)
         h = h_ok if h_ok is not None and h_ok.total_count else h_bad
         n_ok = h_ok.total_count if h_ok is not None else 0
@@ -590,22 +603,27 @@ def run_family(
         sampler.start()
         deadline = t0 + cfg.duration + LOCUST_GRACE
         killed = False
-        while proc.poll() is None:
-            if time.monotonic() > deadline:
+        try:
+            while proc.poll() is None:
+                if time.monotonic() > deadline:
+                    _stop_process(proc)
+                    killed = True
+                    break
+                live = _live_counts(Path(f"{prefix}_stats.csv"))
+                elapsed = time.monotonic() - t0
+                state = f"running {elapsed:4.0f}s/{cfg.duration:g}s" if elapsed <= cfg.duration else "stopping"
+                if live:
+                    progress.update(label, f"{state}  requests {live[0]}  failures {live[1]}")
+                else:
+                    progress.update(label, state)
+                try:
+                    proc.wait(timeout=0.5)
+                except subprocess.TimeoutExpired:
+                    pass
+        finally:  # Ctrl-C or any error: the locust child (and its stdio servers) must not outlive us
+            if proc.poll() is None:
                 _stop_process(proc)
-                killed = True
-                break
-            live = _live_counts(Path(f"{prefix}_stats.csv"))
-            elapsed = time.monotonic() - t0
-            if live:
-                progress.update(label, f"running {elapsed:4.0f}s/{cfg.duration:g}s  requests {live[0]}  failures {live[1]}")
-            else:
-                progress.update(label, f"running {elapsed:4.0f}s/{cfg.duration:g}s")
-            try:
-                proc.wait(timeout=0.5)
-            except subprocess.TimeoutExpired:
-                pass
-        sampler.stop()
+            sampler.stop()
     wall = time.monotonic() - t0
     if sampler.rows:
         sampler.write(Path(f"{prefix}_memory.csv"))

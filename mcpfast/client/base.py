@@ -16,12 +16,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from mcpfast.client.errors import HttpStatusError, McpClientError, RequestTimeout
+from mcpfast.client.errors import HttpStatusError, McpClientError, RequestTimeout, UnexpectedReply
 from mcpfast.client.session import CallResult, ClientSession, Pending
 
 __all__ = ["McpClient", "Reporter", "rss_kib"]
 
 Reporter = Callable[[str, int, int, "BaseException | None"], None]
+
+MAX_INPUT_ROUNDS = 8
+"""2026 MRTR: input-required rounds answered before a call is failed (a server that keeps asking)."""
 
 
 def _no_report(name: str, elapsed_us: int, length: int, exc: BaseException | None) -> None:
@@ -32,6 +35,7 @@ class McpClient:
     """MCP operations (initialize/discover, tools, resources, prompts, completion, DELETE)."""
 
     transport = "mcp"
+    session_is_connection = False  # True: a new session needs a new connection (restart()), no DELETE
 
     def __init__(
         self,
@@ -104,6 +108,8 @@ class McpClient:
         exc: BaseException | None
         try:
             reply = self._roundtrip(pending, stream)
+            if self.session.era == "stateless" and reply.is_input_required:
+                reply, pending = self._answer_input(reply, pending, stat, intended, stream)
             exc = self._check(reply)
         except McpClientError as error:
             self.session.forget(pending)
@@ -112,6 +118,25 @@ class McpClient:
         if stream and reply is not None:
             self._report_stream(pending, intended)
         return reply
+
+    def _answer_input(self, reply: CallResult, pending: Pending, stat: str, intended: float,
+                      stream: bool) -> tuple[CallResult, Pending]:
+        """2026 MRTR: answer ``input_required`` results and retry until the real result.
+
+        Every input-required round is reported as ``<stat> (input required)`` (its own round trip);
+        the final result is reported by the caller under ``<stat>``, timed from the first send.
+        Raises UnexpectedReply after :data:`MAX_INPUT_ROUNDS` rounds.
+        """
+        started = intended
+        for _round in range(MAX_INPUT_ROUNDS):
+            self.reporter(f"{stat} (input required)", int((time.perf_counter() - started) * 1_000_000),
+                          len(reply.raw), None)
+            started = time.perf_counter()
+            pending = self.session.mrtr_retry(reply, pending.params or {}, progress=pending.progress_token is not None)
+            reply = self._roundtrip(pending, stream)
+            if not reply.is_input_required:
+                return reply, pending
+        raise UnexpectedReply("input still required", f"after {MAX_INPUT_ROUNDS} rounds")
 
     def _report_stream(self, pending: Pending, intended: float) -> None:
         """Streaming metrics from progress arrival times: first event and inter-event gaps."""

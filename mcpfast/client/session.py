@@ -110,6 +110,7 @@ class Pending:
     progress: list[ProgressUpdate] = field(default_factory=list)
     notifications: int = 0  # every notification tied to this request (progress, log, ...)
     event_times: list[float] = field(default_factory=list)  # SSE event arrivals (HTTP adapter)
+    params: dict[str, Any] | None = None  # the caller's params (without the added _meta), for MRTR retries
 
     @property
     def stat_name(self) -> str:
@@ -295,6 +296,7 @@ class ClientSession:
         """
         rid = self._next_id
         self._next_id = rid + 1
+        given = params
         if modern is None:
             modern = self.era == "stateless"
         token = rid if progress else None
@@ -312,6 +314,7 @@ class ClientSession:
             value = params.get(key)
             name = value if isinstance(value, str) else None
         pending = Pending(rid, method, core.encode_request(rid, method, params), name, token)
+        pending.params = given
         self.pending[rid] = pending
         if token is not None:
             self._by_token[token] = pending
@@ -497,10 +500,11 @@ class ClientSession:
         return core.encode_result(msg.id, canned)
 
     # -- 2026 MRTR --------------------------------------------------------------------------------
-    def mrtr_retry(self, reply: CallResult, params: dict[str, Any]) -> Pending:
+    def mrtr_retry(self, reply: CallResult, params: dict[str, Any], *, progress: bool = False) -> Pending:
         """Retry an ``input_required`` result (new id) with canned ``inputResponses``.
 
-        ``params``: the original request params (without ``_meta``, which is rebuilt).
+        ``params``: the original request params (without ``_meta``, which is rebuilt; the
+        previous round's ``inputResponses``/``requestState`` are replaced).
         """
         result = reply.result or {}
         responses: dict[str, Any] = {}
@@ -512,8 +516,8 @@ class ClientSession:
                 responses[key] = canned(req)
             else:
                 responses[key] = canned
-        new_params = dict(params)
+        new_params = {k: v for k, v in params.items() if k not in ("_meta", "requestState")}
         new_params["inputResponses"] = responses
         if "requestState" in result:
             new_params["requestState"] = result["requestState"]
-        return self.request(reply.method, new_params)
+        return self.request(reply.method, new_params, progress=progress)

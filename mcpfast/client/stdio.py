@@ -39,6 +39,7 @@ READ_SIZE = 65536
 
 class StdioClient(McpClient):
     transport = "stdio"
+    session_is_connection = True
 
     def __init__(
         self,

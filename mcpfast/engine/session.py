@@ -259,7 +259,9 @@ class ServerSession:
         # The hot path: a handshake-era session, a method it serves as an application request
         # (precomputed at initialize: available in the version, capability declared), a free id.
         if method in self._direct and rid not in self._inflight:
-            if msg.raw_params is None or not _has_envelope(msg):
+            params = msg.params  # parsed once here, cached for the application
+            meta = params.get("_meta") if type(params) is dict else None
+            if meta is None or type(meta) is not dict or META_PROTOCOL_VERSION not in meta:
                 request = InboundRequest(msg, self.version, False, self.client_capabilities, self.log_level, batch)  # type: ignore[arg-type]
                 self._inflight[rid] = _Inflight(request)
                 events.append(RequestReceived(request))
@@ -822,15 +824,6 @@ class ServerSession:
     def pending_requests(self) -> list[int | str]:
         """Ids of the server-to-client requests still awaiting an answer."""
         return list(self._outgoing)
-
-
-def _has_envelope(msg: Any) -> bool:
-    """Whether a request's ``params._meta`` names a protocol version (the 2026 envelope)."""
-    params = msg.params
-    if type(params) is not dict:
-        return False
-    meta = params.get("_meta")
-    return type(meta) is dict and META_PROTOCOL_VERSION in meta
 
 
 def _meta_of(msg: Any) -> dict[str, Any]:

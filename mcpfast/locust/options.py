@@ -32,6 +32,7 @@ DEFAULTS: dict[str, Any] = {
     "mcp_server_pid": 0,
     "mcp_timeout": 30.0,
     "mcp_churn_delete_share": 1.0,
+    "mcp_client_capabilities": '{"elicitation":{},"roots":{},"sampling":{}}',
 }
 
 
@@ -221,6 +222,21 @@ def _add_client_arguments(group: Any) -> None:
         default=DEFAULTS["mcp_churn_delete_share"],
         env_var="LOCUST_MCP_CHURN_DELETE_SHARE",
         help="Session churn: share (0..1) of sessions ended with DELETE; the rest are abandoned (default 1).",
+    )
+    _add_capabilities_argument(group)
+
+
+def _add_capabilities_argument(group: Any) -> None:
+    group.add_argument(
+        "--mcp-client-capabilities",
+        dest="mcp_client_capabilities",
+        metavar="JSON",
+        type=_json_object,
+        default=DEFAULTS["mcp_client_capabilities"],
+        env_var="LOCUST_MCP_CLIENT_CAPABILITIES",
+        help="Client capabilities the users declare (default elicitation, roots, sampling). Server requests "
+        "(legacy) and 2026 input-required rounds get canned answers: elicitation declined, roots empty, "
+        "sampling a fixed text.",
     )
 
 

@@ -35,9 +35,16 @@ from mcpfast.client.session import ClientSession
 from mcpfast.locust import stats as mstats
 from mcpfast.locust.options import option
 
-__all__ = ["McpHttpUser", "McpStdioUser", "McpUser", "REQUEST_TYPES"]
+__all__ = ["LEGACY_SSE_VERSION", "McpHttpUser", "McpStdioUser", "McpUser", "REQUEST_TYPES"]
 
 REQUEST_TYPES = {"http": "mcp-http", "stdio": "mcp-stdio"}
+LEGACY_SSE_VERSION = "2024-11-05"  # --mcp-protocol-version 2024-11-05 over HTTP: the HTTP+SSE transport
+CANNED_SAMPLING = {  # the answer to sampling/createMessage (legacy request or 2026 input-required round)
+    "role": "assistant",
+    "content": {"type": "text", "text": "canned reply from the mcpfast swarm"},
+    "model": "mcpfast-swarm",
+    "stopReason": "endTurn",
+}
 FAILED_START_BACKOFF = 0.1  # s: a user whose server refuses the handshake does not spin
 
 
@@ -80,6 +87,12 @@ class McpUser(User):
     def is_stdio(self) -> bool:
         return self.resolved_transport() == "stdio"
 
+    @property
+    def session_is_connection(self) -> bool:
+        """stdio (a session is a process) and 2024-11-05 HTTP+SSE (a session is the GET stream):
+        a new session means a new connection, and there is no DELETE."""
+        return bool(getattr(self.mcp, "session_is_connection", False))
+
     def resolved_transport(self) -> str:
         if self.transport is not None:
             return self.transport
@@ -87,7 +100,9 @@ class McpUser(User):
 
     # -- client ------------------------------------------------------------------------------------
     def new_session(self) -> ClientSession:
-        return ClientSession(str(self.opt("mcp_protocol_version")))
+        capabilities = json.loads(self.opt("mcp_client_capabilities"))
+        replies = {"sampling/createMessage": CANNED_SAMPLING} if "sampling" in capabilities else None
+        return ClientSession(str(self.opt("mcp_protocol_version")), capabilities=capabilities, server_replies=replies)
 
     def make_client(self) -> McpClient:
         stats = mstats.get(self.environment)
@@ -111,11 +126,17 @@ class McpUser(User):
             if not command:
                 raise ValueError("McpStdioUser needs --mcp-command")
             return StdioClient(command, self.new_session(), **kw)
-        from mcpfast.client.http import HttpClient
-
         if not self.host:
             raise ValueError("McpHttpUser needs --host (the MCP endpoint URL, e.g. http://127.0.0.1:8000/mcp)")
-        return HttpClient(self.host, self.new_session(), token=self.opt("mcp_token"), **kw)
+        session = self.new_session()
+        if session.requested_version == LEGACY_SSE_VERSION:
+            # 2024-11-05 speaks the HTTP+SSE transport: GET the sibling /sse, POST to its endpoint event
+            from mcpfast.client.legacy_sse import LegacySseClient
+
+            return LegacySseClient(self.host, session, token=self.opt("mcp_token"), **kw)
+        from mcpfast.client.http import HttpClient
+
+        return HttpClient(self.host, session, token=self.opt("mcp_token"), **kw)
 
     def ready(self) -> bool:
         """Make sure the connection is initialised (again after a lost session); False on failure."""
@@ -136,7 +157,7 @@ class McpUser(User):
     def on_stop(self) -> None:
         if self.mcp is not None:
             try:
-                if not self.is_stdio and self.auto_initialize:
+                if not self.session_is_connection and self.auto_initialize:
                     self.mcp.delete()
             finally:
                 self.mcp.close()

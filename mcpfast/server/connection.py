@@ -102,7 +102,11 @@ class Connection:
             session.respond_error(rid, INTERNAL_ERROR, "internal error")
             return
         if type(outcome) is dict or not inspect.isawaitable(outcome):
-            self._respond(request, outcome)
+            try:
+                session.respond(rid, outcome)
+            except TypeError as exc:  # a result JSON cannot hold is the handler's bug
+                logger.exception("result of %s cannot be encoded", request.method)
+                session.respond_error(rid, INTERNAL_ERROR, f"result cannot be encoded: {exc}")
             return
         self._tasks[rid] = asyncio.get_running_loop().create_task(self._serve(request, outcome))
 

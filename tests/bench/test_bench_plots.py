@@ -208,7 +208,7 @@ def test_memory_series_over_http_counts_open_sessions(synthetic_run: Path) -> No
     series = report.memory_series(synthetic_run, fam)
     assert series is not None
     assert len(series["sessions"]) == len(series["rss_kib"]) > 10
-    assert series["sessions"][0] == 0 and max(series["sessions"]) == pytest.approx(500)  # 1000 initialised - 500 DELETEd
+    assert series["sessions"][0] == 0 and 450 <= max(series["sessions"]) <= 500  # 1000 initialised - 500 DELETEd by the end
     assert report.memory_series(synthetic_run, {**fam, "prefix": "nothing-here"}) is None
 
 

@@ -51,3 +51,28 @@ def stop(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def start_reference_server(*args: str, lifetime: int = 150) -> tuple[subprocess.Popen, str]:
+    """``mcpfast serve --transport http`` on a free 127.0.0.1 port (killed by ``timeout`` after
+    ``lifetime`` s at the latest); returns (process, ``http://127.0.0.1:PORT/mcp``)."""
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = ["timeout", str(lifetime), sys.executable, "-m", "mcpfast", "serve", "--transport", "http",
+           "--host", "127.0.0.1", "--port", str(port), *args]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env())
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                stop(proc)
+                raise RuntimeError("mcpfast serve --transport http did not start") from None
+            time.sleep(0.1)
+    return proc, f"http://127.0.0.1:{port}/mcp"

@@ -29,11 +29,16 @@ def main() -> None:
         records.append([name, us, length, repr(exc) if exc is not None else None])
 
     kw = {"reporter": reporter, "timeout": spec.get("timeout", 5.0)}
-    session = ClientSession(spec.get("version", "2025-11-25"))
+    session = ClientSession(spec.get("version", "2025-11-25"), capabilities=spec.get("capabilities"),
+                            server_replies=spec.get("server_replies"))
     if spec["transport"] == "stdio":
         from mcpfast.client.stdio import StdioClient
 
         client = StdioClient(spec["target"], session, **kw)
+    elif spec["transport"] == "legacy_sse":
+        from mcpfast.client.legacy_sse import LegacySseClient
+
+        client = LegacySseClient(spec["target"], session, token=spec.get("token"), **kw)
     else:
         from mcpfast.client.http import HttpClient
 
@@ -66,9 +71,16 @@ def main() -> None:
             out["get_status"] = client.get_stream_status
         elif op == "listen":
             out["listen"] = client.listen(args[0])
+        elif op == "restart":
+            client.restart()
+        elif op == "sse_url":
+            from mcpfast.client.legacy_sse import sse_url_for
+
+            out.setdefault("sse_urls", []).append(sse_url_for(args[0]))
         elif op == "close":
             client.close()
             out["returncode"] = None
+    out["endpoint"] = getattr(client, "endpoint_path", None)
     out.update(era=session.era, version=session.version, server_requests=session.server_requests,
                server_capabilities=session.server_capabilities)
     if spec["transport"] == "stdio":

@@ -249,3 +249,19 @@ def test_sans_io_modules_do_not_import_gevent_or_locust() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, env=child_env())
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_mrtr_retry_keeps_the_callers_params_and_replaces_the_state() -> None:
+    s = ClientSession("2026-07-28", capabilities={"elicitation": {}})
+    p = s.request("tools/call", {"name": "ask", "arguments": {"q": 1}}, progress=True)
+    assert p.params == {"name": "ask", "arguments": {"q": 1}}  # without the added _meta
+    first = s.receive(reply(p.id, {"resultType": "input_required", "requestState": "s1",
+                                   "inputRequests": {"e": {"method": "elicitation/create", "params": {}}}})).reply
+    retry = s.mrtr_retry(first, p.params, progress=True)
+    assert retry.params == {"name": "ask", "arguments": {"q": 1}, "inputResponses": {"e": {"action": "decline"}},
+                            "requestState": "s1"}
+    assert retry.progress_token == retry.id and retry.id != p.id
+    second = s.receive(reply(retry.id, {"resultType": "input_required", "requestState": "s2",
+                                        "inputRequests": {"r": {"method": "roots/list"}}})).reply
+    again = s.mrtr_retry(second, retry.params)
+    assert again.params["requestState"] == "s2" and again.params["inputResponses"] == {"r": {"roots": []}}

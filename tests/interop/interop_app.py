@@ -52,6 +52,13 @@ async def roots(ctx: Context) -> list[str]:
     return [r["uri"] for r in await ctx.list_roots()]
 
 
+@app.on_roots_changed()
+async def roots_changed(conn: Any) -> None:
+    """Fetch the new roots and report them as a log message (what the interop test watches)."""
+    roots = await conn.list_roots()
+    conn.session.log("info", {"rootsChanged": [r["uri"] for r in roots]}, "roots")
+
+
 @app.tool()
 async def slow(seconds: float, ctx: Context) -> str:
     """Sleep, logging when cancelled."""
@@ -70,6 +77,20 @@ async def ask(ctx: Context) -> dict[str, Any]:
     elicited = await ctx.elicit("Name?", {"type": "object", "properties": {"name": {"type": "string"}}})
     roots_ = await ctx.list_roots()
     return {"sampled": sampled["content"]["text"], "elicited": elicited, "roots": len(roots_)}
+
+
+@app.tool()
+async def login(ctx: Context) -> str:
+    """URL-mode elicitation; the out-of-band interaction 'completes' right after the answer."""
+    answer = await ctx.elicit_url("Sign in", "https://example.com/login", elicitation_id="login-1")
+    app.notify_elicitation_complete("login-1")
+    return answer["action"]
+
+
+@app.tool()
+def pay(ctx: Context) -> str:
+    """Always needs a URL elicitation first (-32042)."""
+    ctx.url_elicitation_required("Pay first", "https://example.com/pay", elicitation_id="pay-1")
 
 
 for _i in range(3):

@@ -108,7 +108,7 @@ async def test_pagination_of_every_list(tmp_path: Path) -> None:
             cursor = page.next_cursor
             if cursor is None:
                 break
-        assert names == ["echo", "add", "touch", "t3", "t4", "t5", "roots", "slow", "ask"] and pages == 5
+        assert names == ["echo", "add", "touch", "t3", "t4", "t5", "roots", "slow", "ask", "login", "pay"] and pages == 6
         add = next(iter((await session.list_tools()).tools[1:2]))
         assert add.output_schema == {"type": "object", "properties": {"result": {"type": "number"}}, "required": ["result"]}
         first = await session.list_resources()
@@ -227,6 +227,46 @@ async def test_sampling_elicitation_roots_callbacks(tmp_path: Path) -> None:
         }
         result = await session.call_tool("roots", {})
         assert result.structured_content == {"result": ["file:///tmp/a", "file:///tmp/b"]}
+
+
+async def test_roots_list_changed_reaches_the_app_hook(tmp_path: Path) -> None:
+    current = ["file:///tmp/a"]
+    logs: list[Any] = []
+
+    async def roots(context: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri=u) for u in current])
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logs.append(params.data)
+
+    async with connect(tmp_path, "--app", "interop_app:app", list_roots_callback=roots, logging_callback=on_log) as session:
+        await session.initialize()
+        current.append("file:///tmp/new")
+        await session.send_roots_list_changed()
+        with anyio.fail_after(5):
+            while not logs:
+                await anyio.sleep(0.01)
+        assert logs == [{"rootsChanged": ["file:///tmp/a", "file:///tmp/new"]}]
+
+
+async def test_url_mode_elicitation(tmp_path: Path) -> None:
+    asked: list[Any] = []
+
+    async def elicitation(context: Any, params: Any) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept")
+
+    async with connect(tmp_path, "--app", "interop_app:app", elicitation_callback=elicitation) as session:
+        await session.initialize()  # the SDK declares elicitation {form, url}
+        result = await session.call_tool("login", {})
+        assert result.content[0].text == "accept"
+        assert asked[0].mode == "url" and asked[0].url == "https://example.com/login" and asked[0].elicitation_id == "login-1"
+        with pytest.raises(mcp.MCPError) as info:
+            await session.call_tool("pay", {})
+        assert info.value.error.code == -32042
+        assert info.value.error.data["elicitations"][0]["elicitationId"] == "pay-1"
+    # The transcript check (every server line against the 2025-11-25 schema) ran on exit,
+    # notifications/elicitation/complete included.
 
 
 async def test_server_requests_need_client_capabilities(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ REPO_ROOT = Path(mcpfast.__file__).resolve().parent.parent
 CLIENT_TESTS = REPO_ROOT / "tests" / "client"
 sys.path.insert(0, str(CLIENT_TESTS))
 
-from _client_support import child_env, start_http_server, stop  # noqa: E402, F401
+from _client_support import child_env, start_http_server, start_reference_server, stop  # noqa: E402, F401
 
 LOADTESTS = str(REPO_ROOT / "loadtests")
 FAKE = str(CLIENT_TESTS / "_fake_server.py")
@@ -62,3 +62,4 @@ class Run:
 
 
 LOCUSTS_DIR = LOADTESTS
+

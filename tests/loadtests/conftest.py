@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from _loadtest_support import LOCUSTS_DIR, Run, child_env, start_http_server, stop
+from _loadtest_support import LOCUSTS_DIR, Run, child_env, start_http_server, start_reference_server, stop
 
 
 @pytest.fixture
@@ -36,6 +36,21 @@ def http_server(tmp_path: Path) -> Iterator[Callable[..., tuple[subprocess.Popen
 
     def start(script: str, *args: str) -> tuple[subprocess.Popen, str]:
         proc, url = start_http_server(script, tmp_path, *args, lifetime=90)
+        started.append(proc)
+        return proc, url
+
+    yield start
+    for proc in started:
+        stop(proc)
+
+
+@pytest.fixture
+def reference_server() -> Iterator[Callable[..., tuple[subprocess.Popen, str]]]:
+    """``proc, url = reference_server(*serve_args)``: ``mcpfast serve --transport http``; stopped at teardown."""
+    started: list[subprocess.Popen] = []
+
+    def start(*args: str) -> tuple[subprocess.Popen, str]:
+        proc, url = start_reference_server(*args)
         started.append(proc)
         return proc, url
 

@@ -3,6 +3,7 @@ fake servers: every family, both transports, failure categories, µs accuracy, t
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -126,3 +127,70 @@ def test_connection_refused_backs_off(run_locust) -> None:
     failures = run.failures()
     assert failures and all(n <= 200 for n in failures.values()), failures
     assert all("ConnectionFailure('connection error')" in e for e in run.errors())
+
+
+def test_all_families_over_http_against_the_reference_server(run_locust, reference_server, tmp_path: Path) -> None:
+    proc, url = reference_server()
+    run = run_locust("-u", "5", "-r", "5", "-t", "5s", "--host", url)
+    names = {name for (rtype, name) in run.stats() if rtype == "mcp-http"}
+    assert FAMILY_NAMES_HTTP <= names, FAMILY_NAMES_HTTP - names
+    assert not run.failures(), (run.failures(), run.errors())
+    assert run.histograms()["complete"]
+
+
+def test_modern_protocol_over_http_against_the_reference_server(run_locust, reference_server) -> None:
+    _proc, url = reference_server()
+    run = run_locust("-u", "5", "-r", "5", "-t", "5s", "--host", url, "--mcp-protocol-version", "2026-07-28")
+    names = {name for (rtype, name) in run.stats() if rtype == "mcp-http"}
+    expected = {"server/discover", "tools/call:echo", "tools/call:echo (first)", "tools/list", "tools/call:stream",
+                "progress:first-event", "progress:gap", "sse:first-event", "subscriptions/listen:ack"}
+    assert expected <= names, expected - names
+    assert "initialize" not in names and "DELETE" not in names
+    assert not run.failures(), (run.failures(), run.errors())
+
+
+def test_legacy_http_sse_transport_against_the_reference_server(run_locust, reference_server) -> None:
+    # --mcp-protocol-version 2024-11-05: the users speak HTTP+SSE (GET /sse, POST to the endpoint event)
+    _proc, url = reference_server()
+    run = run_locust("-u", "5", "-r", "5", "-t", "4s", "--host", url, "--mcp-protocol-version", "2024-11-05")
+    names = {name for (rtype, name) in run.stats() if rtype == "mcp-http"}
+    expected = {"initialize", "notifications/initialized", "tools/call:echo (first)", "tools/call:echo", "tools/list",
+                "tools/call:stream", "sse:first-event", "sse:gap", "progress:first-event", "progress:gap"}
+    assert expected <= names, expected - names
+    assert "DELETE" not in names and "GET:open" not in names  # no DELETE; the GET stream is the transport
+    assert not run.failures(), (run.failures(), run.errors())
+
+
+def test_input_required_rounds_are_answered_by_the_users(run_locust, reference_server) -> None:
+    # the conformance fixture's test_sampling asks the client for a sampling; in 2026-07-28 that is an
+    # input_required result the users answer (canned) and retry with inputResponses + requestState
+    _proc, url = reference_server("--fixture", "conformance")
+    run = run_locust("-u", "2", "-r", "2", "-t", "2s", "--host", url, "--mcp-protocol-version", "2026-07-28",
+                     "--mcp-tool", "test_sampling", "--mcp-tool-args", '{"prompt": "hi"}',
+                     locustfile=str(Path(SDK).parents[2] / "loadtests" / "tools_call.py"))
+    stats = run.stats()
+    final = int(stats[("mcp-http", "tools/call:test_sampling")]["Request Count"])
+    rounds = int(stats[("mcp-http", "tools/call:test_sampling (input required)")]["Request Count"])
+    assert final > 10 and abs(rounds - final) <= 2, (rounds, final)
+    assert not run.failures(), (run.failures(), run.errors())
+
+
+def test_churn_counters_merged_across_processes(run_locust, reference_server, tmp_path: Path) -> None:
+    proc, url = reference_server()
+    # the server runs under coreutils `timeout`: its pid is the wrapper's child
+    server_pid = int(Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()[0])
+    run = run_locust("--processes", "2", "-u", "4", "-r", "4", "-t", "3s", "--host", url,
+                     "--mcp-server-pid", str(server_pid), "--mcp-churn-delete-share", "0.5",
+                     locustfile=str(Path(SDK).parents[2] / "loadtests" / "session_churn.py"))
+    assert not list(tmp_path.glob("*_churn-worker*.json"))  # one merged file, no per-worker files
+    churn = json.loads((tmp_path / "run0_churn.json").read_text())
+    assert churn["workers"] == 2 and churn["workers_final"] == 2 and churn["complete"], churn
+    per_worker = churn["per_worker"].values()
+    assert all(w["sessions_opened"] > 0 for w in per_worker)
+    assert churn["sessions_opened"] == sum(w["sessions_opened"] for w in per_worker)
+    assert churn["sessions_deleted"] + churn["sessions_abandoned"] == churn["sessions_opened"]
+    assert abs(churn["sessions_deleted"] - churn["sessions_abandoned"]) <= 2
+    assert churn["server_rss_kib_start"] and churn["server_rss_kib_end"]
+    first = run.summary("mcp-http", "tools/call:echo (first)")["count"]
+    assert abs(first - churn["sessions_opened"]) <= 4, (first, churn)  # a user stopped between call and count
+    assert not run.failures(), (run.failures(), run.errors())

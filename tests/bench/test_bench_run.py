@@ -1,0 +1,172 @@
+"""``mcpfast bench --quick`` end to end over stdio (about 40 s), then ``report`` and ``compare`` on
+its output; a short HTTP run when the installed CLI serves HTTP; the non-zero exit on failures.
+
+Every bench runs as a child process (``python -m mcpfast.bench.cli``), which itself runs one
+``locust`` child per family: Locust's monkey-patching never reaches pytest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FAMILIES = ("handshake", "tools_call", "sse_streaming", "session_churn")
+PNG = b"\x89PNG\r\n\x1a\n"
+
+pytestmark = pytest.mark.slow
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def _cli(*args: str, timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mcpfast.bench.cli", *args],
+        capture_output=True, text=True, timeout=timeout, env=_env(), cwd=ROOT,
+    )  # fmt: skip
+
+
+def _is_png(path: Path) -> bool:
+    data = path.read_bytes()
+    return len(data) > 1000 and data.startswith(PNG)
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, subprocess.CompletedProcess[str], dict[str, Any]]]:
+    out = tmp_path_factory.mktemp("bench") / "quick"
+    proc = _cli("bench", "--quick", "--transport", "stdio", "--out", str(out), timeout=170)
+    summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
+    yield out, proc, summary
+
+
+@pytest.mark.timeout(200)
+def test_quick_bench_succeeds_and_writes_the_summary(quick_run: tuple[Path, Any, dict[str, Any]]) -> None:
+    out, proc, summary = quick_run
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    assert summary["ok"] is True and summary["problems"] == []
+    assert summary["wall_time_s"] < 120
+    cfg = summary["config"]
+    assert (cfg["quick"], cfg["users"], cfg["duration_s"], cfg["transports_run"]) == (True, 4, 8.0, ["stdio"])
+    m = summary["machine"]
+    assert m["nproc"] >= 1 and m["python"] and m["mcpfast_version"] and m["mcpfast_core"] in ("rust", "python")
+    assert "bench" in summary["command_line"] and "--quick" in summary["command_line"]
+    assert [(f["family"], f["transport"], f["status"]) for f in summary["families"]] == [(f, "stdio", "ok") for f in FAMILIES]
+    # the table is printed; the progress lines go to stderr
+    assert "p99.9 ms" in proc.stdout and "OK: every family ran" in proc.stdout
+    for family in FAMILIES:
+        assert f"{family}/stdio" in proc.stderr and "done" in proc.stderr
+
+
+@pytest.mark.timeout(200)
+def test_quick_bench_numbers_are_non_zero_and_consistent(quick_run: tuple[Path, Any, dict[str, Any]]) -> None:
+    out, _proc, summary = quick_run
+    rows = summary["rows"]
+    for family in FAMILIES:
+        fam_rows = [r for r in rows if r["family"] == family]
+        assert fam_rows, family
+        assert {r["type"] for r in fam_rows} == {"mcp-stdio"}
+        assert "initialize" in {r["name"] for r in fam_rows}
+        # Locust's final count of each name equals the samples in the µs histograms
+        locust = {e["name"]: e for e in json.loads((out / f"{family}-stdio_locust.json").read_text())}
+        hist = json.loads((out / f"{family}-stdio_histograms.json").read_text())
+        hist_counts: dict[str, int] = {}
+        for e in hist["histograms"] + hist["failed_histograms"]:
+            hist_counts[e["name"]] = hist_counts.get(e["name"], 0) + e["n"]
+        assert set(locust) == set(hist_counts) == {r["name"] for r in fam_rows}
+        for r in fam_rows:
+            assert r["count"] > 0 and r["failures"] == 0 and r["histogram_failures"] == 0, r
+            assert r["count"] == r["locust_count"] == locust[r["name"]]["num_requests"] == hist_counts[r["name"]], r
+            assert r["rps"] > 0
+            assert 0 < r["p50_us"] <= r["p90_us"] <= r["p99_us"] <= r["p99.9_us"] <= r["max_us"], r
+    by_name = {(r["family"], r["name"]): r for r in rows}
+    assert by_name[("tools_call", "tools/call:echo")]["count"] > 1000
+    assert by_name[("sse_streaming", "progress:first-event")]["count"] == by_name[("sse_streaming", "tools/call:stream")]["count"]
+    churn = next(f for f in summary["families"] if f["family"] == "session_churn")
+    assert churn["churn"]["sessions_opened"] > 0 and churn["memory_samples"] > 0
+
+
+@pytest.mark.timeout(200)
+def test_quick_bench_keeps_locust_files_and_draws_every_plot(quick_run: tuple[Path, Any, dict[str, Any]]) -> None:
+    out, _proc, summary = quick_run
+    for family in FAMILIES:
+        for suffix in ("_stats.csv", "_stats_history.csv", "_failures.csv", ".html", "_histograms.json", "_locust.json", ".log"):
+            path = out / f"{family}-stdio{suffix}"
+            assert path.exists() and path.stat().st_size > 0, path
+    assert (out / "session_churn-stdio_memory.csv").stat().st_size > 0
+    expected = {f"{kind}-{family}-stdio.png" for kind in ("latency", "timeline") for family in FAMILIES}
+    expected |= {"handshake-phases.png", "sse.png", "churn-memory.png"}
+    assert set(summary["plots"]) == expected
+    for name in expected:
+        assert _is_png(out / name), name
+
+
+@pytest.mark.timeout(200)
+def test_report_and_compare_on_the_quick_run(quick_run: tuple[Path, Any, dict[str, Any]], tmp_path: Path) -> None:
+    out, _proc, summary = quick_run
+    (out / "sse.png").unlink()
+    proc = _cli("report", str(out), timeout=90)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _is_png(out / "sse.png") and f"{len(summary['plots'])} plots written" in proc.stdout
+    proc = _cli("compare", str(out), str(out), "--out", str(tmp_path), timeout=90)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _is_png(tmp_path / "compare-quick-vs-quick.png")
+    entries = json.loads((tmp_path / "compare-quick-vs-quick.json").read_text())["entries"]
+    assert len(entries) == len(summary["rows"])
+    for e in entries:
+        assert e["rps_ratio"] == pytest.approx(1.0) and e["p50_us_ratio"] == pytest.approx(1.0), e
+        assert e["p99_us_ratio"] == pytest.approx(1.0), e
+    table = [line for line in proc.stdout.splitlines() if line.startswith("tools_call")]
+    assert table and all(line.split()[-1] == "1.00" for line in table)
+
+
+@pytest.mark.timeout(120)
+def test_bench_exits_non_zero_and_names_the_failing_family(tmp_path: Path) -> None:
+    dead = f"{sys.executable} -c 'import sys; sys.exit(3)'"  # a stdio "server" that never answers
+    proc = _cli("bench", "--target-command", dead, "--family", "tools_call", "--duration", "2", "--users", "1",
+                "--out", str(tmp_path / "fail"), "--no-plots", timeout=90)  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "FAILED" in proc.stdout and "tools_call/stdio" in proc.stdout and "failures" in proc.stdout
+    summary = json.loads((tmp_path / "fail" / "summary.json").read_text())
+    assert summary["ok"] is False and summary["families"][0]["status"] == "failed"
+
+
+def _http_available() -> bool:
+    from mcpfast.bench.run import HttpServer
+
+    server = HttpServer(sys.executable, Path(os.devnull))
+    try:
+        ok, _ = server.start(timeout=15)
+    finally:
+        server.stop()
+    return ok
+
+
+@pytest.mark.timeout(150)
+def test_http_bench_measures_server_memory_per_session(tmp_path: Path) -> None:
+    if not _http_available():
+        pytest.skip("`mcpfast serve --transport http` is not available yet")
+    out = tmp_path / "http"
+    proc = _cli("bench", "--transport", "http", "--family", "tools_call", "--family", "session_churn",
+                "--duration", "4", "--users", "2", "--out", str(out), timeout=120)  # fmt: skip
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["config"]["transports_run"] == ["http"] and summary["config"]["http_target"] == "embedded"
+    churn = next(f for f in summary["families"] if f["family"] == "session_churn")
+    pid = churn["server_pid"]
+    assert pid and churn["churn"]["server_pid"] == pid and churn["churn"]["sessions_abandoned"] > 0
+    assert churn["churn"]["server_rss_kib_start"] and churn["memory_samples"] > 4
+    assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()  # server stopped
+    names = {r["name"] for r in summary["rows"] if r["family"] == "session_churn"}
+    assert {"initialize", "DELETE"} <= names and {r["type"] for r in summary["rows"]} == {"mcp-http"}
+    assert _is_png(out / "churn-memory.png")
