@@ -12,7 +12,8 @@ notifications (202), ``tools/call`` and ``DELETE`` with canned bytes, the reques
   (``Content-Type``, ``Accept``, ``Mcp-Session-Id``, ``MCP-Protocol-Version``).
 
 Each run is its own headless ``locust`` process with one worker process (no ``--processes``),
-the same users, no wait time, the same duration; runs alternate A/B (B/A on odd repeats).  With
+the same users (default 64: with 16 the generator idles between replies, ~60-85 % of its core on
+the 2-core box; with 64 it sits at ~100 %), no wait time, the same duration; runs alternate A/B (B/A on odd repeats).  With
 two or more CPUs the generator is pinned to CPU 0 and the server to CPU 1 (``taskset``), so the
 generator is the bottleneck; its CPU use is sampled from ``/proc/PID/stat`` during the run.
 Rates are ``tools/call:echo`` requests over the run time; the ratio A/B is taken per pair
@@ -371,7 +372,7 @@ def machine_info() -> dict[str, Any]:
             "platform": platform.platform(), "loadavg_at_start": [round(x, 2) for x in load], **versions}
 
 
-def run_benchmark(out: Path, users: int = 16, seconds: float = 10.0, repeats: int = 3,
+def run_benchmark(out: Path, users: int = 64, seconds: float = 10.0, repeats: int = 3,
                   pin: bool = True, profile: bool = False) -> dict[str, Any]:
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -429,6 +430,8 @@ def run_benchmark(out: Path, users: int = 16, seconds: float = 10.0, repeats: in
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": info,
         "setup": {
+            "command": f"python -m mcpfast.bench.generator_cost --out {_display(out)} --users {users} "
+                       f"--seconds {seconds:g} --repeats {repeats}" + ("" if pin else " --no-pin"),
             "users": users, "seconds": seconds, "repeats": repeats, "wait_time": "none (0)",
             "worker_processes": 1, "generator_cpu": gen_cpu, "server_cpu": srv_cpu,
             "server": "mcpfast.bench.generator_cost serve (uvloop asyncio HTTP/1.1 keep-alive, canned replies)",
@@ -463,6 +466,13 @@ def run_benchmark(out: Path, users: int = 16, seconds: float = 10.0, repeats: in
     except ImportError:  # matplotlib is a test extra
         pass
     return result
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def render_markdown(result: dict[str, Any]) -> str:
@@ -513,7 +523,7 @@ def render_markdown(result: dict[str, Any]) -> str:
         "## Commands",
         "",
         "```sh",
-        "python -m mcpfast.bench.generator_cost --out bench_results/swarm",
+        setup.get("command", "python -m mcpfast.bench.generator_cost --out bench_results/swarm"),
         f"{setup['server_command']}   # prints PORT <n>",
     ]
     seen = set()
@@ -561,7 +571,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mcpfast.bench.generator_cost", description=__doc__.split("\n\n")[0])
     parser.add_argument("command", nargs="?", default="run", choices=("run", "serve"))
     parser.add_argument("--out", default="bench_results/swarm")
-    parser.add_argument("--users", type=int, default=16)
+    parser.add_argument("--users", type=int, default=64)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-pin", action="store_true", help="do not pin generator/server to CPUs 0/1")

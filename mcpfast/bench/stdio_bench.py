@@ -432,7 +432,8 @@ def write_report(out_dir: Path, data: dict[str, Any]) -> None:
         "",
         "Servers:",
         *(
-            f"- `{n}`: {SERVERS[n]}: `{'cd ' + str(data.get('baseline_src')) + ' && PYTHONPATH=. ' if n == 'mcpfast-baseline' else ''}"
+            f"- `{n}`: {SERVERS[n]}{' (' + data['baseline_label'] + ')' if n == 'mcpfast-baseline' and data.get('baseline_label') else ''}: "
+            f"`{'cd ' + str(data.get('baseline_src')) + ' && PYTHONPATH=. ' if n == 'mcpfast-baseline' else ''}"
             f"{shlex.join(data['commands'][n])}`"
             for n in data["commands"]
         ),
@@ -502,6 +503,7 @@ def main(argv: list[str] | None = None) -> int:
         help="also run `mcpfast serve` from this source tree (PYTHONPATH), e.g. an older commit unpacked "
         "with `git archive <rev> mcpfast | tar -x -C DIR` plus a copy of the compiled core",
     )
+    parser.add_argument("--baseline-label", default="", help="what the baseline tree is (e.g. its commit), for the report")
     parser.add_argument("--server-cpu", type=int, default=1, help="CPU the server is pinned to (-1: no pinning)")
     parser.add_argument("--client-cpu", type=int, default=0, help="CPU the client is pinned to (-1: no pinning)")
     parser.add_argument("--sdk-server", action="store_true", help="run the SDK echo server on stdio and exit")
@@ -555,6 +557,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "commands": commands,
         "baseline_src": str(args.baseline_src) if args.baseline_src is not None else None,
+        "baseline_label": args.baseline_label,
         "machine": mach,
         "runs": runs,
         "summary": summarise(runs),
