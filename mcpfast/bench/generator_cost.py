@@ -282,6 +282,41 @@ def start_server(cpu: int | None, env: dict[str, str], lifetime: float = 900.0) 
     return proc, int(line.split()[1])
 
 
+def start_reference_server(cpu: int | None, env: dict[str, str], lifetime: float = 900.0) -> tuple[subprocess.Popen, int]:
+    """``mcpfast serve --transport http`` (the reference server) on a free port, for comparison."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [*_pin(cpu), "timeout", f"{lifetime:g}", sys.executable, "-m", "mcpfast", "serve", "--transport", "http",
+           "--host", "127.0.0.1", "--port", str(port)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return proc, port
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("mcpfast serve --transport http did not start") from None
+            time.sleep(0.1)
+
+
+def _leaf_pid(pid: int) -> int:
+    """The process doing the work under wrappers (``timeout`` forks its command)."""
+    for _ in range(4):
+        try:
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except OSError:
+            return pid
+        if not children:
+            return pid
+        pid = int(children[0])
+    return pid
+
+
 def locust_command(locustfile: Path, url: str, users: int, seconds: float, prefix: Path, cpu: int | None) -> list[str]:
     return [*_pin(cpu), sys.executable, "-m", "locust", "-f", str(locustfile), "--headless",
             "-u", str(users), "-r", str(users), "-t", f"{seconds:g}s", "--host", url,
@@ -324,6 +359,9 @@ def run_one(kind: str, locustfile: Path, url: str, users: int, seconds: float, p
         log.close()
         if spy is not None:
             spy.wait(timeout=seconds + 30)
+    if not probe.exists():
+        tail = Path(f"{prefix}.log").read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"locust run {kind} exited {proc.returncode} without its probe; log tail:\n{tail}")
     measured = json.loads(probe.read_text())
     # the server's CPU over the steady part: from 1 s after the test start to 0.5 s before its end
     end = sampler.samples[-1][0] if sampler.samples else time.monotonic()
@@ -373,7 +411,7 @@ def machine_info() -> dict[str, Any]:
 
 
 def run_benchmark(out: Path, users: int = 64, seconds: float = 10.0, repeats: int = 3,
-                  pin: bool = True, profile: bool = False) -> dict[str, Any]:
+                  pin: bool = True, profile: bool = False, server_kind: str = "fast") -> dict[str, Any]:
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     files = {}
@@ -387,7 +425,11 @@ def run_benchmark(out: Path, users: int = 64, seconds: float = 10.0, repeats: in
     pinned = pin and _cpus() >= 2 and shutil.which("taskset") is not None
     gen_cpu, srv_cpu = (0, 1) if pinned else (None, None)
     info = machine_info()
-    server, port = start_server(srv_cpu, env, lifetime=repeats * 2 * (seconds + 75) + 60)
+    lifetime = repeats * 2 * (seconds + 75) + 60
+    if server_kind == "reference":
+        server, port = start_reference_server(srv_cpu, env, lifetime=lifetime)
+    else:
+        server, port = start_server(srv_cpu, env, lifetime=lifetime)
     url = f"http://127.0.0.1:{port}/mcp"
     runs: list[dict[str, Any]] = []
     runs_dir = out / "runs"
@@ -398,7 +440,7 @@ def run_benchmark(out: Path, users: int = 64, seconds: float = 10.0, repeats: in
             for kind in order:
                 prof = runs_dir / f"{kind}-{rep}.pyspy.txt" if profile else None
                 result = run_one(kind, files[kind], url, users, seconds, runs_dir / f"{kind}-{rep}", gen_cpu, env,
-                                 server.pid, prof)
+                                 _leaf_pid(server.pid), prof)
                 result["repeat"] = rep
                 runs.append(result)
                 print(f"[{rep}] {kind:8s} {result['rps']:9.1f} req/s  failures {result['failures']}  "
@@ -431,12 +473,14 @@ def run_benchmark(out: Path, users: int = 64, seconds: float = 10.0, repeats: in
         "machine": info,
         "setup": {
             "command": f"python -m mcpfast.bench.generator_cost --out {_display(out)} --users {users} "
-                       f"--seconds {seconds:g} --repeats {repeats}" + ("" if pin else " --no-pin"),
+                       f"--seconds {seconds:g} --repeats {repeats}" + ("" if pin else " --no-pin")
+                       + (" --server reference" if server_kind == "reference" else ""),
             "users": users, "seconds": seconds, "repeats": repeats, "wait_time": "none (0)",
             "worker_processes": 1, "generator_cpu": gen_cpu, "server_cpu": srv_cpu,
-            "server": "mcpfast.bench.generator_cost serve (uvloop asyncio HTTP/1.1 keep-alive, canned replies)",
+            "server": "mcpfast serve --transport http (reference server)" if server_kind == "reference" else
+                      "mcpfast.bench.generator_cost serve (uvloop asyncio HTTP/1.1 keep-alive, canned replies)",
             "protocol_version": PROTOCOL_VERSION, "stat": STAT_NAME,
-            "server_command": " ".join([*_pin(srv_cpu), sys.executable, "-m", "mcpfast.bench.generator_cost", "serve"]),
+            "server_command": " ".join(server.args) if isinstance(server.args, list) else str(server.args),
         },
         "runs": runs,
         "ratios": ratios,
@@ -483,7 +527,7 @@ def render_markdown(result: dict[str, Any]) -> str:
         f"Run {result['date_utc']} by `python -m mcpfast.bench.generator_cost`. One locust process "
         f"(no `--processes`), {setup['users']} users, no wait time, {setup['seconds']:g} s per run, "
         f"{setup['repeats']} pairs alternating A/B. Generator pinned to CPU {setup['generator_cpu']}, "
-        f"server to CPU {setup['server_cpu']}.",
+        f"server to CPU {setup['server_cpu']}. Server: {setup['server']}.",
         "",
         f"**Ratio MCP/FastHttp (median of pairs): {s['ratio_median']}** "
         f"(min {s['ratio_min']}, max {s['ratio_max']}; target >= {s['target_ratio']}: "
@@ -524,7 +568,7 @@ def render_markdown(result: dict[str, Any]) -> str:
         "",
         "```sh",
         setup.get("command", "python -m mcpfast.bench.generator_cost --out bench_results/swarm"),
-        f"{setup['server_command']}   # prints PORT <n>",
+        f"{setup['server_command']}" + ("   # prints PORT <n>" if "generator_cost" in setup["server_command"] else ""),
     ]
     seen = set()
     for r in result["runs"]:
@@ -575,6 +619,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-pin", action="store_true", help="do not pin generator/server to CPUs 0/1")
+    parser.add_argument("--server", choices=("fast", "reference"), default="fast",
+                        help="fast: the tiny server here (default); reference: mcpfast serve --transport http")
     parser.add_argument("--profile", action="store_true", help="py-spy record each run (raw stacks in OUT/runs)")
     parser.add_argument("--port", type=int, default=0, help="serve: port (default: any free one)")
     parser.add_argument("--lifetime", type=float, default=900.0, help="serve: exit after this many seconds")
@@ -582,7 +628,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         serve(port=args.port, lifetime=args.lifetime)
         return 0
-    result = run_benchmark(Path(args.out), args.users, args.seconds, args.repeats, not args.no_pin, args.profile)
+    result = run_benchmark(Path(args.out), args.users, args.seconds, args.repeats, not args.no_pin, args.profile,
+                           args.server)
     s = result["summary"]
     print(f"MCP {s['mcp_rps_median']} req/s, FastHttpUser {s['fasthttp_rps_median']} req/s, "
           f"ratio {s['ratio_median']} (target 0.8), failures {s['failures']}")

@@ -189,7 +189,7 @@ def test_churn_counters_merged_across_processes(run_locust, reference_server, tm
     assert all(w["sessions_opened"] > 0 for w in per_worker)
     assert churn["sessions_opened"] == sum(w["sessions_opened"] for w in per_worker)
     assert churn["sessions_deleted"] + churn["sessions_abandoned"] == churn["sessions_opened"]
-    assert abs(churn["sessions_deleted"] - churn["sessions_abandoned"]) <= 2
+    assert abs(churn["sessions_deleted"] - churn["sessions_abandoned"]) <= 4  # each user alternates: off by <= 1 each
     assert churn["server_rss_kib_start"] and churn["server_rss_kib_end"]
     first = run.summary("mcp-http", "tools/call:echo (first)")["count"]
     assert abs(first - churn["sessions_opened"]) <= 4, (first, churn)  # a user stopped between call and count
