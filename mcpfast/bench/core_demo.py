@@ -22,16 +22,6 @@ __all__ = ["main", "operations"]
 def operations(core: ModuleType) -> dict[str, Callable[[], object]]:
     """The operations compared, each a no-argument callable on one implementation."""
 
-    def route() -> bytes:
-        m = core.decode(traffic.CALL_SMALL)
-        return core.encode_result(m.id, traffic.SMALL_RESULT)
-
-    def handle() -> bytes:
-        m = core.decode(traffic.CALL_SMALL)
-        m.param("name")
-        m.param("arguments")
-        return core.encode_result(m.id, traffic.SMALL_RESULT)
-
     def sse() -> int:
         dec = core.SseDecoder()
         return sum(len(dec.feed(chunk)) for chunk in traffic.SSE_CHUNKS)
@@ -42,8 +32,8 @@ def operations(core: ModuleType) -> dict[str, Callable[[], object]]:
 
     return {
         "decode initialize": lambda: _view(core.decode(traffic.INITIALIZE)),
-        "tools/call small: decode + encode_result": route,
-        "tools/call small: + param(name, arguments)": handle,
+        "tools/call small: decode + encode_result": lambda: traffic.route(core, traffic.CALL_SMALL),
+        "tools/call small: + param(name, arguments)": lambda: traffic.handle_lazy(core, traffic.CALL_SMALL),
         "tools/call 64KB: decode + encode_result": lambda: core.encode_result(core.decode(traffic.CALL_64K).id, traffic.SMALL_RESULT),
         "encode tools/list (100 tools)": lambda: core.encode_result(1, traffic.TOOLS_LIST),
         "progress notification encode": lambda: core.encode_notification("notifications/progress", traffic.PROGRESS_PARAMS),

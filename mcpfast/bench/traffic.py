@@ -10,6 +10,8 @@ from typing import Any
 
 import orjson
 
+from types import ModuleType
+
 from mcpfast.core import load
 
 __all__ = [
@@ -25,6 +27,9 @@ __all__ = [
     "STDIO_STREAM",
     "TOOLS_LIST",
     "chunks",
+    "handle_eager",
+    "handle_lazy",
+    "route",
 ]
 
 # ---------------------------------------------------------------------------------- traffic
@@ -165,3 +170,38 @@ def chunks(data: bytes, size: int) -> list[bytes]:
 
 SSE_CHUNKS = chunks(SSE_STREAM, SSE_CHUNK)
 STDIO_CHUNKS = chunks(STDIO_STREAM, STDIO_CHUNK)
+
+
+# ------------------------------------------------------------------ what a server does per call
+# Plain functions in the package (not in a test module, whose asserts pytest rewrites into slower
+# code): the same Python around both implementations, as a router would write it.
+
+
+def _tools_call(core: ModuleType, data: bytes) -> Any:
+    m = core.decode(data)
+    if m.kind != "request" or m.method != "tools/call":
+        raise ValueError(f"not a tools/call request: {m!r}")
+    return m
+
+
+def route(core: ModuleType, data: bytes) -> bytes:
+    """Decode plus reply encode: what the transport and router do for every tools/call (kind,
+    id and method read, the reply encoded with the id spliced back)."""
+    m = _tools_call(core, data)
+    return core.encode_result(m.id, SMALL_RESULT)
+
+
+def handle_lazy(core: ModuleType, data: bytes) -> bytes:
+    """The server's path: route on params.name and hand params.arguments to the tool, parsing
+    only those two members (``Message.param``)."""
+    m = _tools_call(core, data)
+    m.param("name")
+    m.param("arguments")
+    return core.encode_result(m.id, SMALL_RESULT)
+
+
+def handle_eager(core: ModuleType, data: bytes) -> bytes:
+    """As a handler that asks for the whole params dict."""
+    m = _tools_call(core, data)
+    m.params["name"]  # noqa: B018 - a handler reads it
+    return core.encode_result(m.id, SMALL_RESULT)

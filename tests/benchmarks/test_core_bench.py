@@ -26,6 +26,9 @@ from mcpfast.bench.traffic import (
     SSE_CHUNKS,
     STDIO_CHUNKS,
     TOOLS_LIST,
+    handle_eager,
+    handle_lazy,
+    route,
 )
 from mcpfast.core import FrameTooLarge, load
 
@@ -60,33 +63,7 @@ def test_decode_initialize(benchmark: Any, impl: tuple[str, ModuleType]) -> None
     benchmark(core.decode, INITIALIZE)
 
 
-def _route(core: ModuleType, data: bytes) -> bytes:
-    """Decode plus reply encode: what the transport and router do for every tools/call (kind,
-    id and method read, the reply encoded with the id spliced back)."""
-    m = core.decode(data)
-    assert m.kind == "request" and m.method == "tools/call"
-    return core.encode_result(m.id, SMALL_RESULT)
-
-
-def _handle_lazy(core: ModuleType, data: bytes) -> bytes:
-    """The server's path: route on params.name and hand params.arguments to the tool, parsing
-    only those two members (``Message.param``)."""
-    m = core.decode(data)
-    assert m.kind == "request" and m.method == "tools/call"
-    m.param("name")
-    m.param("arguments")
-    return core.encode_result(m.id, SMALL_RESULT)
-
-
-def _handle_eager(core: ModuleType, data: bytes) -> bytes:
-    """As a handler that asks for the whole params dict."""
-    m = core.decode(data)
-    assert m.kind == "request" and m.method == "tools/call"
-    m.params["name"]  # noqa: B018 - a handler reads it
-    return core.encode_result(m.id, SMALL_RESULT)
-
-
-HANDLERS = {"decode + encode_result": _route, "+ param(name, arguments)": _handle_lazy, "+ params dict": _handle_eager}
+HANDLERS = {"decode + encode_result": route, "+ param(name, arguments)": handle_lazy, "+ params dict": handle_eager}
 
 
 @pytest.mark.parametrize("style", list(HANDLERS))

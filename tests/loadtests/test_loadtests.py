@@ -90,10 +90,16 @@ def test_injected_2ms_delay_measured_within_5_percent(run_locust, tmp_path: Path
                      locustfile=str(locustfile))
     echo = run.summary("mcp-stdio", "tools/call:echo")
     delay = run.summary("mcp-stdio", "tools/call:delay")
-    measured = delay["p50"] - echo["p50"]
-    print(f"2 ms injected: p50 delay {delay['p50']} us, p50 echo {echo['p50']} us, difference {measured} us")
+    # Other load on the machine can only add latency, never remove it: the difference at a low
+    # percentile (p25, read from the exact µs histograms) is the injected delay with the least
+    # scheduling noise; p50 is printed alongside.
+    from mcpfast.locust.histogram import Histogram
+
+    hist = {h["name"]: Histogram.from_dict(h) for h in run.histograms()["histograms"] if h["type"] == "mcp-stdio"}
+    measured = hist["tools/call:delay"].value_at_percentile(25) - hist["tools/call:echo"].value_at_percentile(25)
+    print(f"2 ms injected: p25 difference {measured} us; p50 delay {delay['p50']} us, p50 echo {echo['p50']} us")
     assert delay["count"] > 200
-    assert abs(measured - 2000) <= 100, (delay, echo)
+    assert abs(measured - 2000) <= 100, (measured, delay, echo)
 
 
 def test_stall_shows_in_open_model_percentiles(run_locust, http_server) -> None:

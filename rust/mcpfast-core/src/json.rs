@@ -241,8 +241,11 @@ impl<'a> Reader<'a> {
 
     /// Skips (and fully validates) one value whose containers sit at `depth`.
     pub fn skip_value(&mut self, depth: usize) -> Result<()> {
-        match self.value_kind()? {
-            ValueKind::Object => {
+        self.skip_ws();
+        // Dispatch on the byte directly: scalars, the common case, return without a detour.
+        match self.buf.get(self.pos) {
+            Some(b'"') => self.skip_string().map(|_| ()),
+            Some(b'{') => {
                 self.enter(depth)?;
                 self.pos += 1;
                 self.skip_ws();
@@ -263,7 +266,7 @@ impl<'a> Reader<'a> {
                     }
                 }
             }
-            ValueKind::Array => {
+            Some(b'[') => {
                 self.enter(depth)?;
                 self.pos += 1;
                 self.skip_ws();
@@ -278,12 +281,24 @@ impl<'a> Reader<'a> {
                     }
                 }
             }
-            ValueKind::String => self.skip_string().map(|_| ()),
-            ValueKind::Number => self.number().map(|_| ()),
-            ValueKind::True => self.expect_literal(b"true"),
-            ValueKind::False => self.expect_literal(b"false"),
-            ValueKind::Null => self.expect_literal(b"null"),
+            Some(b'-' | b'0'..=b'9') => self.skip_number(),
+            Some(b't') => self.expect_literal(b"true"),
+            Some(b'f') => self.expect_literal(b"false"),
+            Some(b'n') => self.expect_literal(b"null"),
+            Some(_) => self.err("unexpected character"),
+            None => self.err("unexpected end of data"),
         }
+    }
+
+    /// Validates a number without building it: only a fraction, an exponent or a very long
+    /// integer can overflow a double, so only those are parsed.
+    #[inline]
+    fn skip_number(&mut self) -> Result<()> {
+        let (text, is_int) = self.number_text()?;
+        if !is_int || text.len() > 300 {
+            self.float_of(text)?;
+        }
+        Ok(())
     }
 
     /// Expects `:` (with whitespace around).

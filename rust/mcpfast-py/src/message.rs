@@ -96,7 +96,7 @@ fn kind_str(py: Python<'_>, kind: Kind) -> Bound<'_, PyString> {
 }
 
 /// One decoded JSON-RPC message; its parts stay bytes until asked for.
-#[pyclass(frozen, module = "mcpfast._core", name = "Message")]
+#[pyclass(frozen, freelist = 256, module = "mcpfast._core", name = "Message")]
 pub struct Message {
     kind: Kind,
     id: Option<Py<PyAny>>,

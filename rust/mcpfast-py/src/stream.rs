@@ -121,7 +121,7 @@ pub fn frame_lines<'py>(
 }
 
 /// One dispatched server-sent event.
-#[pyclass(frozen, module = "mcpfast._core", name = "SseEvent")]
+#[pyclass(frozen, freelist = 256, module = "mcpfast._core", name = "SseEvent")]
 pub struct SseEvent {
     #[pyo3(get)]
     event: Py<PyString>,
