@@ -28,6 +28,7 @@ from gevent.event import Event as GEvent
 from geventhttpclient import HTTPClient
 
 from mcpfast import core
+from mcpfast.client._inflight import InFlight
 from mcpfast.client.base import McpClient
 from mcpfast.client.errors import (
     BadSse,
@@ -56,7 +57,8 @@ def sse_url_for(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
-class LegacySseClient(McpClient):
+class LegacySseClient(InFlight, McpClient):
+    _dead_message = "SSE stream closed"
     transport = "http"
     session_is_connection = True
 
@@ -187,21 +189,8 @@ class LegacySseClient(McpClient):
         elif event.kind == "server-request" and event.response is not None:
             gevent.spawn(self._post_quiet, event.response)
 
-    def _fail_oldest(self, exc: McpClientError) -> None:
-        for rid in self._waiters:
-            waiter = self._waiters.pop(rid)
-            pending = self.session.pending.pop(rid, None)
-            if pending is not None:
-                self.session.forget(pending)
-            waiter.set_exception(exc)
-            return
-
     def _on_dead(self, why: str) -> None:
-        if self.dead is None:
-            self.dead = why
-        waiters, self._waiters = self._waiters, {}
-        for waiter in waiters.values():
-            waiter.set_exception(ConnectionFailure("SSE stream closed", why))
+        self._fail_all(why)
         self.session.initialized = False  # the session ended with its stream
 
     # -- POSTs ------------------------------------------------------------------------------------------

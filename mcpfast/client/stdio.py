@@ -28,6 +28,7 @@ from gevent.event import AsyncResult
 from gevent.lock import Semaphore
 
 from mcpfast import core
+from mcpfast.client._inflight import InFlight
 from mcpfast.client.base import McpClient
 from mcpfast.client.errors import ConnectionFailure, InvalidJson, McpClientError, RequestTimeout, WrongId
 from mcpfast.client.session import CallResult, ClientSession, Pending
@@ -37,7 +38,8 @@ __all__ = ["StdioClient"]
 READ_SIZE = 65536
 
 
-class StdioClient(McpClient):
+class StdioClient(InFlight, McpClient):
+    _dead_message = "stdio server exited"
     transport = "stdio"
     session_is_connection = True
 
@@ -131,21 +133,8 @@ class StdioClient(McpClient):
         elif event.kind == "server-request" and event.response is not None:
             gevent.spawn(self._write_quiet, event.response)
 
-    def _fail_oldest(self, exc: McpClientError) -> None:
-        for rid in self._waiters:
-            waiter = self._waiters.pop(rid)
-            pending = self.session.pending.pop(rid, None)
-            if pending is not None:
-                self.session.forget(pending)
-            waiter.set_exception(exc)
-            return
-
     def _on_dead(self, why: str) -> None:
-        if self.dead is None:
-            self.dead = why
-        waiters, self._waiters = self._waiters, {}
-        for waiter in waiters.values():
-            waiter.set_exception(ConnectionFailure("stdio server exited", why))
+        self._fail_all(why)
 
     def _drain_stderr(self, fd: int) -> None:
         while True:
