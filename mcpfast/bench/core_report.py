@@ -65,7 +65,9 @@ def load_rows(path: Path) -> list[Row]:
         if impl is None:
             continue
         group = bench.get("group") or bench.get("name", "?")
-        medians.setdefault(group, {})[impl] = float(bench["stats"]["median"])
+        # A benchmark may time several operations per call (extra_info["ops"]): per operation.
+        ops = int((bench.get("extra_info") or {}).get("ops", 1)) or 1
+        medians.setdefault(group, {})[impl] = float(bench["stats"]["median"]) / ops
     return [Row(g, m.get("python"), m.get("rust")) for g, m in medians.items()]
 
 

@@ -81,12 +81,12 @@ const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
 /// Bytes of `v` below `n` (n <= 128) get their high bit set; the lowest flagged byte is exact.
-#[inline]
+#[inline(always)]
 fn bytes_below(v: u64, n: u8) -> u64 {
     v.wrapping_sub(ONES * u64::from(n)) & !v & HIGHS
 }
 
-#[inline]
+#[inline(always)]
 fn bytes_equal(v: u64, b: u8) -> u64 {
     bytes_below(v ^ (ONES * u64::from(b)), 1)
 }
@@ -94,7 +94,7 @@ fn bytes_equal(v: u64, b: u8) -> u64 {
 /// Length of the run of bytes that need no attention inside a string: everything but the
 /// quote, the backslash and control characters. Eight bytes per step (SWAR); the tail is read
 /// as one more padded word.
-#[inline]
+#[inline(always)]
 pub(crate) fn plain_run(rest: &[u8]) -> usize {
     let mut i = 0;
     let mut chunks = rest.chunks_exact(8);
@@ -121,7 +121,7 @@ pub(crate) fn plain_run(rest: &[u8]) -> usize {
     i + tail.len()
 }
 
-#[inline]
+#[inline(always)]
 fn special_bytes(v: u64) -> u64 {
     bytes_equal(v, b'"') | bytes_equal(v, b'\\') | bytes_below(v, 0x20)
 }
@@ -451,7 +451,9 @@ impl<'a> Reader<'a> {
     }
 
     /// Validates a string at the cursor; returns whether it holds escapes.
-    #[inline]
+    // Always inlined: it runs for every key and string value, and its fast path is a handful of
+    // instructions next to a six-register prologue.
+    #[inline(always)]
     pub fn skip_string(&mut self) -> Result<bool> {
         let start = self.pos + 1;
         let rest = self.buf.get(start..).unwrap_or_default();
