@@ -18,49 +18,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mcpfast._argtypes import finite_positive, int_at_least, rate, share
+
 __all__ = ["COMMANDS", "add_subcommands", "main", "run_subcommand"]
 
 COMMANDS = ("bench", "report", "compare")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
-    return value
-
-
-def _rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
-    return value
-
-
-def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be within 0..1, got {text!r}")
-    return value
 
 
 def add_subcommands(subparsers: Any) -> None:
@@ -84,13 +46,13 @@ def add_subcommands(subparsers: Any) -> None:
         help="default: both (http only with --target, stdio only with --target-command)",
     )  # fmt: skip
     bench.add_argument("--out", metavar="DIR", help="result directory (default bench_results/<UTC timestamp>)")
-    bench.add_argument("--users", type=_positive_int, help="concurrent users per family (default 8; --quick 4)")
-    bench.add_argument("--duration", type=_positive_float, help="seconds per family (default 30; --quick 8)")
-    bench.add_argument("--rate", type=_rate, default=0.0, help="open model: target requests/s per family (default 0: closed)")
+    bench.add_argument("--users", type=int_at_least(1), help="concurrent users per family (default 8; --quick 4)")
+    bench.add_argument("--duration", type=finite_positive, help="seconds per family (default 30; --quick 8)")
+    bench.add_argument("--rate", type=rate, default=0.0, help="open model: target requests/s per family (default 0: closed)")
     bench.add_argument("--family", action="append", choices=FAMILIES, help="run only this family (repeatable)")
     bench.add_argument("--protocol-version", help="MCP revision the swarm speaks (default: the swarm's, 2025-11-25)")
     bench.add_argument(
-        "--churn-delete-share", type=_share, default=0.5,
+        "--churn-delete-share", type=share, default=0.5,
         help="session churn: share of sessions ended with DELETE, the rest abandoned (default 0.5)",
     )  # fmt: skip
     bench.add_argument("--loadtests", metavar="DIR", help="the loadtests/ directory (default: the repository's)")

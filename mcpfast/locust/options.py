@@ -14,6 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcpfast._argtypes import int_at_least, rate, share
+
+_non_negative_int = int_at_least(0)
+
 __all__ = ["DEFAULTS", "add_arguments", "option"]
 
 # Defaults, also used when an Environment has no parsed_options (tests, library use).
@@ -36,30 +40,6 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-def _share(text: str) -> float:
-    import argparse
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be within 0..1, got {value}")
-    return value
-
-
-def _rate(text: str) -> float:
-    import argparse
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 0.0 or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
-    return value
-
-
 def add_arguments(parser: Any) -> None:
     """Register every mcpfast option on Locust's (ConfigArgParse-based) parser."""
     group = parser.add_argument_group(
@@ -77,7 +57,7 @@ def add_arguments(parser: Any) -> None:
         "--mcp-rate",
         dest="mcp_rate",
         metavar="PER_SECOND",
-        type=_rate,
+        type=rate,
         default=DEFAULTS["mcp_rate"],
         env_var="LOCUST_MCP_RATE",
         help="Open model: target arrivals per second across all users and workers "
@@ -87,7 +67,7 @@ def add_arguments(parser: Any) -> None:
         "--mcp-validate-share",
         dest="mcp_validate_share",
         metavar="SHARE",
-        type=_share,
+        type=share,
         default=DEFAULTS["mcp_validate_share"],
         env_var="LOCUST_MCP_VALIDATE_SHARE",
         help="Share of messages (0..1) validated against the MCP JSON Schema (default 0.01).",
@@ -120,18 +100,6 @@ def _json_object(text: str) -> str:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"must be a JSON object, got {text!r}")
     return text
-
-
-def _positive_int(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
 
 
 def _add_client_arguments(group: Any) -> None:
@@ -191,7 +159,7 @@ def _add_client_arguments(group: Any) -> None:
         "--mcp-stream-count",
         dest="mcp_stream_count",
         metavar="N",
-        type=_positive_int,
+        type=_non_negative_int,
         default=DEFAULTS["mcp_stream_count"],
         env_var="LOCUST_MCP_STREAM_COUNT",
         help="Progress notifications asked of --mcp-stream-tool (default 10).",
@@ -200,7 +168,7 @@ def _add_client_arguments(group: Any) -> None:
         "--mcp-server-pid",
         dest="mcp_server_pid",
         metavar="PID",
-        type=_positive_int,
+        type=_non_negative_int,
         default=DEFAULTS["mcp_server_pid"],
         env_var="LOCUST_MCP_SERVER_PID",
         help="Server process to sample VmRSS from (session churn: memory per open session).",
@@ -209,7 +177,7 @@ def _add_client_arguments(group: Any) -> None:
         "--mcp-timeout",
         dest="mcp_timeout",
         metavar="SECONDS",
-        type=_rate,
+        type=rate,
         default=DEFAULTS["mcp_timeout"],
         env_var="LOCUST_MCP_TIMEOUT",
         help="Per-request timeout in seconds (default 30).",
@@ -218,7 +186,7 @@ def _add_client_arguments(group: Any) -> None:
         "--mcp-churn-delete-share",
         dest="mcp_churn_delete_share",
         metavar="SHARE",
-        type=_share,
+        type=share,
         default=DEFAULTS["mcp_churn_delete_share"],
         env_var="LOCUST_MCP_CHURN_DELETE_SHARE",
         help="Session churn: share (0..1) of sessions ended with DELETE; the rest are abandoned (default 1).",
