@@ -10,12 +10,17 @@ STAMP := $(VENV)/.mcpfast-installed
 RUST_SRC := $(shell find rust -name '*.rs' -o -name Cargo.toml 2>/dev/null) Cargo.toml Cargo.lock
 PYTEST_ARGS ?=
 
-.PHONY: help install build demo test test-rust test-python bench bench-core lint clean conformance conformance-install
+.PHONY: help install build demo test test-rust test-python bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
 
 # The official MCP conformance suite (npm), with Node 22 from npm (docs: /work/shared/docs/CONFORMANCE.md).
 CONFORMANCE_VERSION ?= 0.1.16
 CONFORMANCE_NEXT_VERSION ?= 0.2.0-alpha.12
 CONFORMANCE_STAMP := .cache/conformance-$(CONFORMANCE_VERSION)-$(CONFORMANCE_NEXT_VERSION).stamp
+
+# The peer servers of `make bench-peers` (peers/): the official Python SDK comes with `install`
+# (test extra); the official TypeScript SDK is pinned in peers/typescript/package-lock.json.
+PEERS_TS := peers/typescript
+PEERS_STAMP := .cache/peers-install.stamp
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -39,12 +44,12 @@ demo: install ## The main job on the embedded server: mcpfast bench --quick (std
 	$(PY) -m mcpfast.bench.core_demo
 	MCPFAST_CORE=rust $(VENV)/bin/mcpfast bench --quick --out bench_results/demo
 
-test: install conformance-install test-rust test-python ## Every test: cargo tests of the core crate, then the Python suite
+test: install conformance-install peers-install test-rust test-python ## Every test: cargo tests of the core crate, then the Python suite
 
-test-rust: ## cargo test of the pure-Rust core crate
-	cargo test --release -p mcpfast-core --quiet
+test-rust: ## cargo tests of the pure-Rust core crate and of the HTTP load generator
+	cargo test --release -p mcpfast-core -p mcpfast-load --quiet
 
-test-python: install ## The Python suite (both core implementations, server, swarm)
+test-python: install peers-install ## The Python suite (both core implementations, server, swarm)
 	MCPFAST_CORE=rust $(PY) -m pytest $(PYTEST_ARGS)
 
 bench: bench-core ## Every benchmark (results in bench_results/)
@@ -56,6 +61,23 @@ bench-core: install ## Rust core vs pure-Python twin (pytest-benchmark) -> bench
 		--benchmark-json=bench_results/core/benchmark.json -q -p no:randomly
 	$(PY) -m mcpfast.bench.core_report bench_results/core/benchmark.json bench_results/core \
 		--command "make bench-core"
+
+bench-http: install peers-install ## HTTP: calls/s, handshakes/s, KB per idle session, churn growth vs the SDK servers (mcpfast-load) -> bench_results/http/peers/
+	cargo build --release --quiet -p mcpfast-load
+	MCPFAST_CORE=rust $(PY) -m mcpfast.bench.http_peers --out bench_results/http/peers --peer-cycles 5000
+
+bench-peers: install peers-install ## mcpfast vs the official Python and TypeScript SDK servers, same swarm, pinned cores (~9 min) -> bench_results/peers/
+	MCPFAST_CORE=rust $(PY) -m mcpfast.bench.peers --out bench_results/peers
+
+$(PEERS_STAMP): $(PEERS_TS)/package.json $(PEERS_TS)/package-lock.json
+	@command -v npm >/dev/null || { echo "npm (Node.js >= 18) is required for the TypeScript SDK peer server" >&2; exit 1; }
+	cd $(PEERS_TS) && npm ci --no-audit --no-fund --silent
+	$(PY) -c "from mcpfast.bench import peer_servers as p; [p.PEERS[n].check() for n in p.PEERS]; v = p.peer_versions(); print('peers: mcp', v['mcp'], '| @modelcontextprotocol/sdk', v['@modelcontextprotocol/sdk'], '| node', v['node'])"
+	@mkdir -p $(@D) && touch $@
+
+peers-install: install ## Install the peer servers (official TypeScript SDK, pinned, by npm ci into peers/typescript/node_modules)
+	@[ -f $(PEERS_TS)/node_modules/@modelcontextprotocol/sdk/package.json ] || rm -f $(PEERS_STAMP)
+	@$(MAKE) --no-print-directory $(PEERS_STAMP)
 
 $(CONFORMANCE_STAMP):
 	@if ! command -v npm >/dev/null; then \

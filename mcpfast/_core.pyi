@@ -139,6 +139,16 @@ class LineFramer:
     def close(self) -> list[bytes | FrameTooLarge]:
         """End of stream: the unterminated last line, if any, as a line or an oversize report."""
 
+def parse_http(
+    data: bytes, max_head: int = 65536, max_body: int = 4194304
+) -> tuple[list[tuple[str, bytes, dict[bytes, bytes], bytes, bool]], int, int, int]:
+    """Frame the complete HTTP/1.1 requests at the start of ``data``: ``(requests, consumed, status, need)``.
+
+    Each request is ``(method, target, headers, body, keep_alive)``; ``status`` 0: the rest is
+    incomplete (``need``: its whole length once its head is known), 1: use a full parser from
+    ``consumed`` on, 2: the request at ``consumed`` declares a body over ``max_body``.
+    """
+
 def frame_lines(messages: Sequence[bytes]) -> bytes:
     """Join messages into one newline-terminated write (each message followed by ``\\n``)."""
 
@@ -215,5 +225,6 @@ __all__ = [
     "encode_request",
     "encode_result",
     "frame_lines",
+    "parse_http",
     "scan_reply",
 ]

@@ -56,10 +56,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def _http_arguments(serve: argparse.ArgumentParser) -> None:
     """``--transport http`` options (mcpfast/transports/http.py, mcpfast/auth/)."""
-    from mcpfast.transports.http_runner import DEFAULT_RUNNER
+    from mcpfast.transports.http_runner import DEFAULT_RUNNER, RUNNERS
 
     group = serve.add_argument_group("http transport")
-    group.add_argument("--runner", choices=("uvicorn", "granian"), default=DEFAULT_RUNNER, help="ASGI server")
+    group.add_argument(
+        "--runner", choices=RUNNERS, default=DEFAULT_RUNNER,
+        help="HTTP server: native (mcpfast's own, the default), or uvicorn/granian over ASGI",
+    )
     group.add_argument("--allowed-origin", action="append", default=[], help="extra allowed Origin (repeatable; '*': any)")
     group.add_argument("--max-body", type=int, default=None, help="largest request body in bytes (default 4 MiB)")
     group.add_argument("--max-sessions", type=int, default=None, help="open sessions at most (default 10000)")

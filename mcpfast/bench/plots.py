@@ -10,7 +10,9 @@ feeds them.
 * :func:`handshake_plot` - p50/p90/p99 of each handshake phase, per transport;
 * :func:`sse_plot` - time to first event and inter-event gap (percentile curves);
 * :func:`memory_plot` - server memory against open sessions (session churn);
-* :func:`compare_plot` - two runs on one percentile plot (A dashed, B solid).
+* :func:`compare_plot` - two runs on one percentile plot (A dashed, B solid);
+* :func:`grouped_bar_plot` - one bar per series in each group (e.g. throughput per scenario per
+  server), optionally with a reference line (e.g. a ratio of 1).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 __all__ = [
     "compare_plot",
+    "grouped_bar_plot",
     "handshake_plot",
     "memory_plot",
     "percentile_curve",
@@ -338,3 +341,55 @@ def compare_plot(
     fig.suptitle(f"{label_a} (dashed) vs {label_b} (solid)")
     return _finish(fig, path)
 
+
+
+def grouped_bar_plot(
+    groups: Sequence[str],
+    series: dict[str, Sequence[float | None]],
+    path: Path,
+    title: str,
+    ylabel: str,
+    *,
+    log: bool = True,
+    reference: float | None = None,
+    value_format: str | None = None,
+) -> Path:
+    """One group of bars per entry of ``groups``, one bar per series (``series[label][i]`` is the
+    value in group ``i``; None or non-positive on a log axis: no bar), the value written above
+    each bar (``value_format``, default: no decimals from 100 up, else 3 significant digits), and
+    an optional horizontal ``reference`` line."""
+    plt = _plt()
+    labels = list(series)
+    width = 0.8 / max(len(labels), 1)
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.3 * len(groups) * max(len(labels), 1) * 0.6 + 2.0), 5))
+    drawn = 0
+    for i, label in enumerate(labels):
+        values = list(series[label])
+        xs, ys = [], []
+        for g, v in enumerate(values):
+            if v is None or not math.isfinite(v) or (log and v <= 0):
+                continue
+            xs.append(g - 0.4 + width * (i + 0.5))
+            ys.append(v)
+        if not xs:
+            continue
+        bars = ax.bar(xs, ys, width=width * 0.95, label=label)
+        for bar, v in zip(bars, ys, strict=True):
+            text = value_format.format(v) if value_format else (f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}")
+            ax.annotate(text, (bar.get_x() + bar.get_width() / 2, v), ha="center", va="bottom",
+                        fontsize=6, xytext=(0, 1), textcoords="offset points")
+        drawn += 1
+    if drawn:
+        ax.set_xticks(range(len(groups)))
+        ax.set_xticklabels(groups, rotation=20, ha="right", fontsize=8)
+        if log:
+            ax.set_yscale("log")
+        if reference is not None:
+            ax.axhline(reference, color="0.3", linewidth=1.0, linestyle="--")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+        ax.legend(fontsize=8, loc="best")
+    else:
+        _empty(ax, "no data")
+    ax.set_title(title)
+    return _finish(fig, path)

@@ -50,6 +50,7 @@ __all__ = [
     "encode_result",
     "frame_lines",
     "load",
+    "parse_http",
     "scan_reply",
 ]
 
@@ -110,4 +111,5 @@ encode_notification = _impl.encode_notification
 encode_request = _impl.encode_request
 encode_result = _impl.encode_result
 frame_lines = _impl.frame_lines
+parse_http = _impl.parse_http
 scan_reply = _impl.scan_reply

@@ -43,6 +43,7 @@ __all__ = [
     "encode_request",
     "encode_result",
     "frame_lines",
+    "parse_http",
     "scan_reply",
 ]
 
@@ -679,6 +680,92 @@ def frame_lines(messages: Sequence[bytes]) -> bytes:
     if not messages:
         return b""
     return b"\n".join(messages) + b"\n"
+
+
+# ----------------------------------------------------------------------------------------------
+# HTTP/1.1 request framing (the server's fast path; anything unusual falls back)
+# ----------------------------------------------------------------------------------------------
+
+_TCHAR = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_VALUE_BAD = frozenset(set(range(0x20)) - {0x09} | {0x7F})
+_HTTP_OK, _HTTP_FALLBACK, _HTTP_TOO_LARGE = 0, 1, 2
+
+
+def _http_head(buf: bytes, at: int, max_head: int) -> tuple[str, bytes, list[tuple[bytes, bytes]], int, int, bool] | int:
+    """One head at ``at``: ``(method, target, headers, head_len, content_length, keep_alive)``,
+    or ``_HTTP_OK`` (incomplete) / ``_HTTP_FALLBACK``."""
+    end = buf.find(b"\r\n\r\n", at, at + max_head)
+    if end < 0:
+        return _HTTP_FALLBACK if len(buf) - at >= max_head else _HTTP_OK
+    lines = buf[at : end + 2].split(b"\r\n")[:-1]
+    if any(b"\n" in line or b"\r" in line for line in lines):
+        return _HTTP_FALLBACK
+    parts = lines[0].split(b" ", 2)
+    if len(parts) != 3:
+        return _HTTP_FALLBACK
+    method, target, version = parts
+    if version != b"HTTP/1.1" or not method or not set(method) <= _TCHAR:
+        return _HTTP_FALLBACK
+    if not target or any(b <= 0x20 or b >= 0x7F for b in target):
+        return _HTTP_FALLBACK
+    headers: list[tuple[bytes, bytes]] = []
+    length: int | None = None
+    keep_alive = True
+    for line in lines[1:]:
+        name, colon, raw = line.partition(b":")
+        if not colon or not name or not set(name) <= _TCHAR or _VALUE_BAD.intersection(raw):
+            return _HTTP_FALLBACK
+        value = raw.strip(b" \t")
+        lower = name.lower()
+        if lower == b"content-length":
+            if length is not None or not value or len(value) > 15 or not value.isdigit():
+                return _HTTP_FALLBACK
+            length = int(value)
+        elif lower in (b"transfer-encoding", b"expect", b"upgrade"):
+            return _HTTP_FALLBACK
+        elif lower == b"connection":
+            if value.lower() == b"close":
+                keep_alive = False
+            elif value.lower() != b"keep-alive":
+                return _HTTP_FALLBACK
+        headers.append((lower, value))
+    return method.decode("ascii"), target, headers, end + 4 - at, length or 0, keep_alive
+
+
+def parse_http(
+    data: bytes, max_head: int = 65536, max_body: int = 4 * 1024 * 1024
+) -> tuple[list[tuple[str, bytes, dict[bytes, bytes], bytes, bool]], int, int, int]:
+    """Frame the complete HTTP/1.1 requests at the start of ``data`` (see ``docs/core-contract.md``).
+
+    Returns ``(requests, consumed, status, need)``: each request is ``(method, target,
+    headers, body, keep_alive)`` with lower-case header names (repeats joined with ``", "``);
+    ``status`` 0: the rest is an incomplete request (``need``: its whole length once its head
+    is known, else 0); 1: outside the strict fast subset from ``consumed`` on (use a full
+    parser); 2: the request at ``consumed`` declares a body over ``max_body``.
+    """
+    if not isinstance(data, bytes):
+        raise TypeError("parse_http needs bytes")
+    requests: list[tuple[str, bytes, dict[bytes, bytes], bytes, bool]] = []
+    at = 0
+    while True:
+        head = _http_head(data, at, max_head)
+        if isinstance(head, int):
+            return requests, at, head, 0
+        method, target, pairs, head_len, length, keep_alive = head
+        if length > max_body:
+            return requests, at, _HTTP_TOO_LARGE, 0
+        total = head_len + length
+        if len(data) - at < total:
+            return requests, at, _HTTP_OK, total
+        headers: dict[bytes, bytes] = {}
+        for name, value in pairs:
+            known = headers.get(name)
+            headers[name] = value if known is None else known + b", " + value
+        start = at + head_len
+        requests.append((method, target, headers, data[start : start + length], keep_alive))
+        at += total
+        if at == len(data):
+            return requests, at, _HTTP_OK, 0
 
 
 # ----------------------------------------------------------------------------------------------

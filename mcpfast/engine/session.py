@@ -15,6 +15,8 @@ import enum
 from collections.abc import Callable
 from typing import Any, Final
 
+import orjson
+
 from mcpfast import core
 from mcpfast.engine.events import (
     Event,
@@ -101,6 +103,15 @@ class _Batch:
         self.replies: list[bytes] = []
 
 
+_INIT_RESULTS: dict[tuple[str, int, int, str | None], tuple[dict[str, Any], dict[str, Any], bytes]] = {}
+"""Encoded ``initialize`` results; an entry holds the dicts it was made from, so a reused id is caught."""
+_EMPTY: Final[frozenset[str]] = frozenset()
+_METHODS: dict[frozenset[str], frozenset[str]] = {}
+"""The method set per ``extra_methods``, shared by every session of a server."""
+_DIRECT: dict[tuple[frozenset[str], str, frozenset[str]], frozenset[str]] = {}
+"""``_direct_methods`` per (methods, version, capability names): a handful of entries per process."""
+
+
 class ServerSession:
     """The server half of one MCP connection, without I/O.
 
@@ -146,14 +157,17 @@ class ServerSession:
         self.stateless_versions = stateless_versions
         self.cache_ttl_ms = cache_ttl_ms
         self.cache_scope = cache_scope
-        self._methods = m.CLIENT_REQUESTS | extra_methods
+        methods = _METHODS.get(extra_methods)
+        if methods is None:
+            methods = _METHODS[extra_methods] = m.CLIENT_REQUESTS | extra_methods
+        self._methods = methods  # shared: an idle session holds no set of its own
         self.state = State.NEW
         self.version: str | None = None
         self.client_capabilities: dict[str, Any] = {}
         self.client_info: dict[str, Any] | None = None
         self.log_level: str | None = None
         self.on_output: Callable[[], None] | None = None
-        self.subscriptions: set[str] = set()
+        self.subscriptions: set[str] | frozenset[str] = _EMPTY  # a set of its own from the first subscribe
         self._outbox: list[bytes] = []
         self._inflight: dict[int | str, _Inflight] = {}
         self._outgoing: dict[int | str, str] = {}
@@ -163,7 +177,7 @@ class ServerSession:
         self._listens: dict[int | str, dict[str, Any]] = {}
         self._direct: frozenset[str] = frozenset()
         self._held: dict[tuple[str, Any], dict[str, Any] | None] = {}
-        self._url_elicitations: set[str] = set()
+        self._url_elicitations: set[str] | frozenset[str] = _EMPTY
 
     # ------------------------------------------------------------------ output
 
@@ -317,7 +331,14 @@ class ServerSession:
         self._admit(request, events)
 
     def _direct_methods(self, version: str) -> frozenset[str]:
-        """Methods a handshake session of ``version`` admits with no further check."""
+        """Methods a handshake session of ``version`` admits with no further check (shared, cached)."""
+        key = (self._methods, version, frozenset(self.capabilities))
+        known = _DIRECT.get(key)
+        if known is None:
+            known = _DIRECT[key] = self._compute_direct(version)
+        return known
+
+    def _compute_direct(self, version: str) -> frozenset[str]:
         special = {m.INITIALIZE, m.PING, m.SERVER_DISCOVER, m.LOGGING_SET_LEVEL, m.RESOURCES_SUBSCRIBE, m.RESOURCES_UNSUBSCRIBE}
         direct = set()
         for method in self._methods - special:
@@ -353,14 +374,22 @@ class ServerSession:
         self.client_info = info
         self.state = State.INITIALIZING
         self._direct = self._direct_methods(version)
-        result: dict[str, Any] = {
-            "protocolVersion": version,
-            "capabilities": self._capabilities_for(version),
-            "serverInfo": self._server_info_for(version),
-        }
-        if self.instructions is not None:
-            result["instructions"] = self.instructions
-        self._emit_reply(batch, core.encode_result(rid, result))
+        # The result depends only on the server's configuration and the version: encoded once
+        # per (configuration, version) and spliced into each reply.
+        key = (version, id(self.capabilities), id(self.server_info), self.instructions)
+        known = _INIT_RESULTS.get(key)
+        if known is None or known[0] is not self.capabilities or known[1] is not self.server_info:
+            result: dict[str, Any] = {
+                "protocolVersion": version,
+                "capabilities": self._capabilities_for(version),
+                "serverInfo": self._server_info_for(version),
+            }
+            if self.instructions is not None:
+                result["instructions"] = self.instructions
+            if len(_INIT_RESULTS) >= 64:
+                _INIT_RESULTS.clear()
+            known = _INIT_RESULTS[key] = (self.capabilities, self.server_info, orjson.dumps(result))
+        self._emit_reply(batch, core.encode_result(rid, known[2]))
 
     def _capabilities_for(self, version: str) -> dict[str, Any]:
         caps = dict(self.capabilities)
@@ -685,11 +714,14 @@ class ServerSession:
 
     def subscribe(self, uri: str) -> None:
         """Record a ``resources/subscribe`` (the server layer validates the URI first)."""
-        self.subscriptions.add(uri)
+        if self.subscriptions is _EMPTY:
+            self.subscriptions = set()
+        self.subscriptions.add(uri)  # type: ignore[union-attr]
 
     def unsubscribe(self, uri: str) -> None:
         """Record a ``resources/unsubscribe``."""
-        self.subscriptions.discard(uri)
+        if self.subscriptions is not _EMPTY:
+            self.subscriptions.discard(uri)  # type: ignore[union-attr]
 
     # ------------------------------------------------- server-to-client requests
 
@@ -740,7 +772,9 @@ class ServerSession:
         self._next_id += 1
         self._outgoing[request_id] = method
         if elicitation_id is not None:
-            self._url_elicitations.add(elicitation_id)
+            if self._url_elicitations is _EMPTY:
+                self._url_elicitations = set()
+            self._url_elicitations.add(elicitation_id)  # type: ignore[union-attr]
         self._emit(core.encode_request(request_id, method, params))
         return request_id
 
@@ -797,7 +831,9 @@ class ServerSession:
             if not isinstance(item.get("url"), str) or not isinstance(item.get("elicitationId"), str):
                 raise ValueError("a URL-mode elicitation needs a string url and elicitationId")
             items.append({**item, "mode": "url"})
-        self._url_elicitations.update(item["elicitationId"] for item in items)
+        if self._url_elicitations is _EMPTY:
+            self._url_elicitations = set()
+        self._url_elicitations.update(item["elicitationId"] for item in items)  # type: ignore[union-attr]
         return McpError(URL_ELICITATION_REQUIRED, "this request needs the user to complete an elicitation at a URL", {"elicitations": items})
 
     def elicitation_complete(self, elicitation_id: str) -> bool:
@@ -808,7 +844,7 @@ class ServerSession:
         """
         if elicitation_id not in self._url_elicitations or self.state is not State.READY:
             return False
-        self._url_elicitations.discard(elicitation_id)
+        self._url_elicitations.discard(elicitation_id)  # type: ignore[union-attr]
         self._emit(core.encode_notification(m.NOTIFICATION_ELICITATION_COMPLETE, {"elicitationId": elicitation_id}))
         return True
 

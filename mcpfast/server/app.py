@@ -202,6 +202,7 @@ class Server:
         self.sealer = StateSealer()
         self._list_cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._connections: set[Any] = set()
+        self._session_shared: tuple[tuple[Any, ...], dict[str, Any], dict[str, Any]] | None = None
         self._routes: dict[str, Handler] = {
             m.TOOLS_LIST: self._tools_list,
             m.TOOLS_CALL: self._tools_call,
@@ -442,8 +443,20 @@ class Server:
         return info
 
     def new_session(self) -> ServerSession:
-        """A fresh engine session declaring this server's capabilities."""
-        return ServerSession(self.server_info(), self.capabilities(), instructions=self.instructions)
+        """A fresh engine session declaring this server's capabilities.
+
+        Sessions share one ``server_info`` and one capabilities dict (the engine copies before it
+        changes anything), rebuilt only when what they are made from changes: an idle session
+        holds no copy of its own.
+        """
+        key = (
+            self.name, self.version, self.title, bool(self._tools), bool(self._resources or self._templates),
+            bool(self._prompts), self._completion is not None, self.offer_logging, self.offer_subscribe,
+        )
+        shared = self._session_shared
+        if shared is None or shared[0] != key:
+            shared = self._session_shared = (key, self.server_info(), self.capabilities())
+        return ServerSession(shared[1], shared[2], instructions=self.instructions)
 
     def connect(self) -> Any:
         """A ``Connection`` (engine session + task runner) for one transport connection."""

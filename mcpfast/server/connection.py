@@ -48,7 +48,7 @@ class Connection:
         self._tasks: dict[int | str, asyncio.Task[None]] = {}
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._waiters: dict[int | str, asyncio.Future[ReplyReceived]] = {}
-        self._settled = asyncio.Event()
+        self._settled: asyncio.Event | None = None  # made by wait_for_slot (stdio): idle HTTP sessions stay small
         self._closed = False
         self._routes = server._routes
         server._connections.add(self)
@@ -85,8 +85,11 @@ class Connection:
     async def wait_for_slot(self, limit: int) -> None:
         """Wait until fewer than ``limit`` requests are in flight (input backpressure)."""
         while len(self._tasks) >= limit:
-            self._settled.clear()
-            await self._settled.wait()
+            settled = self._settled
+            if settled is None:
+                settled = self._settled = asyncio.Event()
+            settled.clear()
+            await settled.wait()
 
     def _start(self, request: InboundRequest) -> None:
         session = self.session
@@ -135,7 +138,8 @@ class Connection:
             self._respond(request, result)
         finally:
             self._tasks.pop(rid, None)
-            self._settled.set()
+            if self._settled is not None:
+                self._settled.set()
 
     def _notification(self, event: NotificationReceived) -> None:
         if event.method == m.NOTIFICATION_ROOTS_LIST_CHANGED:
@@ -200,17 +204,26 @@ class Connection:
             raise McpError(INTERNAL_ERROR, "the client answered roots/list without a roots array")
         return roots
 
-    async def close(self) -> None:
-        """End the connection: cancel the work in flight and wait for it to stop."""
+    def close_now(self) -> list[asyncio.Task[Any]]:
+        """End the connection without waiting: cancel the work in flight.
+
+        Returns the cancelled tasks (empty when nothing was running), for a caller that wants
+        to wait until they have stopped (``close`` does).
+        """
         self._closed = True
         self.server._connections.discard(self)
         self.session.close_listens()
         tasks = [*self._tasks.values(), *self._side_tasks]
         for task in tasks:
             task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
         for waiter in self._waiters.values():
             if not waiter.done():
                 waiter.cancel()
         self._waiters.clear()
+        return tasks
+
+    async def close(self) -> None:
+        """End the connection: cancel the work in flight and wait for it to stop."""
+        tasks = self.close_now()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)

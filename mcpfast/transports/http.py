@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import logging
 import secrets
 import time
@@ -61,13 +62,20 @@ META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 _NAMED: Final = {m.TOOLS_CALL: "name", m.PROMPTS_GET: "name", m.RESOURCES_READ: "uri"}
 _MODERN_STATUS: Final = {-32601: 404, -32600: 400, -32700: 400, -32602: 400, -32020: 400, -32021: 400, -32022: 400}
-_JSON: Final = [(b"content-type", b"application/json")]
+_JSON: Final = [(b"content-type", b"application/json")]  # shared: never mutated
+Reply = tuple[int, list[tuple[bytes, bytes]], bytes]
+"""``(status, headers, body)``: a whole HTTP answer (``content-length`` is the server's to add)."""
+Deferred = Callable[[Receive, Send], Awaitable[None]]
+"""An answer that streams or waits: run with the request's ASGI ``receive`` and ``send``."""
+_ACCEPTED: Final[Reply] = (202, [], b"")
+_OK_EMPTY: Final[Reply] = (200, [], b"")
 _SSE_HEADERS: Final = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache, no-transform"),
     (b"x-accel-buffering", b"no"),
 ]
 _HANDSHAKE: Final = frozenset(HANDSHAKE_VERSIONS)
+_KNOWN_VERSIONS: Final = {v.encode(): v for v in (*HANDSHAKE_VERSIONS, *STATELESS_VERSIONS)}
 _STATELESS: Final = frozenset(STATELESS_VERSIONS)
 _SSE = core.SseEncoder()
 
@@ -96,11 +104,17 @@ def _error_body(code: int, message: str, data: Any = None, rid: int | str | None
     return core.encode_error(rid, code, message, data)
 
 
-async def _send_simple(send: Send, status: int, body: bytes = b"", headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
-    hdrs = [(b"content-length", str(len(body)).encode()), *headers]
+def _reply(status: int, body: bytes = b"", headers: Iterable[tuple[bytes, bytes]] = ()) -> Reply:
+    """``(status, headers, body)``; a non-empty body without a content type is JSON."""
+    hdrs = list(headers)
     if body and not any(k == b"content-type" for k, _ in hdrs):
         hdrs.extend(_JSON)
-    await send({"type": "http.response.start", "status": status, "headers": hdrs})
+    return (status, hdrs, body)
+
+
+async def _send_simple(send: Send, status: int, headers: Iterable[tuple[bytes, bytes]] = (), body: bytes = b"") -> None:
+    """Send a whole ``(status, headers, body)`` reply over ASGI."""
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-length", str(len(body)).encode()), *headers]})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -169,6 +183,9 @@ class HttpTransport:
         json_response: answer requests that emit nothing before their reply as JSON (else SSE).
     """
 
+    direct_http: Final = True
+    """The native server may call ``handle`` directly instead of going through ASGI."""
+
     def __init__(
         self,
         server: Server,
@@ -214,21 +231,64 @@ class HttpTransport:
         kind = scope["type"]
         if kind == "http":
             path: str = scope["path"]
-            root = scope.get("root_path")
+            root = scope.get("root_path") or ""
             if root and path.startswith(root) and path != root:
                 path = path[len(root) :]
-            if path == self.path or (path.endswith("/") and path[:-1] == self.path):
-                await self._mcp(scope, receive, send)
-            elif self.sse_path is not None and path == self.sse_path:
-                await self._legacy_sse(scope, receive, send)
-            elif self.sse_path is not None and path == self.messages_path:
-                await self._legacy_post(scope, receive, send)
-            elif self.auth is not None and path.startswith("/.well-known/oauth-protected-resource"):
-                await self.auth.serve_metadata(path, scope, send)
+            headers: dict[bytes, bytes] = {}
+            for key, value in scope["headers"]:
+                if key in headers:
+                    headers[key] = headers[key] + b", " + value
+                else:
+                    headers[key] = value
+            method: str = scope["method"]
+            body = b""
+            if method == "POST":
+                try:
+                    read = await self._read_body(receive, headers)
+                except _Disconnected:
+                    return
+                if type(read) is tuple:
+                    await _send_simple(send, *read)
+                    return
+                body = read  # type: ignore[assignment]
+            outcome = self.handle(method, path, scope.get("query_string", b""), headers, body, root)
+            if type(outcome) is tuple:
+                await _send_simple(send, *outcome)
             else:
-                await _send_simple(send, 404, b"", [(b"content-type", b"text/plain")])
+                await outcome(receive, send)  # type: ignore[operator]
         elif kind == "lifespan":
             await self._lifespan(receive, send)
+
+    def handle(
+        self, method: str, path: str, query: bytes, headers: dict[bytes, bytes], body: bytes, root: str = ""
+    ) -> Reply | Deferred:
+        """Serve one HTTP request whose body has been read (``headers``: lower-case names, repeats joined).
+
+        Returns ``(status, headers, body)`` when the answer is known at once (most requests: a
+        sync handler's JSON reply, 202, every error), or an async callable ``(receive, send)``
+        that streams the answer over ASGI (SSE replies, GET streams, handlers that wait). Both
+        the ASGI entry point and the native HTTP server (``mcpfast.transports.http_server``)
+        come through here, so every rule is in one place.
+        """
+        if path == self.path or (path.endswith("/") and path[:-1] == self.path):
+            origin = headers.get(b"origin")
+            if origin is not None and not self._origin_ok(origin):
+                return _reply(403, _error_body(INVALID_REQUEST, "forbidden: origin not allowed"))
+            if self.auth is not None:
+                return self._authenticated(headers, functools.partial(self._mcp, method, headers, body))
+            return self._mcp(method, headers, body, None)
+        if self.sse_path is not None and path == self.sse_path:
+            if method != "GET":
+                return _reply(405, b"", [(b"allow", b"GET")])
+            return self._checked(headers, functools.partial(self._legacy_open, root))
+        if self.sse_path is not None and path == self.messages_path:
+            if method != "POST":
+                return _reply(405, b"", [(b"allow", b"POST")])
+            return self._checked(headers, functools.partial(self._legacy_post, query, headers, body))
+        auth = self.auth
+        if auth is not None and path.startswith("/.well-known/oauth-protected-resource"):
+            return lambda receive, send: auth.serve_metadata(path, {"method": method}, send)
+        return (404, [(b"content-type", b"text/plain")], b"")
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -249,6 +309,8 @@ class HttpTransport:
         if self._reaper is not None:
             self._reaper.cancel()
             self._reaper = None
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
 
     # ------------------------------------------------------------- checks
 
@@ -267,59 +329,56 @@ class HttpTransport:
             return False
         return host is not None and (host in DEFAULT_LOCAL_HOSTS or f"[{host}]" in DEFAULT_LOCAL_HOSTS)
 
-    async def _authenticate(self, scope: Scope, headers: dict[bytes, bytes], send: Send) -> tuple[bool, str | None]:
-        """(ok, principal). Sends the 401/403 itself when not ok."""
+    def _checked(self, headers: dict[bytes, bytes], then: Callable[[str | None], Reply | Deferred]) -> Reply | Deferred:
+        """The Origin check, then authentication (when configured), then ``then(principal)``."""
+        origin = headers.get(b"origin")
+        if origin is not None and not self._origin_ok(origin):
+            return _reply(403, _error_body(INVALID_REQUEST, "forbidden: origin not allowed"))
+        if self.auth is None:
+            return then(None)
+        return self._authenticated(headers, then)
+
+    def _authenticated(self, headers: dict[bytes, bytes], then: Callable[[str | None], Reply | Deferred]) -> Deferred:
+        """Checking the token may wait (a JWKS fetch), so the rest runs deferred."""
         auth = self.auth
-        if auth is None:
-            return True, None
-        outcome: Principal | tuple[int, list[tuple[bytes, bytes]], bytes] = await auth.check(headers.get(b"authorization"))
-        if isinstance(outcome, tuple):
-            status, hdrs, body = outcome
-            await _send_simple(send, status, body, hdrs)
-            return False, None
-        return True, outcome.subject
+        assert auth is not None
+
+        async def deferred(receive: Receive, send: Send) -> None:
+            outcome = await auth.check(headers.get(b"authorization"))
+            if isinstance(outcome, tuple):
+                await _send_simple(send, *outcome)
+                return
+            result = then(outcome.subject)
+            if type(result) is tuple:
+                await _send_simple(send, *result)
+            else:
+                await result(receive, send)  # type: ignore[operator]
+
+        return deferred
 
     # -------------------------------------------------------- /mcp endpoint
 
-    async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers: dict[bytes, bytes] = {}
-        for key, value in scope["headers"]:
-            if key in headers:
-                headers[key] = headers[key] + b", " + value
-            else:
-                headers[key] = value
-        origin = headers.get(b"origin")
-        if origin is not None and not self._origin_ok(origin):
-            await _send_simple(send, 403, _error_body(INVALID_REQUEST, "forbidden: origin not allowed"))
-            return
-        ok, principal = await self._authenticate(scope, headers, send)
-        if not ok:
-            return
-        method = scope["method"]
+    def _mcp(self, method: str, headers: dict[bytes, bytes], body: bytes, principal: str | None) -> Reply | Deferred:
         raw_version = headers.get(b"mcp-protocol-version")
         version: str | None = None
         if raw_version is not None:
-            version = raw_version.decode("latin-1").strip()
+            version = _KNOWN_VERSIONS.get(raw_version) or raw_version.decode("latin-1").strip()
             if version not in _HANDSHAKE and version not in _STATELESS and method != "POST":
-                await _send_simple(
-                    send, 400, _error_body(INVALID_REQUEST, f"unsupported MCP-Protocol-Version: {version!r}",
-                                           {"supported": [*HANDSHAKE_VERSIONS, *STATELESS_VERSIONS]})
+                return _reply(
+                    400, _error_body(INVALID_REQUEST, f"unsupported MCP-Protocol-Version: {version!r}",
+                                     {"supported": [*HANDSHAKE_VERSIONS, *STATELESS_VERSIONS]})
                 )
-                return
         if method == "POST":
-            await self._post(scope, receive, send, headers, version, principal)
-        elif method == "GET":
+            return self._post(headers, body, version, principal)
+        if method == "GET":
             if version in _STATELESS:
-                await _send_simple(send, 405, b"", [(b"allow", b"POST")])
-            else:
-                await self._get(receive, send, headers, principal)
-        elif method == "DELETE":
+                return (405, [(b"allow", b"POST")], b"")
+            return self._get(headers, principal)
+        if method == "DELETE":
             if version in _STATELESS:
-                await _send_simple(send, 405, b"", [(b"allow", b"POST")])
-            else:
-                await self._delete(send, headers, principal)
-        else:
-            await _send_simple(send, 405, b"", [(b"allow", b"GET, POST, DELETE")])
+                return (405, [(b"allow", b"POST")], b"")
+            return self._delete(headers, principal)
+        return (405, [(b"allow", b"GET, POST, DELETE")], b"")
 
     def _find(self, headers: dict[bytes, bytes], principal: str | None) -> _Session | None | bool:
         """The session named by the request: a ``_Session``, ``None`` (unknown) or False (no header)."""
@@ -332,23 +391,22 @@ class HttpTransport:
         sess.last_seen = time.monotonic()
         return sess
 
-    async def _read_body(self, receive: Receive, headers: dict[bytes, bytes], send: Send) -> bytes | None:
+    async def _read_body(self, receive: Receive, headers: dict[bytes, bytes]) -> bytes | Reply:
+        """The whole request body over ASGI, or the 400/413 reply (raises _Disconnected)."""
         limit = self.max_body
         length = headers.get(b"content-length")
         if length is not None:
             try:
                 declared = int(length)
             except ValueError:
-                await _send_simple(send, 400, _error_body(INVALID_REQUEST, "bad Content-Length"))
-                return None
+                return _reply(400, _error_body(INVALID_REQUEST, "bad Content-Length"))
             if declared > limit:
-                await _send_simple(send, 413, _error_body(INVALID_REQUEST, f"body exceeds {limit} bytes"))
-                return None
+                return _reply(413, _error_body(INVALID_REQUEST, f"body exceeds {limit} bytes"))
         message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _Disconnected
         body = message.get("body", b"")
         if not message.get("more_body"):
-            if message["type"] == "http.disconnect":
-                raise _Disconnected
             return body
         chunks = [body]
         size = len(body)
@@ -356,8 +414,7 @@ class HttpTransport:
             if message["type"] == "http.disconnect":
                 raise _Disconnected
             if size > limit:
-                await _send_simple(send, 413, _error_body(INVALID_REQUEST, f"body exceeds {limit} bytes"))
-                return None
+                return _reply(413, _error_body(INVALID_REQUEST, f"body exceeds {limit} bytes"))
             if not message.get("more_body"):
                 return b"".join(chunks)
             message = await receive()
@@ -365,60 +422,41 @@ class HttpTransport:
             chunks.append(chunk)
             size += len(chunk)
 
-    async def _post(
-        self, scope: Scope, receive: Receive, send: Send, headers: dict[bytes, bytes], version: str | None, principal: str | None
-    ) -> None:
+    def _post(self, headers: dict[bytes, bytes], body: bytes, version: str | None, principal: str | None) -> Reply | Deferred:
         if not _accepts(headers.get(b"accept"), True, True):
-            await _send_simple(
-                send, 406, _error_body(INVALID_REQUEST, "Accept must list application/json and text/event-stream")
-            )
-            return
+            return _reply(406, _error_body(INVALID_REQUEST, "Accept must list application/json and text/event-stream"))
         ctype = headers.get(b"content-type")
-        if ctype is None or ctype.split(b";", 1)[0].strip().lower() != b"application/json":
-            await _send_simple(send, 415, _error_body(INVALID_REQUEST, "Content-Type must be application/json"))
-            return
+        if ctype is None or (ctype != b"application/json" and ctype.split(b";", 1)[0].strip().lower() != b"application/json"):
+            return _reply(415, _error_body(INVALID_REQUEST, "Content-Type must be application/json"))
         modern = version is not None and version not in _HANDSHAKE  # 2026-07-28, or unknown (answered -32022)
         sess = None if modern else self._find(headers, principal)
         if sess is None and not modern:
-            await _send_simple(send, 404, _error_body(INVALID_REQUEST, "session not found"))
-            return
-        try:
-            body = await self._read_body(receive, headers, send)
-        except _Disconnected:
-            return
-        if body is None:
-            return
-        if isinstance(sess, _Session):
-            await self._post_session(sess, body, receive, send)
-            return
+            return _reply(404, _error_body(INVALID_REQUEST, "session not found"))
+        if sess is not None and sess is not False:
+            return self._post_session(sess, body)  # type: ignore[arg-type]
         # No session: initialize, a 2026 request, or an error.
         try:
             decoded = core.decode(body)
         except core.JsonRpcError as exc:
-            await _send_simple(send, 400, _error_body(exc.code, exc.message, rid=exc.id))
-            return
+            return _reply(400, _error_body(exc.code, exc.message, rid=exc.id))
         if isinstance(decoded, list):
-            await _send_simple(send, 400, _error_body(INVALID_REQUEST, "a batch needs a session (send initialize first)"))
-            return
+            return _reply(400, _error_body(INVALID_REQUEST, "a batch needs a session (send initialize first)"))
         if decoded.kind == "request" and decoded.method == m.INITIALIZE and not modern:
-            await self._initialize(decoded, body, send, principal)
-            return
+            return self._initialize(decoded, principal)
         if not modern and decoded.kind == "request":
             meta = _meta(decoded)
             modern = META_PROTOCOL_VERSION in meta or decoded.method == m.SERVER_DISCOVER
         if not modern:
-            await _send_simple(send, 400, _error_body(INVALID_REQUEST, "bad request: missing Mcp-Session-Id header"))
-            return
-        await self._post_stateless(decoded, headers, version, receive, send)
+            return _reply(400, _error_body(INVALID_REQUEST, "bad request: missing Mcp-Session-Id header"))
+        return self._post_stateless(decoded, headers, version)
 
     # ------------------------------------------------------ handshake era
 
-    async def _initialize(self, decoded: Any, body: bytes, send: Send, principal: str | None) -> None:
+    def _initialize(self, decoded: Any, principal: str | None) -> Reply:
         if len(self.sessions) >= self.max_sessions:
-            await _send_simple(
-                send, 503, _error_body(INTERNAL_ERROR, "server busy: too many sessions", rid=decoded.id), [(b"retry-after", b"1")]
+            return _reply(
+                503, _error_body(INTERNAL_ERROR, "server busy: too many sessions", rid=decoded.id), [(b"retry-after", b"1")]
             )
-            return
         session_id = secrets.token_urlsafe(24)
         get = Stream("0", keep=True, session_id=session_id, store=self.event_store)
         get.attached = False
@@ -431,22 +469,17 @@ class HttpTransport:
             conn.feed(decoded)
         finally:
             router.posting = None
-        engine = conn.session
-        if engine.version is None:  # refused: no session is kept
-            await conn.close()
-            await self._send_reply(stream, send, 200, ())
-            return
+        body = stream.buf.pop(0) if stream.buf else b""
+        if conn.session.version is None:  # refused: no session is kept
+            self._finish(conn.close_now())
+            return (200 if body else 202, _JSON if body else [], body)
         sess = _Session(session_id, conn, get, principal, legacy=False)
-        sess.version = engine.version
+        sess.version = conn.session.version
         self.sessions[session_id] = sess
         self._ensure_reaper()
-        await self._send_reply(stream, send, 200, [(b"mcp-session-id", session_id.encode())])
+        return (200, [(b"mcp-session-id", session_id.encode()), *_JSON], body)
 
-    async def _send_reply(self, stream: Stream, send: Send, status: int, headers: Iterable[tuple[bytes, bytes]]) -> None:
-        body = stream.buf.popleft() if stream.buf else b""
-        await _send_simple(send, status if body else 202, body, [*headers, *_JSON] if body else headers)
-
-    async def _post_session(self, sess: _Session, body: bytes, receive: Receive, send: Send) -> None:
+    def _post_session(self, sess: _Session, body: bytes) -> Reply | Deferred:
         conn = sess.conn
         router = conn.session._router  # type: ignore[attr-defined]
         stream = Stream()
@@ -455,24 +488,23 @@ class HttpTransport:
             conn.feed(body)
         except Exception:
             logger.exception("unexpected failure handling a POST")
-            await _send_simple(send, 500, _error_body(INTERNAL_ERROR, "internal error"))
-            return
+            return _reply(500, _error_body(INTERNAL_ERROR, "internal error"))
         finally:
             router.posting = None
+        buf = stream.buf
         if not stream.pending and not stream.closed:  # nothing admitted: answered by the engine, or 202
-            buf = stream.buf
             if not buf:
-                await _send_simple(send, 202)
-                return
+                return _ACCEPTED
             data = buf[0] if len(buf) == 1 else b"[" + b",".join(buf) + b"]"
             is_error, _code, rid = reply_error_code(data)
-            await _send_simple(send, 400 if is_error and rid is None else 200, data, _JSON)
-            return
-        await self._respond(stream, sess, receive, send, ())
+            return (400 if is_error and rid is None else 200, _JSON, data)
+        if stream.closed and len(buf) == 1 and self.json_response:  # a sync handler answered inline
+            return (200, _JSON, buf[0])
+        return functools.partial(self._respond, stream, sess, (), None)
 
     async def _respond(
-        self, stream: Stream, sess: _Session | None, receive: Receive, send: Send, headers: Iterable[tuple[bytes, bytes]],
-        conn: Connection | None = None,
+        self, stream: Stream, sess: _Session | None, headers: Iterable[tuple[bytes, bytes]], conn: Connection | None,
+        receive: Receive, send: Send,
     ) -> None:
         """Answer a POST from its stream: JSON when the reply comes first and alone, else SSE."""
         watch: asyncio.Task[None] | None = None
@@ -487,10 +519,10 @@ class HttpTransport:
                     if watch.done():
                         return
             if self.json_response and stream.closed and len(stream.buf) == 1:
-                await _send_simple(send, 200, stream.buf.popleft(), [*headers, *_JSON])
+                await _send_simple(send, 200, [*headers, *_JSON], stream.buf.pop(0))
                 return
             if stream.closed and not stream.buf:
-                await _send_simple(send, 202, b"", headers)
+                await _send_simple(send, 202, list(headers))
                 return
             if watch is None:
                 watch = asyncio.ensure_future(_wait_disconnect(receive))
@@ -531,93 +563,105 @@ class HttpTransport:
             while True:
                 buf = stream.buf
                 while buf:
-                    data = buf.popleft()
+                    data = buf.pop(0)
                     eid = store.append(sess.id, stream.key, data) if store is not None and sess is not None else None
                     chunk += _SSE.encode(data, id=eid, event=event)
+                if stream.closed:  # the last events go out with the end of the body, in one write
+                    break
                 if chunk:
                     await send({"type": "http.response.body", "body": bytes(chunk), "more_body": True})
                     chunk.clear()
-                if stream.closed:
-                    break
+                    continue  # more may have arrived while the write waited
                 waiter = stream.wait()
                 done, _ = await asyncio.wait((waiter, watch), timeout=keepalive, return_when=asyncio.FIRST_COMPLETED)
                 if watch.done():
                     return
                 if not done:
                     chunk += _SSE.comment("keepalive")
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            await send({"type": "http.response.body", "body": bytes(chunk), "more_body": False})
         except OSError:
             return
         finally:
             stream.attached = False
             if not stream.closed and store is not None and sess is not None:
                 while stream.buf:  # not yet sent: keep it for a resuming client
-                    store.append(sess.id, stream.key, stream.buf.popleft())
+                    store.append(sess.id, stream.key, stream.buf.pop(0))
 
-    async def _get(self, receive: Receive, send: Send, headers: dict[bytes, bytes], principal: str | None) -> None:
+    def _get(self, headers: dict[bytes, bytes], principal: str | None) -> Reply | Deferred:
         if not _accepts(headers.get(b"accept"), False, True):
-            await _send_simple(send, 406, _error_body(INVALID_REQUEST, "Accept must list text/event-stream"))
-            return
+            return _reply(406, _error_body(INVALID_REQUEST, "Accept must list text/event-stream"))
         sess = self._find(headers, principal)
         if sess is False:
-            await _send_simple(send, 400, _error_body(INVALID_REQUEST, "bad request: missing Mcp-Session-Id header"))
-            return
+            return _reply(400, _error_body(INVALID_REQUEST, "bad request: missing Mcp-Session-Id header"))
         if sess is None:
-            await _send_simple(send, 404, _error_body(INVALID_REQUEST, "session not found"))
-            return
+            return _reply(404, _error_body(INVALID_REQUEST, "session not found"))
         assert isinstance(sess, _Session)
         last = headers.get(b"last-event-id")
         if last is not None and self.event_store is not None:
             found = self.event_store.replay(sess.id, last.decode("latin-1"))
             if found is None:
-                await _send_simple(send, 404, _error_body(INVALID_REQUEST, "unknown Last-Event-ID"))
-                return
+                return _reply(404, _error_body(INVALID_REQUEST, "unknown Last-Event-ID"))
             key, events = found
             router = sess.conn.session._router  # type: ignore[attr-defined]
             live = sess.get if key == sess.get.key else next((s for s in router.streams.values() if s.key == key), None)
             if live is not None and live.attached:
-                await _send_simple(send, 409, _error_body(INVALID_REQUEST, "stream already has a reader"))
-                return
+                return _reply(409, _error_body(INVALID_REQUEST, "stream already has a reader"))
             if live is None:
                 live = Stream(key)
                 live.closed = True
-            watch = asyncio.ensure_future(_wait_disconnect(receive))
-            try:
-                await self._stream_sse(live, sess, send, watch, (), replay=events)
-            finally:
-                watch.cancel()
-            return
+            return functools.partial(self._serve_stream, live, sess, events)
         if sess.get.attached:
-            await _send_simple(send, 409, _error_body(INVALID_REQUEST, "a GET stream is already open for this session"))
-            return
+            return _reply(409, _error_body(INVALID_REQUEST, "a GET stream is already open for this session"))
+        return functools.partial(self._serve_stream, sess.get, sess, None)
+
+    async def _serve_stream(
+        self, stream: Stream, sess: _Session, replay: list[tuple[str, bytes]] | None, receive: Receive, send: Send
+    ) -> None:
         watch = asyncio.ensure_future(_wait_disconnect(receive))
         try:
-            await self._stream_sse(sess.get, sess, send, watch, ())
+            await self._stream_sse(stream, sess, send, watch, (), replay=replay)
         finally:
             watch.cancel()
 
-    async def _delete(self, send: Send, headers: dict[bytes, bytes], principal: str | None) -> None:
+    def _delete(self, headers: dict[bytes, bytes], principal: str | None) -> Reply | Deferred:
         sess = self._find(headers, principal)
         if sess is False:
-            await _send_simple(send, 400, _error_body(INVALID_REQUEST, "bad request: missing Mcp-Session-Id header"))
-            return
+            return _reply(400, _error_body(INVALID_REQUEST, "bad request: missing Mcp-Session-Id header"))
         if sess is None:
-            await _send_simple(send, 404, _error_body(INVALID_REQUEST, "session not found"))
-            return
+            return _reply(404, _error_body(INVALID_REQUEST, "session not found"))
         assert isinstance(sess, _Session)
-        await self._end_session(sess)
-        await _send_simple(send, 200)
+        tasks = self._end_session_now(sess)
+        if not tasks:
+            return _OK_EMPTY
 
-    async def _end_session(self, sess: _Session) -> None:
+        async def deferred(receive: Receive, send: Send) -> None:
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await _send_simple(send, 200)
+
+        return deferred
+
+    def _end_session_now(self, sess: _Session) -> list[asyncio.Task[Any]]:
+        """End a session at once; returns the handler tasks still winding down (cancelled)."""
         if self.sessions.pop(sess.id, None) is None:
-            return
+            return []
         router = sess.conn.session._router  # type: ignore[attr-defined]
         try:
-            await sess.conn.close()
+            return sess.conn.close_now()
         finally:
             router.close_all()
             if self.event_store is not None:
                 self.event_store.forget(sess.id)
+
+    async def _end_session(self, sess: _Session) -> None:
+        tasks = self._end_session_now(sess)
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _finish(self, tasks: list[asyncio.Task[Any]]) -> None:
+        """Let cancelled handler tasks wind down in the background (kept referenced until done)."""
+        for task in tasks:
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     def _ensure_reaper(self) -> None:
         if self._reaper is None or self._reaper.done():
@@ -643,28 +687,18 @@ class HttpTransport:
 
     # ------------------------------------------------------------ 2024-11-05
 
-    async def _legacy_sse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = dict(scope["headers"])
-        origin = headers.get(b"origin")
-        if origin is not None and not self._origin_ok(origin):
-            await _send_simple(send, 403, _error_body(INVALID_REQUEST, "forbidden: origin not allowed"))
-            return
-        if scope["method"] != "GET":
-            await _send_simple(send, 405, b"", [(b"allow", b"GET")])
-            return
-        ok, principal = await self._authenticate(scope, headers, send)
-        if not ok:
-            return
+    def _legacy_open(self, root: str, principal: str | None) -> Reply | Deferred:
         if len(self.sessions) >= self.max_sessions:
-            await _send_simple(send, 503, _error_body(INTERNAL_ERROR, "server busy: too many sessions"))
-            return
+            return _reply(503, _error_body(INTERNAL_ERROR, "server busy: too many sessions"))
+        return functools.partial(self._legacy_sse, root, principal)
+
+    async def _legacy_sse(self, root: str, principal: str | None, receive: Receive, send: Send) -> None:
         session_id = secrets.token_urlsafe(24)
         stream = Stream("0", keep=True)
         conn = connect(self.server, stream)
         sess = _Session(session_id, conn, stream, principal, legacy=True)
         self.sessions[session_id] = sess
         self._ensure_reaper()
-        root = scope.get("root_path") or ""
         endpoint = f"{root}{self.messages_path}?session_id={session_id}"
         watch = asyncio.ensure_future(_wait_disconnect(receive))
         try:
@@ -675,82 +709,53 @@ class HttpTransport:
             watch.cancel()
             await self._end_session(sess)
 
-    async def _legacy_post(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = dict(scope["headers"])
-        origin = headers.get(b"origin")
-        if origin is not None and not self._origin_ok(origin):
-            await _send_simple(send, 403, _error_body(INVALID_REQUEST, "forbidden: origin not allowed"))
-            return
-        if scope["method"] != "POST":
-            await _send_simple(send, 405, b"", [(b"allow", b"POST")])
-            return
-        ok, principal = await self._authenticate(scope, headers, send)
-        if not ok:
-            return
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        session_id = (query.get("session_id") or [""])[0]
+    def _legacy_post(self, query: bytes, headers: dict[bytes, bytes], body: bytes, principal: str | None) -> Reply:
+        parsed = parse_qs(query.decode("latin-1"))
+        session_id = (parsed.get("session_id") or [""])[0]
         sess = self.sessions.get(session_id)
         if not session_id:
-            await _send_simple(send, 400, _error_body(INVALID_REQUEST, "missing session_id"))
-            return
+            return _reply(400, _error_body(INVALID_REQUEST, "missing session_id"))
         if sess is None or not sess.legacy or sess.principal != principal:
-            await _send_simple(send, 404, _error_body(INVALID_REQUEST, "session not found"))
-            return
+            return _reply(404, _error_body(INVALID_REQUEST, "session not found"))
         ctype = headers.get(b"content-type")
         if ctype is None or ctype.split(b";", 1)[0].strip().lower() != b"application/json":
-            await _send_simple(send, 415, _error_body(INVALID_REQUEST, "Content-Type must be application/json"))
-            return
-        try:
-            body = await self._read_body(receive, headers, send)
-        except _Disconnected:
-            return
-        if body is None:
-            return
+            return _reply(415, _error_body(INVALID_REQUEST, "Content-Type must be application/json"))
         sess.last_seen = time.monotonic()
         try:
             sess.conn.feed(body)
         except Exception:
             logger.exception("unexpected failure handling a POST")
-        await _send_simple(send, 202, b"Accepted", [(b"content-type", b"text/plain")])
+        return (202, [(b"content-type", b"text/plain")], b"Accepted")
 
     # --------------------------------------------------------- 2026-07-28
 
-    async def _post_stateless(
-        self, decoded: Any, headers: dict[bytes, bytes], version: str | None, receive: Receive, send: Send
-    ) -> None:
+    def _post_stateless(self, decoded: Any, headers: dict[bytes, bytes], version: str | None) -> Reply | Deferred:
         kind = decoded.kind
         if kind != "request":
             if kind == "notification":
-                await _send_simple(send, 202)
-            else:
-                await _send_simple(send, 400, _error_body(INVALID_REQUEST, "clients must not POST responses in 2026-07-28"))
-            return
+                return _ACCEPTED
+            return _reply(400, _error_body(INVALID_REQUEST, "clients must not POST responses in 2026-07-28"))
         method: str = decoded.method
         rid = decoded.id
         problem = _check_headers(decoded, method, headers)
         if problem is None and method == m.TOOLS_CALL:
             problem = _check_param_headers(self.server, decoded, headers)
         if problem is not None:
-            await _send_simple(send, 400, _error_body(HEADER_MISMATCH, problem, rid=rid))
-            return
+            return _reply(400, _error_body(HEADER_MISMATCH, problem, rid=rid))
         if method == m.INITIALIZE:  # a 2026-07-28 request: the method does not exist there
-            await _send_simple(send, 404, _error_body(METHOD_NOT_FOUND, f"method not found: {method}", rid=rid))
-            return
+            return _reply(404, _error_body(METHOD_NOT_FOUND, f"method not found: {method}", rid=rid))
         meta = _meta(decoded)
         if META_PROTOCOL_VERSION not in meta:
             if version not in _STATELESS:
                 data = {"supported": list(STATELESS_VERSIONS), "requested": version or ""}
-                await _send_simple(send, 400, _error_body(UNSUPPORTED_PROTOCOL_VERSION, "unsupported protocol version", data, rid))
-                return
+                return _reply(400, _error_body(UNSUPPORTED_PROTOCOL_VERSION, "unsupported protocol version", data, rid))
             # Over HTTP the header made this a 2026 request, so its _meta is required (the
             # engine answers a bare server/discover probe, which only makes sense on stdio).
             message = f"params._meta[{META_PROTOCOL_VERSION!r}] is required"
-            await _send_simple(send, 400, _error_body(INVALID_PARAMS, message, rid=rid))
-            return
+            return _reply(400, _error_body(INVALID_PARAMS, message, rid=rid))
         if method == m.SERVER_DISCOVER and not isinstance(meta.get(META_CLIENT_CAPABILITIES), dict):
             message = f"params._meta[{META_CLIENT_CAPABILITIES!r}] is required"
-            await _send_simple(send, 400, _error_body(INVALID_PARAMS, message, rid=rid))
-            return
+            return _reply(400, _error_body(INVALID_PARAMS, message, rid=rid))
         stream = Stream()
         conn = connect(self.server, stream)
         self._stateless.add(conn)
@@ -765,13 +770,12 @@ class HttpTransport:
                 stream.keep = True
         if not stream.pending and not stream.keep and not stream.closed:  # answered by the engine
             self._stateless.discard(conn)
-            await conn.close()
+            self._finish(conn.close_now())
             data = stream.buf[0] if stream.buf else _error_body(INTERNAL_ERROR, "no reply", rid=rid)
             is_error, code, _rid = reply_error_code(data)
             status = _MODERN_STATUS.get(code, 200) if is_error and code is not None else 200
-            await _send_simple(send, status, data, _JSON)
-            return
-        await self._respond(stream, None, receive, send, (), conn=conn)
+            return (status, _JSON, data)
+        return functools.partial(self._respond, stream, None, (), conn)
 
 
 def _meta(decoded: Any) -> dict[str, Any]:

@@ -13,7 +13,6 @@ lives here: the engine decides *what* is sent; this only decides *where*.
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 from typing import TYPE_CHECKING, Any, Final
 
 from mcpfast import core
@@ -26,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RoutedSession", "Router", "Stream", "connect"]
 
+_RAW: Final = (bytes, bytearray, memoryview, str)
 BACKLOG: Final = 1024
 """Messages a detached stream without an event store keeps for the next reader."""
 
@@ -46,7 +46,7 @@ class Stream:
 
     def __init__(self, key: str = "", *, keep: bool = False, session_id: str | None = None, store: EventStore | None = None):
         self.key = key
-        self.buf: deque[bytes] = deque()
+        self.buf: list[bytes] = []  # a list, not a deque: an idle session's stream costs 56 bytes, not 600
         self.waiter: asyncio.Future[None] | None = None
         self.pending = 0
         self.closed = False
@@ -64,14 +64,16 @@ class Stream:
                 self.store.append(self.session_id, self.key, data)
                 return
             if len(self.buf) >= BACKLOG:
-                self.buf.popleft()
+                del self.buf[0]
         self.buf.append(data)
-        self._wake()
+        if self.waiter is not None:
+            self._wake()
 
     def finish(self) -> None:
         if not self.closed:
             self.closed = True
-            self._wake()
+            if self.waiter is not None:
+                self._wake()
 
     def _wake(self) -> None:
         waiter = self.waiter
@@ -122,7 +124,7 @@ class RoutedSession(ServerSession):
     def receive(self, data: Any) -> list[Any]:
         # A transport that already decoded the message (to read headers-related fields) passes
         # the decoded value, so the bytes are parsed once.
-        if isinstance(data, bytes | bytearray | memoryview | str):
+        if isinstance(data, _RAW):
             events = super().receive(data)
         else:
             events = []

@@ -1,4 +1,4 @@
-"""Running the HTTP transport under an ASGI server (uvicorn or granian)."""
+"""Running the HTTP transport: mcpfast's own server (``native``), or uvicorn or granian over ASGI."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_RUNNER", "build_app", "granian_factory", "run"]
 
-DEFAULT_RUNNER: Final = "uvicorn"
+RUNNERS: Final = ("native", "uvicorn", "granian")
+DEFAULT_RUNNER: Final = "native"
 """Chosen by measurement: bench_results/http/server_choice.md."""
 _ENV: Final = "MCPFAST_HTTP_APP"
 
@@ -38,6 +39,19 @@ def granian_factory() -> Any:
 
 def run(server: Server | str, host: str, port: int, *, runner: str = DEFAULT_RUNNER, log_level: str = "warning", **options: Any) -> None:
     """Serve until interrupted. ``server`` is a Server, or a ``module:attr`` spec (needed for granian)."""
+    if runner not in RUNNERS:
+        raise ValueError(f"unknown runner {runner!r} (one of {', '.join(RUNNERS)})")
+    if runner == "native":
+        import logging
+
+        import uvloop
+
+        from mcpfast.transports.http_server import serve
+
+        logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+        app = build_app(server, options) if isinstance(server, str) else _direct(server, options)
+        uvloop.run(serve(app, host, port, freeze_gc=True))
+        return
     if runner == "granian" and isinstance(server, str):
         from granian import Granian
         from granian.constants import HTTPModes, Interfaces, Loops, RuntimeModes

@@ -21,7 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcpfast.protocol import TranscriptValidator
 from mcpfast.transports.http import HttpTransport, asgi_app
-from mcpfast.transports.http_testing import Recorder, serve_in_thread
+from mcpfast.transports.http_testing import SERVERS, Recorder, serve_in_thread
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from interop_app import app as interop  # noqa: E402
@@ -55,19 +55,19 @@ class Live:
         return checker.checked
 
 
-@pytest.fixture(scope="module")
-def live_interop() -> Iterator[Live]:
+@pytest.fixture(scope="module", params=SERVERS)
+def live_interop(request: pytest.FixtureRequest) -> Iterator[Live]:
     live = Live(interop)
-    with serve_in_thread(live.recorder) as base:
+    with serve_in_thread(live.recorder, server=request.param) as base:
         live.url = base + "/mcp"
         yield live
     assert not live.transport.sessions
 
 
-@pytest.fixture(scope="module")
-def live_fixture() -> Iterator[Live]:
+@pytest.fixture(scope="module", params=SERVERS)
+def live_fixture(request: pytest.FixtureRequest) -> Iterator[Live]:
     live = Live(fixture)
-    with serve_in_thread(live.recorder) as base:
+    with serve_in_thread(live.recorder, server=request.param) as base:
         live.url = base + "/mcp"
         yield live
     assert not live.transport.sessions

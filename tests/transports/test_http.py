@@ -14,7 +14,7 @@ import pytest
 from mcpfast import Context, Server, core
 from mcpfast.transports.event_store import MemoryEventStore
 from mcpfast.transports.http import HttpTransport, asgi_app
-from mcpfast.transports.http_testing import serve_in_thread
+from mcpfast.transports.http_testing import SERVERS, serve_in_thread
 
 pytestmark = [pytest.mark.timeout(30)]
 
@@ -254,10 +254,10 @@ def test_memory_event_store_bounds_and_replay() -> None:
 # ------------------------------------------------------------------ real server
 
 
-@pytest.fixture(scope="module")
-def live() -> Iterator[tuple[str, HttpTransport]]:
+@pytest.fixture(scope="module", params=SERVERS)
+def live(request: pytest.FixtureRequest) -> Iterator[tuple[str, HttpTransport]]:
     t = asgi_app(app, keepalive=0.2, retry_ms=500)
-    with serve_in_thread(t) as base:
+    with serve_in_thread(t, server=request.param) as base:
         yield base + "/mcp", t
     assert not t.sessions
 

@@ -92,38 +92,522 @@ fn bytes_equal(v: u64, b: u8) -> u64 {
 }
 
 /// Length of the run of bytes that need no attention inside a string: everything but the
-/// quote, the backslash and control characters. Eight bytes per step (SWAR); the tail is read
-/// as one more padded word.
+/// quote, the backslash and control characters.
 #[inline(always)]
 pub(crate) fn plain_run(rest: &[u8]) -> usize {
-    let mut i = 0;
-    let mut chunks = rest.chunks_exact(8);
-    for chunk in &mut chunks {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let stop = special_bytes(u64::from_le_bytes(word));
+    plain_end(rest, 0)
+}
+
+/// The first index at or after `pos` holding a quote, a backslash or a control character (or
+/// the length). Eight bytes per step (SWAR) while eight are left, then byte by byte: no copy
+/// into a padded word, so a short key costs a load and a few ALU operations.
+#[inline(always)]
+fn plain_end(buf: &[u8], mut pos: usize) -> usize {
+    while let Some(word) = buf.get(pos..).and_then(<[u8]>::first_chunk::<8>) {
+        let stop = special_bytes(u64::from_le_bytes(*word));
         if stop != 0 {
-            return i + (stop.trailing_zeros() / 8) as usize;
+            return pos + (stop.trailing_zeros() / 8) as usize;
         }
-        i += 8;
+        pos += 8;
     }
-    let tail = chunks.remainder();
-    if tail.is_empty() {
-        return i;
+    while let Some(&b) = buf.get(pos) {
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            break;
+        }
+        pos += 1;
     }
-    // Pad with a byte that never stops a run.
-    let mut word = [b'a'; 8];
-    word[..tail.len()].copy_from_slice(tail);
-    let stop = special_bytes(u64::from_le_bytes(word));
-    if stop != 0 {
-        return i + (stop.trailing_zeros() / 8) as usize;
-    }
-    i + tail.len()
+    pos
 }
 
 #[inline(always)]
 fn special_bytes(v: u64) -> u64 {
     bytes_equal(v, b'"') | bytes_equal(v, b'\\') | bytes_below(v, 0x20)
+}
+
+/// As [`plain_end`], but also stopping at any byte of a multi-byte UTF-8 sequence: the
+/// validating scan, on text not yet known to be UTF-8, takes the fast path only for ASCII.
+#[inline(always)]
+fn ascii_plain_end(buf: &[u8], mut pos: usize) -> usize {
+    while let Some(word) = buf.get(pos..).and_then(<[u8]>::first_chunk::<8>) {
+        let v = u64::from_le_bytes(*word);
+        let stop = special_bytes(v) | (v & HIGHS);
+        if stop != 0 {
+            return pos + (stop.trailing_zeros() / 8) as usize;
+        }
+        pos += 8;
+    }
+    while let Some(&b) = buf.get(pos) {
+        if b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b) {
+            break;
+        }
+        pos += 1;
+    }
+    pos
+}
+
+/// JSON whitespace (space, tab, CR, LF): all four are at most 0x20, so a single comparison
+/// clears every structural byte.
+#[inline(always)]
+pub(crate) fn is_ws(b: u8) -> bool {
+    b <= b' ' && matches!(b, b' ' | b'\n' | b'\r' | b'\t')
+}
+
+/// The first index at or after `pos` that is not whitespace.
+#[inline(always)]
+pub(crate) fn skip_ws_at(buf: &[u8], mut pos: usize) -> usize {
+    while let Some(&b) = buf.get(pos) {
+        if !is_ws(b) {
+            break;
+        }
+        pos += 1;
+    }
+    pos
+}
+
+#[inline(always)]
+pub(crate) fn syntax<T>(msg: &'static str, pos: usize) -> Result<T> {
+    Err(Error::Syntax { msg, pos })
+}
+
+/// Validates the string whose opening quote is at `pos`: the index just past its closing
+/// quote.
+#[inline(always)]
+pub(crate) fn string_end_at(buf: &[u8], pos: usize) -> Result<usize> {
+    string_span(buf, pos).map(|(end, _)| end)
+}
+
+/// Validates the string whose opening quote is at `pos` (escapes, control characters and, when
+/// the text was not checked beforehand, UTF-8): the index just past its closing quote, and
+/// whether the string holds escapes.
+#[inline(always)]
+pub(crate) fn string_span(buf: &[u8], pos: usize) -> Result<(usize, bool)> {
+    let end = ascii_plain_end(buf, pos + 1);
+    if buf.get(end) == Some(&b'"') {
+        return Ok((end + 1, false));
+    }
+    string_end_slow::<true>(buf, end)
+}
+
+/// The rest of a string from its first backslash, control character or (when `UTF8`, on text
+/// not checked beforehand) non-ASCII byte at `pos`: the index past the closing quote, and
+/// whether the string holds escapes. With `UTF8`, non-ASCII text is checked to be well-formed
+/// UTF-8 in place: the first few characters one by one, then whole runs at once.
+#[cold]
+#[inline(never)]
+fn string_end_slow<const UTF8: bool>(buf: &[u8], mut pos: usize) -> Result<(usize, bool)> {
+    let mut escaped = false;
+    let mut multibyte = 0u32;
+    loop {
+        match buf.get(pos) {
+            Some(b'"') => return Ok((pos + 1, escaped)),
+            Some(b'\\') => {
+                escaped = true;
+                pos = escape_end(buf, pos)?;
+            }
+            Some(&b) if b >= 0x80 => {
+                if !UTF8 {
+                    pos = plain_end(buf, pos);
+                } else if multibyte < 8 {
+                    // A few characters one by one.
+                    multibyte += 1;
+                    pos = utf8_char_end(buf, pos)?;
+                } else {
+                    // Then whole runs: non-ASCII text goes on up to the next quote, backslash
+                    // or control character, none of which can sit inside a character.
+                    let run = plain_end(buf, pos);
+                    if let Err(e) = std::str::from_utf8(buf.get(pos..run).unwrap_or_default()) {
+                        return syntax("str is not valid UTF-8", pos + e.valid_up_to());
+                    }
+                    pos = run;
+                }
+            }
+            Some(_) => return syntax("unexpected control character in string", pos),
+            None => return syntax("unterminated string", pos),
+        }
+        pos = if UTF8 {
+            ascii_plain_end(buf, pos)
+        } else {
+            plain_end(buf, pos)
+        };
+    }
+}
+
+/// Checks the multi-byte UTF-8 character starting at `pos` (its lead byte is at least 0x80):
+/// the index just past it. The well-formed sequences of the Unicode standard (table 3-7): no
+/// overlong forms, no surrogates, nothing above U+10FFFF.
+#[inline]
+fn utf8_char_end(buf: &[u8], pos: usize) -> Result<usize> {
+    let cont =
+        |i: usize, lo: u8, hi: u8| matches!(buf.get(pos + i), Some(&c) if (lo..=hi).contains(&c));
+    let ok = match buf.get(pos).copied().unwrap_or(0) {
+        0xC2..=0xDF => cont(1, 0x80, 0xBF).then_some(2),
+        0xE0 => (cont(1, 0xA0, 0xBF) && cont(2, 0x80, 0xBF)).then_some(3),
+        0xE1..=0xEC | 0xEE..=0xEF => (cont(1, 0x80, 0xBF) && cont(2, 0x80, 0xBF)).then_some(3),
+        0xED => (cont(1, 0x80, 0x9F) && cont(2, 0x80, 0xBF)).then_some(3),
+        0xF0 => (cont(1, 0x90, 0xBF) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF)).then_some(4),
+        0xF1..=0xF3 => {
+            (cont(1, 0x80, 0xBF) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF)).then_some(4)
+        }
+        0xF4 => (cont(1, 0x80, 0x8F) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF)).then_some(4),
+        _ => None,
+    };
+    match ok {
+        Some(n) => Ok(pos + n),
+        None => syntax("str is not valid UTF-8", pos),
+    }
+}
+
+/// Validates the escape sequence whose backslash is at `pos`: the index just past it.
+fn escape_end(buf: &[u8], pos: usize) -> Result<usize> {
+    match buf.get(pos + 1) {
+        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(pos + 2),
+        Some(b'u') => {
+            let hi = hex4_at(buf, pos + 2)?;
+            if (0xD800..0xDC00).contains(&hi) {
+                if buf.get(pos + 6) != Some(&b'\\') || buf.get(pos + 7) != Some(&b'u') {
+                    return syntax("no low surrogate in string", pos + 6);
+                }
+                let lo = hex4_at(buf, pos + 8)?;
+                if !(0xDC00..0xE000).contains(&lo) {
+                    return syntax("invalid low surrogate in string", pos + 12);
+                }
+                Ok(pos + 12)
+            } else if (0xDC00..0xE000).contains(&hi) {
+                syntax("lone low surrogate in string", pos + 6)
+            } else {
+                Ok(pos + 6)
+            }
+        }
+        Some(_) => syntax("invalid escape", pos + 1),
+        None => syntax("unterminated string", pos + 1),
+    }
+}
+
+fn hex4_at(buf: &[u8], pos: usize) -> Result<u32> {
+    let mut v = 0u32;
+    for i in pos..pos + 4 {
+        let d = match buf.get(i) {
+            Some(c @ b'0'..=b'9') => c - b'0',
+            Some(c @ b'a'..=b'f') => c - b'a' + 10,
+            Some(c @ b'A'..=b'F') => c - b'A' + 10,
+            _ => return syntax("invalid \\u escape", i),
+        };
+        v = v * 16 + u32::from(d);
+    }
+    Ok(v)
+}
+
+/// Validates the number starting at `pos` (a `-` or a digit): the index just past it. Only a
+/// fraction, an exponent or a very long integer can overflow a double, so only those are parsed.
+#[inline(always)]
+pub(crate) fn number_end_at(buf: &[u8], pos: usize) -> Result<usize> {
+    let mut end = pos + usize::from(buf.get(pos) == Some(&b'-'));
+    match buf.get(end) {
+        Some(b'1'..=b'9') => {
+            end += 1;
+            while let Some(b'0'..=b'9') = buf.get(end) {
+                end += 1;
+            }
+        }
+        Some(b'0') => end += 1,
+        _ => return syntax("invalid number", end),
+    }
+    match buf.get(end) {
+        Some(b'.' | b'e' | b'E' | b'0'..=b'9') => number_end_slow(buf, pos),
+        _ if end - pos > 300 => number_end_slow(buf, pos),
+        _ => Ok(end),
+    }
+}
+
+/// The general number path: the full grammar, and the double-overflow check.
+#[cold]
+#[inline(never)]
+fn number_end_slow(buf: &[u8], pos: usize) -> Result<usize> {
+    let (end, is_int) = number_span(buf, pos)?;
+    if !is_int || end - pos > 300 {
+        let text = std::str::from_utf8(&buf[pos..end]).unwrap_or_default();
+        if !text.parse::<f64>().is_ok_and(f64::is_finite) {
+            return syntax("number is infinity when parsed as double", end);
+        }
+    }
+    Ok(end)
+}
+
+/// The end of the number literal at `pos`, and whether it is an integer literal.
+pub(crate) fn number_span(b: &[u8], mut pos: usize) -> Result<(usize, bool)> {
+    if b.get(pos) == Some(&b'-') {
+        pos += 1;
+    }
+    match b.get(pos) {
+        Some(b'0') => {
+            pos += 1;
+            if matches!(b.get(pos), Some(b'0'..=b'9')) {
+                return syntax("number with leading zero is not allowed", pos);
+            }
+        }
+        Some(b'1'..=b'9') => {
+            while matches!(b.get(pos), Some(b'0'..=b'9')) {
+                pos += 1;
+            }
+        }
+        _ => return syntax("invalid number", pos),
+    }
+    let mut is_int = true;
+    if b.get(pos) == Some(&b'.') {
+        is_int = false;
+        pos += 1;
+        if !matches!(b.get(pos), Some(b'0'..=b'9')) {
+            return syntax("no digit after decimal point", pos);
+        }
+        while matches!(b.get(pos), Some(b'0'..=b'9')) {
+            pos += 1;
+        }
+    }
+    if matches!(b.get(pos), Some(b'e' | b'E')) {
+        is_int = false;
+        pos += 1;
+        if matches!(b.get(pos), Some(b'+' | b'-')) {
+            pos += 1;
+        }
+        if !matches!(b.get(pos), Some(b'0'..=b'9')) {
+            return syntax("no digit in exponent", pos);
+        }
+        while matches!(b.get(pos), Some(b'0'..=b'9')) {
+            pos += 1;
+        }
+    }
+    Ok((pos, is_int))
+}
+
+/// `true`, `false` or `null` at `pos`: the index just past it.
+#[inline(always)]
+pub(crate) fn literal_end_at(buf: &[u8], pos: usize, lit: &'static [u8]) -> Result<usize> {
+    if buf.get(pos..pos + lit.len()) == Some(lit) {
+        Ok(pos + lit.len())
+    } else {
+        syntax("invalid literal", pos)
+    }
+}
+
+/// The open containers while a nested value is validated: whether each is an object.
+trait Nesting {
+    /// Opens a container; false when this stack is full (the caller then hands the container
+    /// to a deeper validator).
+    fn push(&mut self, object: bool) -> bool;
+    /// Closes the innermost container.
+    fn pop(&mut self);
+    /// Whether the innermost container is an object.
+    fn in_object(&self) -> bool;
+    /// How many containers are open.
+    fn level(&self) -> usize;
+}
+
+/// Up to 64 levels in one register: bit i is set when the container i levels up from the
+/// innermost is an object.
+struct Bits {
+    bits: u64,
+    level: usize,
+}
+
+impl Nesting for Bits {
+    #[inline(always)]
+    fn push(&mut self, object: bool) -> bool {
+        if self.level == 64 {
+            return false;
+        }
+        self.bits = (self.bits << 1) | u64::from(object);
+        self.level += 1;
+        true
+    }
+    #[inline(always)]
+    fn pop(&mut self) {
+        self.bits >>= 1;
+        self.level -= 1;
+    }
+    #[inline(always)]
+    fn in_object(&self) -> bool {
+        self.bits & 1 != 0
+    }
+    #[inline(always)]
+    fn level(&self) -> usize {
+        self.level
+    }
+}
+
+/// Any depth, on the heap: only documents nested more than 64 levels below a skipped value
+/// get here.
+impl Nesting for Vec<bool> {
+    fn push(&mut self, object: bool) -> bool {
+        Vec::push(self, object);
+        true
+    }
+    fn pop(&mut self) {
+        Vec::pop(self);
+    }
+    fn in_object(&self) -> bool {
+        self.last() == Some(&true)
+    }
+    fn level(&self) -> usize {
+        self.len()
+    }
+}
+
+/// Validates the container opening at `pos` (its brackets at `depth`): the index just past
+/// its closing bracket.
+#[inline]
+pub(crate) fn skip_nested(buf: &[u8], pos: usize, depth: usize, max_depth: usize) -> Result<usize> {
+    skip_with(Bits { bits: 0, level: 0 }, buf, pos, depth, max_depth)
+}
+
+/// [`skip_nested`] for a container more than 64 levels down.
+#[cold]
+#[inline(never)]
+fn skip_deep(buf: &[u8], pos: usize, depth: usize, max_depth: usize) -> Result<usize> {
+    skip_with(Vec::<bool>::new(), buf, pos, depth, max_depth)
+}
+
+/// The validator for nested values, without recursion: one loop, the cursor in a register, the
+/// open containers in `open`. Whitespace is only looked for where a structural byte was
+/// expected and not found, so compact JSON pays nothing for it.
+#[inline(always)]
+fn skip_with<N: Nesting>(
+    mut open: N,
+    buf: &[u8],
+    mut pos: usize,
+    depth: usize,
+    max_depth: usize,
+) -> Result<usize> {
+    // At the head of this loop a value starts at `pos` (or whitespace before it).
+    'value: loop {
+        match buf.get(pos) {
+            Some(b'"') => pos = string_end_at(buf, pos)?,
+            Some(&c @ (b'{' | b'[')) => {
+                if depth + open.level() > max_depth {
+                    return Err(Error::TooDeep { max_depth });
+                }
+                let object = c == b'{';
+                if !open.push(object) {
+                    pos = skip_deep(buf, pos, depth + open.level(), max_depth)?;
+                } else {
+                    pos += 1;
+                    loop {
+                        match buf.get(pos) {
+                            Some(b'"') if object => {
+                                pos = member_value_at(buf, pos)?;
+                                continue 'value;
+                            }
+                            Some(b'}') if object => {}
+                            Some(b']') if !object => {}
+                            Some(&b) if is_ws(b) => {
+                                pos = skip_ws_at(buf, pos);
+                                continue;
+                            }
+                            _ if object => return syntax("expected a string key", pos),
+                            _ => continue 'value,
+                        }
+                        break;
+                    }
+                    // An empty container.
+                    pos += 1;
+                    open.pop();
+                }
+            }
+            Some(b'-' | b'0'..=b'9') => pos = number_end_at(buf, pos)?,
+            Some(b't') => pos = literal_end_at(buf, pos, b"true")?,
+            Some(b'f') => pos = literal_end_at(buf, pos, b"false")?,
+            Some(b'n') => pos = literal_end_at(buf, pos, b"null")?,
+            Some(&b) if is_ws(b) => {
+                pos = skip_ws_at(buf, pos);
+                continue 'value;
+            }
+            Some(_) => return syntax("unexpected character", pos),
+            None => return syntax("unexpected end of data", pos),
+        }
+        // After a value: commas and closing brackets until the next value starts.
+        while open.level() > 0 {
+            let object = open.in_object();
+            match buf.get(pos) {
+                Some(b',') => {
+                    pos += 1;
+                    if object {
+                        if buf.get(pos) != Some(&b'"') {
+                            pos = skip_ws_at(buf, pos);
+                            match buf.get(pos) {
+                                Some(b'"') => {}
+                                Some(b'}') => return syntax("trailing comma", pos),
+                                _ => return syntax("expected a string key", pos),
+                            }
+                        }
+                        pos = member_value_at(buf, pos)?;
+                    } else if buf.get(skip_ws_at(buf, pos)) == Some(&b']') {
+                        return syntax("trailing comma", pos);
+                    }
+                    continue 'value;
+                }
+                Some(b'}') if object => {
+                    pos += 1;
+                    open.pop();
+                }
+                Some(b']') if !object => {
+                    pos += 1;
+                    open.pop();
+                }
+                Some(&b) if is_ws(b) => pos = skip_ws_at(buf, pos),
+                None => return syntax("unexpected end of data", pos),
+                Some(_) if object => return syntax("expected ',' or '}'", pos),
+                Some(_) => return syntax("expected ',' or ']'", pos),
+            }
+        }
+        return Ok(pos);
+    }
+}
+
+/// Validates the value at `pos` (whitespace before it allowed; its containers at `depth`): the
+/// index just past it. Scalars, the common case, are handled here without a call.
+#[inline(always)]
+pub(crate) fn skip_value_at(
+    buf: &[u8],
+    mut pos: usize,
+    depth: usize,
+    max_depth: usize,
+) -> Result<usize> {
+    loop {
+        return match buf.get(pos) {
+            Some(b'"') => string_end_at(buf, pos),
+            Some(b'{' | b'[') => skip_nested(buf, pos, depth, max_depth),
+            Some(b'-' | b'0'..=b'9') => number_end_at(buf, pos),
+            Some(b't') => literal_end_at(buf, pos, b"true"),
+            Some(b'f') => literal_end_at(buf, pos, b"false"),
+            Some(b'n') => literal_end_at(buf, pos, b"null"),
+            Some(&b) if is_ws(b) => {
+                pos = skip_ws_at(buf, pos);
+                continue;
+            }
+            Some(_) => syntax("unexpected character", pos),
+            None => syntax("unexpected end of data", pos),
+        };
+    }
+}
+
+/// From a key's opening quote: past the key and the colon, to where the member's value starts
+/// (whitespace before it is left to the value's dispatch).
+#[inline(always)]
+pub(crate) fn member_value_at(buf: &[u8], pos: usize) -> Result<usize> {
+    let pos = string_end_at(buf, pos)?;
+    if buf.get(pos) == Some(&b':') {
+        return Ok(pos + 1);
+    }
+    colon_slow(buf, pos)
+}
+
+#[cold]
+#[inline(never)]
+pub(crate) fn colon_slow(buf: &[u8], pos: usize) -> Result<usize> {
+    let pos = skip_ws_at(buf, pos);
+    if buf.get(pos) != Some(&b':') {
+        return syntax("expected ':'", pos);
+    }
+    Ok(pos + 1)
 }
 
 /// A cursor over a document that has already been checked to be UTF-8.
@@ -171,20 +655,9 @@ impl<'a> Reader<'a> {
         Err(Error::Syntax { msg, pos: self.pos })
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn skip_ws(&mut self) {
-        // Compact JSON has none: one test and out.
-        match self.buf.get(self.pos) {
-            Some(b' ' | b'\n' | b'\r' | b'\t') => {}
-            _ => return,
-        }
-        while let Some(&b) = self.buf.get(self.pos) {
-            if b == b' ' || b == b'\n' || b == b'\r' || b == b'\t' {
-                self.pos += 1;
-            } else {
-                break;
-            }
-        }
+        self.pos = skip_ws_at(self.buf, self.pos);
     }
 
     #[inline]
@@ -240,102 +713,50 @@ impl<'a> Reader<'a> {
     }
 
     /// Skips (and fully validates) one value whose containers sit at `depth`.
-    pub fn skip_value(&mut self, depth: usize) -> Result<()> {
-        self.skip_ws();
-        // Dispatch on the byte directly: scalars, the common case, return without a detour.
-        match self.buf.get(self.pos) {
-            Some(b'"') => self.skip_string().map(|_| ()),
-            Some(b'{') => {
-                self.enter(depth)?;
-                self.pos += 1;
-                self.skip_ws();
-                if self.peek() == Some(b'}') {
-                    self.pos += 1;
-                    return Ok(());
-                }
-                loop {
-                    self.skip_ws();
-                    if self.peek() != Some(b'"') {
-                        return self.err("expected a string key");
-                    }
-                    self.skip_string()?;
-                    self.colon()?;
-                    self.skip_value(depth + 1)?;
-                    if self.comma_or_end(b'}')? {
-                        return Ok(());
-                    }
-                }
-            }
-            Some(b'[') => {
-                self.enter(depth)?;
-                self.pos += 1;
-                self.skip_ws();
-                if self.peek() == Some(b']') {
-                    self.pos += 1;
-                    return Ok(());
-                }
-                loop {
-                    self.skip_value(depth + 1)?;
-                    if self.comma_or_end(b']')? {
-                        return Ok(());
-                    }
-                }
-            }
-            Some(b'-' | b'0'..=b'9') => self.skip_number(),
-            Some(b't') => self.expect_literal(b"true"),
-            Some(b'f') => self.expect_literal(b"false"),
-            Some(b'n') => self.expect_literal(b"null"),
-            Some(_) => self.err("unexpected character"),
-            None => self.err("unexpected end of data"),
-        }
-    }
-
-    /// Validates a number without building it: only a fraction, an exponent or a very long
-    /// integer can overflow a double, so only those are parsed.
     #[inline]
-    fn skip_number(&mut self) -> Result<()> {
-        let (text, is_int) = self.number_text()?;
-        if !is_int || text.len() > 300 {
-            self.float_of(text)?;
-        }
+    pub fn skip_value(&mut self, depth: usize) -> Result<()> {
+        self.pos = skip_value_at(self.buf, self.pos, depth, self.max_depth)?;
         Ok(())
     }
 
     /// Expects `:` (with whitespace around).
-    #[inline]
+    #[inline(always)]
     pub fn colon(&mut self) -> Result<()> {
-        self.skip_ws();
-        if self.peek() == Some(b':') {
-            self.pos += 1;
+        let pos = skip_ws_at(self.buf, self.pos);
+        if self.buf.get(pos) == Some(&b':') {
+            self.pos = skip_ws_at(self.buf, pos + 1);
             Ok(())
         } else {
-            self.err("expected ':'")
+            syntax("expected ':'", pos)
         }
     }
 
     /// After a member or element: `,` gives false (more follow), the closing bracket true.
-    #[inline]
+    #[inline(always)]
     pub fn comma_or_end(&mut self, close: u8) -> Result<bool> {
-        self.skip_ws();
-        match self.peek() {
+        let pos = skip_ws_at(self.buf, self.pos);
+        match self.buf.get(pos) {
             Some(b',') => {
-                self.pos += 1;
-                self.skip_ws();
-                if self.peek() == Some(close) {
-                    return self.err("trailing comma");
+                let next = skip_ws_at(self.buf, pos + 1);
+                if self.buf.get(next) == Some(&close) {
+                    return syntax("trailing comma", next);
                 }
+                self.pos = next;
                 Ok(false)
             }
-            Some(c) if c == close => {
-                self.pos += 1;
+            Some(&c) if c == close => {
+                self.pos = pos + 1;
                 Ok(true)
             }
-            None => self.err("unexpected end of data"),
-            Some(_) => self.err(if close == b'}' {
-                "expected ',' or '}'"
-            } else {
-                "expected ',' or ']'"
-            }),
+            None => syntax("unexpected end of data", pos),
+            Some(_) => syntax(
+                if close == b'}' {
+                    "expected ',' or '}'"
+                } else {
+                    "expected ',' or ']'"
+                },
+                pos,
+            ),
         }
     }
 
@@ -451,39 +872,18 @@ impl<'a> Reader<'a> {
     }
 
     /// Validates a string at the cursor; returns whether it holds escapes.
-    // Always inlined: it runs for every key and string value, and its fast path is a handful of
-    // instructions next to a six-register prologue.
+    // Always inlined: it runs for every key and string value, and its fast path is a load and
+    // a few ALU operations per eight bytes.
     #[inline(always)]
     pub fn skip_string(&mut self) -> Result<bool> {
-        let start = self.pos + 1;
-        let rest = self.buf.get(start..).unwrap_or_default();
-        let n = plain_run(rest);
-        self.pos = start + n;
-        if rest.get(n) == Some(&b'"') {
-            self.pos += 1;
+        let end = plain_end(self.buf, self.pos + 1);
+        if self.buf.get(end) == Some(&b'"') {
+            self.pos = end + 1;
             return Ok(false);
         }
-        self.skip_string_rest()
-    }
-
-    #[cold]
-    fn skip_string_rest(&mut self) -> Result<bool> {
-        let mut escaped = false;
-        loop {
-            match self.peek() {
-                Some(b'"') => {
-                    self.pos += 1;
-                    return Ok(escaped);
-                }
-                Some(b'\\') => {
-                    escaped = true;
-                    self.escape(None)?;
-                }
-                Some(_) => return self.err("unexpected control character in string"),
-                None => return self.err("unterminated string"),
-            }
-            self.pos += plain_run(self.buf.get(self.pos..).unwrap_or_default());
-        }
+        let (end, escaped) = string_end_slow::<false>(self.buf, end)?;
+        self.pos = end;
+        Ok(escaped)
     }
 
     /// Reads a string at the cursor, borrowing it when it has no escapes.
@@ -605,49 +1005,9 @@ impl<'a> Reader<'a> {
     /// The literal text of the number at the cursor, and whether it is an integer literal.
     pub fn number_text(&mut self) -> Result<(&'a str, bool)> {
         let start = self.pos;
-        let b = self.buf;
-        if b.get(self.pos) == Some(&b'-') {
-            self.pos += 1;
-        }
-        match b.get(self.pos) {
-            Some(b'0') => {
-                self.pos += 1;
-                if matches!(b.get(self.pos), Some(b'0'..=b'9')) {
-                    return self.err("number with leading zero is not allowed");
-                }
-            }
-            Some(b'1'..=b'9') => {
-                while matches!(b.get(self.pos), Some(b'0'..=b'9')) {
-                    self.pos += 1;
-                }
-            }
-            _ => return self.err("invalid number"),
-        }
-        let mut is_int = true;
-        if b.get(self.pos) == Some(&b'.') {
-            is_int = false;
-            self.pos += 1;
-            if !matches!(b.get(self.pos), Some(b'0'..=b'9')) {
-                return self.err("no digit after decimal point");
-            }
-            while matches!(b.get(self.pos), Some(b'0'..=b'9')) {
-                self.pos += 1;
-            }
-        }
-        if matches!(b.get(self.pos), Some(b'e' | b'E')) {
-            is_int = false;
-            self.pos += 1;
-            if matches!(b.get(self.pos), Some(b'+' | b'-')) {
-                self.pos += 1;
-            }
-            if !matches!(b.get(self.pos), Some(b'0'..=b'9')) {
-                return self.err("no digit in exponent");
-            }
-            while matches!(b.get(self.pos), Some(b'0'..=b'9')) {
-                self.pos += 1;
-            }
-        }
-        Ok((self.str_slice(start, self.pos), is_int))
+        let (end, is_int) = number_span(self.buf, start)?;
+        self.pos = end;
+        Ok((self.str_slice(start, end), is_int))
     }
 
     /// Reads one value into `builder`; its containers sit at `depth`.
@@ -919,6 +1279,73 @@ mod tests {
         );
         // A very deep document fails on the limit, never on the stack.
         assert!(validate(deep(1_000_000).as_bytes(), 128).is_err());
+        // Past the 64 levels the skipping validator keeps in a register, mixed containers.
+        let mixed = |n: usize| {
+            let mut open = String::new();
+            let mut close = String::new();
+            for i in 0..n {
+                if i % 3 == 0 {
+                    open.push_str("{\"k\": ");
+                    close.insert(0, '}');
+                } else {
+                    open.push_str("[0, ");
+                    close.insert(0, ']');
+                }
+            }
+            open + "\"x\"" + &close
+        };
+        for n in [63, 64, 65, 66, 129, 200, 1000] {
+            assert!(validate(mixed(n).as_bytes(), n).is_ok(), "{n}");
+            assert_eq!(
+                validate(mixed(n + 1).as_bytes(), n),
+                Err(Error::TooDeep { max_depth: n }),
+                "{n}"
+            );
+            // A wrong closing bracket deep down is still seen.
+            let bad = mixed(n).replacen("}", "]", 1);
+            assert!(validate(bad.as_bytes(), n).is_err(), "{n}");
+        }
+    }
+
+    #[test]
+    fn strings_are_checked_to_be_utf8_as_they_are_scanned() {
+        // Against the standard library's verdict, for lone characters and for long runs
+        // (which the scan checks a run at a time).
+        let mut cases: Vec<Vec<u8>> = Vec::new();
+        for lead in 0x80..=0xFFu8 {
+            for cont in [0x80u8, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0x41] {
+                cases.push(vec![lead, cont]);
+                cases.push(vec![lead, cont, 0x80]);
+                cases.push(vec![lead, cont, 0x80, 0x80]);
+                cases.push(vec![b'a', lead, cont, 0xBF, 0xBF, b'z']);
+            }
+        }
+        let long = "d\u{e9}j\u{e0} vu, \u{65e5}\u{672c}\u{8a9e} \u{1f600} ".repeat(8);
+        cases.push(long.as_bytes().to_vec());
+        for cut in [1, 17, 40, 101] {
+            let mut v = long.as_bytes().to_vec();
+            v.insert(cut, 0xFF);
+            cases.push(v.clone());
+            v[cut] = 0xED;
+            v.insert(cut + 1, 0xA0);
+            v.insert(cut + 2, 0x80);
+            cases.push(v);
+        }
+        for body in cases {
+            let want = std::str::from_utf8(&body).is_ok();
+            let mut doc = b"[\"".to_vec();
+            doc.extend_from_slice(&body);
+            doc.extend_from_slice(b"\", {\"");
+            doc.extend_from_slice(&body);
+            doc.extend_from_slice(b"\\n\": 1}]");
+            let got = skip_value_at(&doc, 0, 1, 128).map(|end| end == doc.len());
+            assert_eq!(got.is_ok(), want, "{body:x?}");
+            if want {
+                assert_eq!(got, Ok(true));
+            }
+        }
+        // Outside strings, any non-ASCII byte is an error.
+        assert!(skip_value_at(b"[1,\xc3\xa9]", 0, 1, 128).is_err());
     }
 
     #[test]

@@ -6,12 +6,15 @@
 //!   spans of `params`, `result` and `error`;
 //! - [`write`]: compact output (strings, numbers, ids) byte-compatible with orjson;
 //! - [`framer`]: newline framing for stdio, with a size limit that resynchronises;
-//! - [`sse`]: the server-sent-events encoder and the WHATWG decoder.
+//! - [`sse`]: the server-sent-events encoder and the WHATWG decoder;
+//! - [`http1`]: HTTP/1.1 request framing for the server's fast path (a strict subset; the
+//!   rest falls back to a full parser).
 //!
 //! The Python binding (`mcpfast-py`) is a thin layer over these modules.
 
 pub mod envelope;
 pub mod framer;
+pub mod http1;
 pub mod json;
 pub mod sse;
 pub mod write;

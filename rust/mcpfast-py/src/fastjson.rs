@@ -26,6 +26,9 @@ fn type_error(msg: &str) -> PyErr {
 /// # Safety
 /// The GIL is held (`py` proves it) and `obj` is a valid pointer to a live object for the whole
 /// call (a borrowed reference owned by the caller).
+// Always inlined: the containers' loops dispatch their items here without a call, and only
+// recurse (through `write_dict`/`write_seq`) for nested containers.
+#[inline(always)]
 pub unsafe fn write(
     py: Python<'_>,
     out: &mut Vec<u8>,
@@ -37,7 +40,7 @@ pub unsafe fn write(
     unsafe {
         let t = ffi::Py_TYPE(obj);
         if t == addr_of_mut!(ffi::PyUnicode_Type) {
-            write_unicode(py, out, obj)
+            write_unicode(out, obj)
         } else if t == addr_of_mut!(ffi::PyDict_Type) {
             write_dict(py, out, obj, depth)
         } else if t == addr_of_mut!(ffi::PyList_Type) {
@@ -59,35 +62,168 @@ pub unsafe fn write(
         } else if t == addr_of_mut!(ffi::PyTuple_Type) {
             write_tuple(py, out, obj, depth)
         } else {
-            // A strong reference for the slow path, which may run Python code.
-            let bound = Bound::from_borrowed_ptr(py, obj);
-            crate::pyjson::write_other(out, &bound, depth)
+            write_slow(py, out, obj, depth)
         }
     }
+}
+
+/// Anything but the exact built-in types: subclasses, `enum.Enum`, `uuid.UUID`, errors.
+#[inline(never)]
+unsafe fn write_slow(
+    py: Python<'_>,
+    out: &mut Vec<u8>,
+    obj: *mut ffi::PyObject,
+    depth: u32,
+) -> PyResult<()> {
+    // SAFETY: the caller's contract; a strong reference for the slow path, which may run
+    // Python code.
+    let bound = unsafe { Bound::from_borrowed_ptr(py, obj) };
+    crate::pyjson::write_other(out, &bound, depth)
+}
+
+/// The UTF-8 text of a str, borrowed from the object: read in place for a compact ASCII str
+/// (most keys and many values), otherwise the UTF-8 copy CPython caches on the object. None
+/// when the str cannot be encoded (a lone surrogate; the Python error is cleared).
+///
+/// # Safety
+/// The GIL is held and `obj` is a live str, which outlives the returned slice.
+#[inline(always)]
+pub unsafe fn str_utf8<'a>(obj: *mut ffi::PyObject) -> Option<&'a [u8]> {
+    #[cfg(not(any(Py_3_14, PyPy, GraalPy)))]
+    // SAFETY: a compact ASCII str holds its `length` bytes right after its header.
+    unsafe {
+        if ffi::PyUnicode_IS_COMPACT_ASCII(obj) != 0 {
+            let len = usize::try_from(ffi::PyUnicode_GET_LENGTH(obj)).unwrap_or(0);
+            let data = ffi::PyUnicode_DATA(obj).cast::<u8>();
+            return Some(std::slice::from_raw_parts(data, len));
+        }
+    }
+    let mut len: ffi::Py_ssize_t = 0;
+    // SAFETY: `obj` is a live str; the returned buffer is owned by it and valid while it lives.
+    let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(obj, &mut len) };
+    if data.is_null() {
+        // SAFETY: the GIL is held; the error is the encoding failure just raised.
+        unsafe { ffi::PyErr_Clear() };
+        return None;
+    }
+    let len = usize::try_from(len).unwrap_or(0);
+    // SAFETY: `data` points at `len` initialised bytes owned by `obj`.
+    Some(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) })
 }
 
 /// Appends a str (exact or subclass) as a JSON string.
 ///
 /// # Safety
-/// As for [`write`]; `obj` is a str.
-pub unsafe fn write_unicode(
-    py: Python<'_>,
-    out: &mut Vec<u8>,
-    obj: *mut ffi::PyObject,
-) -> PyResult<()> {
-    let mut len: ffi::Py_ssize_t = 0;
-    // SAFETY: `obj` is a live str; the returned buffer is owned by it and valid while it lives.
-    let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(obj, &mut len) };
-    if data.is_null() {
+/// The GIL is held and `obj` is a live str (exact or subclass).
+#[inline(always)]
+pub unsafe fn write_unicode(out: &mut Vec<u8>, obj: *mut ffi::PyObject) -> PyResult<()> {
+    // SAFETY: the caller's contract.
+    match unsafe { str_utf8(obj) } {
+        Some(bytes) => {
+            put_str(out, bytes);
+            Ok(())
+        }
         // A lone surrogate: not encodable as UTF-8.
-        drop(PyErr::take(py));
-        return Err(type_error("str is not valid UTF-8: surrogates not allowed"));
+        None => Err(type_error("str is not valid UTF-8: surrogates not allowed")),
     }
-    let len = usize::try_from(len).unwrap_or(0);
-    // SAFETY: `data` points at `len` initialised bytes owned by `obj`.
-    let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) };
-    write::write_str_bytes(out, bytes);
-    Ok(())
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Flags (high bit) the bytes of `v` a JSON string must escape: `"`, `\` and controls.
+#[inline(always)]
+fn special(v: u64) -> u64 {
+    let quote = v ^ (ONES * u64::from(b'"'));
+    let backslash = v ^ (ONES * u64::from(b'\\'));
+    (quote.wrapping_sub(ONES) | backslash.wrapping_sub(ONES) | v.wrapping_sub(ONES * 0x20))
+        & !v
+        & HIGHS
+}
+
+#[inline(always)]
+fn word_at(text: &[u8], i: usize) -> u64 {
+    text.get(i..)
+        .and_then(<[u8]>::first_chunk::<8>)
+        .map_or(0, |w| u64::from_le_bytes(*w))
+}
+
+#[inline(always)]
+fn half_at(text: &[u8], i: usize) -> u64 {
+    text.get(i..)
+        .and_then(<[u8]>::first_chunk::<4>)
+        .map_or(0, |w| u64::from(u32::from_le_bytes(*w)))
+}
+
+/// Whether a string of up to 16 bytes holds a byte to escape: words read in place (the last
+/// one overlapping), no copy.
+#[inline(always)]
+fn short_needs_escape(text: &[u8]) -> bool {
+    let n = text.len();
+    if n >= 8 {
+        special(word_at(text, 0)) | special(word_at(text, n - 8)) != 0
+    } else if n >= 4 {
+        // The first and the last four bytes (overlapping when shorter than eight) in one word.
+        let v = half_at(text, 0) | (half_at(text, n - 4) << 32);
+        special(v) != 0
+    } else {
+        text.iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20)
+    }
+}
+
+/// Appends a short string (at most 16 bytes) that needs no escape, between quotes, after a
+/// comma when `comma` and followed by a colon when `colon` (an object key): one capacity
+/// check and fixed-size copies instead of a `memcpy` call.
+#[inline(always)]
+fn put_short(out: &mut Vec<u8>, text: &[u8], comma: bool, colon: bool) {
+    let n = text.len();
+    out.reserve(n + 4);
+    let len = out.len();
+    let total = usize::from(comma) + n + 2 + usize::from(colon);
+    // SAFETY: `reserve` made room for `n + 4 >= total` bytes after `len`; every byte up to the
+    // new length is written before `set_len`, and reads stay within `text`.
+    unsafe {
+        let mut dst = out.as_mut_ptr().add(len);
+        if comma {
+            *dst = b',';
+            dst = dst.add(1);
+        }
+        let src = text.as_ptr();
+        *dst = b'"';
+        let body = dst.add(1);
+        if n >= 8 {
+            body.cast::<u64>()
+                .write_unaligned(src.cast::<u64>().read_unaligned());
+            body.add(n - 8)
+                .cast::<u64>()
+                .write_unaligned(src.add(n - 8).cast::<u64>().read_unaligned());
+        } else if n >= 4 {
+            body.cast::<u32>()
+                .write_unaligned(src.cast::<u32>().read_unaligned());
+            body.add(n - 4)
+                .cast::<u32>()
+                .write_unaligned(src.add(n - 4).cast::<u32>().read_unaligned());
+        } else if n > 0 {
+            *body = *src;
+            *body.add(n / 2) = *src.add(n / 2);
+            *body.add(n - 1) = *src.add(n - 1);
+        }
+        *body.add(n) = b'"';
+        if colon {
+            *body.add(n + 1) = b':';
+        }
+        out.set_len(len + total);
+    }
+}
+
+/// Appends UTF-8 text as a JSON string.
+#[inline(always)]
+fn put_str(out: &mut Vec<u8>, text: &[u8]) {
+    if text.len() <= 16 && !short_needs_escape(text) {
+        put_short(out, text, false, false);
+    } else {
+        write::write_str_bytes(out, text);
+    }
 }
 
 unsafe fn write_long(py: Python<'_>, out: &mut Vec<u8>, obj: *mut ffi::PyObject) -> PyResult<()> {
@@ -141,6 +277,7 @@ fn enter(depth: u32) -> PyResult<u32> {
     Ok(depth + 1)
 }
 
+#[inline(never)]
 unsafe fn write_dict(
     py: Python<'_>,
     out: &mut Vec<u8>,
@@ -157,17 +294,29 @@ unsafe fn write_dict(
         let mut value: *mut ffi::PyObject = std::ptr::null_mut();
         let mut first = true;
         while ffi::PyDict_Next(obj, &mut pos, &mut key, &mut value) != 0 {
-            if !first {
-                out.push(b',');
-            }
+            let comma = !first;
             first = false;
-            if ffi::PyUnicode_Check(key) == 0 {
-                return Err(type_error("Dict key must be str"));
+            // The usual key, a short plain str, goes out with its comma and colon at once.
+            let short = if ffi::Py_TYPE(key) == addr_of_mut!(ffi::PyUnicode_Type) {
+                str_utf8(key).filter(|k| k.len() <= 16 && !short_needs_escape(k))
+            } else {
+                None
+            };
+            if let Some(k) = short {
+                put_short(out, k, comma, true);
+            } else {
+                if ffi::PyUnicode_Check(key) == 0 {
+                    return Err(type_error("Dict key must be str"));
+                }
+                if comma {
+                    out.push(b',');
+                }
+                write_unicode(out, key)?;
+                out.push(b':');
             }
-            write_unicode(py, out, key)?;
-            out.push(b':');
-            // The value is borrowed from the dict we hold; `write` takes its own reference
-            // before running any Python code.
+            // The value is borrowed from the dict we hold. Scalars run no Python code; a
+            // nested container takes its own reference before reading anything, and the slow
+            // path takes one before running any Python code.
             write(py, out, value, depth)?;
         }
         out.push(b'}');
@@ -177,6 +326,7 @@ unsafe fn write_dict(
 
 /// A list or a tuple, read by index. The length is read again at each step: the slow path may
 /// run Python code that shrinks a list.
+#[inline(never)]
 unsafe fn write_seq(
     py: Python<'_>,
     out: &mut Vec<u8>,
@@ -186,8 +336,7 @@ unsafe fn write_seq(
     item: unsafe fn(*mut ffi::PyObject, ffi::Py_ssize_t) -> *mut ffi::PyObject,
 ) -> PyResult<()> {
     let depth = enter(depth)?;
-    // SAFETY: `obj` is a live list or tuple matching `len`/`item`; we hold it, and each item
-    // while it is written.
+    // SAFETY: `obj` is a live list or tuple matching `len`/`item`, which we hold.
     unsafe {
         let _held = Held::new(obj);
         out.push(b'[');
@@ -196,9 +345,8 @@ unsafe fn write_seq(
             if i > 0 {
                 out.push(b',');
             }
-            let it = item(obj, i);
-            let _item = Held::new(it);
-            write(py, out, it, depth)?;
+            // Borrowed from the sequence we hold, as for a dict's values.
+            write(py, out, item(obj, i), depth)?;
             i += 1;
         }
         out.push(b']');

@@ -3,6 +3,7 @@
 
 mod errors;
 mod fastjson;
+mod http1;
 mod message;
 mod pyjson;
 mod stream;
@@ -40,20 +41,21 @@ fn encode_call<'py>(
     method: &str,
     params: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let mut out = Vec::with_capacity(128);
-    out.extend_from_slice(write::HEAD);
-    if let Some(id) = id {
-        out.extend_from_slice(b",\"id\":");
-        pyjson::write_py_id(&mut out, id)?;
-    }
-    out.extend_from_slice(b",\"method\":");
-    write::write_str(&mut out, method);
-    if let Some(p) = params.filter(|p| !p.is_none()) {
-        out.extend_from_slice(b",\"params\":");
-        pyjson::write_body(&mut out, p)?;
-    }
-    out.push(b'}');
-    Ok(PyBytes::new(py, &out))
+    pyjson::encode_with(py, |out| {
+        out.extend_from_slice(write::HEAD);
+        if let Some(id) = id {
+            out.extend_from_slice(b",\"id\":");
+            pyjson::write_py_id(out, id)?;
+        }
+        out.extend_from_slice(b",\"method\":");
+        write::write_str(out, method);
+        if let Some(p) = params.filter(|p| !p.is_none()) {
+            out.extend_from_slice(b",\"params\":");
+            pyjson::write_body(out, p)?;
+        }
+        out.push(b'}');
+        Ok(())
+    })
 }
 
 #[pyfunction]
@@ -63,14 +65,15 @@ fn encode_result<'py>(
     result: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     errors::guarded(|| {
-        let mut out = Vec::with_capacity(256);
-        out.extend_from_slice(write::HEAD);
-        out.extend_from_slice(b",\"id\":");
-        pyjson::write_py_id(&mut out, id)?;
-        out.extend_from_slice(b",\"result\":");
-        pyjson::write_body(&mut out, result)?;
-        out.push(b'}');
-        Ok(PyBytes::new(py, &out))
+        pyjson::encode_with(py, |out| {
+            out.extend_from_slice(write::HEAD);
+            out.extend_from_slice(b",\"id\":");
+            pyjson::write_py_id(out, id)?;
+            out.extend_from_slice(b",\"result\":");
+            pyjson::write_body(out, result)?;
+            out.push(b'}');
+            Ok(())
+        })
     })
 }
 
@@ -84,29 +87,31 @@ fn encode_error<'py>(
     data: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     errors::guarded(|| {
-        let mut out = Vec::with_capacity(128);
-        out.extend_from_slice(write::HEAD);
-        out.extend_from_slice(b",\"id\":");
-        match id.filter(|i| !i.is_none()) {
-            Some(i) => pyjson::write_py_id(&mut out, i)?,
-            None => out.extend_from_slice(b"null"),
-        }
-        out.extend_from_slice(b",\"error\":{\"code\":");
-        if code.cast::<pyo3::types::PyInt>().is_err() || code.cast::<pyo3::types::PyBool>().is_ok()
-        {
-            return Err(pyo3::exceptions::PyTypeError::new_err(
-                "the error code must be an int",
-            ));
-        }
-        pyjson::write_obj(&mut out, code, 0)?;
-        out.extend_from_slice(b",\"message\":");
-        write::write_str(&mut out, message);
-        if let Some(d) = data.filter(|d| !d.is_none()) {
-            out.extend_from_slice(b",\"data\":");
-            pyjson::write_obj(&mut out, d, 0)?;
-        }
-        out.extend_from_slice(b"}}");
-        Ok(PyBytes::new(py, &out))
+        pyjson::encode_with(py, |out| {
+            out.extend_from_slice(write::HEAD);
+            out.extend_from_slice(b",\"id\":");
+            match id.filter(|i| !i.is_none()) {
+                Some(i) => pyjson::write_py_id(out, i)?,
+                None => out.extend_from_slice(b"null"),
+            }
+            out.extend_from_slice(b",\"error\":{\"code\":");
+            if code.cast::<pyo3::types::PyInt>().is_err()
+                || code.cast::<pyo3::types::PyBool>().is_ok()
+            {
+                return Err(pyo3::exceptions::PyTypeError::new_err(
+                    "the error code must be an int",
+                ));
+            }
+            pyjson::write_obj(out, code, 0)?;
+            out.extend_from_slice(b",\"message\":");
+            write::write_str(out, message);
+            if let Some(d) = data.filter(|d| !d.is_none()) {
+                out.extend_from_slice(b",\"data\":");
+                pyjson::write_obj(out, d, 0)?;
+            }
+            out.extend_from_slice(b"}}");
+            Ok(())
+        })
     })
 }
 
@@ -146,6 +151,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode_result, m)?)?;
     m.add_function(wrap_pyfunction!(encode_error, m)?)?;
     m.add_function(wrap_pyfunction!(stream::frame_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(http1::parse_http, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add(
         "__all__",
@@ -167,6 +173,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
             "encode_request",
             "encode_result",
             "frame_lines",
+            "parse_http",
             "scan_reply",
         ],
     )?;

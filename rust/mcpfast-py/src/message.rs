@@ -12,10 +12,11 @@ use crate::pyjson::{build_value, id_to_py};
 macro_rules! known_methods {
     ($($name:literal),* $(,)?) => {
         const KNOWN_METHODS: &[&str] = &[$($name),*];
-        fn known_method(s: &str) -> Option<usize> {
+        /// The index of a known method name (as UTF-8 bytes) in `KNOWN_METHODS`.
+        fn known_method(s: &[u8]) -> Option<usize> {
             let mut i = 0usize;
             $(
-                if s == $name {
+                if s == $name.as_bytes() {
                     return Some(i);
                 }
                 i += 1;
@@ -66,8 +67,8 @@ known_methods!(
 static METHOD_STRS: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
 static KIND_STRS: PyOnceLock<[Py<PyString>; 4]> = PyOnceLock::new();
 
-fn method_str<'py>(py: Python<'py>, name: &str) -> Bound<'py, PyString> {
-    match known_method(name) {
+fn method_str<'py>(py: Python<'py>, name: &envelope::Text<'_>) -> Bound<'py, PyString> {
+    match known_method(name.as_bytes()) {
         Some(i) => {
             let table = METHOD_STRS.get_or_init(py, || {
                 KNOWN_METHODS
@@ -77,11 +78,11 @@ fn method_str<'py>(py: Python<'py>, name: &str) -> Bound<'py, PyString> {
             });
             table[i].bind(py).clone()
         }
-        None => PyString::new(py, name),
+        None => PyString::new(py, name.as_str()),
     }
 }
 
-fn kind_str(py: Python<'_>, kind: Kind) -> Bound<'_, PyString> {
+fn kind_str(py: Python<'_>, kind: Kind) -> Py<PyString> {
     let table = KIND_STRS.get_or_init(py, || {
         [Kind::Request, Kind::Notification, Kind::Result, Kind::Error]
             .map(|k| PyString::intern(py, k.as_str()).unbind())
@@ -92,15 +93,25 @@ fn kind_str(py: Python<'_>, kind: Kind) -> Bound<'_, PyString> {
         Kind::Result => 2,
         Kind::Error => 3,
     };
-    table[i].bind(py).clone()
+    table[i].clone_ref(py)
 }
 
 /// One decoded JSON-RPC message; its parts stay bytes until asked for.
+///
+/// `kind`, `id` and `method`, read on every message, are plain object fields exposed as
+/// member descriptors (a frozen class's `#[pyo3(get)]` on a `Py<T>` field): CPython reads them
+/// straight from the struct (its specialised `LOAD_ATTR_SLOT`), with no call into Rust.
 #[pyclass(frozen, freelist = 256, module = "mcpfast._core", name = "Message")]
 pub struct Message {
-    kind: Kind,
-    id: Option<Py<PyAny>>,
-    method: Option<Py<PyString>>,
+    #[pyo3(get)]
+    kind: Py<PyString>,
+    /// None for notifications and null ids.
+    #[pyo3(get)]
+    id: Py<PyAny>,
+    /// None for replies.
+    #[pyo3(get)]
+    method: Py<PyAny>,
+    tag: Kind,
     src: Py<PyBytes>,
     span: (usize, usize),
     /// The span of params, result or error, whichever the kind carries.
@@ -118,18 +129,18 @@ pub struct Message {
 
 impl Message {
     fn new(py: Python<'_>, src: &Bound<'_, PyBytes>, env: &Envelope<'_>) -> PyResult<Self> {
-        let part = env
-            .params
-            .clone()
-            .or_else(|| env.result.clone())
-            .or_else(|| env.error.clone());
+        let part = env.part.clone();
         Ok(Message {
-            kind: env.kind,
+            kind: kind_str(py, env.kind),
             id: match &env.id {
-                Some(id) => Some(id_to_py(py, id)?.unbind()),
-                None => None,
+                Some(id) => id_to_py(py, id)?.unbind(),
+                None => py.None(),
             },
-            method: env.method.as_deref().map(|m| method_str(py, m).unbind()),
+            method: match &env.method {
+                Some(m) => method_str(py, m).into_any().unbind(),
+                None => py.None(),
+            },
+            tag: env.kind,
             src: src.clone().unbind(),
             span: (env.span.start, env.span.end),
             part: part.map(|r| (r.start, r.end)),
@@ -141,7 +152,7 @@ impl Message {
 
     fn part_bytes<'py>(&self, py: Python<'py>, kinds: &[Kind]) -> Option<Bound<'py, PyBytes>> {
         let (a, b) = self.part?;
-        if !kinds.contains(&self.kind) {
+        if !kinds.contains(&self.tag) {
             return None;
         }
         Some(PyBytes::new(py, &self.src.bind(py).as_bytes()[a..b]))
@@ -155,7 +166,7 @@ impl Message {
         let Some((start, end)) = self.part else {
             return Ok(py.None());
         };
-        if !kinds.contains(&self.kind) {
+        if !kinds.contains(&self.tag) {
             return Ok(py.None());
         }
         if let Some(v) = self.parsed.get() {
@@ -187,7 +198,7 @@ impl Message {
                 .as_ref()
                 .map_or_else(|| py.None(), |d| d.clone_ref(py))
         };
-        if !CALLS.contains(&self.kind) {
+        if !CALLS.contains(&self.tag) {
             return Ok(default());
         }
         if let Some(v) = self.parsed.get() {
@@ -196,7 +207,7 @@ impl Message {
                 Err(_) => Ok(default()),
             };
         }
-        let Some((start, end)) = self.part.filter(|_| CALLS.contains(&self.kind)) else {
+        let Some((start, end)) = self.part.filter(|_| CALLS.contains(&self.tag)) else {
             return Ok(default());
         };
         let src = self.src.bind(py).as_bytes();
@@ -260,25 +271,6 @@ fn key_matches(raw: &[u8], key: &str) -> bool {
 #[pymethods]
 impl Message {
     #[getter]
-    fn kind<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
-        kind_str(py, self.kind)
-    }
-
-    #[getter]
-    fn id(&self, py: Python<'_>) -> Py<PyAny> {
-        self.id
-            .as_ref()
-            .map_or_else(|| py.None(), |i| i.clone_ref(py))
-    }
-
-    #[getter]
-    fn method(&self, py: Python<'_>) -> Py<PyAny> {
-        self.method
-            .as_ref()
-            .map_or_else(|| py.None(), |m| m.clone_ref(py).into_any())
-    }
-
-    #[getter]
     fn params(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.part_value(py, CALLS)
     }
@@ -318,17 +310,11 @@ impl Message {
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let id = match &self.id {
-            Some(i) => i.bind(py).repr()?.to_string(),
-            None => "None".to_owned(),
-        };
-        let method = match &self.method {
-            Some(m) => m.bind(py).repr()?.to_string(),
-            None => "None".to_owned(),
-        };
         Ok(format!(
-            "Message(kind='{}', id={id}, method={method})",
-            self.kind.as_str()
+            "Message(kind='{}', id={}, method={})",
+            self.tag.as_str(),
+            self.id.bind(py).repr()?,
+            self.method.bind(py).repr()?
         ))
     }
 }

@@ -1,0 +1,471 @@
+"""``make bench-http``: mcpfast's Streamable HTTP server against the official SDK servers, in one run.
+
+Every server (mcpfast on its native HTTP server, the official Python SDK server, the official
+TypeScript SDK server; all with the same demo tools, ``mcpfast.bench.peer_servers``) is
+started pinned to core 0 and measured by ``mcpfast-load`` (the Rust generator in
+``rust/mcpfast-load``) pinned to core 1, one scenario at a time, each on a fresh server:
+
+* **calls**: ``tools/call echo`` with JSON replies from ``--sessions`` sessions (32), each on
+  its own keep-alive connection, one call in flight per session (closed loop), for
+  ``--duration`` seconds after ``--warmup``;
+* **handshakes**: ``initialize`` + ``notifications/initialized`` + ``DELETE`` cycles on 32
+  connections for ``--duration`` seconds;
+* **memory**: the server's RSS with ``--hold`` (1,000) idle sessions open, against its RSS
+  after a warm-up of create-and-delete cycles: KB per idle session;
+* **churn**: ``--cycles`` (100,000) create-and-delete cycles, the server's RSS read every
+  ``--cycles / 10``: growth from the first reading to the last.
+
+The server's CPU time (``/proc/PID/stat``, every thread) is read around each measured window,
+so the report also gives CPU microseconds per call and per handshake, which move less than
+rates on a shared machine. Output in ``--out`` (``bench_results/http/peers``): ``summary.json``
+(every number, the machine, the versions, the commands), ``results.md`` (tables with
+mcpfast's ratio to each peer), ``http_peers.png``, and each server's log.
+
+The SDK servers answer in their JSON reply mode (``json_response``); their churn runs
+``--peer-cycles`` cycles (they manage ~500 handshakes/s, so 100,000 would take minutes each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from mcpfast.bench.peer_servers import PEERS, PeerNotAvailable, RunningServer, peer_versions, start_http
+
+__all__ = ["main", "run"]
+
+ROOT = Path(__file__).resolve().parents[2]
+LOAD_BIN = ROOT / "target" / "release" / "mcpfast-load"
+SERVERS = ("mcpfast", "python-sdk", "typescript-sdk")
+SERVER_CPU = "0"
+GENERATOR_CPU = "1"
+TICKS = os.sysconf("SC_CLK_TCK")
+TARGETS = {"calls_per_second": 40_000, "handshakes_per_second": 10_000, "kb_per_session": 4.0}
+
+
+def load_binary() -> Path:
+    """The generator, built (release) when missing or older than its sources."""
+    sources = [p for p in (ROOT / "rust" / "mcpfast-load").rglob("*") if p.is_file()]
+    newest = max((p.stat().st_mtime for p in sources), default=0.0)
+    if not LOAD_BIN.exists() or LOAD_BIN.stat().st_mtime < newest:
+        subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "mcpfast-load"], cwd=ROOT, check=True)
+    return LOAD_BIN
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process (all its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def _generator(mode: str, url: str, *args: str) -> list[str]:
+    return ["taskset", "-c", GENERATOR_CPU, str(LOAD_BIN), mode, "--url", url, *args]
+
+
+def _run_json(argv: list[str], timeout: float) -> dict[str, Any]:
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    lines = [line for line in proc.stdout.splitlines() if line.strip().startswith("{")]
+    if proc.returncode not in (0, 1) or not lines:
+        raise RuntimeError(f"{shlex.join(argv)} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+    return json.loads(lines[-1])
+
+
+def _failures(result: dict[str, Any]) -> int:
+    failures = result.get("failures", 0)
+    return int(failures.get("total", 0)) if isinstance(failures, dict) else int(failures)
+
+
+def measure_rate(server: RunningServer, mode: str, args: list[str], timeout: float) -> dict[str, Any]:
+    """One rate scenario; the server's CPU over the whole generator run is recorded too."""
+    argv = _generator(mode, server.url, *args)
+    before = cpu_seconds(server.pid)
+    started = time.monotonic()
+    result = _run_json(argv, timeout)
+    wall = time.monotonic() - started
+    result["server_cpu_seconds"] = round(cpu_seconds(server.pid) - before, 3)
+    result["run_wall_seconds"] = round(wall, 3)
+    result["command"] = shlex.join(argv)
+    return result
+
+
+def measure_memory(server: RunningServer, hold: int, timeout: float) -> dict[str, Any]:
+    """KB of server RSS per idle session: warm up, read RSS, open ``hold`` sessions, read again."""
+    warm = _generator("churn", server.url, "--cycles", "300", "--connections", "8")
+    _run_json(warm, timeout)
+    time.sleep(0.5)
+    base = rss_kb(server.pid)
+    argv = _generator("hold", server.url, "--sessions", str(hold), "--connections", "32")
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdin is not None
+    opened: dict[str, Any] = {}
+    timer = threading.Timer(timeout, proc.kill)
+    timer.start()
+    try:
+        first = proc.stdout.readline()
+        if first.strip():
+            opened = json.loads(first)
+        time.sleep(1.0)
+        held = rss_kb(server.pid)
+        rest, err = proc.communicate(input="release\n", timeout=timeout)
+    finally:
+        timer.cancel()
+    final_lines = [line for line in rest.splitlines() if line.strip().startswith("{")]
+    final = json.loads(final_lines[-1]) if final_lines else {}
+    n = int(opened.get("sessions_open", 0))
+    if n == 0:
+        raise RuntimeError(f"{shlex.join(argv)} opened no session: {err.strip()[-400:]}")
+    return {
+        "sessions_held": n,
+        "rss_before_kb": base,
+        "rss_held_kb": held,
+        "kb_per_session": round((held - base) / n, 2),
+        "opens_per_second": opened.get("opens_per_second"),
+        "failures": _failures(final) + _failures(opened),
+        "deleted": final.get("deleted"),
+        "command": shlex.join(argv),
+    }
+
+
+def measure_churn(server: RunningServer, cycles: int, timeout: float) -> dict[str, Any]:
+    """RSS every ``cycles / 10`` create-and-delete cycles."""
+    every = max(1, cycles // 10)
+    argv = _generator("churn", server.url, "--cycles", str(cycles), "--connections", "32", "--report-every", str(every))
+    start_rss = rss_kb(server.pid)
+    before = cpu_seconds(server.pid)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    samples: list[tuple[int, int]] = []
+    final: dict[str, Any] = {}
+    timer = threading.Timer(timeout, proc.kill)
+    timer.start()
+    try:
+        for line in proc.stdout:
+            if not line.strip().startswith("{"):
+                continue
+            data = json.loads(line)
+            if "cycles_done" in data:
+                samples.append((int(data["cycles_done"]), rss_kb(server.pid)))
+            else:
+                final = data
+        proc.wait(timeout=timeout)
+    finally:
+        timer.cancel()
+    if not samples:
+        raise RuntimeError(f"{shlex.join(argv)} reported no progress: {proc.stderr.read()[-400:] if proc.stderr else ''}")
+    first, last = samples[0], samples[-1]
+    return {
+        "cycles_ok": final.get("cycles_ok"),
+        "cycles_per_second": final.get("cycles_per_second"),
+        "failures": _failures(final),
+        "rss_start_kb": start_rss,
+        "rss_samples": samples,
+        "growth_kb": last[1] - first[1],
+        "growth_from_cycle": first[0],
+        "growth_to_cycle": last[0],
+        "server_cpu_seconds": round(cpu_seconds(server.pid) - before, 3),
+        "command": shlex.join(argv),
+    }
+
+
+def machine() -> dict[str, Any]:
+    model = ""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    mem = ""
+    meminfo = Path("/proc/meminfo")
+    if meminfo.exists():
+        mem = meminfo.read_text().splitlines()[0].split(":", 1)[1].strip()
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "memory": mem,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "load_average_at_start": os.getloadavg(),
+        "server_cpu": SERVER_CPU,
+        "generator_cpu": GENERATOR_CPU,
+    }
+
+
+def bench_server(name: str, opts: argparse.Namespace, out: Path) -> dict[str, Any]:
+    """Every scenario against one server, each on a fresh process."""
+    result: dict[str, Any] = {"server": name, "reply_mode": PEERS[name].reply_mode(True)}
+    duration, warmup = str(opts.duration), str(opts.warmup)
+    timeout = opts.duration + opts.warmup + 120
+    cycles = opts.cycles if name == "mcpfast" else opts.peer_cycles
+    scenarios: list[tuple[str, Any]] = [
+        ("calls", lambda s: measure_rate(
+            s, "calls", ["--sessions", str(opts.sessions), "--duration", duration, "--warmup", warmup,
+                         "--tool", "echo", "--arguments", '{"text":"hello"}'], timeout)),
+        ("handshakes", lambda s: measure_rate(
+            s, "handshakes", ["--connections", "32", "--duration", duration, "--warmup", warmup], timeout)),
+        ("memory", lambda s: measure_memory(s, opts.hold, timeout)),
+        ("churn", lambda s: measure_churn(s, cycles, max(timeout, cycles / 100))),
+    ]
+    for scenario, measure in scenarios:
+        if opts.only and scenario not in opts.only:
+            continue
+        print(f"[bench-http] {name}: {scenario} ...", file=sys.stderr, flush=True)
+        try:
+            with start_http(name, cpus=SERVER_CPU, json_response=True, log_path=out / f"server-{name}-{scenario}.log") as server:
+                result[scenario] = measure(server)
+        except PeerNotAvailable as exc:
+            result[scenario] = {"error": f"not available: {exc}"}
+        except (RuntimeError, subprocess.SubprocessError, OSError) as exc:
+            result[scenario] = {"error": str(exc)}
+        print(f"[bench-http] {name}: {scenario}: {_short(scenario, result[scenario])}", file=sys.stderr, flush=True)
+    return result
+
+
+def _short(scenario: str, data: dict[str, Any]) -> str:
+    if "error" in data:
+        return "ERROR " + data["error"][:200]
+    if scenario == "calls":
+        return f"{data.get('calls_per_second')} calls/s, failures {_failures(data)}"
+    if scenario == "handshakes":
+        return f"{data.get('handshakes_per_second')} handshakes/s, failures {_failures(data)}"
+    if scenario == "memory":
+        return f"{data['kb_per_session']} KB per idle session"
+    return f"{data.get('cycles_ok')} cycles, RSS growth {data['growth_kb']} KB"
+
+
+# ---------------------------------------------------------------------------------- report
+
+
+def _value(res: dict[str, Any], scenario: str, key: str) -> float | None:
+    data = res.get(scenario) or {}
+    value = data.get(key) if "error" not in data else None
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _per_op_us(res: dict[str, Any], scenario: str, count_key: str) -> float | None:
+    data = res.get(scenario) or {}
+    if "error" in data or not data.get(count_key):
+        return None
+    # server CPU over the whole generator run (warm-up and session set-up included) over the
+    # operations counted in the measured window: an upper bound, comparable across servers
+    total = data.get("calls_total") or data.get("handshakes_total") or data.get(count_key)
+    return round(data["server_cpu_seconds"] / float(total) * 1e6, 1) if total else None
+
+
+def _lat(res: dict[str, Any], scenario: str, key: str, pct: str) -> float | None:
+    data = res.get(scenario) or {}
+    lat = data.get("latency_us") or data.get("latency") or {}
+    block = lat.get(key, lat) if isinstance(lat, dict) else {}
+    value = block.get(pct) if isinstance(block, dict) else None
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _fmt(value: float | None, digits: int = 0) -> str:
+    if value is None:
+        return "–"
+    return f"{value:,.{digits}f}"
+
+
+def _ratio(ours: float | None, theirs: float | None, higher_is_better: bool) -> str:
+    if ours is None or theirs is None or ours == 0 or theirs == 0:
+        return "–"
+    ratio = ours / theirs if higher_is_better else theirs / ours
+    return f"{ratio:,.1f}x"
+
+
+def report(summary: dict[str, Any], out: Path) -> str:
+    results = {r["server"]: r for r in summary["servers"]}
+    names = [n for n in SERVERS if n in results]
+    peers = [n for n in names if n != "mcpfast"]
+    rows = [
+        ("tools/call echo, calls/s (32 sessions)", "calls", "calls_per_second", True, 0),
+        ("handshakes/s (initialize, initialized, DELETE)", "handshakes", "handshakes_per_second", True, 0),
+        ("KB per idle session (1,000 held)", "memory", "kb_per_session", False, 2),
+    ]
+    lines = [
+        "# Streamable HTTP: mcpfast against the official SDK servers",
+        "",
+        f"Made by `{summary['command']}` on {summary['started']} (UTC); each server pinned to core "
+        f"{SERVER_CPU}, the generator (`mcpfast-load`, Rust) to core {GENERATOR_CPU}.",
+        "",
+        "| scenario | " + " | ".join(names) + " | " + " | ".join(f"mcpfast vs {p}" for p in peers) + " | target |",
+        "|---|" + "---:|" * (len(names) + len(peers)) + "---|",
+    ]
+    targets = {"calls": "≥ 40,000", "handshakes": "≥ 10,000", "memory": "≤ 4 KB"}
+    for label, scenario, key, higher, digits in rows:
+        values = {n: _value(results[n], scenario, key) for n in names}
+        cells = [_fmt(values[n], digits) for n in names]
+        ratios = [_ratio(values.get("mcpfast"), values[p], higher) for p in peers]
+        lines.append(f"| {label} | " + " | ".join(cells) + " | " + " | ".join(ratios) + f" | {targets[scenario]} |")
+    cpu_rows = [("server CPU µs per call", "calls", "calls"), ("server CPU µs per handshake", "handshakes", "handshakes")]
+    for label, scenario, count in cpu_rows:
+        values = {n: _per_op_us(results[n], scenario, count) for n in names}
+        cells = [_fmt(values[n], 1) for n in names]
+        ratios = [_ratio(values.get("mcpfast"), values[p], False) for p in peers]
+        lines.append(f"| {label} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " | |")
+    for pct in ("p50", "p99"):
+        values = {n: _lat(results[n], "calls", "tools/call", pct) for n in names}
+        cells = [_fmt(values[n], 0) for n in names]
+        ratios = [_ratio(values.get("mcpfast"), values[p], False) for p in peers]
+        lines.append(f"| tools/call latency {pct} µs (closed loop) | " + " | ".join(cells) + " | " + " | ".join(ratios) + " | |")
+    churn_cells = []
+    for n in names:
+        data = results[n].get("churn") or {}
+        if "error" in data or not data:
+            churn_cells.append("–")
+        else:
+            churn_cells.append(f"{data['growth_kb']:+,} KB over cycles {data['growth_from_cycle']:,}–{data['growth_to_cycle']:,}")
+    lines.append("| RSS growth in churn (create + DELETE cycles) | " + " | ".join(churn_cells) + " |" + " |" * len(peers) + " none |")
+    lines += ["", "Failures (every reply is checked: status, id, result):", ""]
+    for n in names:
+        parts = []
+        for scenario in ("calls", "handshakes", "memory", "churn"):
+            data = results[n].get(scenario) or {}
+            parts.append(f"{scenario} {'ERROR: ' + data['error'][:120] if 'error' in data else _failures(data)}")
+        lines.append(f"- {n}: " + ", ".join(parts))
+    lines += ["", "Generator CPU (share of its core; well under 1 means it was not the bottleneck):", ""]
+    for n in names:
+        shares = []
+        for scenario in ("calls", "handshakes"):
+            data = results[n].get(scenario) or {}
+            gen = data.get("generator_cpu") or {}
+            share = gen.get("share_of_one_core") if isinstance(gen, dict) else None
+            shares.append(f"{scenario} {share if share is not None else '–'}")
+        lines.append(f"- {n}: " + ", ".join(shares))
+    lines += [
+        "",
+        "## Machine and versions",
+        "",
+        "```json",
+        json.dumps({"machine": summary["machine"], "versions": summary["versions"]}, indent=2),
+        "```",
+        "",
+        "## Commands",
+        "",
+        "Each server was started by `mcpfast.bench.peer_servers.start_http` (its command is the first line of",
+        "`server-<name>-<scenario>.log`); the generator commands, per server and scenario, are in `summary.json`",
+        "(`command` fields). Regenerate everything with:",
+        "",
+        "```sh",
+        summary["command"],
+        "```",
+        "",
+        "Caveats: a 2-core VM shared with other work; absolute rates move between runs, the ratios measured",
+        "in one run move much less. Latencies are closed-loop (one call in flight per session), so they",
+        "describe the server at its own saturation point, not at a fixed offered rate.",
+        "",
+    ]
+    text = "\n".join(lines)
+    (out / "results.md").write_text(text)
+    return text
+
+
+def plot(summary: dict[str, Any], out: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    results = {r["server"]: r for r in summary["servers"]}
+    names = [n for n in SERVERS if n in results]
+    colors = {"mcpfast": "#d62728", "python-sdk": "#1f77b4", "typescript-sdk": "#2ca02c"}
+    fig, axes = plt.subplots(1, 4, figsize=(18, 4.2))
+    panels = [
+        ("tools/call echo, calls/s", "calls", "calls_per_second", TARGETS["calls_per_second"]),
+        ("handshakes/s", "handshakes", "handshakes_per_second", TARGETS["handshakes_per_second"]),
+        ("KB per idle session (1,000 held)", "memory", "kb_per_session", TARGETS["kb_per_session"]),
+    ]
+    for ax, (title, scenario, key, target) in zip(axes, panels, strict=False):
+        values = [_value(results[n], scenario, key) or 0.0 for n in names]
+        bars = ax.bar(names, values, color=[colors.get(n, "grey") for n in names])
+        ax.set_yscale("log")
+        ax.axhline(target, linestyle="--", color="black", linewidth=1, label=f"target {target:,}")
+        ax.set_title(title)
+        for bar, value in zip(bars, values, strict=True):
+            ax.annotate(f"{value:,.1f}" if value < 100 else f"{value:,.0f}", (bar.get_x() + bar.get_width() / 2, value),
+                        ha="center", va="bottom", fontsize=8)
+        ax.legend(fontsize=8)
+        ax.tick_params(axis="x", labelsize=8)
+    ax = axes[3]
+    for n in names:
+        data = results[n].get("churn") or {}
+        samples = data.get("rss_samples") if "error" not in data else None
+        if samples:
+            ax.plot([c for c, _ in samples], [r / 1024 for _, r in samples], marker="o", label=n, color=colors.get(n))
+    ax.set_title("server RSS during churn (MiB)")
+    ax.set_xlabel("create + DELETE cycles")
+    ax.legend(fontsize=8)
+    fig.suptitle("Streamable HTTP, one server core: mcpfast vs the official SDK servers")
+    fig.tight_layout()
+    path = out / "http_peers.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def run(opts: argparse.Namespace) -> dict[str, Any]:
+    out = Path(opts.out)
+    out.mkdir(parents=True, exist_ok=True)
+    load_binary()
+    summary: dict[str, Any] = {
+        "command": opts.command_line,
+        "started": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S"),
+        "config": {k: v for k, v in vars(opts).items() if k != "command_line"},
+        "machine": machine(),
+        "versions": peer_versions(),
+        "targets": TARGETS,
+        "servers": [],
+    }
+    for name in opts.servers:
+        summary["servers"].append(bench_server(name, opts, out))
+    summary["finished"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    print(report(summary, out))
+    if not opts.no_plots:
+        plot(summary, out)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mcpfast.bench.http_peers", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default="bench_results/http/peers")
+    parser.add_argument("--servers", nargs="+", default=list(SERVERS), choices=SERVERS)
+    parser.add_argument("--only", nargs="+", choices=("calls", "handshakes", "memory", "churn"), help="a subset of the scenarios")
+    parser.add_argument("--duration", type=float, default=10.0, help="measured seconds per rate scenario")
+    parser.add_argument("--warmup", type=float, default=2.0)
+    parser.add_argument("--sessions", type=int, default=32)
+    parser.add_argument("--hold", type=int, default=1000, help="idle sessions held for the memory scenario")
+    parser.add_argument("--cycles", type=int, default=100_000, help="churn cycles against mcpfast")
+    parser.add_argument("--peer-cycles", type=int, default=10_000, help="churn cycles against the SDK servers")
+    parser.add_argument("--no-plots", action="store_true")
+    opts = parser.parse_args(argv)
+    opts.command_line = "python -m mcpfast.bench.http_peers " + shlex.join(argv if argv is not None else sys.argv[1:])
+    summary = run(opts)
+    failed = [
+        f"{r['server']}/{s}" for r in summary["servers"] for s in ("calls", "handshakes", "memory", "churn")
+        if isinstance(r.get(s), dict) and ("error" in r[s] or _failures(r[s]))
+    ]
+    if failed:
+        print("problems: " + ", ".join(failed), file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

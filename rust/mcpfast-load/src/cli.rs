@@ -1,0 +1,260 @@
+//! Command line: `mcpfast-load MODE --url URL [options]`.
+
+use std::time::Duration;
+
+pub const USAGE: &str = "\
+mcpfast-load: load generator for MCP over Streamable HTTP (handshake era, 2025-03-26..2025-11-25)
+
+usage: mcpfast-load MODE --url http://127.0.0.1:PORT/mcp [options]
+
+modes:
+  calls       N sessions, each on its own keep-alive connection, loop tools/call (one in flight
+              per session) for --duration after --warmup; then DELETE every session
+                --sessions 32 --duration 10 --warmup 2 --tool echo --arguments '{\"text\":\"hello\"}'
+  handshakes  each connection loops initialize, notifications/initialized (202), DELETE (2xx)
+                --connections 32 --duration 10 --warmup 2
+  hold        open N sessions over C connections and keep them; print a JSON line when all are
+              open, wait for a line or EOF on stdin, then DELETE them (unless --no-delete)
+                --sessions 1000 --connections 32 [--no-delete]
+  churn       create-and-delete cycles (initialize, initialized, DELETE); a JSON line every
+              --report-every cycles
+                --cycles 100000 --connections 32 --report-every 10000
+
+common options:
+  --url URL                 the MCP endpoint (http:// only)
+  --protocol-version V      version offered in initialize (default 2025-11-25); the server's
+                            choice is then used
+  --timeout SECONDS         per-request timeout (default 10)
+  --max-time SECONDS        hard cap on the whole run (default: calls/handshakes warmup +
+                            duration + 60; hold and churn 3600)
+
+Output: JSON on stdout (one object per line; the last line is the summary), a human line on
+stderr. Exit status 0 when nothing failed, 1 when any request failed, 2 on usage errors, 3 when
+--max-time cut the run short.
+";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Calls,
+    Handshakes,
+    Hold,
+    Churn,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Calls => "calls",
+            Mode::Handshakes => "handshakes",
+            Mode::Hold => "hold",
+            Mode::Churn => "churn",
+        }
+    }
+
+    fn allows(self, option: &str) -> bool {
+        const COMMON: &[&str] = &["url", "protocol-version", "timeout", "max-time"];
+        let own: &[&str] = match self {
+            Mode::Calls => &["sessions", "duration", "warmup", "tool", "arguments"],
+            Mode::Handshakes => &["connections", "duration", "warmup"],
+            Mode::Hold => &["sessions", "connections", "no-delete"],
+            Mode::Churn => &["cycles", "connections", "report-every"],
+        };
+        COMMON.contains(&option) || own.contains(&option)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub mode: Mode,
+    pub url: String,
+    pub protocol_version: String,
+    pub timeout: Duration,
+    pub max_time: Duration,
+    pub sessions: usize,
+    pub connections: usize,
+    pub duration: Duration,
+    pub warmup: Duration,
+    pub tool: String,
+    pub arguments: serde_json::Value,
+    pub cycles: u64,
+    pub report_every: u64,
+    pub no_delete: bool,
+}
+
+fn seconds(name: &str, v: &str) -> Result<Duration, String> {
+    let x: f64 = v
+        .parse()
+        .map_err(|_| format!("--{name}: not a number of seconds: {v}"))?;
+    if !(x.is_finite() && (0.0..=7.0 * 86400.0).contains(&x)) {
+        return Err(format!("--{name}: out of range: {v}"));
+    }
+    Ok(Duration::from_secs_f64(x))
+}
+
+fn count<T: std::str::FromStr + PartialOrd + From<u8>>(
+    name: &str,
+    v: &str,
+    max: T,
+) -> Result<T, String> {
+    let x: T = v
+        .parse()
+        .map_err(|_| format!("--{name}: not a whole number: {v}"))?;
+    if x < T::from(1) || x > max {
+        return Err(format!("--{name}: out of range: {v}"));
+    }
+    Ok(x)
+}
+
+/// Parse the arguments after the program name. `Ok(None)` means help was asked for.
+pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
+    let Some(first) = args.first() else {
+        return Err("a mode is required: calls, handshakes, hold or churn".into());
+    };
+    let mode = match first.as_str() {
+        "calls" => Mode::Calls,
+        "handshakes" => Mode::Handshakes,
+        "hold" => Mode::Hold,
+        "churn" => Mode::Churn,
+        "-h" | "--help" | "help" => return Ok(None),
+        other => {
+            return Err(format!(
+                "unknown mode {other:?}: calls, handshakes, hold or churn"
+            ))
+        }
+    };
+    let mut o = Options {
+        mode,
+        url: String::new(),
+        protocol_version: "2025-11-25".into(),
+        timeout: Duration::from_secs(10),
+        max_time: Duration::ZERO,
+        sessions: if mode == Mode::Hold { 1000 } else { 32 },
+        connections: 32,
+        duration: Duration::from_secs(10),
+        warmup: Duration::from_secs(2),
+        tool: "echo".into(),
+        arguments: serde_json::json!({"text": "hello"}),
+        cycles: 100_000,
+        report_every: 10_000,
+        no_delete: false,
+    };
+    let mut max_time = None;
+    let mut i = 1;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        if arg == "-h" || arg == "--help" {
+            return Ok(None);
+        }
+        let Some(flag) = arg.strip_prefix("--") else {
+            return Err(format!("unexpected argument {arg:?}"));
+        };
+        let (name, inline) = match flag.split_once('=') {
+            Some((n, v)) => (n, Some(v.to_string())),
+            None => (flag, None),
+        };
+        if !mode.allows(name) {
+            return Err(format!("--{name} is not an option of {}", mode.name()));
+        }
+        if name == "no-delete" {
+            if inline.is_some() {
+                return Err("--no-delete takes no value".into());
+            }
+            o.no_delete = true;
+            continue;
+        }
+        let value = match inline {
+            Some(v) => v,
+            None => {
+                let v = args
+                    .get(i)
+                    .ok_or_else(|| format!("--{name} needs a value"))?
+                    .clone();
+                i += 1;
+                v
+            }
+        };
+        match name {
+            "url" => o.url = value,
+            "protocol-version" => o.protocol_version = value,
+            "timeout" => {
+                o.timeout = seconds(name, &value)?;
+                if o.timeout.is_zero() {
+                    return Err("--timeout must be above 0".into());
+                }
+            }
+            "max-time" => max_time = Some(seconds(name, &value)?),
+            "sessions" => o.sessions = count(name, &value, 10_000_000usize)?,
+            "connections" => o.connections = count(name, &value, 100_000usize)?,
+            "duration" => o.duration = seconds(name, &value)?,
+            "warmup" => o.warmup = seconds(name, &value)?,
+            "tool" => o.tool = value,
+            "arguments" => {
+                let v: serde_json::Value = serde_json::from_str(&value)
+                    .map_err(|e| format!("--arguments is not JSON: {e}"))?;
+                if !v.is_object() {
+                    return Err("--arguments must be a JSON object".into());
+                }
+                o.arguments = v;
+            }
+            "cycles" => o.cycles = count(name, &value, 1_000_000_000u64)?,
+            "report-every" => o.report_every = count(name, &value, 1_000_000_000u64)?,
+            _ => return Err(format!("unknown option --{name}")),
+        }
+    }
+    if o.url.is_empty() {
+        return Err("--url is required".into());
+    }
+    if matches!(mode, Mode::Calls | Mode::Handshakes) && o.duration.is_zero() {
+        return Err("--duration must be above 0".into());
+    }
+    if mode == Mode::Hold {
+        o.connections = o.connections.min(o.sessions);
+    }
+    o.max_time = max_time.unwrap_or(match mode {
+        Mode::Calls | Mode::Handshakes => o.warmup + o.duration + Duration::from_secs(60),
+        Mode::Hold | Mode::Churn => Duration::from_secs(3600),
+    });
+    Ok(Some(o))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn defaults_and_values() {
+        let o = parse(&args(
+            "calls --url http://127.0.0.1:1/mcp --sessions 8 --duration=2.5",
+        ))
+        .expect("ok")
+        .expect("options");
+        assert_eq!(o.mode, Mode::Calls);
+        assert_eq!(o.sessions, 8);
+        assert_eq!(o.duration, Duration::from_millis(2500));
+        assert_eq!(o.warmup, Duration::from_secs(2));
+        assert_eq!(o.max_time, Duration::from_millis(64_500));
+        assert_eq!(o.protocol_version, "2025-11-25");
+        let o = parse(&args("hold --url http://x/ --no-delete --sessions 5"))
+            .expect("ok")
+            .expect("options");
+        assert!(o.no_delete);
+        assert_eq!(o.connections, 5);
+    }
+
+    #[test]
+    fn errors() {
+        assert!(parse(&args("calls")).is_err());
+        assert!(parse(&args("calls --url http://x/ --cycles 3")).is_err());
+        assert!(parse(&args("calls --url http://x/ --sessions 0")).is_err());
+        assert!(parse(&args("calls --url http://x/ --arguments [1]")).is_err());
+        assert!(parse(&args("calls --url http://x/ --timeout 0")).is_err());
+        assert!(parse(&args("fly --url http://x/")).is_err());
+        assert!(parse(&args("churn --url")).is_err());
+        assert!(matches!(parse(&args("churn --help")), Ok(None)));
+    }
+}

@@ -1,0 +1,222 @@
+//! Counting and timing: per-phase HDR histograms (nanoseconds, reported in µs), failures by
+//! kind, and the generator's own CPU time.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use serde_json::{json, Map, Value};
+
+use crate::mcp::{Failure, Phase, PHASES};
+
+/// Latency histogram: 1 ns .. 100 s, 3 significant digits.
+pub fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("constant histogram bounds are valid")
+}
+
+/// Everything a run counts. One per run, shared by its tasks (single thread).
+pub struct Stats {
+    /// Successful requests per phase: inside the measured window, and in all.
+    pub ok: [u64; 4],
+    pub ok_total: [u64; 4],
+    pub latency: [Histogram<u64>; 4],
+    /// Complete cycles (handshakes, churn) inside the window, and their latency.
+    pub cycles: u64,
+    pub cycles_total: u64,
+    pub cycle_latency: Histogram<u64>,
+    pub failures: BTreeMap<String, u64>,
+    /// The first response seen for each failure kind that had one.
+    pub samples: BTreeMap<String, String>,
+    pub failures_in_window: u64,
+    /// Protocol versions the server chose, with how many sessions each.
+    pub versions: BTreeMap<String, u64>,
+    /// Sessions opened again after the server answered 404.
+    pub reinitialized: u64,
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Stats {
+    pub fn new() -> Self {
+        Stats {
+            ok: [0; 4],
+            ok_total: [0; 4],
+            latency: [histogram(), histogram(), histogram(), histogram()],
+            cycles: 0,
+            cycles_total: 0,
+            cycle_latency: histogram(),
+            failures: BTreeMap::new(),
+            samples: BTreeMap::new(),
+            failures_in_window: 0,
+            versions: BTreeMap::new(),
+            reinitialized: 0,
+        }
+    }
+
+    #[inline]
+    pub fn ok(&mut self, phase: Phase, elapsed: Duration, in_window: bool) {
+        let i = phase as usize;
+        self.ok_total[i] += 1;
+        if in_window {
+            self.ok[i] += 1;
+            self.latency[i].saturating_record(nanos(elapsed));
+        }
+    }
+
+    #[inline]
+    pub fn cycle(&mut self, elapsed: Duration, in_window: bool) {
+        self.cycles_total += 1;
+        if in_window {
+            self.cycles += 1;
+            self.cycle_latency.saturating_record(nanos(elapsed));
+        }
+    }
+
+    pub fn negotiated(&mut self, version: &str) {
+        match self.versions.get_mut(version) {
+            Some(n) => *n += 1,
+            None => {
+                self.versions.insert(version.to_owned(), 1);
+            }
+        }
+    }
+
+    #[cold]
+    pub fn fail(&mut self, failure: &Failure, in_window: bool) {
+        let kind = failure.kind();
+        if let Some(sample) = &failure.sample {
+            if !self.samples.contains_key(&kind) {
+                self.samples.insert(kind.clone(), sample.clone());
+            }
+        }
+        *self.failures.entry(kind).or_insert(0) += 1;
+        if in_window {
+            self.failures_in_window += 1;
+        }
+    }
+
+    #[cold]
+    pub fn fail_kind(&mut self, kind: String) {
+        *self.failures.entry(kind).or_insert(0) += 1;
+    }
+
+    pub fn failures_total(&self) -> u64 {
+        self.failures.values().sum()
+    }
+
+    pub fn failures_json(&self) -> Value {
+        let by_kind: Map<String, Value> = self
+            .failures
+            .iter()
+            .map(|(k, v)| (k.clone(), json!(v)))
+            .collect();
+        let samples: Map<String, Value> = self
+            .samples
+            .iter()
+            .map(|(k, v)| (k.clone(), json!(v)))
+            .collect();
+        json!({"total": self.failures_total(), "in_window": self.failures_in_window, "by_kind": by_kind, "samples": samples})
+    }
+
+    /// Latency summaries (µs) of the phases that saw any request in the window.
+    pub fn latency_json(&self) -> Value {
+        let mut out = Map::new();
+        for phase in PHASES {
+            let h = &self.latency[phase as usize];
+            if !h.is_empty() {
+                out.insert(phase.name().into(), summary(h));
+            }
+        }
+        Value::Object(out)
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1)
+}
+
+fn us(ns: u64) -> f64 {
+    (ns as f64 / 10.0).round() / 100.0
+}
+
+/// Count, mean and percentiles in µs of one histogram.
+pub fn summary(h: &Histogram<u64>) -> Value {
+    if h.is_empty() {
+        return json!({"count": 0});
+    }
+    json!({
+        "count": h.len(),
+        "min": us(h.min()),
+        "mean": (h.mean() / 10.0).round() / 100.0,
+        "p50": us(h.value_at_quantile(0.50)),
+        "p90": us(h.value_at_quantile(0.90)),
+        "p99": us(h.value_at_quantile(0.99)),
+        "p99_9": us(h.value_at_quantile(0.999)),
+        "max": us(h.max()),
+    })
+}
+
+/// User and system CPU seconds used by this process so far.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Cpu {
+    pub user: f64,
+    pub system: f64,
+}
+
+impl Cpu {
+    pub fn now() -> Cpu {
+        match nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF) {
+            Ok(u) => {
+                let secs =
+                    |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+                Cpu {
+                    user: secs(u.user_time()),
+                    system: secs(u.system_time()),
+                }
+            }
+            Err(_) => Cpu::default(),
+        }
+    }
+
+    pub fn total(&self) -> f64 {
+        self.user + self.system
+    }
+
+    pub fn since(&self, earlier: &Cpu) -> Cpu {
+        Cpu {
+            user: self.user - earlier.user,
+            system: self.system - earlier.system,
+        }
+    }
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// The `generator_cpu_seconds` figure and its breakdown, over the whole run and over a window.
+pub fn cpu_json(started: Instant, window: Option<(Cpu, Cpu, Duration)>) -> (f64, Value) {
+    let total = Cpu::now();
+    let wall = started.elapsed().as_secs_f64();
+    let mut detail = json!({
+        "user": round3(total.user),
+        "system": round3(total.system),
+        "wall_seconds": round3(wall),
+        "share_of_one_core": if wall > 0.0 { round3(total.total() / wall) } else { 0.0 },
+    });
+    if let Some((a, b, len)) = window {
+        let used = b.since(&a);
+        let secs = len.as_secs_f64();
+        detail["window_seconds"] = json!(round3(used.total()));
+        detail["window_share_of_one_core"] = json!(if secs > 0.0 {
+            round3(used.total() / secs)
+        } else {
+            0.0
+        });
+    }
+    (round3(total.total()), detail)
+}

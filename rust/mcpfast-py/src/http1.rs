@@ -1,0 +1,84 @@
+//! `parse_http`: frame the HTTP/1.1 requests in a connection's buffer in one call.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+
+use mcpfast_core::http1::{parse_request, Parse};
+
+use crate::errors;
+
+const OK: u8 = 0;
+const FALLBACK: u8 = 1;
+const TOO_LARGE: u8 = 2;
+
+fn method_str<'py>(py: Python<'py>, method: &[u8]) -> Bound<'py, PyString> {
+    match method {
+        b"POST" => pyo3::intern!(py, "POST").clone(),
+        b"GET" => pyo3::intern!(py, "GET").clone(),
+        b"DELETE" => pyo3::intern!(py, "DELETE").clone(),
+        // a token: ASCII, checked by the parser
+        other => PyString::new(py, std::str::from_utf8(other).unwrap_or("")),
+    }
+}
+
+/// `(requests, consumed, status, need)`; each request is `(method, target, headers, body,
+/// keep_alive)` with lower-case header names (repeats joined with ", "). `status`: 0 (the
+/// rest is an incomplete request; `need` is its whole length once its head is known, else 0),
+/// 1 (outside the fast subset from `consumed` on: use the full parser), 2 (the request at
+/// `consumed` declares a body over `max_body`).
+#[pyfunction]
+#[pyo3(signature = (data, max_head = 65536, max_body = 4 * 1024 * 1024))]
+pub fn parse_http<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyBytes>,
+    max_head: usize,
+    max_body: usize,
+) -> PyResult<(Bound<'py, PyList>, usize, u8, usize)> {
+    errors::guarded(|| {
+        let buf = data.as_bytes();
+        let requests = PyList::empty(py);
+        let mut at = 0usize;
+        let mut name = Vec::with_capacity(32);
+        loop {
+            let head = match parse_request(&buf[at..], max_head) {
+                Parse::Partial => return Ok((requests, at, OK, 0)),
+                Parse::Fallback => return Ok((requests, at, FALLBACK, 0)),
+                Parse::Head(head) => head,
+            };
+            if head.content_length > max_body {
+                return Ok((requests, at, TOO_LARGE, 0));
+            }
+            let total = head.head_len + head.content_length;
+            if buf.len() - at < total {
+                return Ok((requests, at, OK, total));
+            }
+            let headers = PyDict::new(py);
+            for (n, v) in &head.headers {
+                name.clear();
+                name.extend(n.iter().map(u8::to_ascii_lowercase));
+                let key = PyBytes::new(py, &name);
+                match headers.get_item(&key)? {
+                    Some(old) => {
+                        let old = old.cast::<PyBytes>()?.as_bytes();
+                        let joined = [old, b", ", v].concat();
+                        headers.set_item(key, PyBytes::new(py, &joined))?;
+                    }
+                    None => headers.set_item(key, PyBytes::new(py, v))?,
+                }
+            }
+            let body_start = at + head.head_len;
+            let item = (
+                method_str(py, head.method),
+                PyBytes::new(py, head.target),
+                headers,
+                PyBytes::new(py, &buf[body_start..body_start + head.content_length]),
+                head.keep_alive,
+            );
+            requests.append(item)?;
+            at += total;
+            if at == buf.len() {
+                return Ok((requests, at, OK, 0));
+            }
+        }
+    })
+}

@@ -1,0 +1,37 @@
+"""``mcpfast.bench.http_peers`` end to end, briefly, against mcpfast only (the SDK peers run in ``make bench-http``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.timeout(300)]
+
+
+def test_http_peers_quick_run(tmp_path: Path) -> None:
+    out = tmp_path / "http"
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcpfast.bench.http_peers", "--out", str(out), "--servers", "mcpfast",
+         "--duration", "1", "--warmup", "0.5", "--hold", "100", "--cycles", "2000"],
+        capture_output=True, text=True, timeout=280, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    (server,) = summary["servers"]
+    assert server["server"] == "mcpfast"
+    calls, shakes, memory, churn = (server[k] for k in ("calls", "handshakes", "memory", "churn"))
+    # Every reply was checked by the generator; no failure, real work in each scenario.
+    assert calls["calls"] > 0 and calls["calls_per_second"] > 0 and calls["server_cpu_seconds"] > 0
+    assert shakes["handshakes"] > 0 and shakes["handshakes_per_second"] > 0
+    assert memory["sessions_held"] == 100 and memory["rss_held_kb"] >= memory["rss_before_kb"] > 0
+    assert memory["deleted"] == 100
+    assert churn["cycles_ok"] == 2000 and len(churn["rss_samples"]) == 10
+    assert all(c["failures"]["total"] == 0 for c in (calls, shakes))
+    assert memory["failures"] == 0 and churn["failures"] == 0
+    table = (out / "results.md").read_text()
+    assert "tools/call echo, calls/s" in table and f"{calls['calls_per_second']:,.0f}" in table
+    assert (out / "http_peers.png").stat().st_size > 10_000
