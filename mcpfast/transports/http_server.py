@@ -126,7 +126,6 @@ class _Connection(asyncio.Protocol):
         self.header_bytes = 0
         self.chunks: list[bytes] = []
         self.body_size = 0
-        self.rejected = False  # the current request was answered early (413/431): close after it
         self.closing = False
         self.busy: asyncio.Task[None] | None = None
         self.queue: deque[_Request] = deque()
@@ -213,26 +212,22 @@ class _Connection(asyncio.Protocol):
             self.parser = httptools.HttpRequestParser(self)
             self._feed(data[used:])
         else:
-            self._reject(_TooLarge(413, f"request body exceeds {server.max_body} bytes"))
+            self._fail(413, f"request body exceeds {server.max_body} bytes")
 
     def _feed(self, data: bytes) -> None:
         assert self.parser is not None
         try:
             self.parser.feed_data(data)
         except _TooLarge as exc:
-            self._reject(exc)
+            self._fail(exc.status, exc.message)
         except httptools.HttpParserUpgrade:
             self._fail(400, "protocol upgrades are not supported")
         except httptools.HttpParserError as exc:
             cause = exc.__cause__ or exc.__context__  # httptools wraps what a callback raised
             if isinstance(cause, _TooLarge):
-                self._reject(cause)
+                self._fail(cause.status, cause.message)
             else:
                 self._fail(400, f"malformed HTTP request: {exc}")
-
-    def _reject(self, exc: _TooLarge) -> None:
-        self.rejected = True
-        self._fail(exc.status, exc.message)
 
     def _fail(self, status: int, message: str) -> None:
         transport = self.transport

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -259,8 +260,6 @@ def test_sse_stream_is_chunked_and_client_can_vanish(base: str) -> None:
 
 
 def test_idle_keepalive_timeout_and_connection_cap() -> None:
-    native_opts: dict[str, Any] = {}
-
     class Capped:  # a plain ASGI app, served over ASGI by the native server
         async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
             if scope["type"] != "http":
@@ -268,11 +267,8 @@ def test_idle_keepalive_timeout_and_connection_cap() -> None:
             await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
             await send({"type": "http.response.body", "body": b"ok"})
 
-    import asyncio
-    import threading
-
     loop = asyncio.new_event_loop()
-    server = HttpServer(Capped(), max_connections=2, keepalive_timeout=0.3, **native_opts)
+    server = HttpServer(Capped(), max_connections=2, keepalive_timeout=0.3)
     ready = threading.Event()
 
     def run() -> None:
