@@ -93,8 +93,9 @@ def _failures(result: dict[str, Any]) -> int:
 
 
 def measure_rate(server: RunningServer, mode: str, args: list[str], timeout: float) -> dict[str, Any]:
-    """One rate scenario; the server's CPU over the whole generator run is recorded too."""
-    argv = _generator(mode, server.url, *args)
+    """One rate scenario. The generator reads the server's CPU time at the start and end of its
+    measured window (``server_cpu``); the CPU over the whole generator run is recorded too."""
+    argv = _generator(mode, server.url, *args, "--server-pid", str(server.pid))
     before = cpu_seconds(server.pid)
     started = time.monotonic()
     result = _run_json(argv, timeout)
@@ -263,8 +264,11 @@ def _per_op_us(res: dict[str, Any], scenario: str, count_key: str) -> float | No
     data = res.get(scenario) or {}
     if "error" in data or not data.get(count_key):
         return None
-    # server CPU over the whole generator run (warm-up and session set-up included) over the
-    # operations counted in the measured window: an upper bound, comparable across servers
+    window = data.get("server_cpu") or {}
+    if isinstance(window.get("us_per_operation"), int | float):
+        # the server's CPU over the measured window, per operation counted in that window
+        return float(window["us_per_operation"])
+    # older results: CPU over the whole generator run (warm-up and set-up included), an upper bound
     total = data.get("calls_total") or data.get("handshakes_total") or data.get(count_key)
     return round(data["server_cpu_seconds"] / float(total) * 1e6, 1) if total else None
 
@@ -340,15 +344,23 @@ def report(summary: dict[str, Any], out: Path) -> str:
             data = results[n].get(scenario) or {}
             parts.append(f"{scenario} {'ERROR: ' + data['error'][:120] if 'error' in data else _failures(data)}")
         lines.append(f"- {n}: " + ", ".join(parts))
-    lines += ["", "Generator CPU (share of its core; well under 1 means it was not the bottleneck):", ""]
+    lines += [
+        "",
+        "CPU in the measured window, as a share of one core: the server (near 1 means it was the",
+        "bottleneck) and the generator (well under 1 means it was not):",
+        "",
+    ]
     for n in names:
         shares = []
         for scenario in ("calls", "handshakes"):
             data = results[n].get(scenario) or {}
             gen = data.get("generator_cpu") or {}
-            share = gen.get("share_of_one_core") if isinstance(gen, dict) else None
-            shares.append(f"{scenario} {share if share is not None else '–'}")
-        lines.append(f"- {n}: " + ", ".join(shares))
+            share = gen.get("window_share_of_one_core", gen.get("share_of_one_core")) if isinstance(gen, dict) else None
+            srv = data.get("server_cpu") or {}
+            server_share = srv.get("share_of_one_core") if isinstance(srv, dict) else None
+            shares.append(f"{scenario}: server {server_share if server_share is not None else '–'}, "
+                          f"generator {share if share is not None else '–'}")
+        lines.append(f"- {n}: " + "; ".join(shares))
     lines += [
         "",
         "## Machine and versions",

@@ -62,13 +62,13 @@ META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 _NAMED: Final = {m.TOOLS_CALL: "name", m.PROMPTS_GET: "name", m.RESOURCES_READ: "uri"}
 _MODERN_STATUS: Final = {-32601: 404, -32600: 400, -32700: 400, -32602: 400, -32020: 400, -32021: 400, -32022: 400}
-_JSON: Final = [(b"content-type", b"application/json")]  # shared: never mutated
-Reply = tuple[int, list[tuple[bytes, bytes]], bytes]
+_JSON: Final = ((b"content-type", b"application/json"),)  # shared: a tuple, so the server renders it once
+Reply = tuple[int, list[tuple[bytes, bytes]] | tuple[tuple[bytes, bytes], ...], bytes]
 """``(status, headers, body)``: a whole HTTP answer (``content-length`` is the server's to add)."""
 Deferred = Callable[[Receive, Send], Awaitable[None]]
 """An answer that streams or waits: run with the request's ASGI ``receive`` and ``send``."""
-_ACCEPTED: Final[Reply] = (202, [], b"")
-_OK_EMPTY: Final[Reply] = (200, [], b"")
+_ACCEPTED: Final[Reply] = (202, (), b"")
+_OK_EMPTY: Final[Reply] = (200, (), b"")
 _SSE_HEADERS: Final = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache, no-transform"),
@@ -472,7 +472,7 @@ class HttpTransport:
         body = stream.buf.pop(0) if stream.buf else b""
         if conn.session.version is None:  # refused: no session is kept
             self._finish(conn.close_now())
-            return (200 if body else 202, _JSON if body else [], body)
+            return (200 if body else 202, _JSON if body else (), body)
         sess = _Session(session_id, conn, get, principal, legacy=False)
         sess.version = conn.session.version
         self.sessions[session_id] = sess

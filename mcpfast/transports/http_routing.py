@@ -143,8 +143,11 @@ class RoutedSession(ServerSession):
                 stream.pending += 1
             elif kind is ReplyReceived:
                 router.outgoing.pop(event.request_id, None)
-        for message in self.data_to_send():
-            stream.push(message)
+        out = self._outbox
+        if out:
+            self._outbox = []
+            for message in out:
+                stream.push(message)
         return events
 
     def _flush(self, request_id: int | str | None) -> None:
@@ -158,7 +161,9 @@ class RoutedSession(ServerSession):
     def _settle(self, request_id: int | str) -> None:
         router = self._router
         stream = router.streams.pop(request_id, None)
-        out = self.data_to_send()
+        out = self._outbox
+        if out:
+            self._outbox = []
         if stream is None:
             stream = router.default
             for message in out:

@@ -76,20 +76,34 @@ class _Clock:
 _clock = _Clock()
 
 
-def _render(status: int, headers: Any, body: bytes, keep_alive: bool) -> bytes:
+def _head(status: int, headers: Any) -> bytes:
     out = bytearray(_status_line(status))
     for key, value in headers:
         out += key
         out += b": "
         out += value
         out += b"\r\n"
-    out += b"content-length: %d\r\n" % len(body)
-    if not keep_alive:
-        out += b"connection: close\r\n"
-    out += _clock.get()
-    out += b"\r\n"
-    out += body
     return bytes(out)
+
+
+_HEADS: dict[int, tuple[Any, int, bytes]] = {}
+"""Rendered status line + headers per shared (tuple) header block: the transport's constants."""
+
+
+def _render(status: int, headers: Any, body: bytes, keep_alive: bool) -> bytes:
+    if type(headers) is tuple:  # a constant of the transport's: rendered once
+        hit = _HEADS.get(id(headers))
+        if hit is not None and hit[0] is headers and hit[1] == status:
+            head = hit[2]
+        else:
+            head = _head(status, headers)
+            if len(_HEADS) < 64:  # the entry keeps the tuple alive, so its id is never reused
+                _HEADS[id(headers)] = (headers, status, head)
+    else:
+        head = _head(status, headers)
+    if keep_alive:
+        return b"%scontent-length: %d\r\n%s\r\n%s" % (head, len(body), _clock.get(), body)
+    return b"%scontent-length: %d\r\nconnection: close\r\n%s\r\n%s" % (head, len(body), _clock.get(), body)
 
 
 def _error_reply(status: int, message: str) -> bytes:
@@ -97,18 +111,48 @@ def _error_reply(status: int, message: str) -> bytes:
     return _render(status, [(b"content-type", b"text/plain; charset=utf-8")], body, False)
 
 
+_TARGETS: dict[bytes, tuple[str, bytes]] = {}
+"""``(path, query)`` per request target without a query (clients use a handful of paths)."""
+
+
+def _split_target(target: bytes) -> tuple[str, bytes]:
+    known = _TARGETS.get(target)
+    if known is not None:
+        return known
+    raw_path, mark, query = target.partition(b"?")
+    text = raw_path.decode("latin-1")
+    split = (unquote(text) if b"%" in raw_path else text, query)
+    if not mark and len(_TARGETS) < 256:
+        _TARGETS[target] = split
+    return split
+
+
 class _Request:
+    """A request answered over ASGI (streamed or deferred answers, other ASGI apps)."""
+
     __slots__ = ("body", "headers", "keep_alive", "method", "path", "query", "raw_path")
 
     def __init__(self, method: str, target: bytes, headers: dict[bytes, bytes], body: bytes, keep_alive: bool):
         self.method = method
-        raw_path, _, query = target.partition(b"?")
-        self.raw_path = raw_path
-        self.path = unquote(raw_path.decode("latin-1")) if b"%" in raw_path else raw_path.decode("latin-1")
-        self.query = query
+        self.raw_path = target.partition(b"?")[0]
+        self.path, self.query = _split_target(target)
         self.headers = headers
         self.body = body
         self.keep_alive = keep_alive
+
+
+class _Failure:
+    """A malformed or refused request queued behind running answers: answered in its turn, then close."""
+
+    __slots__ = ("message", "status")
+
+    def __init__(self, status: int, message: str) -> None:
+        self.status = status
+        self.message = message
+
+
+Incoming = tuple[str, bytes, dict[bytes, bytes], bytes, bool]
+"""A framed request: ``(method, target, headers, body, keep_alive)``."""
 
 
 class _Connection(asyncio.Protocol):
@@ -128,7 +172,8 @@ class _Connection(asyncio.Protocol):
         self.body_size = 0
         self.closing = False
         self.busy: asyncio.Task[None] | None = None
-        self.queue: deque[_Request] = deque()
+        self.queue: deque[Incoming | _Failure] = deque()
+        self.ended = False  # a request was refused: nothing more is read from this connection
         self.last_active = time.monotonic()
         self.lost: asyncio.Future[None] | None = None
         self.paused_writing: asyncio.Future[None] | None = None
@@ -179,7 +224,7 @@ class _Connection(asyncio.Protocol):
             waiter.set_result(None)
 
     def data_received(self, data: bytes) -> None:
-        if self.closing:
+        if self.closing or self.ended:
             return
         self.last_active = time.monotonic()
         if self.parser is None:
@@ -198,9 +243,12 @@ class _Connection(asyncio.Protocol):
             self.pending = []
         server = self.server
         requests, used, status, need = core.parse_http(data, server.max_header_bytes, server.max_body)
-        for method, target, headers, body, keep_alive in requests:
-            self._request(_Request(method, target, headers, body, keep_alive))
-            if self.closing:
+        for item in requests:
+            if self.busy is None and not self.queue:
+                self._answer(*item)
+            else:
+                self._enqueue(item)
+            if self.closing or self.ended:
                 return
         if status == 0:
             if used < len(data):
@@ -230,11 +278,21 @@ class _Connection(asyncio.Protocol):
                 self._fail(400, f"malformed HTTP request: {exc}")
 
     def _fail(self, status: int, message: str) -> None:
+        """Refuse the request being read: answered in order (after the answers before it), then close."""
         transport = self.transport
-        if transport is not None and not self.closing:
-            if self.busy is None:
-                transport.write(_error_reply(status, message))
+        if transport is None or self.closing or self.ended:
+            return
+        if self.busy is None and not self.queue:
+            transport.write(_error_reply(status, message))
             self._close()
+            return
+        # An answer is still running (a stream, a deferred reply): it owns the socket until it
+        # ends; the refusal waits its turn and nothing more is read.
+        self.ended = True
+        self.queue.append(_Failure(status, message))
+        if not self.paused_reading:
+            self.paused_reading = True
+            transport.pause_reading()
 
     def _close(self) -> None:
         self.closing = True
@@ -280,38 +338,42 @@ class _Connection(asyncio.Protocol):
         assert parser is not None
         chunks = self.chunks
         body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        self._request(_Request(parser.get_method().decode("ascii"), self.url, self.headers, body, parser.should_keep_alive()))
+        item = (parser.get_method().decode("ascii"), self.url, self.headers, body, parser.should_keep_alive())
+        if self.busy is None and not self.queue:
+            self._answer(*item)
+        else:
+            self._enqueue(item)
 
-    def _request(self, request: _Request) -> None:
-        if self.busy is not None or self.queue:
-            self.queue.append(request)
-            if len(self.queue) >= MAX_PIPELINE and not self.paused_reading and self.transport is not None:
-                self.paused_reading = True
-                self.transport.pause_reading()
-            return
-        self._dispatch(request)
+    def _enqueue(self, item: Incoming) -> None:
+        """A request pipelined behind a running answer: answered in order once that one ends."""
+        self.queue.append(item)
+        if len(self.queue) >= MAX_PIPELINE and not self.paused_reading and self.transport is not None:
+            self.paused_reading = True
+            self.transport.pause_reading()
 
     # -------------------------------------------------------- answering
 
-    def _dispatch(self, request: _Request) -> None:
-        server = self.server
-        handle = server.handle
+    def _answer(self, method: str, target: bytes, headers: dict[bytes, bytes], body: bytes, keep_alive: bool) -> None:
+        """Answer one request: written at once when the app answers at once, else run as a task."""
+        handle = self.server.handle
         if handle is not None:
+            path, query = _split_target(target)
             try:
-                outcome = handle(request.method, request.path, request.query, request.headers, request.body)
+                outcome = handle(method, path, query, headers, body)
             except Exception:
-                logger.exception("unexpected failure handling %s %s", request.method, request.path)
+                logger.exception("unexpected failure handling %s %s", method, path)
                 outcome = (500, [(b"content-type", b"text/plain")], b"internal error")
             if type(outcome) is tuple:
-                status, headers, body = outcome
-                if self.transport is not None and not self.closing:
-                    self.transport.write(_render(status, headers, body, request.keep_alive))
-                    if not request.keep_alive:
+                if not self.closing:
+                    status, reply_headers, reply = outcome
+                    self.transport.write(_render(status, reply_headers, reply, keep_alive))  # type: ignore[union-attr]
+                    if not keep_alive:
                         self._close()
                 return
             runner = outcome
         else:
             runner = None
+        request = _Request(method, target, headers, body, keep_alive)
         self.busy = asyncio.get_running_loop().create_task(self._run(request, runner))
 
     async def _run(self, request: _Request, runner: Callable[[Any, Any], Awaitable[None]] | None) -> None:
@@ -341,8 +403,13 @@ class _Connection(asyncio.Protocol):
             return
         self.last_active = time.monotonic()
         while self.queue and self.busy is None and not self.closing:
-            self._dispatch(self.queue.popleft())
-        if self.paused_reading and not self.queue and self.transport is not None and not self.closing:
+            item = self.queue.popleft()
+            if type(item) is _Failure:
+                self.transport.write(_error_reply(item.status, item.message))  # type: ignore[union-attr]
+                self._close()
+                return
+            self._answer(*item)  # type: ignore[misc]
+        if self.paused_reading and not self.queue and not self.ended and self.transport is not None and not self.closing:
             self.paused_reading = False
             self.transport.resume_reading()
 

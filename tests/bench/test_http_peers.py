@@ -27,6 +27,12 @@ def test_http_peers_quick_run(tmp_path: Path) -> None:
     # Every reply was checked by the generator; no failure, real work in each scenario.
     assert calls["calls"] > 0 and calls["calls_per_second"] > 0 and calls["server_cpu_seconds"] > 0
     assert shakes["handshakes"] > 0 and shakes["handshakes_per_second"] > 0
+    # The server's CPU was read over the measured window (by pid), per operation in that window.
+    for data, count in ((calls, calls["calls"]), (shakes, shakes["handshakes"])):
+        cpu = data["server_cpu"]
+        assert cpu["pid"] > 0 and "error" not in cpu
+        assert 0 < cpu["window_seconds"] <= data["server_cpu_seconds"]
+        assert cpu["us_per_operation"] == pytest.approx(cpu["window_seconds"] / count * 1e6, rel=0.01, abs=0.1)
     assert memory["sessions_held"] == 100 and memory["rss_held_kb"] >= memory["rss_before_kb"] > 0
     assert memory["deleted"] == 100
     assert churn["cycles_ok"] == 2000 and len(churn["rss_samples"]) == 10
@@ -34,4 +40,5 @@ def test_http_peers_quick_run(tmp_path: Path) -> None:
     assert memory["failures"] == 0 and churn["failures"] == 0
     table = (out / "results.md").read_text()
     assert "tools/call echo, calls/s" in table and f"{calls['calls_per_second']:,.0f}" in table
+    assert f"| server CPU µs per call | {calls['server_cpu']['us_per_operation']:,.1f} |" in table
     assert (out / "http_peers.png").stat().st_size > 10_000

@@ -155,6 +155,37 @@ def test_streamed_answers_one_after_another_on_one_connection(base: str) -> None
     c.close()
 
 
+@pytest.mark.parametrize(
+    ("bad", "expected"),
+    [
+        (b"NOT HTTP AT ALL\r\n\r\n", 400),
+        (post(b"", b"Content-Length: 5000\r\n", length=False), 413),  # max_body is 4096
+    ],
+)
+def test_refusal_pipelined_behind_a_streamed_answer_is_answered_in_turn(base: str, bad: bytes, expected: int) -> None:
+    """A streamed answer owns the socket while it runs; requests behind it are answered in order,
+    a malformed or oversized one with its status (not a silent close), and then the connection ends."""
+    c = Conn(base)
+    extra = session(c)
+    body = json.dumps({"jsonrpc": "2.0", "id": 30, "method": "tools/call",
+                       "params": {"name": "steps", "arguments": {"n": 3}, "_meta": {"progressToken": 30}}}).encode()
+    c.send(post(body, extra) + post(call(31), extra) + bad)  # one write: stream, plain call, refusal
+    status, headers, stream = c.response()
+    assert status == 200 and headers[b"content-type"] == b"text/event-stream"
+    assert stream.count(b'"notifications/progress"') == 3 and b'"id":30,"result"' in stream
+    status, _, reply = c.response()
+    assert status == 200 and json.loads(reply)["id"] == 31
+    status, headers, _ = c.response()
+    assert status == expected and headers.get(b"connection") == b"close"
+    assert c.closed()
+    c.close()
+    other = Conn(base)  # the server is unharmed
+    extra = session(other)
+    other.send(post(call(32), extra))
+    assert json.loads(other.response()[2])["id"] == 32
+    other.close()
+
+
 def test_request_split_into_single_bytes(base: str) -> None:
     c = Conn(base)
     extra = session(c)

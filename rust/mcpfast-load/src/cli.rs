@@ -27,6 +27,9 @@ common options:
   --timeout SECONDS         per-request timeout (default 10)
   --max-time SECONDS        hard cap on the whole run (default: calls/handshakes warmup +
                             duration + 60; hold and churn 3600)
+  --server-pid PID          calls and handshakes: also read the server process's CPU time
+                            (/proc/PID/stat) at the start and end of the measured window, and
+                            report it per operation (`server_cpu` in the summary)
 
 Output: JSON on stdout (one object per line; the last line is the summary), a human line on
 stderr. Exit status 0 when nothing failed, 1 when any request failed, 2 on usage errors, 3 when
@@ -54,8 +57,15 @@ impl Mode {
     fn allows(self, option: &str) -> bool {
         const COMMON: &[&str] = &["url", "protocol-version", "timeout", "max-time"];
         let own: &[&str] = match self {
-            Mode::Calls => &["sessions", "duration", "warmup", "tool", "arguments"],
-            Mode::Handshakes => &["connections", "duration", "warmup"],
+            Mode::Calls => &[
+                "sessions",
+                "duration",
+                "warmup",
+                "tool",
+                "arguments",
+                "server-pid",
+            ],
+            Mode::Handshakes => &["connections", "duration", "warmup", "server-pid"],
             Mode::Hold => &["sessions", "connections", "no-delete"],
             Mode::Churn => &["cycles", "connections", "report-every"],
         };
@@ -79,6 +89,7 @@ pub struct Options {
     pub cycles: u64,
     pub report_every: u64,
     pub no_delete: bool,
+    pub server_pid: Option<u32>,
 }
 
 fn seconds(name: &str, v: &str) -> Result<Duration, String> {
@@ -137,6 +148,7 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
         cycles: 100_000,
         report_every: 10_000,
         no_delete: false,
+        server_pid: None,
     };
     let mut max_time = None;
     let mut i = 1;
@@ -199,6 +211,7 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
             }
             "cycles" => o.cycles = count(name, &value, 1_000_000_000u64)?,
             "report-every" => o.report_every = count(name, &value, 1_000_000_000u64)?,
+            "server-pid" => o.server_pid = Some(count(name, &value, u32::MAX)?),
             _ => return Err(format!("unknown option --{name}")),
         }
     }
@@ -244,6 +257,11 @@ mod tests {
             .expect("options");
         assert!(o.no_delete);
         assert_eq!(o.connections, 5);
+        assert_eq!(o.server_pid, None);
+        let o = parse(&args("handshakes --url http://x/ --server-pid 4242"))
+            .expect("ok")
+            .expect("options");
+        assert_eq!(o.server_pid, Some(4242));
     }
 
     #[test]
@@ -256,5 +274,8 @@ mod tests {
         assert!(parse(&args("fly --url http://x/")).is_err());
         assert!(parse(&args("churn --url")).is_err());
         assert!(matches!(parse(&args("churn --help")), Ok(None)));
+        assert!(parse(&args("churn --url http://x/ --server-pid 7")).is_err());
+        assert!(parse(&args("calls --url http://x/ --server-pid 0")).is_err());
+        assert!(parse(&args("calls --url http://x/ --server-pid x")).is_err());
     }
 }

@@ -198,6 +198,47 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
+/// CPU seconds (user + system) that process `pid` has used so far (`/proc/PID/stat`).
+pub fn process_cpu(pid: u32) -> Option<f64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok()??;
+    proc_stat_ticks(&text).map(|t| t as f64 / ticks as f64)
+}
+
+/// utime + stime (fields 14 and 15, in clock ticks) of a `/proc/PID/stat` line; the command
+/// name (field 2) is in parentheses and may itself hold spaces and parentheses.
+fn proc_stat_ticks(text: &str) -> Option<u64> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(11); // `rest` starts at field 3
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// The `server_cpu` block: the server's CPU over the measured window, per operation counted
+/// in it. `a` and `b` are `process_cpu` read at the window's start and end.
+pub fn server_cpu_json(
+    pid: u32,
+    a: Option<f64>,
+    b: Option<f64>,
+    window: Duration,
+    ops: u64,
+) -> Value {
+    match (a, b) {
+        (Some(a), Some(b)) => {
+            let used = (b - a).max(0.0);
+            let secs = window.as_secs_f64();
+            json!({
+                "pid": pid,
+                "window_seconds": round3(used),
+                "share_of_one_core": if secs > 0.0 { round3(used / secs) } else { 0.0 },
+                "us_per_operation": if ops > 0 { (used / ops as f64 * 1e7).round() / 10.0 } else { 0.0 },
+            })
+        }
+        _ => json!({"pid": pid, "error": format!("could not read /proc/{pid}/stat")}),
+    }
+}
+
 /// The `generator_cpu_seconds` figure and its breakdown, over the whole run and over a window.
 pub fn cpu_json(started: Instant, window: Option<(Cpu, Cpu, Duration)>) -> (f64, Value) {
     let total = Cpu::now();
@@ -219,4 +260,39 @@ pub fn cpu_json(started: Instant, window: Option<(Cpu, Cpu, Duration)>) -> (f64,
         });
     }
     (round3(total.total()), detail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_stat_fields_after_the_command_name() {
+        // field 2 may hold spaces and parentheses: counting starts after the last ')'
+        let line = "4242 (py (thon) x) S 1 4242 4242 0 -1 4194560 9000 0 0 0 1234 567 0 0 20 0 3 0 100 0 0";
+        assert_eq!(proc_stat_ticks(line), Some(1234 + 567));
+        assert_eq!(proc_stat_ticks("4242 (short"), None);
+        assert_eq!(proc_stat_ticks("1 (x) S 1 2"), None);
+    }
+
+    #[test]
+    fn own_process_cpu_is_readable_and_grows() {
+        let pid = std::process::id();
+        let a = process_cpu(pid).expect("own /proc stat");
+        let mut x = 0u64;
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_millis(60) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let b = process_cpu(pid).expect("own /proc stat");
+        assert!(b >= a);
+        let v = server_cpu_json(pid, Some(1.0), Some(1.5), Duration::from_secs(1), 1000);
+        assert_eq!(v["window_seconds"], json!(0.5));
+        assert_eq!(v["share_of_one_core"], json!(0.5));
+        assert_eq!(v["us_per_operation"], json!(500.0));
+        assert!(
+            server_cpu_json(pid, None, Some(1.0), Duration::from_secs(1), 1)["error"].is_string()
+        );
+    }
 }

@@ -1,6 +1,7 @@
 //! `parse_http`: frame the HTTP/1.1 requests in a connection's buffer in one call.
 
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use mcpfast_core::http1::{parse_request, Parse};
@@ -18,6 +19,42 @@ fn method_str<'py>(py: Python<'py>, method: &[u8]) -> Bound<'py, PyString> {
         b"DELETE" => pyo3::intern!(py, "DELETE").clone(),
         // a token: ASCII, checked by the parser
         other => PyString::new(py, std::str::from_utf8(other).unwrap_or("")),
+    }
+}
+
+/// Header names MCP clients send on every request: one shared key object each, so a request
+/// neither allocates nor hashes them again (bytes cache their hash).
+const COMMON_NAMES: [&[u8]; 16] = [
+    b"host",
+    b"content-type",
+    b"content-length",
+    b"accept",
+    b"mcp-session-id",
+    b"mcp-protocol-version",
+    b"user-agent",
+    b"accept-encoding",
+    b"connection",
+    b"origin",
+    b"authorization",
+    b"last-event-id",
+    b"mcp-method",
+    b"mcp-name",
+    b"accept-language",
+    b"cache-control",
+];
+
+static NAME_KEYS: PyOnceLock<Vec<Py<PyBytes>>> = PyOnceLock::new();
+
+fn header_key<'py>(py: Python<'py>, name: &[u8]) -> Bound<'py, PyBytes> {
+    let keys = NAME_KEYS.get_or_init(py, || {
+        COMMON_NAMES
+            .iter()
+            .map(|n| PyBytes::new(py, n).unbind())
+            .collect()
+    });
+    match COMMON_NAMES.iter().position(|n| *n == name) {
+        Some(i) => keys[i].bind(py).clone(),
+        None => PyBytes::new(py, name),
     }
 }
 
@@ -56,7 +93,7 @@ pub fn parse_http<'py>(
             for (n, v) in &head.headers {
                 name.clear();
                 name.extend(n.iter().map(u8::to_ascii_lowercase));
-                let key = PyBytes::new(py, &name);
+                let key = header_key(py, &name);
                 match headers.get_item(&key)? {
                     Some(old) => {
                         let old = old.cast::<PyBytes>()?.as_bytes();

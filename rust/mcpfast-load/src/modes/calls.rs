@@ -12,7 +12,7 @@ use super::{
 };
 use crate::http::Conn;
 use crate::mcp::{self, Phase, Scratch, Session};
-use crate::stats::{cpu_json, Cpu};
+use crate::stats::{cpu_json, process_cpu, server_cpu_json, Cpu};
 
 struct Worker {
     conn: Conn,
@@ -97,13 +97,15 @@ pub async fn run(run: Rc<Run>) -> Outcome {
             w
         }));
     }
-    let (cpu_start, cpu_end) = if opened > 0 {
+    let server_cpu = |pid: Option<u32>| pid.and_then(process_cpu);
+    let pid = run.opts.server_pid;
+    let (cpu_start, cpu_end, server_start, server_end) = if opened > 0 {
         tokio::time::sleep_until(measure_start.into()).await;
-        let a = Cpu::now();
+        let (a, sa) = (Cpu::now(), server_cpu(pid));
         tokio::time::sleep_until(end.into()).await;
-        (a, Cpu::now())
+        (a, Cpu::now(), sa, server_cpu(pid))
     } else {
-        (Cpu::now(), Cpu::now())
+        (Cpu::now(), Cpu::now(), None, None)
     };
     let window = end.saturating_duration_since(measure_start);
     let mut workers = Vec::with_capacity(opened);
@@ -156,6 +158,9 @@ pub async fn run(run: Rc<Run>) -> Outcome {
     summary["generator_cpu_seconds"] = json!(cpu);
     summary["generator_cpu"] = cpu_detail;
     summary["cut_short"] = json!(cut_short);
+    if let Some(pid) = pid {
+        summary["server_cpu"] = server_cpu_json(pid, server_start, server_end, window, calls);
+    }
     let lat = &summary["latency_us"];
     let human = format!(
         "calls: {:.0} calls/s over {:.1} s ({} of {} sessions), p50 {} p99 {} max {}, {} failures, generator CPU {:.2} s ({:.0}% of a core in the window)",

@@ -12,7 +12,7 @@ use super::{
 };
 use crate::http::Conn;
 use crate::mcp::{self, Phase, Scratch};
-use crate::stats::{cpu_json, summary as hist_summary, Cpu};
+use crate::stats::{cpu_json, process_cpu, server_cpu_json, summary as hist_summary, Cpu};
 
 pub async fn run(run: Rc<Run>) -> Outcome {
     let c = run.opts.connections;
@@ -51,10 +51,11 @@ pub async fn run(run: Rc<Run>) -> Outcome {
             conn
         }));
     }
+    let pid = run.opts.server_pid;
     tokio::time::sleep_until(measure_start.into()).await;
-    let cpu_start = Cpu::now();
+    let (cpu_start, server_start) = (Cpu::now(), pid.and_then(process_cpu));
     tokio::time::sleep_until(end.into()).await;
-    let cpu_end = Cpu::now();
+    let (cpu_end, server_end) = (Cpu::now(), pid.and_then(process_cpu));
     let mut tally = ConnTally::default();
     for task in tasks {
         match task.await {
@@ -87,6 +88,10 @@ pub async fn run(run: Rc<Run>) -> Outcome {
     summary["generator_cpu"] = cpu_detail;
     let cut_short = window < run.opts.duration;
     summary["cut_short"] = json!(cut_short);
+    if let Some(pid) = pid {
+        summary["server_cpu"] =
+            server_cpu_json(pid, server_start, server_end, window, stats.cycles);
+    }
     let lat = &summary["latency_us"];
     let human = format!(
         "handshakes: {:.0} cycles/s over {:.1} s ({} connections), initialize p50 {} p99 {}, DELETE p99 {}, {} failures, generator CPU {:.2} s",
