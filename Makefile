@@ -62,9 +62,10 @@ bench-core: install ## Rust core vs pure-Python twin (pytest-benchmark) -> bench
 	$(PY) -m mcpfast.bench.core_report bench_results/core/benchmark.json bench_results/core \
 		--command "make bench-core"
 
-bench-http: install peers-install ## HTTP: calls/s, handshakes/s, KB per idle session, churn growth vs the SDK servers (mcpfast-load) -> bench_results/http/peers/
+bench-http: install peers-install ## HTTP: calls/s, handshakes/s, KB per idle session, churn growth vs the SDK servers, and mcpfast under native/uvicorn/granian (mcpfast-load) -> bench_results/http/peers/
 	cargo build --release --quiet -p mcpfast-load
-	MCPFAST_CORE=rust $(PY) -m mcpfast.bench.http_peers --out bench_results/http/peers --peer-cycles 5000
+	$(PY) -m pip install --quiet "granian>=2.0"
+	MCPFAST_CORE=rust $(PY) -m mcpfast.bench.http_peers --out bench_results/http/peers --peer-cycles 5000 --runners native uvicorn granian
 
 bench-peers: install peers-install ## mcpfast vs the official Python and TypeScript SDK servers, same swarm, pinned cores (~9 min) -> bench_results/peers/
 	MCPFAST_CORE=rust $(PY) -m mcpfast.bench.peers --out bench_results/peers

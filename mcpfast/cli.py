@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import importlib
 import logging
 import sys
@@ -113,6 +114,9 @@ def _serve_http(args: argparse.Namespace) -> int:
         }
     spec = _FIXTURES[args.fixture] if args.fixture else (args.app or _DEMO)
     load_app(spec)  # fail early, in this process, on a bad spec
+    if args.runner == "granian" and importlib.util.find_spec("granian") is None:
+        print("mcpfast: --runner granian needs granian: pip install 'mcpfast[granian]'", file=sys.stderr)
+        return 2
     run(spec, args.host, args.port, runner=args.runner, log_level=args.log_level, **options)
     return 0
 

@@ -28,6 +28,7 @@ The SDK servers answer in their JSON reply mode (``json_response``); their churn
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpfast.bench.peer_servers import PEERS, PeerNotAvailable, RunningServer, peer_versions, start_http
+from mcpfast.transports.http_runner import DEFAULT_RUNNER, RUNNERS
 
 __all__ = ["main", "run"]
 
@@ -62,10 +64,26 @@ def load_binary() -> Path:
     return LOAD_BIN
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every process below it (granian serves from a worker process it forks)."""
+    found = [pid]
+    for tid in sorted(os.listdir(f"/proc/{pid}/task")) if os.path.isdir(f"/proc/{pid}/task") else ():
+        try:
+            children = Path(f"/proc/{pid}/task/{tid}/children").read_text().split()
+        except OSError:
+            continue
+        for child in children:
+            found.extend(process_tree(int(child)))
+    return found
+
+
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process (all its threads) so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
+    """User + system CPU of a process and its children (all their threads) so far."""
+    total = 0
+    for proc in process_tree(pid):
+        fields = Path(f"/proc/{proc}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / TICKS
 
 
 def rss_kb(pid: int) -> int:
@@ -95,7 +113,8 @@ def _failures(result: dict[str, Any]) -> int:
 def measure_rate(server: RunningServer, mode: str, args: list[str], timeout: float) -> dict[str, Any]:
     """One rate scenario. The generator reads the server's CPU time at the start and end of its
     measured window (``server_cpu``); the CPU over the whole generator run is recorded too."""
-    argv = _generator(mode, server.url, *args, "--server-pid", str(server.pid))
+    pids = [arg for pid in process_tree(server.pid) for arg in ("--server-pid", str(pid))]
+    argv = _generator(mode, server.url, *args, *pids)
     before = cpu_seconds(server.pid)
     started = time.monotonic()
     result = _run_json(argv, timeout)
@@ -239,6 +258,29 @@ def bench_server(name: str, opts: argparse.Namespace, out: Path) -> dict[str, An
     return result
 
 
+def bench_runners(opts: argparse.Namespace, out: Path) -> dict[str, Any]:
+    """The calls scenario against mcpfast under each HTTP server of ``--runners`` (same app,
+    same generator, one fresh server each): the measurement behind the default ``--runner``."""
+    results: dict[str, Any] = {}
+    timeout = opts.duration + opts.warmup + 120
+    for runner in opts.runners:
+        print(f"[bench-http] mcpfast --runner {runner}: calls ...", file=sys.stderr, flush=True)
+        if runner == "granian" and importlib.util.find_spec("granian") is None:
+            results[runner] = {"error": "granian is not installed (pip install 'mcpfast[granian]'; make bench-http does)"}
+            continue
+        try:
+            with start_http("mcpfast", cpus=SERVER_CPU, json_response=True, runner=runner,
+                            log_path=out / f"server-mcpfast-runner-{runner}.log") as server:
+                results[runner] = measure_rate(
+                    server, "calls", ["--sessions", str(opts.sessions), "--duration", str(opts.duration),
+                                      "--warmup", str(opts.warmup), "--tool", "echo", "--arguments", '{"text":"hello"}'],
+                    timeout)
+        except (RuntimeError, subprocess.SubprocessError, OSError) as exc:
+            results[runner] = {"error": str(exc)}
+        print(f"[bench-http] mcpfast --runner {runner}: {_short('calls', results[runner])}", file=sys.stderr, flush=True)
+    return results
+
+
 def _short(scenario: str, data: dict[str, Any]) -> str:
     if "error" in data:
         return "ERROR " + data["error"][:200]
@@ -361,6 +403,7 @@ def report(summary: dict[str, Any], out: Path) -> str:
             shares.append(f"{scenario}: server {server_share if server_share is not None else '–'}, "
                           f"generator {share if share is not None else '–'}")
         lines.append(f"- {n}: " + "; ".join(shares))
+    lines += _runner_table(summary.get("runners") or {})
     lines += [
         "",
         "## Machine and versions",
@@ -387,6 +430,33 @@ def report(summary: dict[str, Any], out: Path) -> str:
     text = "\n".join(lines)
     (out / "results.md").write_text(text)
     return text
+
+
+def _runner_table(runners: dict[str, Any]) -> list[str]:
+    """The HTTP server comparison (``--runners``) as a table."""
+    if not runners:
+        return []
+    lines = [
+        "",
+        "## mcpfast under each HTTP server (`mcpfast serve --runner`)",
+        "",
+        f"The calls scenario above (tools/call echo, 32 sessions, JSON replies), the same app and generator, a fresh "
+        f"server per runner. The default is `{DEFAULT_RUNNER}`.",
+        "",
+        "| runner | calls/s | server CPU µs per call | p50 µs | p99 µs | failures |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for name, data in runners.items():
+        if "error" in data:
+            lines.append(f"| {name} | – | – | – | – | ERROR: {data['error'][:160]} |")
+            continue
+        res = {"calls": data}
+        lines.append(
+            f"| {name} | {_fmt(_value(res, 'calls', 'calls_per_second'))} | {_fmt(_per_op_us(res, 'calls', 'calls'), 1)} "
+            f"| {_fmt(_lat(res, 'calls', 'tools/call', 'p50'))} | {_fmt(_lat(res, 'calls', 'tools/call', 'p99'))} "
+            f"| {_failures(data)} |"
+        )
+    return lines
 
 
 def plot(summary: dict[str, Any], out: Path) -> Path:
@@ -447,6 +517,8 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
     }
     for name in opts.servers:
         summary["servers"].append(bench_server(name, opts, out))
+    if opts.runners:
+        summary["runners"] = bench_runners(opts, out)
     summary["finished"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S")
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(report(summary, out))
@@ -466,6 +538,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hold", type=int, default=1000, help="idle sessions held for the memory scenario")
     parser.add_argument("--cycles", type=int, default=100_000, help="churn cycles against mcpfast")
     parser.add_argument("--peer-cycles", type=int, default=10_000, help="churn cycles against the SDK servers")
+    parser.add_argument("--runners", nargs="*", default=[], choices=RUNNERS,
+                        help="also run the calls scenario against mcpfast under each of these HTTP servers")
     parser.add_argument("--no-plots", action="store_true")
     opts = parser.parse_args(argv)
     opts.command_line = "python -m mcpfast.bench.http_peers " + shlex.join(argv if argv is not None else sys.argv[1:])
@@ -474,6 +548,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{r['server']}/{s}" for r in summary["servers"] for s in ("calls", "handshakes", "memory", "churn")
         if isinstance(r.get(s), dict) and ("error" in r[s] or _failures(r[s]))
     ]
+    failed += [f"runner {n}" for n, r in summary.get("runners", {}).items() if "error" in r or _failures(r)]
     if failed:
         print("problems: " + ", ".join(failed), file=sys.stderr)
     return 1 if failed else 0

@@ -130,13 +130,17 @@ class Peer:
             return "json+sse"
         return "json" if json_response else "sse"
 
-    def http_argv(self, port: int, host: str = HOST, *, json_response: bool = False) -> list[str]:
-        """The argv serving Streamable HTTP at ``http://host:port/mcp`` (not pinned)."""
+    def http_argv(self, port: int, host: str = HOST, *, json_response: bool = False, runner: str | None = None) -> list[str]:
+        """The argv serving Streamable HTTP at ``http://host:port/mcp`` (not pinned); ``runner``
+        (mcpfast only): the HTTP server under the app (``mcpfast serve --runner``)."""
         if self.name == "mcpfast":
             from mcpfast.bench.run import HttpServer
 
             # the same command as `mcpfast bench` (with --max-sessions when the CLI has it)
-            return HttpServer(sys.executable, Path(os.devnull), host=host, port=port).argv()
+            argv = HttpServer(sys.executable, Path(os.devnull), host=host, port=port).argv()
+            return argv + (["--runner", runner] if runner else [])
+        if runner:
+            raise ValueError(f"{self.name} has no --runner")
         argv = [*self._base(), "--transport", "http", "--host", host, "--port", str(port)]
         return argv + (["--json-response"] if json_response else [])
 
@@ -209,9 +213,11 @@ def start_http(
     json_response: bool = False,
     log_path: Path | None = None,
     ready_timeout: float = READY_TIMEOUT,
+    runner: str | None = None,
 ) -> RunningServer:
     """Start peer ``name`` over Streamable HTTP on ``host:port`` (a free port by default), pinned
     to the CPU list ``cpus`` (``taskset -c``), and wait until it answers ``initialize``.
+    ``runner``: mcpfast's HTTP server (``native``, ``uvicorn``, ``granian``; its default when None).
 
     Output goes to ``log_path`` (or is discarded).  Raises :class:`PeerNotAvailable` when the
     peer cannot run here and :class:`RuntimeError` (after stopping it) when it does not get ready.
@@ -219,7 +225,7 @@ def start_http(
     peer = PEERS[name]
     peer.check()
     port = port or _free_port(host)
-    argv = pinned(peer.http_argv(port, host, json_response=json_response), cpus)
+    argv = pinned(peer.http_argv(port, host, json_response=json_response, runner=runner), cpus)
     log: IO[str] | None = None
     if log_path is not None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -349,6 +355,9 @@ def peer_versions() -> dict[str, Any]:
         "mcp-types": _dist("mcp-types"),
         "uvicorn": _dist("uvicorn"),
         "starlette": _dist("starlette"),
+        "uvloop": _dist("uvloop"),
+        "httptools": _dist("httptools"),
+        "granian": _dist("granian"),
         "pydantic": _dist("pydantic"),
         TS_SDK: _npm_version(TS_SDK),
         "zod": _npm_version("zod"),

@@ -53,7 +53,10 @@ def run(server: Server | str, host: str, port: int, *, runner: str = DEFAULT_RUN
         uvloop.run(serve(app, host, port, freeze_gc=True))
         return
     if runner == "granian" and isinstance(server, str):
-        from granian import Granian
+        try:
+            from granian import Granian
+        except ImportError:
+            raise RuntimeError("--runner granian needs granian: pip install 'mcpfast[granian]'") from None
         from granian.constants import HTTPModes, Interfaces, Loops, RuntimeModes
 
         os.environ[_ENV] = json.dumps({"spec": server, "options": options})

@@ -16,7 +16,7 @@ def test_http_peers_quick_run(tmp_path: Path) -> None:
     out = tmp_path / "http"
     proc = subprocess.run(
         [sys.executable, "-m", "mcpfast.bench.http_peers", "--out", str(out), "--servers", "mcpfast",
-         "--duration", "1", "--warmup", "0.5", "--hold", "100", "--cycles", "2000"],
+         "--duration", "1", "--warmup", "0.5", "--hold", "100", "--cycles", "2000", "--runners", "native", "uvicorn"],
         capture_output=True, text=True, timeout=280, check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -30,7 +30,7 @@ def test_http_peers_quick_run(tmp_path: Path) -> None:
     # The server's CPU was read over the measured window (by pid), per operation in that window.
     for data, count in ((calls, calls["calls"]), (shakes, shakes["handshakes"])):
         cpu = data["server_cpu"]
-        assert cpu["pid"] > 0 and "error" not in cpu
+        assert cpu["pids"] and cpu["pids"][0] > 0 and "error" not in cpu
         assert 0 < cpu["window_seconds"] <= data["server_cpu_seconds"]
         assert cpu["us_per_operation"] == pytest.approx(cpu["window_seconds"] / count * 1e6, rel=0.01, abs=0.1)
     assert memory["sessions_held"] == 100 and memory["rss_held_kb"] >= memory["rss_before_kb"] > 0
@@ -42,3 +42,12 @@ def test_http_peers_quick_run(tmp_path: Path) -> None:
     assert "tools/call echo, calls/s" in table and f"{calls['calls_per_second']:,.0f}" in table
     assert f"| server CPU µs per call | {calls['server_cpu']['us_per_operation']:,.1f} |" in table
     assert (out / "http_peers.png").stat().st_size > 10_000
+    # The HTTP server comparison: each runner served the same calls, every reply checked.
+    runners = summary["runners"]
+    assert set(runners) == {"native", "uvicorn"}
+    for name, data in runners.items():
+        assert data["calls"] > 0 and data["failures"]["total"] == 0, name
+        assert "--runner" in data["command"] or "--server-pid" in data["command"]
+        assert f"| {name} | {data['calls_per_second']:,.0f} |" in table
+    log = (out / "server-mcpfast-runner-uvicorn.log").read_text()
+    assert "--runner uvicorn" in log.splitlines()[0]

@@ -49,3 +49,17 @@ def test_conformance_fixture_offers_the_contract() -> None:
     assert set(app._resources) == {"test://static-text", "test://static-binary", "test://watched-resource"}
     assert [t.definition["uriTemplate"] for t in app._templates] == ["test://template/{id}/data"]
     assert all(p.definition.get("description") for p in app._prompts.values())
+
+
+def test_granian_runner_without_granian_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    from mcpfast.transports import http_runner
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "granian" else real(name, *a))
+    started: list[object] = []
+    monkeypatch.setattr(http_runner, "run", lambda *a, **k: started.append(a))
+    assert cli.main(["serve", "--transport", "http", "--runner", "granian", "--port", "1"]) == 2
+    assert "pip install 'mcpfast[granian]'" in capsys.readouterr().err
+    assert not started  # nothing was served

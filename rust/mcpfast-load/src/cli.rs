@@ -27,9 +27,10 @@ common options:
   --timeout SECONDS         per-request timeout (default 10)
   --max-time SECONDS        hard cap on the whole run (default: calls/handshakes warmup +
                             duration + 60; hold and churn 3600)
-  --server-pid PID          calls and handshakes: also read the server process's CPU time
+  --server-pid PID          calls and handshakes: also read the server's CPU time
                             (/proc/PID/stat) at the start and end of the measured window, and
-                            report it per operation (`server_cpu` in the summary)
+                            report it per operation (`server_cpu` in the summary); repeat it
+                            for a server of several processes (their CPU is added up)
 
 Output: JSON on stdout (one object per line; the last line is the summary), a human line on
 stderr. Exit status 0 when nothing failed, 1 when any request failed, 2 on usage errors, 3 when
@@ -89,7 +90,7 @@ pub struct Options {
     pub cycles: u64,
     pub report_every: u64,
     pub no_delete: bool,
-    pub server_pid: Option<u32>,
+    pub server_pids: Vec<u32>,
 }
 
 fn seconds(name: &str, v: &str) -> Result<Duration, String> {
@@ -148,7 +149,7 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
         cycles: 100_000,
         report_every: 10_000,
         no_delete: false,
-        server_pid: None,
+        server_pids: Vec::new(),
     };
     let mut max_time = None;
     let mut i = 1;
@@ -211,7 +212,7 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
             }
             "cycles" => o.cycles = count(name, &value, 1_000_000_000u64)?,
             "report-every" => o.report_every = count(name, &value, 1_000_000_000u64)?,
-            "server-pid" => o.server_pid = Some(count(name, &value, u32::MAX)?),
+            "server-pid" => o.server_pids.push(count(name, &value, u32::MAX)?),
             _ => return Err(format!("unknown option --{name}")),
         }
     }
@@ -257,11 +258,13 @@ mod tests {
             .expect("options");
         assert!(o.no_delete);
         assert_eq!(o.connections, 5);
-        assert_eq!(o.server_pid, None);
-        let o = parse(&args("handshakes --url http://x/ --server-pid 4242"))
-            .expect("ok")
-            .expect("options");
-        assert_eq!(o.server_pid, Some(4242));
+        assert!(o.server_pids.is_empty());
+        let o = parse(&args(
+            "handshakes --url http://x/ --server-pid 4242 --server-pid=4243",
+        ))
+        .expect("ok")
+        .expect("options");
+        assert_eq!(o.server_pids, vec![4242, 4243]);
     }
 
     #[test]

@@ -198,11 +198,19 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-/// CPU seconds (user + system) that process `pid` has used so far (`/proc/PID/stat`).
-pub fn process_cpu(pid: u32) -> Option<f64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+/// CPU seconds (user + system) that the processes `pids` have used so far, added up
+/// (`/proc/PID/stat`); `None` when there are none or one cannot be read.
+pub fn process_cpu(pids: &[u32]) -> Option<f64> {
+    if pids.is_empty() {
+        return None;
+    }
     let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok()??;
-    proc_stat_ticks(&text).map(|t| t as f64 / ticks as f64)
+    let mut total = 0u64;
+    for pid in pids {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        total += proc_stat_ticks(&text)?;
+    }
+    Some(total as f64 / ticks as f64)
 }
 
 /// utime + stime (fields 14 and 15, in clock ticks) of a `/proc/PID/stat` line; the command
@@ -218,7 +226,7 @@ fn proc_stat_ticks(text: &str) -> Option<u64> {
 /// The `server_cpu` block: the server's CPU over the measured window, per operation counted
 /// in it. `a` and `b` are `process_cpu` read at the window's start and end.
 pub fn server_cpu_json(
-    pid: u32,
+    pids: &[u32],
     a: Option<f64>,
     b: Option<f64>,
     window: Duration,
@@ -229,13 +237,13 @@ pub fn server_cpu_json(
             let used = (b - a).max(0.0);
             let secs = window.as_secs_f64();
             json!({
-                "pid": pid,
+                "pids": pids,
                 "window_seconds": round3(used),
                 "share_of_one_core": if secs > 0.0 { round3(used / secs) } else { 0.0 },
                 "us_per_operation": if ops > 0 { (used / ops as f64 * 1e7).round() / 10.0 } else { 0.0 },
             })
         }
-        _ => json!({"pid": pid, "error": format!("could not read /proc/{pid}/stat")}),
+        _ => json!({"pids": pids, "error": format!("could not read /proc/PID/stat of {pids:?}")}),
     }
 }
 
@@ -277,22 +285,25 @@ mod tests {
 
     #[test]
     fn own_process_cpu_is_readable_and_grows() {
-        let pid = std::process::id();
-        let a = process_cpu(pid).expect("own /proc stat");
+        let pid = [std::process::id()];
+        assert_eq!(process_cpu(&[]), None);
+        let a = process_cpu(&pid).expect("own /proc stat");
         let mut x = 0u64;
         let t = Instant::now();
         while t.elapsed() < Duration::from_millis(60) {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
         }
         std::hint::black_box(x);
-        let b = process_cpu(pid).expect("own /proc stat");
+        let b = process_cpu(&pid).expect("own /proc stat");
         assert!(b >= a);
-        let v = server_cpu_json(pid, Some(1.0), Some(1.5), Duration::from_secs(1), 1000);
+        let twice = process_cpu(&[pid[0], pid[0]]).expect("own /proc stat");
+        assert!(twice >= 2.0 * b);
+        let v = server_cpu_json(&pid, Some(1.0), Some(1.5), Duration::from_secs(1), 1000);
         assert_eq!(v["window_seconds"], json!(0.5));
         assert_eq!(v["share_of_one_core"], json!(0.5));
         assert_eq!(v["us_per_operation"], json!(500.0));
         assert!(
-            server_cpu_json(pid, None, Some(1.0), Duration::from_secs(1), 1)["error"].is_string()
+            server_cpu_json(&pid, None, Some(1.0), Duration::from_secs(1), 1)["error"].is_string()
         );
     }
 }

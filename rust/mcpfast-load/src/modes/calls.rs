@@ -97,13 +97,12 @@ pub async fn run(run: Rc<Run>) -> Outcome {
             w
         }));
     }
-    let server_cpu = |pid: Option<u32>| pid.and_then(process_cpu);
-    let pid = run.opts.server_pid;
+    let pids = &run.opts.server_pids;
     let (cpu_start, cpu_end, server_start, server_end) = if opened > 0 {
         tokio::time::sleep_until(measure_start.into()).await;
-        let (a, sa) = (Cpu::now(), server_cpu(pid));
+        let (a, sa) = (Cpu::now(), process_cpu(pids));
         tokio::time::sleep_until(end.into()).await;
-        (a, Cpu::now(), sa, server_cpu(pid))
+        (a, Cpu::now(), sa, process_cpu(pids))
     } else {
         (Cpu::now(), Cpu::now(), None, None)
     };
@@ -158,8 +157,8 @@ pub async fn run(run: Rc<Run>) -> Outcome {
     summary["generator_cpu_seconds"] = json!(cpu);
     summary["generator_cpu"] = cpu_detail;
     summary["cut_short"] = json!(cut_short);
-    if let Some(pid) = pid {
-        summary["server_cpu"] = server_cpu_json(pid, server_start, server_end, window, calls);
+    if !pids.is_empty() {
+        summary["server_cpu"] = server_cpu_json(pids, server_start, server_end, window, calls);
     }
     let lat = &summary["latency_us"];
     let human = format!(

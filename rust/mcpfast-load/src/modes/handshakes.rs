@@ -51,11 +51,11 @@ pub async fn run(run: Rc<Run>) -> Outcome {
             conn
         }));
     }
-    let pid = run.opts.server_pid;
+    let pids = &run.opts.server_pids;
     tokio::time::sleep_until(measure_start.into()).await;
-    let (cpu_start, server_start) = (Cpu::now(), pid.and_then(process_cpu));
+    let (cpu_start, server_start) = (Cpu::now(), process_cpu(pids));
     tokio::time::sleep_until(end.into()).await;
-    let (cpu_end, server_end) = (Cpu::now(), pid.and_then(process_cpu));
+    let (cpu_end, server_end) = (Cpu::now(), process_cpu(pids));
     let mut tally = ConnTally::default();
     for task in tasks {
         match task.await {
@@ -88,9 +88,9 @@ pub async fn run(run: Rc<Run>) -> Outcome {
     summary["generator_cpu"] = cpu_detail;
     let cut_short = window < run.opts.duration;
     summary["cut_short"] = json!(cut_short);
-    if let Some(pid) = pid {
+    if !pids.is_empty() {
         summary["server_cpu"] =
-            server_cpu_json(pid, server_start, server_end, window, stats.cycles);
+            server_cpu_json(pids, server_start, server_end, window, stats.cycles);
     }
     let lat = &summary["latency_us"];
     let human = format!(
