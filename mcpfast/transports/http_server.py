@@ -13,7 +13,9 @@ HTTP/1.1 as clients use it: keep-alive, pipelined requests answered in order, ch
 bodies, ``Expect: 100-continue``, chunked responses when the length is not known, flow control
 on writes. Limits with clear answers: header bytes (431), body bytes (413, checked against
 ``Content-Length`` before the body arrives), malformed requests (400), connections at most
-(503), idle keep-alive connections closed after ``keepalive_timeout``.
+(503), idle keep-alive connections closed after ``keepalive_timeout``. A refused request is
+answered in its turn (after the answers pipelined before it, a running stream included), then
+the connection ends with a lingering close, so the client reads the refusal instead of a reset.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ __all__ = ["DEFAULT_MAX_BODY", "HttpServer", "serve"]
 logger = logging.getLogger("mcpfast.transports.http_server")
 
 DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
+LINGER_SECONDS: Final = 2.0
+"""After a refusal, how long the rest of the client's request is read and dropped before closing."""
 MAX_PIPELINE: Final = 16
 """Requests queued behind a running one before the server stops reading from the connection."""
 
@@ -283,8 +287,7 @@ class _Connection(asyncio.Protocol):
         if transport is None or self.closing or self.ended:
             return
         if self.busy is None and not self.queue:
-            transport.write(_error_reply(status, message))
-            self._close()
+            self._refuse(status, message)
             return
         # An answer is still running (a stream, a deferred reply): it owns the socket until it
         # ends; the refusal waits its turn and nothing more is read.
@@ -293,6 +296,25 @@ class _Connection(asyncio.Protocol):
         if not self.paused_reading:
             self.paused_reading = True
             transport.pause_reading()
+
+    def _refuse(self, status: int, message: str) -> None:
+        """Write the refusal, then a lingering close: our side ends (FIN after the answer) and
+        whatever the client still sends (the rest of a large body) is read and dropped until it
+        closes or ``LINGER_SECONDS`` pass. Closing at once with unread bytes would send a reset,
+        and the client could lose the answer before reading it."""
+        transport = self.transport
+        self.closing = True  # data_received drops everything from now on
+        if transport is None:
+            return
+        transport.write(_error_reply(status, message))
+        if not transport.can_write_eof():
+            transport.close()
+            return
+        transport.write_eof()
+        if self.paused_reading:
+            self.paused_reading = False
+            transport.resume_reading()
+        asyncio.get_running_loop().call_later(LINGER_SECONDS, transport.close)
 
     def _close(self) -> None:
         self.closing = True
@@ -405,8 +427,7 @@ class _Connection(asyncio.Protocol):
         while self.queue and self.busy is None and not self.closing:
             item = self.queue.popleft()
             if type(item) is _Failure:
-                self.transport.write(_error_reply(item.status, item.message))  # type: ignore[union-attr]
-                self._close()
+                self._refuse(item.status, item.message)
                 return
             self._answer(*item)  # type: ignore[misc]
         if self.paused_reading and not self.queue and not self.ended and self.transport is not None and not self.closing:
