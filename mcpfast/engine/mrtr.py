@@ -30,15 +30,19 @@ _MAC_SIZE: Final = 16
 class InputRequired(Exception):
     """Raised inside a stateless handler that needs input it does not have yet.
 
+    ``InputRequired(key, request)`` asks for one input; ``InputRequired(requests)`` for several
+    at once (``{key: request}``), all in the same ``InputRequiredResult``.
+
     Attributes:
-        key: the ``inputRequests`` key.
-        request: the embedded request (``method`` and ``params``).
+        requests: ``inputRequests``: key -> the embedded request (``method`` and ``params``).
     """
 
-    def __init__(self, key: str, request: dict[str, Any]) -> None:
-        super().__init__(key)
-        self.key = key
-        self.request = request
+    def __init__(self, key: str | dict[str, dict[str, Any]], request: dict[str, Any] | None = None) -> None:
+        requests = dict(key) if isinstance(key, dict) else {key: request}
+        if not requests or any(not isinstance(r, dict) for r in requests.values()):
+            raise ValueError("InputRequired needs at least one request object")
+        super().__init__(", ".join(requests))
+        self.requests: dict[str, dict[str, Any]] = requests  # type: ignore[assignment]
 
 
 def input_required_result(requests: dict[str, dict[str, Any]], state: str) -> dict[str, Any]:

@@ -483,6 +483,23 @@ class Server:
         """
         return sum(conn.session.elicitation_complete(elicitation_id) for conn in list(self._connections))
 
+    def remove_tool(self, name: str) -> bool:
+        """Stop offering tool ``name`` (``tools/list`` no longer lists it, calls get -32602).
+
+        Returns whether it was there. Tell clients with ``notify_list_changed("tools")``.
+        """
+        found = self._tools.pop(name, None) is not None
+        if found:
+            self._list_cache.clear()
+        return found
+
+    def remove_prompt(self, name: str) -> bool:
+        """Stop offering prompt ``name``; returns whether it was there (then ``notify_list_changed("prompts")``)."""
+        found = self._prompts.pop(name, None) is not None
+        if found:
+            self._list_cache.clear()
+        return found
+
     def notify_list_changed(self, kind: str) -> int:
         """Send ``notifications/<kind>/list_changed`` (kind: tools, resources or prompts) to all sessions."""
         sent = 0
@@ -586,18 +603,19 @@ class Server:
         # inputResponses.
         params = request.params
         responses: dict[str, Any] = {}
-        if "requestState" in params:
-            responses.update(self.sealer.open(binding, params["requestState"]))
-        given = params.get("inputResponses")
-        if given is not None:
-            if not isinstance(given, dict):
+        resumed = "requestState" in params
+        if resumed:
+            responses.update(self.sealer.open(binding, params["requestState"]))  # -32602 when forged
+        if "inputResponses" in params:
+            given = params["inputResponses"]
+            if not isinstance(given, dict):  # null included: an absent round is sent without the member
                 raise McpError(INVALID_PARAMS, "inputResponses must be an object")
             responses.update(given)
-        return Context(conn, request, responses)
+        return Context(conn, request, responses, resumed=resumed)
 
     def _input_required(self, ctx: Context | None, need: InputRequired, binding: str) -> dict[str, Any]:
         assert ctx is not None
-        return input_required_result({need.key: need.request}, self.sealer.seal(binding, ctx._responses))
+        return input_required_result(need.requests, self.sealer.seal(binding, ctx._responses))
 
     def _tools_list(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
         return self._page(request, "tools", "Tool", [t.definition for t in self._tools.values()])

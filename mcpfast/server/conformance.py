@@ -218,6 +218,186 @@ def json_schema_2020_12_tool(name: str | None = None, address: dict[str, Any] | 
     return f"name={name}, address={address}"
 
 
+# ------------------------------------------------- 2026-07-28 (pre-release suite) fixtures
+
+_NAME_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+def _content_of(answer: Any, field: str) -> Any:
+    """``content[field]`` of an ``ElicitResult`` (None when declined or absent)."""
+    content = answer.get("content") if isinstance(answer, dict) else None
+    return content.get(field) if isinstance(content, dict) else None
+
+
+def _sampled_text(answer: Any) -> Any:
+    """The text of a ``CreateMessageResult`` (its content is a block or a list of blocks)."""
+    content = answer.get("content") if isinstance(answer, dict) else None
+    if isinstance(content, list):
+        content = content[0] if content else None
+    return content.get("text") if isinstance(content, dict) else content
+
+
+@app.tool()
+async def test_input_required_result_elicitation(ctx: Context) -> str:
+    """Asks for the user's name (one elicitation, key user_name), then greets them."""
+    answer = await ctx.elicit("What is your name?", _NAME_SCHEMA, key="user_name")
+    return f"Hello, {_content_of(answer, 'name')}!"
+
+
+@app.tool()
+async def test_input_required_result_sampling(ctx: Context) -> str:
+    """Asks the client's LLM one question (key capital_question) and returns its answer."""
+    answer = await ctx.sample("What is the capital of France?", max_tokens=100, key="capital_question")
+    return f"LLM response: {_sampled_text(answer)}"
+
+
+@app.tool()
+async def test_input_required_result_list_roots(ctx: Context) -> str:
+    """Asks for the client's roots (key client_roots) and lists them."""
+    roots = await ctx.list_roots(key="client_roots")
+    return "Client roots: " + ", ".join(str(r.get("uri")) for r in roots if isinstance(r, dict))
+
+
+@app.tool()
+async def test_input_required_result_request_state(ctx: Context) -> str:
+    """Asks for a confirmation (key confirm) with sealed requestState; "state-ok" once the state was verified."""
+    answer = await ctx.elicit(
+        "Please confirm", {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}, key="confirm"
+    )
+    verdict = "state-ok" if ctx.resumed else "state-missing"
+    return f"{verdict}: confirmed={_content_of(answer, 'ok')}"
+
+
+@app.tool()
+async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
+    """Asks for an elicitation, a sampling and the roots in one round."""
+    answers = await ctx.ask({
+        "user_name": ("elicitation/create", {"message": "What is your name?", "requestedSchema": _NAME_SCHEMA}),
+        "greeting": ("sampling/createMessage", {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "Generate a greeting"}}], "maxTokens": 50,
+        }),
+        "client_roots": ("roots/list", {}),
+    })  # fmt: skip
+    roots = answers["client_roots"].get("roots") if isinstance(answers["client_roots"], dict) else None
+    return (
+        f"name={_content_of(answers['user_name'], 'name')}, greeting={_sampled_text(answers['greeting'])}, "
+        f"roots={len(roots) if isinstance(roots, list) else 0}"
+    )
+
+
+@app.tool()
+async def test_input_required_result_multi_round(ctx: Context) -> str:
+    """Two rounds of questions (step1 then step2); the first answer travels in requestState."""
+    first = await ctx.elicit("Step 1: What is your name?", _NAME_SCHEMA, key="step1")
+    second = await ctx.elicit(
+        "Step 2: What is your favorite color?",
+        {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]},
+        key="step2",
+    )
+    return f"name={_content_of(first, 'name')}, color={_content_of(second, 'color')}"
+
+
+@app.tool()
+async def test_input_required_result_tampered_state(ctx: Context) -> str:
+    """One question with HMAC-sealed requestState: a retry with an altered state gets -32602."""
+    answer = await ctx.elicit("Please confirm", {"type": "object", "properties": {"ok": {"type": "boolean"}}}, key="confirm")
+    return f"confirmed={_content_of(answer, 'ok')}"
+
+
+@app.tool()
+async def test_input_required_result_capabilities(ctx: Context) -> str:
+    """Asks only for what the client declared (sampling and/or elicitation, in the request's _meta)."""
+    declared = ctx.request.client_capabilities
+    wanted: dict[str, tuple[str, dict[str, Any] | None]] = {}
+    if "sampling" in declared:
+        wanted["sample"] = ("sampling/createMessage", {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "Say hello"}}], "maxTokens": 20,
+        })  # fmt: skip
+    if "elicitation" in declared:
+        wanted["ask_user"] = ("elicitation/create", {"message": "What is your name?", "requestedSchema": _NAME_SCHEMA})
+    if not wanted:
+        return "the client declared neither sampling nor elicitation: nothing to ask"
+    answers = await ctx.ask(wanted)
+    return "answered: " + ", ".join(sorted(answers))
+
+
+@app.prompt()
+async def test_input_required_result_prompt(ctx: Context) -> list[dict[str, Any]]:
+    """A prompt that first asks the user for context (key user_context)."""
+    answer = await ctx.elicit(
+        "What context should the prompt use?",
+        {"type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]},
+        key="user_context",
+    )
+    return [{"role": "user", "content": text(f"Answer with this context in mind: {_content_of(answer, 'context')}")}]
+
+
+@app.tool()
+async def test_missing_capability(ctx: Context) -> str:
+    """Needs sampling: a client that did not declare it gets -32021 (MissingRequiredClientCapability)."""
+    answer = await ctx.sample("Say hello", max_tokens=20)
+    return f"LLM response: {_sampled_text(answer)}"
+
+
+@app.tool()
+async def test_streaming_elicitation(ctx: Context) -> str:
+    """Reports progress, then asks the user (2026: an InputRequiredResult, never a request on the stream)."""
+    ctx.report_progress(0, 1, "asking the user")
+    answer = await ctx.elicit("What is your name?", _NAME_SCHEMA, key="user_name")
+    return f"Hello, {_content_of(answer, 'name')}!"
+
+
+@app.tool()
+async def test_logging_tool(ctx: Context) -> str:
+    """Logs at info and debug; the messages go out only when the request set a log level."""
+    ctx.info("test_logging_tool started")
+    ctx.log("debug", {"step": "working"})
+    return "logging done"
+
+
+@app.tool()
+def test_trigger_tool_change() -> str:
+    """Adds (or removes) the tool test_dynamic_tool and notifies list-changed listeners."""
+    if app.remove_tool("test_dynamic_tool"):
+        changed = "removed"
+    else:
+        app.tool(name="test_dynamic_tool", description="Appears and disappears with test_trigger_tool_change")(_dynamic)
+        changed = "added"
+    app.notify_list_changed("tools")
+    return f"test_dynamic_tool {changed}"
+
+
+@app.tool()
+def test_trigger_prompt_change() -> str:
+    """Adds (or removes) the prompt test_dynamic_prompt and notifies list-changed listeners."""
+    if app.remove_prompt("test_dynamic_prompt"):
+        changed = "removed"
+    else:
+        app.prompt(name="test_dynamic_prompt", description="Appears and disappears with test_trigger_prompt_change")(_dynamic)
+        changed = "added"
+    app.notify_list_changed("prompts")
+    return f"test_dynamic_prompt {changed}"
+
+
+def _dynamic() -> str:
+    return "a dynamic entry"
+
+
+@app.tool(
+    input_schema={
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region", "description": "Sent again as the Mcp-Param-Region header"},
+            "query": {"type": "string"},
+        },
+        "required": ["region"],
+    }
+)
+def test_param_headers(region: str, query: str | None = None) -> str:
+    """A tool whose region argument is mirrored in the Mcp-Param-Region header (SEP-2243)."""
+    return f"region={region}, query={query}"
+
+
 @app.resource("test://static-text", name="static-text", description="A static text resource", mime_type="text/plain")
 def static_text() -> str:
     return "This is the content of the static text resource."

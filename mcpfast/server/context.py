@@ -6,13 +6,14 @@ import asyncio
 import concurrent.futures
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from mcpfast.engine import InboundRequest
 from mcpfast.engine.mrtr import InputRequired
 from mcpfast.protocol import methods as m
-from mcpfast.protocol.errors import MISSING_REQUIRED_CLIENT_CAPABILITY, McpError
+from mcpfast.protocol.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, McpError
+from mcpfast.protocol.schema import SchemaError, validate_result
 
 if TYPE_CHECKING:
     from mcpfast.server.connection import Connection
@@ -34,14 +35,19 @@ class Context:
 
     Attributes:
         request: the request being served (id, method, version, client capabilities).
+        resumed: (2026) this round carried a ``requestState`` and the server verified its seal
+            (a forged or expired one never reaches the handler: the request gets -32602).
     """
 
-    __slots__ = ("_asked", "_conn", "_loop", "_responses", "_thread", "request")
+    __slots__ = ("_asked", "_conn", "_loop", "_responses", "_thread", "request", "resumed")
 
-    def __init__(self, conn: Connection, request: InboundRequest, responses: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, conn: Connection, request: InboundRequest, responses: dict[str, Any] | None = None, *, resumed: bool = False
+    ) -> None:
         self._conn = conn
         self.request = request
         self._responses = responses or {}
+        self.resumed = resumed  # (2026) this round carried a requestState whose seal the server verified
         self._asked = 0
         # A blocking=True handler runs in a worker thread: its progress/log calls are handed
         # to the event loop's thread (the engine is not thread-safe).
@@ -119,8 +125,13 @@ class Context:
         """``log("error", ...)``."""
         return self.log("error", data, logger)
 
-    async def send_request(self, method: str, params: dict[str, Any] | None = None, timeout: float | None = None) -> Any:
+    async def send_request(
+        self, method: str, params: dict[str, Any] | None = None, timeout: float | None = None, *, key: str | None = None
+    ) -> Any:
         """Send a request to the client and wait for its result.
+
+        ``key`` (2026 only): the ``inputRequests`` key it is asked under; by default the n-th
+        question of a capability is ``<capability>-<n>``.
 
         Raises:
             CapabilityError: the client did not declare the capability the method needs.
@@ -131,10 +142,44 @@ class Context:
                 into an ``InputRequiredResult``.
         """
         if self.request.stateless:
-            return self._input(method, params)
+            return self._input(method, params, key)
         return await self._conn.request_client(method, params, related=self.request.id, timeout=timeout)
 
-    def _input(self, method: str, params: dict[str, Any] | None) -> Any:
+    async def ask(self, requests: Mapping[str, tuple[str, dict[str, Any] | None]], timeout: float | None = None) -> dict[str, Any]:
+        """Several requests to the client, by key: ``{key: (method, params)}`` -> ``{key: result}``.
+
+        2026: the ones not answered yet are asked for together, in one ``InputRequiredResult``
+        under these keys (a retry that left some out is asked for those again). Handshake era:
+        sent to the client one after another.
+
+        Raises:
+            McpError: -32021 when the client did not declare a capability one of them needs.
+        """
+        if not self.request.stateless:
+            return {key: await self.send_request(method, params, timeout) for key, (method, params) in requests.items()}
+        missing = {key: self._embedded(method, params) for key, (method, params) in requests.items()}
+        for key in list(missing):
+            if key in self._responses:
+                del missing[key]
+        if missing:
+            raise InputRequired(missing)
+        return {key: self._answer(key, method) for key, (method, _params) in requests.items()}
+
+    def _answer(self, key: str, method: str) -> Any:
+        """The client's answer under ``key``, checked against the result schema of ``method``.
+
+        Raises:
+            McpError: -32602 when it is not such a result (e.g. a number for an ``ElicitResult``).
+        """
+        answer = self._responses[key]
+        try:
+            validate_result(answer, method, self.request.version)
+        except SchemaError as exc:
+            raise McpError(INVALID_PARAMS, f"inputResponses[{key!r}] does not answer {method}: {exc.errors[0]}") from None
+        return answer
+
+    def _embedded(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        """The request as it goes in ``inputRequests`` (checked against the client's capabilities)."""
         needed = m.CLIENT_CAPABILITY_FOR.get(method)
         if needed is None:
             raise McpError(MISSING_REQUIRED_CLIENT_CAPABILITY, f"{method} cannot be embedded in an input-required result")
@@ -144,13 +189,18 @@ class Context:
                 f"this request needs the client capability {needed!r}",
                 {"requiredCapabilities": {needed: {}}},
             )
-        key = f"{needed}-{self._asked}"
-        self._asked += 1
-        if key in self._responses:
-            return self._responses[key]
         request: dict[str, Any] = {"method": method}
         if params is not None:
             request["params"] = params
+        return request
+
+    def _input(self, method: str, params: dict[str, Any] | None, key: str | None) -> Any:
+        request = self._embedded(method, params)
+        if key is None:
+            key = f"{m.CLIENT_CAPABILITY_FOR[method]}-{self._asked}"
+            self._asked += 1
+        if key in self._responses:
+            return self._answer(key, method)
         raise InputRequired(key, request)
 
     async def sample(
@@ -161,6 +211,7 @@ class Context:
         system_prompt: str | None = None,
         temperature: float | None = None,
         timeout: float | None = None,
+        key: str | None = None,
         **extra: Any,
     ) -> dict[str, Any]:
         """Ask the client's LLM for a message (``sampling/createMessage``).
@@ -171,6 +222,7 @@ class Context:
             system_prompt: ``systemPrompt``.
             temperature: ``temperature``.
             timeout: seconds to wait (the server default when ``None``).
+            key: (2026) the ``inputRequests`` key (see ``send_request``).
             **extra: other request fields, passed as given.
 
         Returns:
@@ -183,16 +235,20 @@ class Context:
             params["systemPrompt"] = system_prompt
         if temperature is not None:
             params["temperature"] = temperature
-        return await self.send_request(m.SAMPLING_CREATE_MESSAGE, params, timeout)
+        return await self.send_request(m.SAMPLING_CREATE_MESSAGE, params, timeout, key=key)
 
-    async def elicit(self, message: str, requested_schema: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+    async def elicit(
+        self, message: str, requested_schema: dict[str, Any], timeout: float | None = None, *, key: str | None = None
+    ) -> dict[str, Any]:
         """Ask the user for structured input (``elicitation/create``, form mode).
+
+        ``key``: (2026) the ``inputRequests`` key (see ``send_request``).
 
         Returns:
             The ``ElicitResult`` (``action`` and maybe ``content``).
         """
         params = {"message": message, "requestedSchema": requested_schema}
-        return await self.send_request(m.ELICITATION_CREATE, params, timeout)
+        return await self.send_request(m.ELICITATION_CREATE, params, timeout, key=key)
 
     async def elicit_url(
         self, message: str, url: str, *, elicitation_id: str | None = None, timeout: float | None = None
@@ -227,9 +283,9 @@ class Context:
         item = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id or uuid.uuid4().hex}
         raise self._on_loop(self._conn.session.url_elicitation_required, [item])
 
-    async def list_roots(self, timeout: float | None = None) -> list[dict[str, Any]]:
-        """The client's roots (``roots/list``)."""
-        result = await self.send_request(m.ROOTS_LIST, None, timeout)
+    async def list_roots(self, timeout: float | None = None, *, key: str | None = None) -> list[dict[str, Any]]:
+        """The client's roots (``roots/list``); ``key``: (2026) the ``inputRequests`` key."""
+        result = await self.send_request(m.ROOTS_LIST, None, timeout, key=key)
         roots = result.get("roots") if isinstance(result, dict) else None
         if not isinstance(roots, list):
             raise McpError(-32603, "the client answered roots/list without a roots array")

@@ -62,6 +62,12 @@ META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 _NAMED: Final = {m.TOOLS_CALL: "name", m.PROMPTS_GET: "name", m.RESOURCES_READ: "uri"}
 _MODERN_STATUS: Final = {-32601: 404, -32600: 400, -32700: 400, -32602: 400, -32020: 400, -32021: 400, -32022: 400}
+
+
+def _modern_status(data: bytes) -> int:
+    """The HTTP status of a 2026-07-28 JSON reply: its error code's status, 200 for a result."""
+    is_error, code, _rid = reply_error_code(data)
+    return _MODERN_STATUS.get(code, 200) if is_error and code is not None else 200
 _JSON: Final = ((b"content-type", b"application/json"),)  # shared: a tuple, so the server renders it once
 Reply = tuple[int, list[tuple[bytes, bytes]] | tuple[tuple[bytes, bytes], ...], bytes]
 """``(status, headers, body)``: a whole HTTP answer (``content-length`` is the server's to add)."""
@@ -306,9 +312,10 @@ class HttpTransport:
             await self._end_session(sess)
         for conn in list(self._stateless):
             await conn.close()
-        if self._reaper is not None:
-            self._reaper.cancel()
-            self._reaper = None
+        reaper, self._reaper = self._reaper, None
+        if reaper is not None:
+            reaper.cancel()
+            await asyncio.gather(reaper, return_exceptions=True)  # ended, not left pending on a closing loop
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
@@ -519,7 +526,9 @@ class HttpTransport:
                     if watch.done():
                         return
             if self.json_response and stream.closed and len(stream.buf) == 1:
-                await _send_simple(send, 200, [*headers, *_JSON], stream.buf.pop(0))
+                data = stream.buf.pop(0)
+                # a 2026 reply's status follows its error code, whether it came at once or later
+                await _send_simple(send, 200 if conn is None else _modern_status(data), [*headers, *_JSON], data)
                 return
             if stream.closed and not stream.buf:
                 await _send_simple(send, 202, list(headers))
@@ -772,9 +781,7 @@ class HttpTransport:
             self._stateless.discard(conn)
             self._finish(conn.close_now())
             data = stream.buf[0] if stream.buf else _error_body(INTERNAL_ERROR, "no reply", rid=rid)
-            is_error, code, _rid = reply_error_code(data)
-            status = _MODERN_STATUS.get(code, 200) if is_error and code is not None else 200
-            return (status, _JSON, data)
+            return (_modern_status(data), _JSON, data)
         return functools.partial(self._respond, stream, None, (), conn)
 
 

@@ -406,6 +406,82 @@ async def test_mrtr_rejects_tampered_or_foreign_state_and_missing_capabilities()
     assert missing["code"] == -32021 and missing["data"] == {"requiredCapabilities": {"elicitation": {}}}
 
 
+def _asking_app() -> Server:
+    app = Server("asking")
+
+    @app.tool()
+    async def named(ctx: Context) -> str:
+        answer = await ctx.elicit("Name?", {"type": "object", "properties": {"name": {"type": "string"}}}, key="user_name")
+        return f"{answer['content']['name']} resumed={ctx.resumed}"
+
+    @app.tool()
+    async def several(ctx: Context) -> str:
+        answers = await ctx.ask({
+            "who": ("elicitation/create", {"message": "Who?", "requestedSchema": {"type": "object", "properties": {}}}),
+            "where": ("roots/list", {}),
+        })  # fmt: skip
+        return f"{answers['who']['action']} {len(answers['where']['roots'])}"
+
+    return app
+
+
+async def test_mrtr_named_keys_several_at_once_and_resumed() -> None:
+    c = Client(_asking_app())
+    meta = {**MODERN_META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "roots": {}}}
+    first = (await c.call("named", {}, _meta=meta))["result"]
+    assert first["resultType"] == "input_required" and list(first["inputRequests"]) == ["user_name"]
+    name = {"action": "accept", "content": {"name": "Ada"}}
+    done = (await c.call("named", {}, _meta=meta, inputResponses={"user_name": name}, requestState=first["requestState"]))
+    assert done["result"]["content"][0]["text"] == "Ada resumed=True"
+    bare = (await c.call("named", {}, _meta=meta, inputResponses={"user_name": name}))["result"]  # no state sent
+    assert bare["content"][0]["text"] == "Ada resumed=False"
+    # Wrong keys are asked for again (not an error); extra keys are ignored.
+    again = (await c.call("named", {}, _meta=meta, inputResponses={"other": name}))["result"]
+    assert again["resultType"] == "input_required" and list(again["inputRequests"]) == ["user_name"]
+    extra = (await c.call("named", {}, _meta=meta, inputResponses={"user_name": name, "junk": 1}))["result"]
+    assert extra["resultType"] == "complete"
+    # ask(): every missing answer in one round; a partial retry is asked for what is still missing.
+    both = (await c.call("several", {}, _meta=meta))["result"]
+    assert both["inputRequests"] == {
+        "who": {"method": "elicitation/create", "params": {"message": "Who?", "requestedSchema": {"type": "object", "properties": {}}}},
+        "where": {"method": "roots/list", "params": {}},
+    }
+    half = (await c.call("several", {}, _meta=meta, inputResponses={"who": name}, requestState=both["requestState"]))["result"]
+    assert list(half["inputRequests"]) == ["where"]
+    roots = {"roots": [{"uri": "file:///a"}, {"uri": "file:///b"}]}
+    full = (await c.call("several", {}, _meta=meta, inputResponses={"where": roots}, requestState=half["requestState"]))
+    assert full["result"]["content"][0]["text"] == "accept 2"
+    no_roots = {**MODERN_META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+    refused = (await c.call("several", {}, _meta=no_roots))["error"]
+    assert refused["code"] == -32021 and refused["data"] == {"requiredCapabilities": {"roots": {}}}
+
+
+async def test_mrtr_answers_are_checked_against_the_result_schema() -> None:
+    c = Client(_asking_app())
+    meta = {**MODERN_META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "roots": {}}}
+    wrong = (await c.call("named", {}, _meta=meta, inputResponses={"user_name": 12345}))["error"]
+    assert wrong["code"] == -32602 and "user_name" in wrong["message"] and "elicitation/create" in wrong["message"]
+    not_roots = (await c.call("several", {}, _meta=meta, inputResponses={
+        "who": {"action": "decline"}, "where": {"roots": "nope"}}))["error"]  # fmt: skip
+    assert not_roots["code"] == -32602 and "where" in not_roots["message"]
+    null = (await c.call("named", {}, _meta=meta, inputResponses=None))["error"]
+    assert null["code"] == -32602 and "inputResponses" in null["message"]
+
+
+async def test_remove_tool_and_prompt() -> None:
+    app = Server("removal")
+    app.tool("gone")(lambda: "x")
+    app.prompt("p")(lambda: "hello")
+    c = Client(app)
+    await c.init()
+    assert [t["name"] for t in (await c.request("tools/list"))["result"]["tools"]] == ["gone"]
+    assert app.remove_tool("gone") is True and app.remove_tool("gone") is False
+    assert (await c.request("tools/list"))["result"]["tools"] == []
+    assert (await c.call("gone", {}))["error"]["code"] == -32602
+    assert app.remove_prompt("p") is True and app.remove_prompt("p") is False
+    assert (await c.request("prompts/list"))["result"]["prompts"] == []
+
+
 async def test_unanswered_client_request_times_out_and_is_cancelled() -> None:
     app = Server("timeouts", request_timeout=0.05)
 

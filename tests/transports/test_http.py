@@ -49,6 +49,14 @@ async def slow(steps: int, delay: float, ctx: Context) -> str:
 
 
 @app.tool()
+async def needs_sampling(ctx: Context) -> str:
+    """An async tool (answered later, not inline) that needs the client's sampling capability."""
+    await asyncio.sleep(0.01)
+    answer = await ctx.sample("hello?")
+    return str(answer)
+
+
+@app.tool()
 def touch(uri: str) -> int:
     """Announce a resource change to subscribers."""
     return app.notify_resource_updated(uri)
@@ -224,6 +232,10 @@ async def test_stateless_2026_statuses(client: httpx.AsyncClient, transport: Htt
                           headers={**modern_headers("tools/list"), "MCP-Protocol-Version": "2099-01-01"})
     assert (r.status_code, r.json()["error"]["code"]) == (400, -32022)
     assert r.json()["error"]["data"]["supported"] == [M2026]
+    # An error from a handler that answered later has the same status rule as an inline one.
+    r = await client.post("/mcp", json=call("needs_sampling", {}, rid=8, meta=META), headers=modern_headers("tools/call", "needs_sampling"))
+    assert (r.status_code, r.json()["error"]["code"], r.json()["id"]) == (400, -32021, 8)
+    assert r.json()["error"]["data"] == {"requiredCapabilities": {"sampling": {}}}
     assert (await client.get("/mcp", headers=modern_headers("x"))).status_code == 405
     assert (await client.delete("/mcp", headers=modern_headers("x"))).status_code == 405
     assert not transport.sessions and not transport._stateless
