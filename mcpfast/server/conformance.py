@@ -358,25 +358,26 @@ async def test_logging_tool(ctx: Context) -> str:
 @app.tool()
 def test_trigger_tool_change() -> str:
     """Adds (or removes) the tool test_dynamic_tool and notifies list-changed listeners."""
-    if app.remove_tool("test_dynamic_tool"):
-        changed = "removed"
-    else:
-        app.tool(name="test_dynamic_tool", description="Appears and disappears with test_trigger_tool_change")(_dynamic)
-        changed = "added"
-    app.notify_list_changed("tools")
-    return f"test_dynamic_tool {changed}"
+    return _toggle("tools", "test_dynamic_tool")
 
 
 @app.tool()
 def test_trigger_prompt_change() -> str:
     """Adds (or removes) the prompt test_dynamic_prompt and notifies list-changed listeners."""
-    if app.remove_prompt("test_dynamic_prompt"):
+    return _toggle("prompts", "test_dynamic_prompt")
+
+
+def _toggle(kind: str, name: str) -> str:
+    """Take ``name`` away when it is there, else register it; then tell the listeners."""
+    tools = kind == "tools"
+    if (app.remove_tool if tools else app.remove_prompt)(name):
         changed = "removed"
     else:
-        app.prompt(name="test_dynamic_prompt", description="Appears and disappears with test_trigger_prompt_change")(_dynamic)
+        register = app.tool if tools else app.prompt
+        register(name=name, description=f"Appears and disappears with test_trigger_{kind[:-1]}_change")(_dynamic)
         changed = "added"
-    app.notify_list_changed("prompts")
-    return f"test_dynamic_prompt {changed}"
+    app.notify_list_changed(kind)
+    return f"{name} {changed}"
 
 
 def _dynamic() -> str:
