@@ -15,6 +15,10 @@ started pinned to core 0 and measured by ``mcpfast-load`` (the Rust generator in
 * **churn**: ``--cycles`` (100,000) create-and-delete cycles, the server's RSS read every
   ``--cycles / 10``: growth from the first reading to the last.
 
+The two rate scenarios run ``--rounds`` times (3); each round measures every server in turn,
+then mcpfast under each ``--runners`` HTTP server, so a drift of the shared machine touches
+all of them alike; the median round is reported and every round is kept.
+
 The server's CPU time (``/proc/PID/stat``, every thread) is read around each measured window,
 so the report also gives CPU microseconds per call and per handshake, which move less than
 rates on a shared machine. Output in ``--out`` (``bench_results/http/peers``): ``summary.json``
@@ -41,6 +45,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from mcpfast._argtypes import int_at_least
 from mcpfast.bench.peer_servers import PEERS, PeerNotAvailable, RunningServer, peer_versions, start_http
 from mcpfast.transports.http_runner import DEFAULT_RUNNER, RUNNERS
 
@@ -228,57 +233,95 @@ def machine() -> dict[str, Any]:
     }
 
 
-def bench_server(name: str, opts: argparse.Namespace, out: Path) -> dict[str, Any]:
-    """Every scenario against one server, each on a fresh process."""
-    result: dict[str, Any] = {"server": name, "reply_mode": PEERS[name].reply_mode(True)}
+RATE_KEYS = {"calls": "calls_per_second", "handshakes": "handshakes_per_second"}
+"""The rate scenarios (run ``--rounds`` times, servers interleaved) and the figure each one yields."""
+
+
+def _scenario(name: str, scenario: str, opts: argparse.Namespace) -> Any:
+    """The measuring function of one scenario against server ``name``."""
     duration, warmup = str(opts.duration), str(opts.warmup)
     timeout = opts.duration + opts.warmup + 120
-    cycles = opts.cycles if name == "mcpfast" else opts.peer_cycles
-    scenarios: list[tuple[str, Any]] = [
-        ("calls", lambda s: measure_rate(
+    if scenario == "calls":
+        return lambda s: measure_rate(
             s, "calls", ["--sessions", str(opts.sessions), "--duration", duration, "--warmup", warmup,
-                         "--tool", "echo", "--arguments", '{"text":"hello"}'], timeout)),
-        ("handshakes", lambda s: measure_rate(
-            s, "handshakes", ["--connections", "32", "--duration", duration, "--warmup", warmup], timeout)),
-        ("memory", lambda s: measure_memory(s, opts.hold, timeout)),
-        ("churn", lambda s: measure_churn(s, cycles, max(timeout, cycles / 100))),
-    ]
-    for scenario, measure in scenarios:
-        if opts.only and scenario not in opts.only:
-            continue
-        print(f"[bench-http] {name}: {scenario} ...", file=sys.stderr, flush=True)
-        try:
-            with start_http(name, cpus=SERVER_CPU, json_response=True, log_path=out / f"server-{name}-{scenario}.log") as server:
-                result[scenario] = measure(server)
-        except PeerNotAvailable as exc:
-            result[scenario] = {"error": f"not available: {exc}"}
-        except (RuntimeError, subprocess.SubprocessError, OSError) as exc:
-            result[scenario] = {"error": str(exc)}
-        print(f"[bench-http] {name}: {scenario}: {_short(scenario, result[scenario])}", file=sys.stderr, flush=True)
+                         "--tool", "echo", "--arguments", '{"text":"hello"}'], timeout)
+    if scenario == "handshakes":
+        return lambda s: measure_rate(s, "handshakes", ["--connections", "32", "--duration", duration, "--warmup", warmup], timeout)
+    if scenario == "memory":
+        return lambda s: measure_memory(s, opts.hold, timeout)
+    cycles = opts.cycles if name == "mcpfast" else opts.peer_cycles
+    return lambda s: measure_churn(s, cycles, max(timeout, cycles / 100))
+
+
+def measure_on_fresh_server(
+    name: str, scenario: str, opts: argparse.Namespace, out: Path, *, runner: str | None = None, label: str = ""
+) -> dict[str, Any]:
+    """One scenario against a freshly started server ``name`` (mcpfast under ``runner``)."""
+    tag = f"{name}{f' --runner {runner}' if runner else ''}: {scenario}{label}"
+    print(f"[bench-http] {tag} ...", file=sys.stderr, flush=True)
+    log = out / (f"server-{name}-runner-{runner}.log" if runner else f"server-{name}-{scenario}.log")
+    try:
+        with start_http(name, cpus=SERVER_CPU, json_response=True, runner=runner, log_path=log) as server:
+            result = _scenario(name, scenario, opts)(server)
+    except PeerNotAvailable as exc:
+        result = {"error": f"not available: {exc}"}
+    except (RuntimeError, subprocess.SubprocessError, OSError) as exc:
+        result = {"error": str(exc)}
+    print(f"[bench-http] {tag}: {_short(scenario, result)}", file=sys.stderr, flush=True)
     return result
 
 
-def bench_runners(opts: argparse.Namespace, out: Path) -> dict[str, Any]:
-    """The calls scenario against mcpfast under each HTTP server of ``--runners`` (same app,
-    same generator, one fresh server each): the measurement behind the default ``--runner``."""
-    results: dict[str, Any] = {}
-    timeout = opts.duration + opts.warmup + 120
-    for runner in opts.runners:
-        print(f"[bench-http] mcpfast --runner {runner}: calls ...", file=sys.stderr, flush=True)
-        if runner == "granian" and importlib.util.find_spec("granian") is None:
-            results[runner] = {"error": "granian is not installed (pip install 'mcpfast[granian]'; make bench-http does)"}
-            continue
-        try:
-            with start_http("mcpfast", cpus=SERVER_CPU, json_response=True, runner=runner,
-                            log_path=out / f"server-mcpfast-runner-{runner}.log") as server:
-                results[runner] = measure_rate(
-                    server, "calls", ["--sessions", str(opts.sessions), "--duration", str(opts.duration),
-                                      "--warmup", str(opts.warmup), "--tool", "echo", "--arguments", '{"text":"hello"}'],
-                    timeout)
-        except (RuntimeError, subprocess.SubprocessError, OSError) as exc:
-            results[runner] = {"error": str(exc)}
-        print(f"[bench-http] mcpfast --runner {runner}: {_short('calls', results[runner])}", file=sys.stderr, flush=True)
-    return results
+def median_round(rounds: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    """The round with the median ``key`` (the lower middle of an even count), with every
+    round's figures under ``rounds`` and any failing round under ``round_problems``."""
+    ok = [r for r in rounds if "error" not in r and isinstance(r.get(key), int | float)]
+    problems = [r.get("error") or f"{_failures(r)} failures" for r in rounds if "error" in r or _failures(r)]
+    if not ok:
+        chosen = dict(rounds[0]) if rounds else {"error": "no round ran"}
+    else:
+        chosen = dict(sorted(ok, key=lambda r: r[key])[(len(ok) - 1) // 2])
+    chosen["rounds"] = [
+        {key: r.get(key), "server_cpu_us": (r.get("server_cpu") or {}).get("us_per_operation"),
+         "failures": None if "error" in r else _failures(r), "error": r.get("error")}
+        for r in rounds
+    ]  # fmt: skip
+    if problems:
+        chosen["round_problems"] = problems
+    return chosen
+
+
+def bench_all(opts: argparse.Namespace, out: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Every scenario against every server, and the calls under each ``--runners`` runner.
+
+    The rate scenarios run ``--rounds`` times; each round measures every server (and runner)
+    in turn, so a drift of the shared machine touches all of them alike; the median round is
+    reported. Memory and churn run once per server. Each measurement has a fresh server.
+    """
+    rate = [s for s in RATE_KEYS if not opts.only or s in opts.only]
+    once = [s for s in ("memory", "churn") if not opts.only or s in opts.only]
+    rounds: dict[str, dict[str, list[dict[str, Any]]]] = {n: {s: [] for s in rate} for n in opts.servers}
+    runner_rounds: dict[str, list[dict[str, Any]]] = {r: [] for r in opts.runners}
+    for number in range(1, opts.rounds + 1):
+        label = f" (round {number} of {opts.rounds})" if opts.rounds > 1 else ""
+        for name in opts.servers:
+            for scenario in rate:
+                rounds[name][scenario].append(measure_on_fresh_server(name, scenario, opts, out, label=label))
+        for runner in opts.runners:
+            if runner == "granian" and importlib.util.find_spec("granian") is None:
+                result = {"error": "granian is not installed (pip install 'mcpfast[granian]'; make bench-http does)"}
+            else:
+                result = measure_on_fresh_server("mcpfast", "calls", opts, out, runner=runner, label=label)
+            runner_rounds[runner].append(result)
+    servers = []
+    for name in opts.servers:
+        result: dict[str, Any] = {"server": name, "reply_mode": PEERS[name].reply_mode(True)}
+        for scenario in rate:
+            result[scenario] = median_round(rounds[name][scenario], RATE_KEYS[scenario])
+        for scenario in once:
+            result[scenario] = measure_on_fresh_server(name, scenario, opts, out)
+        servers.append(result)
+    runners = {r: median_round(results, "calls_per_second") for r, results in runner_rounds.items()}
+    return servers, runners
 
 
 def _short(scenario: str, data: dict[str, Any]) -> str:
@@ -349,7 +392,8 @@ def report(summary: dict[str, Any], out: Path) -> str:
         "# Streamable HTTP: mcpfast against the official SDK servers",
         "",
         f"Made by `{summary['command']}` on {summary['started']} (UTC); each server pinned to core "
-        f"{SERVER_CPU}, the generator (`mcpfast-load`, Rust) to core {GENERATOR_CPU}.",
+        f"{SERVER_CPU}, the generator (`mcpfast-load`, Rust) to core {GENERATOR_CPU}."
+        + _rounds_note(summary),
         "",
         "| scenario | " + " | ".join(names) + " | " + " | ".join(f"mcpfast vs {p}" for p in peers) + " | target |",
         "|---|" + "---:|" * (len(names) + len(peers)) + "---|",
@@ -403,6 +447,7 @@ def report(summary: dict[str, Any], out: Path) -> str:
             shares.append(f"{scenario}: server {server_share if server_share is not None else '–'}, "
                           f"generator {share if share is not None else '–'}")
         lines.append(f"- {n}: " + "; ".join(shares))
+    lines += _rounds_table(results, names)
     lines += _runner_table(summary.get("runners") or {})
     lines += [
         "",
@@ -432,6 +477,32 @@ def report(summary: dict[str, Any], out: Path) -> str:
     return text
 
 
+def _rounds_note(summary: dict[str, Any]) -> str:
+    rounds = (summary.get("config") or {}).get("rounds", 1)
+    if rounds <= 1:
+        return ""
+    return (
+        f" Rates, their CPU rows and latencies are from the median of {rounds} rounds; each round measured every"
+        " server in turn (a fresh process each time), so a drift of the shared machine touches all of them alike."
+    )
+
+
+def _per_round(data: dict[str, Any], key: str) -> str:
+    values = [r.get(key) for r in data.get("rounds") or []]
+    return " / ".join(_fmt(float(v)) if isinstance(v, int | float) else "–" for v in values) or "–"
+
+
+def _rounds_table(results: dict[str, Any], names: list[str]) -> list[str]:
+    """Every round's rate, per server (``--rounds``)."""
+    if not any((results[n].get(s) or {}).get("rounds") for n in names for s in RATE_KEYS):
+        return []
+    lines = ["", "Every round (in the order run):", "", "| server | calls/s | handshakes/s |", "|---|---|---|"]
+    for n in names:
+        cells = [_per_round(results[n].get(s) or {}, key) for s, key in RATE_KEYS.items()]
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def _runner_table(runners: dict[str, Any]) -> list[str]:
     """The HTTP server comparison (``--runners``) as a table."""
     if not runners:
@@ -443,18 +514,18 @@ def _runner_table(runners: dict[str, Any]) -> list[str]:
         f"The calls scenario above (tools/call echo, 32 sessions, JSON replies), the same app and generator, a fresh "
         f"server per runner. The default is `{DEFAULT_RUNNER}`.",
         "",
-        "| runner | calls/s | server CPU µs per call | p50 µs | p99 µs | failures |",
-        "|---|---:|---:|---:|---:|---|",
+        "| runner | calls/s | server CPU µs per call | p50 µs | p99 µs | failures | calls/s, every round |",
+        "|---|---:|---:|---:|---:|---|---|",
     ]
     for name, data in runners.items():
         if "error" in data:
-            lines.append(f"| {name} | – | – | – | – | ERROR: {data['error'][:160]} |")
+            lines.append(f"| {name} | – | – | – | – | ERROR: {data['error'][:160]} | |")
             continue
         res = {"calls": data}
         lines.append(
             f"| {name} | {_fmt(_value(res, 'calls', 'calls_per_second'))} | {_fmt(_per_op_us(res, 'calls', 'calls'), 1)} "
             f"| {_fmt(_lat(res, 'calls', 'tools/call', 'p50'))} | {_fmt(_lat(res, 'calls', 'tools/call', 'p99'))} "
-            f"| {_failures(data)} |"
+            f"| {_failures(data)} | {_per_round(data, 'calls_per_second')} |"
         )
     return lines
 
@@ -515,10 +586,9 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
         "targets": TARGETS,
         "servers": [],
     }
-    for name in opts.servers:
-        summary["servers"].append(bench_server(name, opts, out))
-    if opts.runners:
-        summary["runners"] = bench_runners(opts, out)
+    summary["servers"], runners = bench_all(opts, out)
+    if runners:
+        summary["runners"] = runners
     summary["finished"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S")
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(report(summary, out))
@@ -538,6 +608,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hold", type=int, default=1000, help="idle sessions held for the memory scenario")
     parser.add_argument("--cycles", type=int, default=100_000, help="churn cycles against mcpfast")
     parser.add_argument("--peer-cycles", type=int, default=10_000, help="churn cycles against the SDK servers")
+    parser.add_argument("--rounds", type=int_at_least(1), default=3,
+                        help="rounds of the rate scenarios (servers interleaved in each); the median is reported")
     parser.add_argument("--runners", nargs="*", default=[], choices=RUNNERS,
                         help="also run the calls scenario against mcpfast under each of these HTTP servers")
     parser.add_argument("--no-plots", action="store_true")
@@ -546,9 +618,11 @@ def main(argv: list[str] | None = None) -> int:
     summary = run(opts)
     failed = [
         f"{r['server']}/{s}" for r in summary["servers"] for s in ("calls", "handshakes", "memory", "churn")
-        if isinstance(r.get(s), dict) and ("error" in r[s] or _failures(r[s]))
+        if isinstance(r.get(s), dict) and ("error" in r[s] or _failures(r[s]) or r[s].get("round_problems"))
     ]
-    failed += [f"runner {n}" for n, r in summary.get("runners", {}).items() if "error" in r or _failures(r)]
+    failed += [
+        f"runner {n}" for n, r in summary.get("runners", {}).items() if "error" in r or _failures(r) or r.get("round_problems")
+    ]
     if failed:
         print("problems: " + ", ".join(failed), file=sys.stderr)
     return 1 if failed else 0
