@@ -157,10 +157,8 @@ class Context:
         """
         if not self.request.stateless:
             return {key: await self.send_request(method, params, timeout) for key, (method, params) in requests.items()}
-        missing = {key: self._embedded(method, params) for key, (method, params) in requests.items()}
-        for key in list(missing):
-            if key in self._responses:
-                del missing[key]
+        embedded = {key: self._embedded(method, params) for key, (method, params) in requests.items()}  # every one checked
+        missing = {key: request for key, request in embedded.items() if key not in self._responses}
         if missing:
             raise InputRequired(missing)
         return {key: self._answer(key, method) for key, (method, _params) in requests.items()}
@@ -197,7 +195,7 @@ class Context:
     def _input(self, method: str, params: dict[str, Any] | None, key: str | None) -> Any:
         request = self._embedded(method, params)
         if key is None:
-            key = f"{m.CLIENT_CAPABILITY_FOR[method]}-{self._asked}"
+            key = f"{m.CLIENT_CAPABILITY_FOR[method]}-{self._asked}"  # known: _embedded checked it
             self._asked += 1
         if key in self._responses:
             return self._answer(key, method)
