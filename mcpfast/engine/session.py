@@ -12,6 +12,7 @@ request whose ``params._meta`` names a 2026-07-28 version is served statelessly 
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -53,6 +54,8 @@ from mcpfast.protocol.versions import (
 )
 
 __all__ = ["CapabilityError", "LifecycleError", "ServerSession", "State"]
+
+logger = logging.getLogger("mcpfast.engine")
 
 _CACHEABLE: Final = frozenset(
     {m.SERVER_DISCOVER, m.TOOLS_LIST, m.PROMPTS_LIST, m.RESOURCES_LIST, m.RESOURCES_TEMPLATES_LIST, m.RESOURCES_READ}
@@ -561,7 +564,9 @@ class ServerSession:
         """Answer a request with a result.
 
         A stateless (2026) result gets ``resultType``, the cache fields and ``serverInfo``
-        added when missing; pass a dict for those (bytes are spliced as they are).
+        added when missing; pass a dict for those (bytes are spliced as they are). A result
+        JSON cannot hold (an ``object()``, an integer beyond 64 bits: the handler's bug) is
+        answered as -32603 with the request's id, and logged with the tool's name.
 
         Returns:
             False when nothing was sent: the request was cancelled (never answered, per spec).
@@ -569,14 +574,20 @@ class ServerSession:
         Raises:
             KeyError: the request is not in flight (answered already, or never received).
         """
-        entry = self._inflight.pop(request_id)
+        entry = self._inflight[request_id]  # removed only once the reply is encoded
         if entry.cancelled:
+            del self._inflight[request_id]
             self._drop_from_batch(entry)
             return False
         request = entry.request
-        if request.stateless and isinstance(result, dict):
-            result = self._decorate(request.method, result)
-        data = core.encode_result(request_id, result)
+        try:
+            if request.stateless and isinstance(result, dict):
+                result = self._decorate(request.method, result)
+            data = core.encode_result(request_id, result)
+        except (TypeError, ValueError, OverflowError) as exc:  # the handler's bug, answered as one
+            logger.error("the result of %s cannot be encoded: %s", _describe(request), exc)
+            data = core.encode_error(request_id, INTERNAL_ERROR, f"result cannot be encoded: {exc}")
+        del self._inflight[request_id]
         if entry.batch is None:
             outbox = self._outbox
             outbox.append(data)
@@ -587,12 +598,20 @@ class ServerSession:
         return True
 
     def respond_error(self, request_id: int | str, code: int, message: str, data: Any = None) -> bool:
-        """Answer a request with a JSON-RPC error; the same rules as ``respond``."""
-        entry = self._inflight.pop(request_id)
+        """Answer a request with a JSON-RPC error; the same rules as ``respond`` (error ``data``
+        JSON cannot hold is dropped, the error still sent)."""
+        entry = self._inflight[request_id]
         if entry.cancelled:
+            del self._inflight[request_id]
             self._drop_from_batch(entry)
             return False
-        self._emit_reply(entry.batch, core.encode_error(request_id, code, message, data))
+        try:
+            reply = core.encode_error(request_id, code, message, data)
+        except (TypeError, ValueError, OverflowError) as exc:
+            logger.error("the error data of %s cannot be encoded: %s", _describe(entry.request), exc)
+            reply = core.encode_error(request_id, code, message)
+        del self._inflight[request_id]
+        self._emit_reply(entry.batch, reply)
         return True
 
     def _drop_from_batch(self, entry: _Inflight) -> None:
@@ -860,6 +879,16 @@ class ServerSession:
     def pending_requests(self) -> list[int | str]:
         """Ids of the server-to-client requests still awaiting an answer."""
         return list(self._outgoing)
+
+
+def _describe(request: InboundRequest) -> str:
+    """``tools/call 'name'`` (the tool, prompt or resource asked for), for a log line."""
+    try:
+        params = request.params
+    except McpError:
+        params = {}
+    name = params.get("name", params.get("uri"))
+    return f"{request.method} {name!r}" if isinstance(name, str) else request.method
 
 
 def _meta_of(msg: Any) -> dict[str, Any]:

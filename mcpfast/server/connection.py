@@ -105,20 +105,12 @@ class Connection:
             session.respond_error(rid, INTERNAL_ERROR, "internal error")
             return
         if type(outcome) is dict or not inspect.isawaitable(outcome):
-            try:
-                session.respond(rid, outcome)
-            except TypeError as exc:  # a result JSON cannot hold is the handler's bug
-                logger.exception("result of %s cannot be encoded", request.method)
-                session.respond_error(rid, INTERNAL_ERROR, f"result cannot be encoded: {exc}")
+            session.respond(rid, outcome)  # an unencodable result is answered -32603 by the engine
             return
         self._tasks[rid] = asyncio.get_running_loop().create_task(self._serve(request, outcome))
 
     def _respond(self, request: InboundRequest, result: Any) -> None:
-        try:
-            self.session.respond(request.id, result)
-        except TypeError as exc:  # a result JSON cannot hold is the handler's bug
-            logger.exception("result of %s cannot be encoded", request.method)
-            self.session.respond_error(request.id, INTERNAL_ERROR, f"result cannot be encoded: {exc}")
+        self.session.respond(request.id, result)  # an unencodable result: -32603 from the engine
 
     async def _serve(self, request: InboundRequest, outcome: Any) -> None:
         rid = request.id
