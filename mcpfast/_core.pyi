@@ -141,12 +141,13 @@ class LineFramer:
 
 def parse_http(
     data: bytes, max_head: int = 65536, max_body: int = 4194304
-) -> tuple[list[tuple[str, bytes, dict[bytes, bytes], bytes, bool]], int, int, int]:
-    """Frame the complete HTTP/1.1 requests at the start of ``data``: ``(requests, consumed, status, need)``.
+) -> tuple[list[tuple[str, bytes, dict[bytes, bytes], bytes, bool]], int, int, int, str]:
+    """Frame the complete HTTP/1.x requests at the start of ``data``: ``(requests, consumed, status, need, reason)``.
 
-    Each request is ``(method, target, headers, body, keep_alive)``; ``status`` 0: the rest is
-    incomplete (``need``: its whole length once its head is known), 1: use a full parser from
-    ``consumed`` on, 2: the request at ``consumed`` declares a body over ``max_body``.
+    Each request is ``(method, target, headers, body, keep_alive)`` (chunked bodies decoded);
+    ``status`` 0: the rest is incomplete (``need``: its whole length once its head is known),
+    100: the same and that request expects ``100 Continue``, else the HTTP status (400, 413,
+    414, 417, 431, 501) refusing the request at ``consumed``, with ``reason``: answer, then close.
     """
 
 def frame_lines(messages: Sequence[bytes]) -> bytes:

@@ -683,89 +683,280 @@ def frame_lines(messages: Sequence[bytes]) -> bytes:
 
 
 # ----------------------------------------------------------------------------------------------
-# HTTP/1.1 request framing (the server's fast path; anything unusual falls back)
+# HTTP/1.1 request framing (the server's one judge of a connection's bytes; the rules of the
+# Rust core's `http1`, which parses heads with the `httparse` crate: this twin follows it byte
+# for byte, refusing at the first byte that cannot belong to a request)
 # ----------------------------------------------------------------------------------------------
 
 _TCHAR = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-_VALUE_BAD = frozenset(set(range(0x20)) - {0x09} | {0x7F})
-_HTTP_OK, _HTTP_FALLBACK, _HTTP_TOO_LARGE = 0, 1, 2
+_URI_BYTE = frozenset(range(0x21, 0x7F)) | frozenset(range(0x80, 0x100))
+_VALUE_BYTE = frozenset({0x09}) | frozenset(range(0x20, 0x7F)) | frozenset(range(0x80, 0x100))
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+_MAX_HEADERS = 128
+_HTTP_OK, _HTTP_CONTINUE = 0, 100
 
 
-def _http_head(buf: bytes, at: int, max_head: int) -> tuple[str, bytes, list[tuple[bytes, bytes]], int, int, bool] | int:
-    """One head at ``at``: ``(method, target, headers, head_len, content_length, keep_alive)``,
-    or ``_HTTP_OK`` (incomplete) / ``_HTTP_FALLBACK``."""
-    end = buf.find(b"\r\n\r\n", at, at + max_head)
-    if end < 0:
-        return _HTTP_FALLBACK if len(buf) - at >= max_head else _HTTP_OK
-    lines = buf[at : end + 2].split(b"\r\n")[:-1]
-    if any(b"\n" in line or b"\r" in line for line in lines):
-        return _HTTP_FALLBACK
-    parts = lines[0].split(b" ", 2)
-    if len(parts) != 3:
-        return _HTTP_FALLBACK
-    method, target, version = parts
-    if version != b"HTTP/1.1" or not method or not set(method) <= _TCHAR:
-        return _HTTP_FALLBACK
-    if not target or any(b <= 0x20 or b >= 0x7F for b in target):
-        return _HTTP_FALLBACK
-    headers: list[tuple[bytes, bytes]] = []
+class _Refused(Exception):
+    def __init__(self, status: int, reason: str) -> None:
+        self.status = status
+        self.reason = reason
+
+
+class _Partial(Exception):
+    pass
+
+
+def _next(buf: bytes, i: int) -> int:
+    if i >= len(buf):
+        raise _Partial
+    return buf[i]
+
+
+def _newline(buf: bytes, i: int, reason: str = "invalid line ending") -> int | None:
+    """At ``buf[i]``: the index after a CRLF or LF, or ``None`` when it is neither."""
+    b = _next(buf, i)
+    if b == 0x0A:
+        return i + 1
+    if b == 0x0D:
+        if _next(buf, i + 1) != 0x0A:
+            raise _Refused(400, reason)
+        return i + 2
+    return None
+
+
+def _http_fields(buf: bytes, i: int) -> tuple[list[tuple[bytes, bytes]], int]:
+    """Header fields from ``i`` up to and including the empty line (httparse's rules)."""
+    fields: list[tuple[bytes, bytes]] = []
+    while True:
+        end = _newline(buf, i, "invalid line ending")
+        if end is not None:
+            return fields, end
+        if buf[i] not in _TCHAR:
+            raise _Refused(400, "invalid header field name")
+        start = i
+        while _next(buf, i) in _TCHAR:
+            i += 1
+        if buf[i] != 0x3A:
+            raise _Refused(400, "invalid header field name")
+        name = buf[start:i]
+        i += 1
+        while _next(buf, i) in (0x20, 0x09):
+            i += 1
+        start = i
+        while _next(buf, i) in _VALUE_BYTE:
+            i += 1
+        value = buf[start:i].rstrip(b" \t")
+        end = _newline(buf, i, "invalid header field value")
+        if end is None:
+            raise _Refused(400, "invalid header field value")
+        i = end
+        if len(fields) == _MAX_HEADERS:
+            raise _Refused(431, "too many header fields")
+        fields.append((name, value))
+
+
+def _http_request_line(buf: bytes, i: int) -> tuple[bytes, bytes, int, int]:
+    """``(method, target, version minor, index after the line)``."""
+    while True:  # empty lines before the request line are skipped
+        b = _next(buf, i)
+        if b == 0x0D:
+            if _next(buf, i + 1) != 0x0A:
+                raise _Refused(400, "invalid line ending")
+            i += 2
+        elif b == 0x0A:
+            i += 1
+        else:
+            break
+    start = i
+    if _next(buf, i) not in _TCHAR:
+        raise _Refused(400, "invalid request line")
+    while True:
+        b = _next(buf, i)
+        if b == 0x20:
+            break
+        if b not in _TCHAR:
+            raise _Refused(400, "invalid request line")
+        i += 1
+    method = buf[start:i]
+    i += 1
+    start = i
+    while _next(buf, i) in _URI_BYTE:
+        i += 1
+    if buf[i] != 0x20 or i == start:
+        raise _Refused(400, "invalid request line")
+    target = buf[start:i]
+    try:
+        target.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _Refused(400, "invalid request line") from None
+    i += 1
+    version = buf[i : i + 8]
+    if len(version) < 8:
+        if not b"HTTP/1.".startswith(version[:7]):
+            raise _Refused(400, "not an HTTP/1.x request line (no valid version)")
+        raise _Partial
+    if version not in (b"HTTP/1.0", b"HTTP/1.1"):
+        raise _Refused(400, "not an HTTP/1.x request line (no valid version)")
+    end = _newline(buf, i + 8)
+    if end is None:
+        raise _Refused(400, "invalid line ending")
+    return method, target, version[7] - 0x30, end
+
+
+def _too_large(buf: bytes) -> _Refused:
+    return _Refused(431, "request head too large") if b"\n" in buf else _Refused(414, "request line too long")
+
+
+def _http_head(buf: bytes, max_head: int, max_body: int) -> tuple[str, bytes, list[tuple[bytes, bytes]], int, int | None, bool, bool]:
+    """The head at the start of ``buf``: ``(method, target, fields, head_len, content_length
+    (None: chunked), keep_alive, expect_continue)``; raises ``_Partial`` or ``_Refused``."""
+    try:
+        method, target, minor, i = _http_request_line(buf, 0)
+        fields, head_len = _http_fields(buf, i)
+    except _Partial:
+        if len(buf) > max_head:
+            raise _too_large(buf[:max_head]) from None
+        raise
+    if head_len > max_head:
+        raise _too_large(buf[:max_head])
+    if any(b <= 0x20 or b >= 0x7F for b in target):
+        raise _Refused(400, "invalid request target")
+    http10 = minor == 0
     length: int | None = None
-    keep_alive = True
-    for line in lines[1:]:
-        name, colon, raw = line.partition(b":")
-        if not colon or not name or not set(name) <= _TCHAR or _VALUE_BAD.intersection(raw):
-            return _HTTP_FALLBACK
+    chunked = False
+    keep_alive = not http10
+    expect = False
+    headers: list[tuple[bytes, bytes]] = []
+    for name, raw in fields:
         value = raw.strip(b" \t")
         lower = name.lower()
         if lower == b"content-length":
-            if length is not None or not value or len(value) > 15 or not value.isdigit():
-                return _HTTP_FALLBACK
+            if length is not None:
+                raise _Refused(400, "more than one Content-Length")
+            if not value or not value.isdigit():
+                raise _Refused(400, "invalid Content-Length")
+            if len(value) > 15:
+                raise _Refused(413, "request body too large")
             length = int(value)
-        elif lower in (b"transfer-encoding", b"expect", b"upgrade"):
-            return _HTTP_FALLBACK
+        elif lower == b"transfer-encoding":
+            if chunked or value.lower() != b"chunked":
+                raise _Refused(501, "unsupported transfer coding")
+            chunked = True
         elif lower == b"connection":
-            if value.lower() == b"close":
-                keep_alive = False
-            elif value.lower() != b"keep-alive":
-                return _HTTP_FALLBACK
+            for token in value.split(b","):
+                token = token.strip(b" \t").lower()
+                if token == b"close":
+                    keep_alive = False
+                elif token == b"keep-alive" and http10:
+                    keep_alive = True
+        elif lower == b"expect":
+            if value.lower() != b"100-continue":
+                raise _Refused(417, "unsupported expectation")
+            expect = True
         headers.append((lower, value))
-    return method.decode("ascii"), target, headers, end + 4 - at, length or 0, keep_alive
+    if chunked and http10:
+        raise _Refused(400, "Transfer-Encoding in an HTTP/1.0 request")
+    if chunked and length is not None:
+        raise _Refused(400, "both Content-Length and Transfer-Encoding")
+    if length is not None and length > max_body:
+        raise _Refused(413, "request body too large")
+    return method.decode("ascii"), target, headers, head_len, None if chunked else (length or 0), keep_alive, expect
+
+
+def _http_chunked(buf: bytes, max_body: int, max_overhead: int) -> tuple[bytes, int]:
+    """A chunked body at the start of ``buf``: ``(body, encoded length)``; raises like ``_http_head``."""
+    body = bytearray()
+    at = 0
+    while True:
+        if at - len(body) > max_overhead:
+            raise _Refused(431, "chunked framing too large")
+        nl = buf.find(b"\n", at)
+        if nl < 0:
+            if len(buf) - at > max_overhead:
+                raise _Refused(431, "chunk line too long")
+            raise _Partial
+        end = nl - 1 if nl > at and buf[nl - 1] == 0x0D else nl
+        line = buf[at:end]
+        if b"\r" in line:
+            raise _Refused(400, "invalid line ending in a chunked body")
+        digits = 0
+        while digits < len(line) and line[digits] in _HEX:
+            digits += 1
+        rest = line[digits:]
+        ext_ok = not rest or (
+            rest[0] in b"; \t"
+            and rest.strip(b" \t")[:1] in (b"", b";")
+            and all(b == 0x09 or (b >= 0x20 and b != 0x7F) for b in rest)
+        )
+        if digits == 0 or digits > 16 or not ext_ok:
+            raise _Refused(400, "invalid chunk size line")
+        size = int(line[:digits], 16)
+        if size > max_body - len(body):
+            raise _Refused(413, "request body too large")
+        at = nl + 1
+        if size == 0:
+            try:
+                _, end = _http_fields(buf, at)
+            except _Partial:
+                if len(buf) - at > max_overhead:
+                    raise _Refused(431, "trailer section too large") from None
+                raise
+            return bytes(body), end
+        if len(buf) < at + size + 1:
+            raise _Partial
+        body += buf[at : at + size]
+        at += size
+        tail = buf[at : at + 2]
+        if tail[:1] == b"\n":
+            at += 1
+        elif tail == b"\r\n":
+            at += 2
+        elif tail == b"\r":
+            raise _Partial
+        else:
+            raise _Refused(400, "chunk data not followed by a line end")
 
 
 def parse_http(
     data: bytes, max_head: int = 65536, max_body: int = 4 * 1024 * 1024
-) -> tuple[list[tuple[str, bytes, dict[bytes, bytes], bytes, bool]], int, int, int]:
+) -> tuple[list[tuple[str, bytes, dict[bytes, bytes], bytes, bool]], int, int, int, str]:
     """Frame the complete HTTP/1.1 requests at the start of ``data`` (see ``docs/core-contract.md``).
 
-    Returns ``(requests, consumed, status, need)``: each request is ``(method, target,
+    Returns ``(requests, consumed, status, need, reason)``: each request is ``(method, target,
     headers, body, keep_alive)`` with lower-case header names (repeats joined with ``", "``);
-    ``status`` 0: the rest is an incomplete request (``need``: its whole length once its head
-    is known, else 0); 1: outside the strict fast subset from ``consumed`` on (use a full
-    parser); 2: the request at ``consumed`` declares a body over ``max_body``.
+    ``status`` 0: the rest is an incomplete request (``need``: its whole length once known,
+    else 0); 100: the same, and that request expects ``100 Continue``; else the HTTP status
+    refusing the request at ``consumed``, with ``reason`` (answer it, then close).
     """
     if not isinstance(data, bytes):
         raise TypeError("parse_http needs bytes")
     requests: list[tuple[str, bytes, dict[bytes, bytes], bytes, bool]] = []
     at = 0
-    while True:
-        head = _http_head(data, at, max_head)
-        if isinstance(head, int):
-            return requests, at, head, 0
-        method, target, pairs, head_len, length, keep_alive = head
-        if length > max_body:
-            return requests, at, _HTTP_TOO_LARGE, 0
-        total = head_len + length
-        if len(data) - at < total:
-            return requests, at, _HTTP_OK, total
+    while at < len(data):
+        rest = data[at:] if at else data
+        status = _HTTP_OK
+        try:
+            method, target, pairs, head_len, length, keep_alive, expect = _http_head(rest, max_head, max_body)
+            status = _HTTP_CONTINUE if expect else _HTTP_OK
+            if length is None:
+                body, encoded = _http_chunked(rest[head_len:], max_body, max_head)
+                total = head_len + encoded
+            else:
+                total = head_len + length
+                if len(rest) < total:
+                    return requests, at, status, total, ""
+                body = rest[head_len:total]
+        except _Partial:
+            return requests, at, status, 0, ""
+        except _Refused as refused:
+            return requests, at, refused.status, 0, refused.reason
         headers: dict[bytes, bytes] = {}
         for name, value in pairs:
             known = headers.get(name)
             headers[name] = value if known is None else known + b", " + value
-        start = at + head_len
-        requests.append((method, target, headers, data[start : start + length], keep_alive))
+        requests.append((method, target, headers, body, keep_alive))
         at += total
-        if at == len(data):
-            return requests, at, _HTTP_OK, 0
+    return requests, at, _HTTP_OK, 0, ""
 
 
 # ----------------------------------------------------------------------------------------------

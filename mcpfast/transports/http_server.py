@@ -1,4 +1,4 @@
-"""mcpfast's own HTTP/1.1 server: asyncio (uvloop) + httptools, with no ASGI on the hot path.
+"""mcpfast's own HTTP/1.1 server: asyncio (uvloop) + the core's strict parser, with no ASGI on the hot path.
 
 ``HttpTransport.handle`` answers most MCP requests at once with ``(status, headers, body)``: a
 sync tool's JSON reply, 202 for a notification, every error. This server parses a request,
@@ -11,11 +11,17 @@ middleware) is served over plain ASGI.
 
 HTTP/1.1 as clients use it: keep-alive, pipelined requests answered in order, chunked request
 bodies, ``Expect: 100-continue``, chunked responses when the length is not known, flow control
-on writes. Limits with clear answers: header bytes (431), body bytes (413, checked against
-``Content-Length`` before the body arrives), malformed requests (400), connections at most
-(503), idle keep-alive connections closed after ``keepalive_timeout``. A refused request is
-answered in its turn (after the answers pipelined before it, a running stream included), then
-the connection ends with a lingering close, so the client reads the refusal instead of a reset.
+on writes. One parser judges the bytes, the core's ``parse_http`` (strict, on ``httparse`` in
+the Rust core): a byte that cannot belong to a request is refused when it arrives (a TLS
+ClientHello, binary junk, a request line without a version: 400), the head limit holds while
+the head arrives (414/431), a body over the limit is refused before it arrives (413), HTTP/1.0
+with ``Transfer-Encoding`` is refused (400), ``Upgrade`` is not acted on. Every refusal is
+one answer, in its turn (after the answers pipelined before it, a running stream included),
+then the connection ends with a lingering close, so the client reads it instead of a reset.
+Slow clients: a head must be complete within ``head_timeout`` seconds of its first byte (408),
+idle keep-alive connections close after ``keepalive_timeout``, and at most
+``max_connections`` are open (503 above). Absolute-form targets (``POST http://host/mcp``)
+are served as their path, with the target's authority as the Host (RFC 9112 §3.2.2).
 """
 
 from __future__ import annotations
@@ -34,20 +40,25 @@ from http import HTTPStatus
 from typing import Any, Final
 from urllib.parse import unquote
 
-import httptools
-
 from mcpfast import core
 
-__all__ = ["DEFAULT_MAX_BODY", "HttpServer", "serve"]
+__all__ = ["DEFAULT_HEAD_TIMEOUT", "DEFAULT_MAX_BODY", "DEFAULT_MAX_CONNECTIONS", "DEFAULT_MAX_HEAD", "HttpServer", "serve"]
 
 logger = logging.getLogger("mcpfast.transports.http_server")
 
 DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
+DEFAULT_MAX_HEAD: Final = 64 * 1024
+"""Request line + header fields, in bytes (414/431 above, judged while the head arrives)."""
+DEFAULT_HEAD_TIMEOUT: Final = 10.0
+"""Seconds from a head's first byte to its blank line (408 and close after): bounds slowloris."""
+DEFAULT_MAX_CONNECTIONS: Final = 10_000
+"""Open connections at most (a new one gets 503 and is closed)."""
 LINGER_SECONDS: Final = 2.0
 """After a refusal, how long the rest of the client's request is read and dropped before closing."""
 MAX_PIPELINE: Final = 16
 """Requests queued behind a running one before the server stops reading from the connection."""
 
+_CONTINUE_STATUS: Final = 100
 _STATUS: dict[int, bytes] = {
     s.value: b"HTTP/1.1 %d %s\r\n" % (s.value, s.phrase.encode("ascii")) for s in HTTPStatus
 }
@@ -119,6 +130,18 @@ _TARGETS: dict[bytes, tuple[str, bytes]] = {}
 """``(path, query)`` per request target without a query (clients use a handful of paths)."""
 
 
+def _origin_form(target: bytes, headers: dict[bytes, bytes]) -> bytes:
+    """An absolute-form target (``http://host:port/mcp?q``) as its path and query; the target's
+    authority replaces any Host received (RFC 9112 §3.2.2). Other forms are returned as they are."""
+    scheme, sep, rest = target.partition(b"://")
+    if not sep or scheme.lower() not in (b"http", b"https"):
+        return target
+    cut = min((i for i in (rest.find(b"/"), rest.find(b"?")) if i >= 0), default=len(rest))
+    headers[b"host"] = rest[:cut]
+    path = rest[cut:]
+    return path if path[:1] == b"/" else b"/" + path
+
+
 def _split_target(target: bytes) -> tuple[str, bytes]:
     known = _TARGETS.get(target)
     if known is not None:
@@ -165,15 +188,11 @@ class _Connection(asyncio.Protocol):
     def __init__(self, server: HttpServer) -> None:
         self.server = server
         self.transport: asyncio.Transport | None = None
-        self.parser: httptools.HttpRequestParser | None = None  # the full parser, after a fallback
-        self.pending: list[bytes] = []  # bytes of an incomplete request (fast path)
+        self.pending: list[bytes] = []  # bytes of an incomplete request
         self.pending_size = 0
         self.need = 0  # that request's whole length, once its head is known
-        self.url = b""
-        self.headers: dict[bytes, bytes] = {}
-        self.header_bytes = 0
-        self.chunks: list[bytes] = []
-        self.body_size = 0
+        self.head_started: float | None = None  # when the incomplete head's first bytes came
+        self.continued = False  # ``100 Continue`` sent for the incomplete request
         self.closing = False
         self.busy: asyncio.Task[None] | None = None
         self.queue: deque[Incoming | _Failure] = deque()
@@ -231,12 +250,9 @@ class _Connection(asyncio.Protocol):
         if self.closing or self.ended:
             return
         self.last_active = time.monotonic()
-        if self.parser is None:
-            self._fast(data)
-        else:
-            self._feed(data)
+        self._frame(data)
 
-    def _fast(self, data: bytes) -> None:
+    def _frame(self, data: bytes) -> None:
         """Frame requests with the core's ``parse_http``: one call per read, not one per header."""
         if self.pending:
             self.pending.append(data)
@@ -246,7 +262,9 @@ class _Connection(asyncio.Protocol):
             data = b"".join(self.pending)
             self.pending = []
         server = self.server
-        requests, used, status, need = core.parse_http(data, server.max_header_bytes, server.max_body)
+        requests, used, status, need, reason = core.parse_http(data, server.max_header_bytes, server.max_body)
+        if requests:
+            self.continued = False
         for item in requests:
             if self.busy is None and not self.queue:
                 self._answer(*item)
@@ -254,32 +272,24 @@ class _Connection(asyncio.Protocol):
                 self._enqueue(item)
             if self.closing or self.ended:
                 return
-        if status == 0:
-            if used < len(data):
-                rest = data[used:]
-                self.pending = [rest]
-                self.pending_size = len(rest)
-                self.need = need
-        elif status == 1:  # outside the fast subset: the full parser takes over this connection
-            self.parser = httptools.HttpRequestParser(self)
-            self._feed(data[used:])
+        if status >= 400:
+            self._fail(status, reason)
+            return
+        if used < len(data):
+            rest = data[used:]
+            self.pending = [rest]
+            self.pending_size = len(rest)
+            self.need = need
+            if need:  # the head is complete: its deadline is met
+                self.head_started = None
+            elif self.head_started is None or requests:
+                self.head_started = self.last_active
+            if status == _CONTINUE_STATUS and not self.continued and self.transport is not None:
+                self.continued = True
+                self.transport.write(_CONTINUE)
         else:
-            self._fail(413, f"request body exceeds {server.max_body} bytes")
-
-    def _feed(self, data: bytes) -> None:
-        assert self.parser is not None
-        try:
-            self.parser.feed_data(data)
-        except _TooLarge as exc:
-            self._fail(exc.status, exc.message)
-        except httptools.HttpParserUpgrade:
-            self._fail(400, "protocol upgrades are not supported")
-        except httptools.HttpParserError as exc:
-            cause = exc.__cause__ or exc.__context__  # httptools wraps what a callback raised
-            if isinstance(cause, _TooLarge):
-                self._fail(cause.status, cause.message)
-            else:
-                self._fail(400, f"malformed HTTP request: {exc}")
+            self.pending_size = self.need = 0
+            self.head_started = None
 
     def _fail(self, status: int, message: str) -> None:
         """Refuse the request being read: answered in order (after the answers before it), then close."""
@@ -321,50 +331,7 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
 
-    # --------------------------------------------------------- parsing
-
-    def on_message_begin(self) -> None:
-        self.url = b""
-        self.headers = {}
-        self.header_bytes = 0
-        self.chunks = []
-        self.body_size = 0
-
-    def on_url(self, url: bytes) -> None:
-        self.url += url
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self.header_bytes += len(name) + len(value) + 4
-        if self.header_bytes > self.server.max_header_bytes:
-            raise _TooLarge(431, "request headers too large")
-        key = name.lower()
-        known = self.headers.get(key)
-        self.headers[key] = value if known is None else known + b", " + value
-
-    def on_headers_complete(self) -> None:
-        length = self.headers.get(b"content-length")
-        limit = self.server.max_body
-        if length is not None and length.isdigit() and int(length) > limit:
-            raise _TooLarge(413, f"request body exceeds {limit} bytes")
-        if self.headers.get(b"expect", b"").lower() == b"100-continue" and self.transport is not None:
-            self.transport.write(_CONTINUE)
-
-    def on_body(self, body: bytes) -> None:
-        self.body_size += len(body)
-        if self.body_size > self.server.max_body:
-            raise _TooLarge(413, f"request body exceeds {self.server.max_body} bytes")
-        self.chunks.append(body)
-
-    def on_message_complete(self) -> None:
-        parser = self.parser
-        assert parser is not None
-        chunks = self.chunks
-        body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        item = (parser.get_method().decode("ascii"), self.url, self.headers, body, parser.should_keep_alive())
-        if self.busy is None and not self.queue:
-            self._answer(*item)
-        else:
-            self._enqueue(item)
+    # -------------------------------------------------------- answering
 
     def _enqueue(self, item: Incoming) -> None:
         """A request pipelined behind a running answer: answered in order once that one ends."""
@@ -373,10 +340,10 @@ class _Connection(asyncio.Protocol):
             self.paused_reading = True
             self.transport.pause_reading()
 
-    # -------------------------------------------------------- answering
-
     def _answer(self, method: str, target: bytes, headers: dict[bytes, bytes], body: bytes, keep_alive: bool) -> None:
         """Answer one request: written at once when the app answers at once, else run as a task."""
+        if target[:1] != b"/":
+            target = _origin_form(target, headers)
         handle = self.server.handle
         if handle is not None:
             path, query = _split_target(target)
@@ -441,15 +408,6 @@ class _Connection(asyncio.Protocol):
             if self.closing:
                 lost.set_result(None)
         return lost
-
-
-class _TooLarge(Exception):
-    """Raised from a parser callback: answer ``status`` now and close after it."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 class _Cycle:
@@ -555,9 +513,10 @@ class HttpServer:
             (``HttpTransport``) is called directly, anything else over ASGI.
         max_body: the largest request body in bytes (413 above); defaults to the app's
             ``max_body`` when it has one.
-        max_header_bytes: the largest header block (431 above).
+        max_header_bytes: the largest request head (414/431 above), judged while it arrives.
         max_connections: open connections at most (503 and close above).
         keepalive_timeout: seconds an idle keep-alive connection stays open.
+        head_timeout: seconds from a request head's first byte to its end (408 and close after).
     """
 
     def __init__(
@@ -565,9 +524,10 @@ class HttpServer:
         app: Any,
         *,
         max_body: int | None = None,
-        max_header_bytes: int = 64 * 1024,
-        max_connections: int = 10_000,
+        max_header_bytes: int = DEFAULT_MAX_HEAD,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
         keepalive_timeout: float = 30.0,
+        head_timeout: float = DEFAULT_HEAD_TIMEOUT,
     ) -> None:
         self.app = app
         self.handle: Callable[..., Any] | None = getattr(app, "handle", None) if _is_transport(app) else None
@@ -575,6 +535,7 @@ class HttpServer:
         self.max_header_bytes = max_header_bytes
         self.max_connections = max_connections
         self.keepalive_timeout = keepalive_timeout
+        self.head_timeout = head_timeout
         self.connections: set[_Connection] = set()
         self.bound: tuple[str, int] | None = None
         self._server: asyncio.base_events.Server | None = None
@@ -596,12 +557,17 @@ class HttpServer:
         self._sweeper = loop.create_task(self._sweep())
 
     async def _sweep(self) -> None:
-        period = max(0.05, min(self.keepalive_timeout / 2, 1.0))
+        period = max(0.05, min(self.keepalive_timeout / 2, self.head_timeout / 2, 1.0))
         while True:
             await asyncio.sleep(period)
-            cutoff = time.monotonic() - self.keepalive_timeout
+            now = time.monotonic()
+            cutoff = now - self.keepalive_timeout
+            head_cutoff = now - self.head_timeout
             for conn in list(self.connections):
-                if conn.busy is None and not conn.queue and conn.last_active < cutoff:
+                started = conn.head_started
+                if started is not None and started < head_cutoff and not conn.closing and not conn.ended:
+                    conn._fail(408, "request head not complete in time")
+                elif conn.busy is None and not conn.queue and conn.last_active < cutoff:
                     conn._close()
 
     async def close(self, grace: float = 5.0) -> None:

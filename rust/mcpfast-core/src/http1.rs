@@ -1,12 +1,41 @@
-//! HTTP/1.1 request framing for the server's fast path.
+//! HTTP/1.1 request framing for the server: the one parser that judges a connection's bytes.
 //!
-//! `parse_request` reads one request head from the start of a buffer and says how long the
-//! whole request (head + `Content-Length` body) is. It accepts a strict, common subset:
-//! `HTTP/1.1`, token method, a target of visible ASCII, header names that are tokens, values
-//! without control characters, at most one `Content-Length`, and no `Transfer-Encoding`,
-//! `Expect`, `Upgrade` or `Connection` other than `keep-alive`/`close`. Anything else is
-//! [`Parse::Fallback`]: the caller hands the bytes to a complete HTTP parser (which also gives
-//! the precise error), so the fast path never has to be right about the rare cases.
+//! `parse_request` reads one request head from the start of a buffer with the `httparse` crate
+//! (the strict, incremental parser hyper uses): a byte that cannot belong to a request line or
+//! a header field is refused as soon as it arrives, not once a blank line shows up. On top of
+//! it come the message-framing rules of RFC 9112 (§6): at most one `Content-Length`, digits
+//! only; `Transfer-Encoding` only as `chunked`, never with `Content-Length`, never in HTTP/1.0;
+//! the head limit while the head is still arriving. `Upgrade` is not acted on (the request is
+//! answered as a request), `Expect: 100-continue` is reported to the caller. Every refusal is
+//! an HTTP status and a reason; after one the caller answers once and closes.
+//!
+//! Bare LF line ends are accepted in the head and in chunk lines (RFC 9112 §2.2 allows a
+//! recipient to); a CR not followed by LF is refused.
+
+/// Header fields per head (or per trailer section) at most; more is 431.
+pub const MAX_HEADERS: usize = 128;
+/// The default head limit in bytes (request line + header fields + blank line).
+pub const DEFAULT_MAX_HEAD: usize = 64 * 1024;
+
+/// A request refused: answer `status` with `reason`, then close the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    pub status: u16,
+    pub reason: &'static str,
+}
+
+const fn refuse(status: u16, reason: &'static str) -> Refusal {
+    Refusal { status, reason }
+}
+
+/// How the body after the head is framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Body {
+    /// `Content-Length` (0 when absent).
+    Length(usize),
+    /// `Transfer-Encoding: chunked`: decode with [`decode_chunked`].
+    Chunked,
+}
 
 /// One parsed request head; slices point into the caller's buffer.
 #[derive(Debug, PartialEq, Eq)]
@@ -15,47 +44,43 @@ pub struct Head<'a> {
     pub target: &'a [u8],
     /// `(name, value)`, names as sent (the binding lower-cases them), values without OWS.
     pub headers: Vec<(&'a [u8], &'a [u8])>,
-    /// Bytes of the head, including the blank line.
+    /// Bytes of the head, including the blank line (and any empty lines before the request line).
     pub head_len: usize,
-    pub content_length: usize,
-    /// False when the client sent `Connection: close`.
+    pub body: Body,
+    /// False for `Connection: close`, and for HTTP/1.0 without `Connection: keep-alive`.
     pub keep_alive: bool,
+    /// The client sent `Expect: 100-continue`.
+    pub expect_continue: bool,
 }
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Parse<'a> {
-    /// A head (the body may still be incomplete: `head_len + content_length` is the whole).
+    /// A head (the body may still be incomplete).
     Head(Head<'a>),
-    /// Not enough bytes for a head yet.
+    /// Every byte so far can begin a request: wait for more.
     Partial,
-    /// Outside the fast subset (or malformed): use the full parser from here on.
-    Fallback,
+    /// Not a request this server serves: answer and close.
+    Refused(Refusal),
 }
 
-#[inline]
-fn is_tchar(b: u8) -> bool {
-    matches!(
-        b,
-        b'!' | b'#'
-            | b'$'
-            | b'%'
-            | b'&'
-            | b'\''
-            | b'*'
-            | b'+'
-            | b'-'
-            | b'.'
-            | b'^'
-            | b'_'
-            | b'`'
-            | b'|'
-            | b'~'
-    ) || b.is_ascii_alphanumeric()
+fn head_too_large(buf: &[u8]) -> Refusal {
+    if memchr::memchr(b'\n', buf).is_none() {
+        refuse(414, "request line too long")
+    } else {
+        refuse(431, "request head too large")
+    }
 }
 
-#[inline]
-fn is_value_byte(b: u8) -> bool {
-    b == b'\t' || (b >= 0x20 && b != 0x7f)
+fn bad_framing(err: httparse::Error) -> Refusal {
+    match err {
+        httparse::Error::Version => refuse(400, "not an HTTP/1.x request line (no valid version)"),
+        httparse::Error::Token => refuse(400, "invalid request line"),
+        httparse::Error::HeaderName => refuse(400, "invalid header field name"),
+        httparse::Error::HeaderValue => refuse(400, "invalid header field value"),
+        httparse::Error::NewLine => refuse(400, "invalid line ending"),
+        httparse::Error::TooManyHeaders => refuse(431, "too many header fields"),
+        httparse::Error::Status => refuse(400, "invalid request"),
+    }
 }
 
 fn trim_ows(mut v: &[u8]) -> &[u8] {
@@ -68,119 +93,208 @@ fn trim_ows(mut v: &[u8]) -> &[u8] {
     v
 }
 
-fn find_head_end(buf: &[u8], max_head: usize) -> Option<usize> {
-    let limit = buf.len().min(max_head);
-    let mut i = 0;
-    while i + 3 < limit {
-        match buf[i + 3] {
-            b'\n' => {
-                if buf[i] == b'\r' && buf[i + 1] == b'\n' && buf[i + 2] == b'\r' {
-                    return Some(i + 4);
-                }
-                i += 1;
-            }
-            b'\r' => i += 1,
-            _ => i += 4,
+/// Parse the head at the start of `buf` (see the module doc). `max_head` bounds the head even
+/// while it arrives; `max_body` bounds a declared `Content-Length` (413 above).
+pub fn parse_request(buf: &[u8], max_head: usize, max_body: usize) -> Parse<'_> {
+    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut slots);
+    let head_len = match req.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => {
+            return if buf.len() > max_head {
+                Parse::Refused(head_too_large(&buf[..max_head]))
+            } else {
+                Parse::Partial
+            };
         }
+        Err(err) => return Parse::Refused(bad_framing(err)),
+    };
+    if head_len > max_head {
+        return Parse::Refused(head_too_large(&buf[..max_head]));
     }
-    None
-}
-
-/// Parse the head at the start of `buf` (see the module doc). `max_head`: heads longer than
-/// this fall back (the full parser applies its own limit and answers 431).
-pub fn parse_request(buf: &[u8], max_head: usize) -> Parse<'_> {
-    let Some(head_len) = find_head_end(buf, max_head) else {
-        return if buf.len() >= max_head {
-            Parse::Fallback
-        } else {
-            Parse::Partial
-        };
+    let (Some(method), Some(target), Some(version)) = (req.method, req.path, req.version) else {
+        return Parse::Refused(refuse(400, "invalid request line"));
     };
-    let head = &buf[..head_len - 2]; // every line keeps its CRLF; the blank line is dropped
-    let mut lines = head[..head.len() - 1].split(|&b| b == b'\n');
-    let Some(first) = lines.next() else {
-        return Parse::Fallback;
-    };
-    let Some(first) = first.strip_suffix(b"\r") else {
-        return Parse::Fallback;
-    };
-    let mut parts = first.splitn(3, |&b| b == b' ');
-    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next())
-    else {
-        return Parse::Fallback;
-    };
-    if version != b"HTTP/1.1" || method.is_empty() || !method.iter().all(|&b| is_tchar(b)) {
-        return Parse::Fallback;
+    // httparse lets UTF-8 through in the target; RFC 9112 targets are ASCII.
+    if !target.bytes().all(|b| b > 0x20 && b < 0x7f) {
+        return Parse::Refused(refuse(400, "invalid request target"));
     }
-    if target.is_empty() || !target.iter().all(|&b| b > 0x20 && b < 0x7f) {
-        return Parse::Fallback;
-    }
-    let mut headers = Vec::with_capacity(12);
+    let http10 = version == 0;
+    let mut headers = Vec::with_capacity(req.headers.len());
     let mut content_length: Option<usize> = None;
-    let mut keep_alive = true;
-    for line in lines {
-        let Some(line) = line.strip_suffix(b"\r") else {
-            return Parse::Fallback;
-        };
-        let Some(colon) = line.iter().position(|&b| b == b':') else {
-            return Parse::Fallback;
-        };
-        let name = &line[..colon];
-        if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
-            return Parse::Fallback; // also catches obs-fold (a line starting with SP/HTAB)
-        }
-        let raw = &line[colon + 1..];
-        if !raw.iter().all(|&b| is_value_byte(b)) {
-            return Parse::Fallback;
-        }
-        let value = trim_ows(raw);
+    let mut chunked = false;
+    let mut transfer_encoding = false;
+    let mut keep_alive = !http10;
+    let mut expect_continue = false;
+    for h in req.headers.iter() {
+        let name = h.name.as_bytes();
+        let value = trim_ows(h.value);
         match name.len() {
             14 if name.eq_ignore_ascii_case(b"content-length") => {
-                if content_length.is_some()
-                    || value.is_empty()
-                    || value.len() > 15
-                    || !value.iter().all(u8::is_ascii_digit)
-                {
-                    return Parse::Fallback;
+                if content_length.is_some() {
+                    return Parse::Refused(refuse(400, "more than one Content-Length"));
                 }
-                content_length = Some(
-                    value
-                        .iter()
-                        .fold(0usize, |n, &d| n * 10 + (d - b'0') as usize),
-                );
+                if value.is_empty() || !value.iter().all(u8::is_ascii_digit) {
+                    return Parse::Refused(refuse(400, "invalid Content-Length"));
+                }
+                if value.len() > 15 {
+                    return Parse::Refused(refuse(413, "request body too large"));
+                }
+                content_length = Some(value.iter().fold(0usize, |n, &d| n * 10 + (d - b'0') as usize));
             }
-            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => return Parse::Fallback,
-            6 if name.eq_ignore_ascii_case(b"expect") => return Parse::Fallback,
-            7 if name.eq_ignore_ascii_case(b"upgrade") => return Parse::Fallback,
-            10 if name.eq_ignore_ascii_case(b"connection") => {
-                if value.eq_ignore_ascii_case(b"close") {
-                    keep_alive = false;
-                } else if !value.eq_ignore_ascii_case(b"keep-alive") {
-                    return Parse::Fallback;
+            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+                if transfer_encoding || !value.eq_ignore_ascii_case(b"chunked") {
+                    // A list (`gzip, chunked`) or a second field: codings this server does not do.
+                    return Parse::Refused(refuse(501, "unsupported transfer coding"));
                 }
+                transfer_encoding = true;
+                chunked = true;
+            }
+            10 if name.eq_ignore_ascii_case(b"connection") => {
+                for token in value.split(|&b| b == b',') {
+                    let token = trim_ows(token);
+                    if token.eq_ignore_ascii_case(b"close") {
+                        keep_alive = false;
+                    } else if token.eq_ignore_ascii_case(b"keep-alive") && http10 {
+                        keep_alive = true;
+                    }
+                }
+            }
+            6 if name.eq_ignore_ascii_case(b"expect") => {
+                if !value.eq_ignore_ascii_case(b"100-continue") {
+                    return Parse::Refused(refuse(417, "unsupported expectation"));
+                }
+                expect_continue = true;
             }
             _ => {}
         }
         headers.push((name, value));
     }
+    if transfer_encoding && http10 {
+        return Parse::Refused(refuse(400, "Transfer-Encoding in an HTTP/1.0 request"));
+    }
+    if transfer_encoding && content_length.is_some() {
+        return Parse::Refused(refuse(400, "both Content-Length and Transfer-Encoding"));
+    }
+    let length = content_length.unwrap_or(0);
+    if length > max_body {
+        return Parse::Refused(refuse(413, "request body too large"));
+    }
     Parse::Head(Head {
-        method,
-        target,
+        method: method.as_bytes(),
+        target: target.as_bytes(),
         headers,
         head_len,
-        content_length: content_length.unwrap_or(0),
+        body: if chunked { Body::Chunked } else { Body::Length(length) },
         keep_alive,
+        expect_continue,
     })
+}
+
+/// A chunked body decoded from the start of a buffer.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Chunked {
+    /// The body and the encoded length (last chunk and trailer section included).
+    Complete { body: Vec<u8>, len: usize },
+    Partial,
+    Refused(Refusal),
+}
+
+/// The end of the line starting at `at`: `(content end, next line start)`; `None`: not yet.
+fn line_end(buf: &[u8], at: usize) -> Option<Result<(usize, usize), Refusal>> {
+    let nl = at + memchr::memchr(b'\n', &buf[at..])?;
+    let end = if nl > at && buf[nl - 1] == b'\r' { nl - 1 } else { nl };
+    if buf[at..end].contains(&b'\r') {
+        return Some(Err(refuse(400, "invalid line ending in a chunked body")));
+    }
+    Some(Ok((end, nl + 1)))
+}
+
+/// Decode `Transfer-Encoding: chunked` (RFC 9112 §7.1): chunk sizes of 1 to 16 hex digits,
+/// extensions skipped, trailer fields parsed and dropped. `max_body` bounds the decoded
+/// body (413); `max_overhead` bounds the framing bytes around it (chunk lines, trailers).
+pub fn decode_chunked(buf: &[u8], max_body: usize, max_overhead: usize) -> Chunked {
+    let mut body = Vec::new();
+    let mut at = 0usize;
+    loop {
+        if at - body.len() > max_overhead {
+            return Chunked::Refused(refuse(431, "chunked framing too large"));
+        }
+        let (end, next) = match line_end(buf, at) {
+            None => {
+                return if buf.len() - at > max_overhead {
+                    Chunked::Refused(refuse(431, "chunk line too long"))
+                } else {
+                    Chunked::Partial
+                };
+            }
+            Some(Err(r)) => return Chunked::Refused(r),
+            Some(Ok(span)) => span,
+        };
+        let line = &buf[at..end];
+        let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+        let rest = &line[digits..];
+        let ext_ok = rest.is_empty()
+            || (matches!(rest[0], b';' | b' ' | b'\t')
+                && trim_ows(rest).first().is_none_or(|&b| b == b';')
+                && rest.iter().all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f)));
+        if digits == 0 || digits > 16 || !ext_ok {
+            return Chunked::Refused(refuse(400, "invalid chunk size line"));
+        }
+        let size = line[..digits]
+            .iter()
+            .fold(0u64, |n, &d| n * 16 + (d as char).to_digit(16).unwrap_or(0) as u64);
+        if size > (max_body - body.len()) as u64 {
+            return Chunked::Refused(refuse(413, "request body too large"));
+        }
+        let size = size as usize;
+        at = next;
+        if size == 0 {
+            // Trailer section: header fields up to an empty line, dropped.
+            let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+            return match httparse::parse_headers(&buf[at..], &mut slots) {
+                Ok(httparse::Status::Complete((n, _))) => Chunked::Complete { body, len: at + n },
+                Ok(httparse::Status::Partial) => {
+                    if buf.len() - at > max_overhead {
+                        Chunked::Refused(refuse(431, "trailer section too large"))
+                    } else {
+                        Chunked::Partial
+                    }
+                }
+                Err(err) => Chunked::Refused(bad_framing(err)),
+            };
+        }
+        if buf.len() < at + size + 1 {
+            return Chunked::Partial;
+        }
+        body.extend_from_slice(&buf[at..at + size]);
+        at += size;
+        match &buf[at..] {
+            [b'\n', ..] => at += 1,
+            [b'\r', b'\n', ..] => at += 2,
+            [b'\r'] => return Chunked::Partial,
+            _ => return Chunked::Refused(refuse(400, "chunk data not followed by a line end")),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const MAX_BODY: usize = 4 * 1024 * 1024;
+
     fn head(buf: &[u8]) -> Head<'_> {
-        match parse_request(buf, 65536) {
+        match parse_request(buf, DEFAULT_MAX_HEAD, MAX_BODY) {
             Parse::Head(h) => h,
             other => panic!("expected a head, got {other:?}"),
+        }
+    }
+
+    fn refused(buf: &[u8]) -> u16 {
+        match parse_request(buf, DEFAULT_MAX_HEAD, MAX_BODY) {
+            Parse::Refused(r) => r.status,
+            other => panic!("expected a refusal for {:?}, got {other:?}", String::from_utf8_lossy(buf)),
         }
     }
 
@@ -190,56 +304,57 @@ mod tests {
         let h = head(req);
         assert_eq!(h.method, b"POST");
         assert_eq!(h.target, b"/mcp?x=1");
-        assert_eq!(h.content_length, 2);
-        assert_eq!(h.head_len + h.content_length, req.len());
-        assert_eq!(
-            h.headers[1],
-            (&b"Content-Type"[..], &b"application/json"[..])
-        );
-        assert!(h.keep_alive);
+        assert_eq!(h.body, Body::Length(2));
+        assert_eq!(h.head_len + 2, req.len());
+        assert_eq!(h.headers[1], (&b"Content-Type"[..], &b"application/json"[..]));
+        assert!(h.keep_alive && !h.expect_continue);
     }
 
     #[test]
-    fn partial_and_fallbacks() {
-        assert_eq!(
-            parse_request(b"POST /mcp HTTP/1.1\r\nHost: a\r\n", 65536),
-            Parse::Partial
-        );
-        assert_eq!(parse_request(b"", 65536), Parse::Partial);
-        for bad in [
-            &b"GET / HTTP/1.0\r\n\r\n"[..],
-            b"GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
-            b"GET / HTTP/1.1\r\nExpect: 100-continue\r\n\r\n",
-            b"GET / HTTP/1.1\r\nUpgrade: websocket\r\n\r\n",
-            b"GET / HTTP/1.1\r\nConnection: upgrade\r\n\r\n",
-            b"GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",
-            b"GET / HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
-            b"GET / HTTP/1.1\r\nContent-Length: 1 2\r\n\r\n",
-            b"GET / HTTP/1.1\r\nA: b\r\n folded\r\n\r\n",
-            b"GET / HTTP/1.1\r\nBad Name: b\r\n\r\n",
-            b"GET / HTTP/1.1\r\nA: b\x01\r\n\r\n",
-            b"GET /a b HTTP/1.1\r\n\r\n",
-            b"G(T / HTTP/1.1\r\n\r\n",
-            b"GET / HTTP/1.1\nA: b\r\n\r\n",
-        ] {
-            assert_eq!(
-                parse_request(bad, 65536),
-                Parse::Fallback,
-                "{:?}",
-                String::from_utf8_lossy(bad)
-            );
-        }
-        // A head longer than the limit falls back (the full parser answers 431).
-        let long = [b"GET / HTTP/1.1\r\nA: ".as_slice(), &[b'x'; 100]].concat();
-        assert_eq!(parse_request(&long, 64), Parse::Fallback);
+    fn refused_at_the_first_bad_byte() {
+        // A TLS ClientHello, binary junk, a bad method: refused before any line end arrives.
+        assert_eq!(refused(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"), 400);
+        assert_eq!(refused(b"\x00\x01\x02"), 400);
+        assert_eq!(refused(b"G(T /"), 400);
+        assert_eq!(refused(b"POST /mcp\r\nHost: a\r\n\r\n"), 400); // no version
+        assert_eq!(refused(b"POST /mcp HTTP/2.0\r\n"), 400);
+        assert_eq!(refused(b"GET / HTTP/1.1\r\nA: b\r\n folded\r\n\r\n"), 400);
+        assert_eq!(refused(b"GET / HTTP/1.1\r\nBad Name: b\r\n"), 400);
+        assert_eq!(refused(b"GET / HTTP/1.1\r\nA: b\x01"), 400);
+        assert_eq!(refused(b"GET / HTTP/1.1\rX"), 400);
+        assert_eq!(refused(b"GET /\xc3\xa9 HTTP/1.1\r\n\r\n"), 400);
     }
 
     #[test]
-    fn connection_close_and_no_body() {
-        let h = head(b"DELETE /mcp HTTP/1.1\r\nConnection: close\r\n\r\nGET");
-        assert!(!h.keep_alive);
-        assert_eq!(h.content_length, 0);
-        assert_eq!(h.head_len, 43);
+    fn framing_rules() {
+        assert_eq!(refused(b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n"), 400);
+        assert_eq!(refused(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 1\r\n\r\n"), 400);
+        assert_eq!(refused(b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"), 501);
+        assert_eq!(refused(b"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n"), 400);
+        assert_eq!(refused(b"POST / HTTP/1.1\r\nContent-Length: +1\r\n\r\n"), 400);
+        assert_eq!(refused(b"POST / HTTP/1.1\r\nContent-Length: 99999999999999999\r\n\r\n"), 413);
+        assert_eq!(refused(b"POST / HTTP/1.1\r\nExpect: magic\r\n\r\n"), 417);
+        let h = head(b"GET / HTTP/1.1\r\nUpgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings\r\n\r\n");
+        assert!(h.keep_alive); // the upgrade is ignored: a plain request
+        assert!(!head(b"GET / HTTP/1.0\r\n\r\n").keep_alive);
+        assert!(head(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").keep_alive);
+        assert!(!head(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n").keep_alive);
+        assert_eq!(head(b"POST / HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n\r\n").body, Body::Chunked);
+        assert!(head(b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n").expect_continue);
+        // Bare LF accepted throughout, leading empty lines skipped.
+        let h = head(b"\r\nGET /a HTTP/1.1\nHost: x\n\n");
+        assert_eq!((h.target, h.head_len), (&b"/a"[..], 27));
+    }
+
+    #[test]
+    fn head_limit_holds_while_the_head_arrives() {
+        let long_target = [b"GET /".as_slice(), &[b'a'; 100]].concat();
+        assert_eq!(parse_request(&long_target, 64, 10), Parse::Refused(refuse(414, "request line too long")));
+        let long_field = [b"GET / HTTP/1.1\r\nA: ".as_slice(), &[b'x'; 100]].concat();
+        assert_eq!(parse_request(&long_field, 64, 10), Parse::Refused(refuse(431, "request head too large")));
+        assert_eq!(parse_request(&long_field, 4096, 10), Parse::Partial);
+        let many: Vec<u8> = [b"GET / HTTP/1.1\r\n".to_vec(), b"a: b\r\n".repeat(MAX_HEADERS + 1), b"\r\n".to_vec()].concat();
+        assert_eq!(refused(&many), 431);
     }
 
     #[test]
@@ -247,12 +362,24 @@ mod tests {
         let req = b"POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}";
         let end = req.len() - 2;
         for cut in 0..end {
-            assert_eq!(
-                parse_request(&req[..cut], 65536),
-                Parse::Partial,
-                "cut {cut}"
-            );
+            assert_eq!(parse_request(&req[..cut], DEFAULT_MAX_HEAD, MAX_BODY), Parse::Partial, "cut {cut}");
         }
-        assert!(matches!(parse_request(&req[..end], 65536), Parse::Head(_)));
+        assert!(matches!(parse_request(&req[..end], DEFAULT_MAX_HEAD, MAX_BODY), Parse::Head(_)));
+    }
+
+    #[test]
+    fn chunked_bodies() {
+        let enc = b"4\r\nWiki\r\n5;ext=1\r\npedia\r\n0\r\nX-Trailer: y\r\n\r\nNEXT";
+        let whole = enc.len() - 4;
+        assert_eq!(decode_chunked(enc, 100, 1000), Chunked::Complete { body: b"Wikipedia".to_vec(), len: whole });
+        for cut in 0..whole {
+            assert_eq!(decode_chunked(&enc[..cut], 100, 1000), Chunked::Partial, "cut {cut}");
+        }
+        assert_eq!(decode_chunked(b"4\nWiki\n0\n\n", 100, 1000), Chunked::Complete { body: b"Wiki".to_vec(), len: 10 });
+        for bad in [&b"\r\n"[..], b"x\r\n", b"4\r\nWikiX", b"4 x\r\n", b"11111111111111111\r\n", b"4\rx\n"] {
+            assert!(matches!(decode_chunked(bad, 100, 1000), Chunked::Refused(r) if r.status == 400), "{bad:?}");
+        }
+        assert!(matches!(decode_chunked(b"65\r\n", 100, 1000), Chunked::Refused(r) if r.status == 413));
+        assert!(matches!(decode_chunked(&b"1;".repeat(600), 100, 1000), Chunked::Refused(r) if r.status == 431));
     }
 }

@@ -7,8 +7,8 @@
 //! - [`write`]: compact output (strings, numbers, ids) byte-compatible with orjson;
 //! - [`framer`]: newline framing for stdio, with a size limit that resynchronises;
 //! - [`sse`]: the server-sent-events encoder and the WHATWG decoder;
-//! - [`http1`]: HTTP/1.1 request framing for the server's fast path (a strict subset; the
-//!   rest falls back to a full parser).
+//! - [`http1`]: HTTP/1.1 request framing for the server (strict, on `httparse`; chunked
+//!   bodies too): the one judge of a connection's bytes.
 //!
 //! The Python binding (`mcpfast-py`) is a thin layer over these modules.
 

@@ -4,13 +4,12 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
-use mcpfast_core::http1::{parse_request, Parse};
+use mcpfast_core::http1::{decode_chunked, parse_request, Body, Chunked, Parse};
 
 use crate::errors;
 
-const OK: u8 = 0;
-const FALLBACK: u8 = 1;
-const TOO_LARGE: u8 = 2;
+const OK: u16 = 0;
+const CONTINUE: u16 = 100;
 
 fn method_str<'py>(py: Python<'py>, method: &[u8]) -> Bound<'py, PyString> {
     match method {
@@ -58,11 +57,11 @@ fn header_key<'py>(py: Python<'py>, name: &[u8]) -> Bound<'py, PyBytes> {
     }
 }
 
-/// `(requests, consumed, status, need)`; each request is `(method, target, headers, body,
-/// keep_alive)` with lower-case header names (repeats joined with ", "). `status`: 0 (the
-/// rest is an incomplete request; `need` is its whole length once its head is known, else 0),
-/// 1 (outside the fast subset from `consumed` on: use the full parser), 2 (the request at
-/// `consumed` declares a body over `max_body`).
+/// `(requests, consumed, status, need, reason)`; each request is `(method, target, headers,
+/// body, keep_alive)` with lower-case header names (repeats joined with ", "). `status`: 0 (the
+/// rest is an incomplete request; `need` is its whole length once known, else 0), 100 (the
+/// same, and that request expects `100 Continue`), or the HTTP status refusing the request at
+/// `consumed` (400, 413, 414, 417, 431, 501) with `reason`: answer it, then close.
 #[pyfunction]
 #[pyo3(signature = (data, max_head = 65536, max_body = 4 * 1024 * 1024))]
 pub fn parse_http<'py>(
@@ -70,25 +69,34 @@ pub fn parse_http<'py>(
     data: &Bound<'py, PyBytes>,
     max_head: usize,
     max_body: usize,
-) -> PyResult<(Bound<'py, PyList>, usize, u8, usize)> {
+) -> PyResult<(Bound<'py, PyList>, usize, u16, usize, &'static str)> {
     errors::guarded(|| {
         let buf = data.as_bytes();
         let requests = PyList::empty(py);
         let mut at = 0usize;
         let mut name = Vec::with_capacity(32);
-        loop {
-            let head = match parse_request(&buf[at..], max_head) {
-                Parse::Partial => return Ok((requests, at, OK, 0)),
-                Parse::Fallback => return Ok((requests, at, FALLBACK, 0)),
+        while at < buf.len() {
+            let head = match parse_request(&buf[at..], max_head, max_body) {
+                Parse::Partial => break,
+                Parse::Refused(r) => return Ok((requests, at, r.status, 0, r.reason)),
                 Parse::Head(head) => head,
             };
-            if head.content_length > max_body {
-                return Ok((requests, at, TOO_LARGE, 0));
-            }
-            let total = head.head_len + head.content_length;
-            if buf.len() - at < total {
-                return Ok((requests, at, OK, total));
-            }
+            let waiting = if head.expect_continue { CONTINUE } else { OK };
+            let body_start = at + head.head_len;
+            let (body, total) = match head.body {
+                Body::Length(length) => {
+                    let total = head.head_len + length;
+                    if buf.len() - at < total {
+                        return Ok((requests, at, waiting, total, ""));
+                    }
+                    (PyBytes::new(py, &buf[body_start..body_start + length]), total)
+                }
+                Body::Chunked => match decode_chunked(&buf[body_start..], max_body, max_head) {
+                    Chunked::Partial => return Ok((requests, at, waiting, 0, "")),
+                    Chunked::Refused(r) => return Ok((requests, at, r.status, 0, r.reason)),
+                    Chunked::Complete { body, len } => (PyBytes::new(py, &body), head.head_len + len),
+                },
+            };
             let headers = PyDict::new(py);
             for (n, v) in &head.headers {
                 name.clear();
@@ -103,19 +111,16 @@ pub fn parse_http<'py>(
                     None => headers.set_item(key, PyBytes::new(py, v))?,
                 }
             }
-            let body_start = at + head.head_len;
             let item = (
                 method_str(py, head.method),
                 PyBytes::new(py, head.target),
                 headers,
-                PyBytes::new(py, &buf[body_start..body_start + head.content_length]),
+                body,
                 head.keep_alive,
             );
             requests.append(item)?;
             at += total;
-            if at == buf.len() {
-                return Ok((requests, at, OK, 0));
-            }
         }
+        Ok((requests, at, OK, 0, ""))
     })
 }
