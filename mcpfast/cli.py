@@ -65,6 +65,13 @@ def _http_arguments(serve: argparse.ArgumentParser) -> None:
         help="HTTP server: native (mcpfast's own, the default), or uvicorn/granian over ASGI",
     )
     group.add_argument("--allowed-origin", action="append", default=[], help="extra allowed Origin (repeatable; '*': any)")
+    group.add_argument(
+        "--allowed-host", action="append", default=[],
+        help="Host served, as host, host:* or host:port (repeatable; '*': any; default when bound to loopback: "
+        "localhost, 127.0.0.1, [::1], any port; else any)",
+    )
+    group.add_argument("--max-connections", type=int, default=None, help="open connections at most (native runner; default 10000)")
+    group.add_argument("--head-timeout", type=float, default=None, help="seconds for a request head to arrive (native runner; default 10)")
     group.add_argument("--max-body", type=int, default=None, help="largest request body in bytes (default 4 MiB)")
     group.add_argument("--max-sessions", type=int, default=None, help="open sessions at most (default 10000)")
     group.add_argument("--session-idle-timeout", type=float, default=None, help="seconds before an idle session ends")
@@ -90,11 +97,16 @@ def _token_parser(sub: Any) -> None:
 
 
 def _serve_http(args: argparse.Namespace) -> int:
+    from mcpfast.protocol.host import default_allowed_hosts
     from mcpfast.transports.http_runner import run
 
     options: dict[str, Any] = {}
     if args.allowed_origin:
         options["allowed_origins"] = args.allowed_origin
+    allowed_hosts = args.allowed_host or default_allowed_hosts(args.host)
+    if allowed_hosts is not None:
+        options["allowed_hosts"] = list(allowed_hosts)
+    server_options = {name: getattr(args, name) for name in ("max_connections", "head_timeout") if getattr(args, name) is not None}
     for name in ("max_body", "max_sessions", "session_idle_timeout", "keepalive"):
         value = getattr(args, name)
         if value is not None:
@@ -117,7 +129,7 @@ def _serve_http(args: argparse.Namespace) -> int:
     if args.runner == "granian" and importlib.util.find_spec("granian") is None:
         print("mcpfast: --runner granian needs granian: pip install 'mcpfast[granian]'", file=sys.stderr)
         return 2
-    run(spec, args.host, args.port, runner=args.runner, log_level=args.log_level, **options)
+    run(spec, args.host, args.port, runner=args.runner, log_level=args.log_level, server_options=server_options, **options)
     return 0
 
 

@@ -31,6 +31,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from mcpfast import core
 from mcpfast.protocol import methods as m
+from mcpfast.protocol.host import LOOPBACK_HOSTS, HostRules, absolute_form
 from mcpfast.protocol.errors import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -57,7 +58,7 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
-DEFAULT_LOCAL_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
+DEFAULT_LOCAL_HOSTS: Final = frozenset({*LOOPBACK_HOSTS, "::1"})
 META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 _NAMED: Final = {m.TOOLS_CALL: "name", m.PROMPTS_GET: "name", m.RESOURCES_READ: "uri"}
@@ -178,6 +179,9 @@ class HttpTransport:
         allowed_origins: extra allowed ``Origin`` values (exact ``scheme://host[:port]``), on
             top of any origin whose host is localhost, 127.0.0.1 or [::1]; ``"*"`` allows all.
             A request without ``Origin`` is allowed.
+        allowed_hosts: the ``Host`` values served (``host``, ``host:*``, ``host:port``; ``"*"``:
+            any), against DNS rebinding; ``None``: any host. Every request needs exactly one
+            valid ``Host`` (400), and one outside the list gets 421 (``mcpfast.protocol.host``).
         max_body: the largest request body in bytes (413 above).
         max_sessions: open sessions at most; ``initialize`` gets 503 when full.
         session_idle_timeout: seconds without traffic after which a session is closed.
@@ -200,6 +204,7 @@ class HttpTransport:
         sse_path: str | None = "/sse",
         messages_path: str = "/messages",
         allowed_origins: Iterable[str] = (),
+        allowed_hosts: Iterable[str] | None = None,
         max_body: int = DEFAULT_MAX_BODY,
         max_sessions: int = 10_000,
         session_idle_timeout: float = 600.0,
@@ -216,6 +221,7 @@ class HttpTransport:
         origins = set(allowed_origins)
         self.allow_any_origin = "*" in origins
         self.allowed_origins = frozenset(o.rstrip("/").lower() for o in origins if o != "*")
+        self.host_rules = HostRules(allowed_hosts)
         self.max_body = max_body
         self.max_sessions = max_sessions
         self.session_idle_timeout = session_idle_timeout
@@ -246,6 +252,11 @@ class HttpTransport:
                     headers[key] = headers[key] + b", " + value
                 else:
                     headers[key] = value
+            if path[:1] != "/":  # an absolute-form target, as an ASGI server may pass it on
+                split = absolute_form(path.encode("latin-1"))
+                if split is not None:
+                    headers[b"host"], origin = split
+                    path = origin.decode("latin-1")
             method: str = scope["method"]
             body = b""
             if method == "POST":
@@ -276,6 +287,9 @@ class HttpTransport:
         the ASGI entry point and the native HTTP server (``mcpfast.transports.http_server``)
         come through here, so every rule is in one place.
         """
+        refused = self.host_rules.check(headers.get(b"host"))
+        if refused is not None:
+            return _reply(refused[0], _error_body(INVALID_REQUEST, refused[1]))
         if path == self.path or (path.endswith("/") and path[:-1] == self.path):
             origin = headers.get(b"origin")
             if origin is not None and not self._origin_ok(origin):

@@ -37,8 +37,23 @@ def granian_factory() -> Any:
     return build_app(config["spec"], config["options"])
 
 
-def run(server: Server | str, host: str, port: int, *, runner: str = DEFAULT_RUNNER, log_level: str = "warning", **options: Any) -> None:
-    """Serve until interrupted. ``server`` is a Server, or a ``module:attr`` spec (needed for granian)."""
+def run(
+    server: Server | str,
+    host: str,
+    port: int,
+    *,
+    runner: str = DEFAULT_RUNNER,
+    log_level: str = "warning",
+    server_options: dict[str, Any] | None = None,
+    **options: Any,
+) -> None:
+    """Serve until interrupted. ``server`` is a Server, or a ``module:attr`` spec (needed for granian).
+
+    ``options`` configure the transport (``HttpTransport``); ``server_options`` the native
+    server (``HttpServer``: ``max_connections``, ``head_timeout``); under uvicorn
+    ``max_connections`` becomes its ``limit_concurrency``.
+    """
+    server_options = dict(server_options or {})
     if runner not in RUNNERS:
         raise ValueError(f"unknown runner {runner!r} (one of {', '.join(RUNNERS)})")
     if runner == "native":
@@ -50,7 +65,7 @@ def run(server: Server | str, host: str, port: int, *, runner: str = DEFAULT_RUN
 
         logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
         app = build_app(server, options) if isinstance(server, str) else _direct(server, options)
-        uvloop.run(serve(app, host, port, freeze_gc=True))
+        uvloop.run(serve(app, host, port, freeze_gc=True, **server_options))
         return
     if runner == "granian" and isinstance(server, str):
         try:
@@ -78,7 +93,10 @@ def run(server: Server | str, host: str, port: int, *, runner: str = DEFAULT_RUN
     import uvicorn
 
     app = build_app(server, options) if isinstance(server, str) else _direct(server, options)
-    uvicorn.run(app, host=host, port=port, http="httptools", loop="uvloop", log_level=log_level.lower(), lifespan="on")
+    uvicorn.run(
+        app, host=host, port=port, http="httptools", ws="none", loop="uvloop", log_level=log_level.lower(), lifespan="on",
+        limit_concurrency=server_options.get("max_connections"),
+    )
 
 
 def _direct(server: Server, options: dict[str, Any]) -> Any:

@@ -41,6 +41,7 @@ from typing import Any, Final
 from urllib.parse import unquote
 
 from mcpfast import core
+from mcpfast.protocol.host import absolute_form
 
 __all__ = ["DEFAULT_HEAD_TIMEOUT", "DEFAULT_MAX_BODY", "DEFAULT_MAX_CONNECTIONS", "DEFAULT_MAX_HEAD", "HttpServer", "serve"]
 
@@ -128,18 +129,6 @@ def _error_reply(status: int, message: str) -> bytes:
 
 _TARGETS: dict[bytes, tuple[str, bytes]] = {}
 """``(path, query)`` per request target without a query (clients use a handful of paths)."""
-
-
-def _origin_form(target: bytes, headers: dict[bytes, bytes]) -> bytes:
-    """An absolute-form target (``http://host:port/mcp?q``) as its path and query; the target's
-    authority replaces any Host received (RFC 9112 §3.2.2). Other forms are returned as they are."""
-    scheme, sep, rest = target.partition(b"://")
-    if not sep or scheme.lower() not in (b"http", b"https"):
-        return target
-    cut = min((i for i in (rest.find(b"/"), rest.find(b"?")) if i >= 0), default=len(rest))
-    headers[b"host"] = rest[:cut]
-    path = rest[cut:]
-    return path if path[:1] == b"/" else b"/" + path
 
 
 def _split_target(target: bytes) -> tuple[str, bytes]:
@@ -343,7 +332,9 @@ class _Connection(asyncio.Protocol):
     def _answer(self, method: str, target: bytes, headers: dict[bytes, bytes], body: bytes, keep_alive: bool) -> None:
         """Answer one request: written at once when the app answers at once, else run as a task."""
         if target[:1] != b"/":
-            target = _origin_form(target, headers)
+            split = absolute_form(target)
+            if split is not None:
+                headers[b"host"], target = split
         handle = self.server.handle
         if handle is not None:
             path, query = _split_target(target)

@@ -98,25 +98,26 @@ SERVERS = ("native", "uvicorn")
 
 
 @contextlib.contextmanager
-def serve_in_thread(app: Any, *, server: str = "native", startup_timeout: float = 10.0) -> Iterator[str]:
+def serve_in_thread(app: Any, *, server: str = "native", startup_timeout: float = 10.0, **native_options: Any) -> Iterator[str]:
     """Run ``app`` on 127.0.0.1 (a free port) in a thread; yields ``http://127.0.0.1:PORT``.
 
     ``server``: ``native`` (mcpfast's own HTTP server; an ``HttpTransport`` takes its fast
-    path, any other ASGI app is served over ASGI) or ``uvicorn`` (h11).
+    path, any other ASGI app is served over ASGI; ``native_options`` go to ``HttpServer``) or
+    ``uvicorn`` (h11).
     """
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     if server == "native":
-        with _native_in_thread(app, sock, startup_timeout):
+        with _native_in_thread(app, sock, startup_timeout, native_options):
             yield f"http://127.0.0.1:{port}"
         return
     if server != "uvicorn":
         raise ValueError(f"unknown server {server!r}")
     import uvicorn
 
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", loop="asyncio", http="h11", timeout_graceful_shutdown=2)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", loop="asyncio", http="h11", ws="none", timeout_graceful_shutdown=2)
     userver = uvicorn.Server(config)
     thread = threading.Thread(target=userver.run, kwargs={"sockets": [sock]}, daemon=True, name=f"uvicorn-{port}")
     thread.start()
@@ -135,7 +136,7 @@ def serve_in_thread(app: Any, *, server: str = "native", startup_timeout: float 
 
 
 @contextlib.contextmanager
-def _native_in_thread(app: Any, sock: socket.socket, startup_timeout: float) -> Iterator[None]:
+def _native_in_thread(app: Any, sock: socket.socket, startup_timeout: float, options: dict[str, Any]) -> Iterator[None]:
     import asyncio
 
     from mcpfast.transports.http_server import HttpServer
@@ -151,7 +152,7 @@ def _native_in_thread(app: Any, sock: socket.socket, startup_timeout: float) -> 
 
         async def run() -> None:
             holder["stop"] = asyncio.Event()
-            native = HttpServer(app)
+            native = HttpServer(app, **options)
             try:
                 await native.start(sock=sock)
             except BaseException as exc:  # reported to the caller

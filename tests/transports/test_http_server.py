@@ -250,13 +250,13 @@ def test_malformed_is_400_and_closed(base: str, raw: bytes) -> None:
 
 def test_connection_close_and_http10(base: str) -> None:
     c = Conn(base)
-    c.send(b"GET /nowhere HTTP/1.1\r\nConnection: close\r\n\r\n")
+    c.send(b"GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     status, headers, _ = c.response()
     assert status == 404 and headers[b"connection"] == b"close"
     assert c.closed()
     c.close()
     c = Conn(base)
-    c.send(b"GET /nowhere HTTP/1.0\r\n\r\n")
+    c.send(b"GET /nowhere HTTP/1.0\r\nHost: x\r\n\r\n")
     assert c.response()[0] == 404
     assert c.closed()
     c.close()
