@@ -10,7 +10,9 @@ STAMP := $(VENV)/.mcpfast-installed
 RUST_SRC := $(shell find rust -name '*.rs' -o -name Cargo.toml 2>/dev/null) Cargo.toml Cargo.lock
 PYTEST_ARGS ?=
 
-.PHONY: help install build demo test test-rust test-python bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
+FUZZ_SECONDS ?= 600
+
+.PHONY: help install build demo test test-rust test-python fuzz bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
 
 # The official MCP conformance suite (npm), with Node 22 from npm (docs: /work/shared/docs/CONFORMANCE.md).
 CONFORMANCE_VERSION ?= 0.1.16
@@ -51,6 +53,9 @@ test-rust: ## cargo tests of the pure-Rust core crate and of the HTTP load gener
 
 test-python: install peers-install ## The Python suite (both core implementations, server, swarm)
 	MCPFAST_CORE=rust $(PY) -m pytest $(PYTEST_ARGS)
+
+fuzz: install ## Fuzz the native HTTP server and the stdio server for FUZZ_SECONDS (default 600) -> bench_results/fuzz/
+	MCPFAST_CORE=rust $(PY) tests/fuzz/fuzzer.py --seconds $(FUZZ_SECONDS) --out bench_results/fuzz
 
 bench: bench-core ## Every benchmark (results in bench_results/)
 
