@@ -43,6 +43,7 @@ from mcpfast.protocol.errors import (
 from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, STATELESS_VERSIONS
 from mcpfast.transports.event_store import EventStore, MemoryEventStore
 from mcpfast.transports.http_routing import Stream, connect, reply_error_code
+from mcpfast.transports.http_server import DEFAULT_MAX_HEAD
 
 if TYPE_CHECKING:
     from mcpfast.auth import Principal, ResourceServer
@@ -247,11 +248,16 @@ class HttpTransport:
             if root and path.startswith(root) and path != root:
                 path = path[len(root) :]
             headers: dict[bytes, bytes] = {}
+            size = 0
             for key, value in scope["headers"]:
+                size += len(key) + len(value) + 4
                 if key in headers:
                     headers[key] = headers[key] + b", " + value
                 else:
                     headers[key] = value
+            if size > DEFAULT_MAX_HEAD:  # the native server refuses these while they arrive; others may not
+                await _send_simple(send, *_reply(431, _error_body(INVALID_REQUEST, "request head too large")))
+                return
             if path[:1] != "/":  # an absolute-form target, as an ASGI server may pass it on
                 split = absolute_form(path.encode("latin-1"))
                 if split is not None:

@@ -131,6 +131,14 @@ _TARGETS: dict[bytes, tuple[str, bytes]] = {}
 """``(path, query)`` per request target without a query (clients use a handful of paths)."""
 
 
+def _may_end_head(last: list[bytes]) -> bool:
+    """Whether the newest read (``last[-1]``, after at least two earlier bytes in ``last``) can
+    complete a head's blank line. Re-parsing an incomplete head only then, or when it has
+    doubled, keeps a client that trickles a head byte by byte from costing O(n^2)."""
+    tail = b"".join(last)
+    return b"\n\n" in tail or b"\n\r\n" in tail
+
+
 def _split_target(target: bytes) -> tuple[str, bytes]:
     known = _TARGETS.get(target)
     if known is not None:
@@ -180,6 +188,7 @@ class _Connection(asyncio.Protocol):
         self.pending: list[bytes] = []  # bytes of an incomplete request
         self.pending_size = 0
         self.need = 0  # that request's whole length, once its head is known
+        self.judged = 0  # pending bytes the parser last saw (an incomplete head)
         self.head_started: float | None = None  # when the incomplete head's first bytes came
         self.continued = False  # ``100 Continue`` sent for the incomplete request
         self.closing = False
@@ -248,6 +257,13 @@ class _Connection(asyncio.Protocol):
             self.pending_size += len(data)
             if self.pending_size < self.need:
                 return  # a large body still arriving: join once it is all here
+            if (
+                not self.need
+                and self.pending_size < 2 * self.judged
+                and self.pending_size <= self.server.max_header_bytes
+                and not _may_end_head(self.pending[-3:])
+            ):
+                return  # a head trickling in: judged again when it doubles, may be complete or is too long
             data = b"".join(self.pending)
             self.pending = []
         server = self.server
@@ -267,13 +283,15 @@ class _Connection(asyncio.Protocol):
         if used < len(data):
             rest = data[used:]
             self.pending = [rest]
-            self.pending_size = len(rest)
+            self.pending_size = self.judged = len(rest)
             self.need = need
             if need:  # the head is complete: its deadline is met
                 self.head_started = None
             elif self.head_started is None or requests:
                 self.head_started = self.last_active
-            if status == _CONTINUE_STATUS and not self.continued and self.transport is not None:
+            # Not while an earlier answer owns the socket (its bytes would be split): a client
+            # sends the body anyway after waiting a little (RFC 9110 §10.1.1).
+            if status == _CONTINUE_STATUS and not self.continued and self.busy is None and not self.queue and self.transport is not None:
                 self.continued = True
                 self.transport.write(_CONTINUE)
         else:

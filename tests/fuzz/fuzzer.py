@@ -14,7 +14,7 @@ Properties checked on every case (a failure is counted, with its input kept):
 - Both: the process is alive at the end, a fresh client is served, RSS stays bounded.
 
 ``python tests/fuzz/fuzzer.py --seconds 600 --out bench_results/fuzz`` (``make fuzz``); the
-test suite runs a short bounded pass (``tests/fuzz/test_fuzz.py``).
+test suite runs a short bounded pass (``tests/fuzz/test_fuzz_servers.py``).
 """
 
 from __future__ import annotations

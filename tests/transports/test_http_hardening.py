@@ -271,3 +271,45 @@ def test_cli_max_connections_and_default_allowed_hosts() -> None:
         proc.terminate()
         proc.wait(10)
     assert DEFAULT_MAX_HEAD == 64 * 1024
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_4_head_limit_also_under_asgi_servers(anyio_backend: str) -> None:
+    """uvicorn with httptools has no header limit of its own: the transport refuses a head
+    over the limit (after the ASGI server buffered it, which only the native server avoids)."""
+    import httpx2 as httpx
+
+    transport = asgi_app(app)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(transport), base_url="http://127.0.0.1") as c:
+        r = await c.post("/mcp", content=INIT, headers={"Content-Type": "application/json", "X-Big": "a" * DEFAULT_MAX_HEAD})
+        assert r.status_code == 431
+        r = await c.post("/mcp", content=INIT, headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+        assert r.status_code == 200
+    await transport.aclose()
+
+
+def test_a_head_trickled_byte_by_byte_is_not_reparsed_for_every_byte(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Re-judging the whole incomplete head on every read made a byte-by-byte head cost O(n^2):
+    the head is judged again only when it doubled or a read may end it."""
+    import mcpfast.core as core_module
+
+    calls = []
+    real = core_module.parse_http
+
+    def counting(*args: object) -> object:
+        calls.append(len(args[0]))  # type: ignore[arg-type]
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(core_module, "parse_http", counting)
+    with serve_in_thread(asgi_app(app)) as url:
+        c = Conn(url)
+        c.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        head = raw_post(INIT, extra=b"X-Pad: " + b"p" * 2000 + b"\r\n")
+        for byte in head[:-len(INIT)]:
+            c.sock.sendall(bytes([byte]))
+            time.sleep(0.0005)
+        c.send(INIT)
+        assert c.response()[0] == 200
+        c.close()
+    assert 0 < len(calls) < 100, len(calls)
