@@ -56,6 +56,9 @@ DEFAULT_MAX_CONNECTIONS: Final = 10_000
 """Open connections at most (a new one gets 503 and is closed)."""
 LINGER_SECONDS: Final = 2.0
 """After a refusal, how long the rest of the client's request is read and dropped before closing."""
+_JUDGE_EVERY_READ: Final = 8 * 1024
+"""An incomplete head shorter than this is judged again on every read (a bad byte refused when
+it arrives); a longer one when it has doubled, a read may end it, or it passed the limit."""
 MAX_PIPELINE: Final = 16
 """Requests queued behind a running one before the server stops reading from the connection."""
 
@@ -134,7 +137,7 @@ _TARGETS: dict[bytes, tuple[str, bytes]] = {}
 def _may_end_head(last: list[bytes]) -> bool:
     """Whether the newest read (``last[-1]``, after at least two earlier bytes in ``last``) can
     complete a head's blank line. Re-parsing an incomplete head only then, or when it has
-    doubled, keeps a client that trickles a head byte by byte from costing O(n^2)."""
+    doubled, keeps a client that trickles a long head byte by byte from costing O(n^2)."""
     tail = b"".join(last)
     return b"\n\n" in tail or b"\n\r\n" in tail
 
@@ -232,6 +235,11 @@ class _Connection(asyncio.Protocol):
         self.queue.clear()
 
     def eof_received(self) -> bool | None:
+        if self.pending and not self.closing and not self.ended:
+            data = b"".join(self.pending)  # an incomplete head not judged yet: judged now
+            self.pending = []
+            self.pending_size = self.need = self.judged = 0
+            self._frame(data)
         return None  # close our side too: the client has finished sending
 
     def pause_writing(self) -> None:
@@ -259,6 +267,7 @@ class _Connection(asyncio.Protocol):
                 return  # a large body still arriving: join once it is all here
             if (
                 not self.need
+                and self.judged >= _JUDGE_EVERY_READ
                 and self.pending_size < 2 * self.judged
                 and self.pending_size <= self.server.max_header_bytes
                 and not _may_end_head(self.pending[-3:])

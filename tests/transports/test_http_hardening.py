@@ -291,7 +291,8 @@ async def test_4_head_limit_also_under_asgi_servers(anyio_backend: str) -> None:
 
 def test_a_head_trickled_byte_by_byte_is_not_reparsed_for_every_byte(monkeypatch: pytest.MonkeyPatch) -> None:
     """Re-judging the whole incomplete head on every read made a byte-by-byte head cost O(n^2):
-    the head is judged again only when it doubled or a read may end it."""
+    past 8 KiB the head is judged again only when it doubled, passed the limit or a read may
+    end it (below that, every read: a bad byte is refused when it arrives)."""
     import mcpfast.core as core_module
 
     calls = []
@@ -305,8 +306,9 @@ def test_a_head_trickled_byte_by_byte_is_not_reparsed_for_every_byte(monkeypatch
     with serve_in_thread(asgi_app(app)) as url:
         c = Conn(url)
         c.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        head = raw_post(INIT, extra=b"X-Pad: " + b"p" * 2000 + b"\r\n")
-        for byte in head[:-len(INIT)]:
+        head = raw_post(INIT, extra=b"X-Pad: " + b"p" * 12_000 + b"\r\n")[: -len(INIT)]
+        c.send(head[:9000])  # past the size below which every read is judged (8 KiB)
+        for byte in head[9000:]:
             c.sock.sendall(bytes([byte]))
             time.sleep(0.0005)
         c.send(INIT)
