@@ -559,7 +559,9 @@ def main(argv: list[str] | None = None) -> int:
             )
         (args.out / "results.md").write_text(
             f"# make fuzz\n\nCommand: `{result['command']}` (seed {args.seed}); load average "
-            f"{load1[0]:.2f} at the start, {load2[0]:.2f} at the end.\n\n" + "\n".join(rows) + "\n\n"
+            f"{load1[0]:.2f} at the start, {load2[0]:.2f} at the end. HTTP ran {args.seconds * 0.6:.0f} s, stdio "
+            f"{args.seconds * 0.4:.0f} s. stdio cases are lines (requests: those with an id, answered once each; "
+            f"answers include the errors to malformed lines).\n\n" + "\n".join(rows) + "\n\n"
             f"HTTP statuses seen: {dict(sorted(reports[0].statuses.items()))}\n\n"
             + ("Failures:\n" + "\n".join(f"- `{e}`" for r in reports for e in r.examples) + "\n" if any(r.examples for r in reports) else "No failures.\n")
         )
