@@ -101,7 +101,8 @@ mod baseline {
             return Parse::Fallback;
         };
         let mut parts = first.splitn(3, |&b| b == b' ');
-        let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next())
+        let (Some(method), Some(target), Some(version)) =
+            (parts.next(), parts.next(), parts.next())
         else {
             return Parse::Fallback;
         };
@@ -168,7 +169,6 @@ mod baseline {
             keep_alive,
         })
     }
-
 }
 
 const CALL: &[u8] = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: 6f1c2d0e9a8b4c7d9e0f1a2b3c4d5e6f\r\nMCP-Protocol-Version: 2025-11-25\r\nUser-Agent: mcpfast-load/0.1\r\nContent-Length: 120\r\n\r\n";
@@ -199,16 +199,35 @@ fn browser_like() -> Vec<u8> {
 
 fn bench(c: &mut Criterion) {
     let browser = browser_like();
-    for (label, head) in [("mcp client head (8 fields)", CALL), ("browser-like head (15 fields)", browser.as_slice())] {
-        assert!(matches!(parse_request(head, DEFAULT_MAX_HEAD, 1 << 22), Parse::Head(_)));
-        assert!(matches!(baseline::parse_request(head, DEFAULT_MAX_HEAD), baseline::Parse::Head(_)));
+    for (label, head) in [
+        ("mcp client head (8 fields)", CALL),
+        ("browser-like head (15 fields)", browser.as_slice()),
+    ] {
+        assert!(matches!(
+            parse_request(head, DEFAULT_MAX_HEAD, 1 << 22),
+            Parse::Head(_)
+        ));
+        assert!(matches!(
+            baseline::parse_request(head, DEFAULT_MAX_HEAD),
+            baseline::Parse::Head(_)
+        ));
         let mut g = c.benchmark_group(label);
         g.throughput(Throughput::Bytes(head.len() as u64));
         g.bench_function("baseline (hand-written, replaced)", |b| {
-            b.iter(|| matches!(baseline::parse_request(black_box(head), DEFAULT_MAX_HEAD), baseline::Parse::Head(_)))
+            b.iter(|| {
+                matches!(
+                    baseline::parse_request(black_box(head), DEFAULT_MAX_HEAD),
+                    baseline::Parse::Head(_)
+                )
+            })
         });
         g.bench_function("strict (httparse)", |b| {
-            b.iter(|| matches!(parse_request(black_box(head), DEFAULT_MAX_HEAD, 1 << 22), Parse::Head(_)))
+            b.iter(|| {
+                matches!(
+                    parse_request(black_box(head), DEFAULT_MAX_HEAD, 1 << 22),
+                    Parse::Head(_)
+                )
+            })
         });
         g.finish();
     }

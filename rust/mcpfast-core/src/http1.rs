@@ -140,7 +140,11 @@ pub fn parse_request(buf: &[u8], max_head: usize, max_body: usize) -> Parse<'_> 
                 if value.len() > 15 {
                     return Parse::Refused(refuse(413, "request body too large"));
                 }
-                content_length = Some(value.iter().fold(0usize, |n, &d| n * 10 + (d - b'0') as usize));
+                content_length = Some(
+                    value
+                        .iter()
+                        .fold(0usize, |n, &d| n * 10 + (d - b'0') as usize),
+                );
             }
             17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
                 if transfer_encoding || !value.eq_ignore_ascii_case(b"chunked") {
@@ -185,7 +189,11 @@ pub fn parse_request(buf: &[u8], max_head: usize, max_body: usize) -> Parse<'_> 
         target: target.as_bytes(),
         headers,
         head_len,
-        body: if chunked { Body::Chunked } else { Body::Length(length) },
+        body: if chunked {
+            Body::Chunked
+        } else {
+            Body::Length(length)
+        },
         keep_alive,
         expect_continue,
     })
@@ -195,7 +203,10 @@ pub fn parse_request(buf: &[u8], max_head: usize, max_body: usize) -> Parse<'_> 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Chunked {
     /// The body and the encoded length (last chunk and trailer section included).
-    Complete { body: Vec<u8>, len: usize },
+    Complete {
+        body: Vec<u8>,
+        len: usize,
+    },
     Partial,
     Refused(Refusal),
 }
@@ -203,7 +214,11 @@ pub enum Chunked {
 /// The end of the line starting at `at`: `(content end, next line start)`; `None`: not yet.
 fn line_end(buf: &[u8], at: usize) -> Option<Result<(usize, usize), Refusal>> {
     let nl = at + memchr::memchr(b'\n', &buf[at..])?;
-    let end = if nl > at && buf[nl - 1] == b'\r' { nl - 1 } else { nl };
+    let end = if nl > at && buf[nl - 1] == b'\r' {
+        nl - 1
+    } else {
+        nl
+    };
     if buf[at..end].contains(&b'\r') {
         return Some(Err(refuse(400, "invalid line ending in a chunked body")));
     }
@@ -241,9 +256,9 @@ pub fn decode_chunked(buf: &[u8], max_body: usize, max_overhead: usize) -> Chunk
         if digits == 0 || digits > 16 || !ext_ok {
             return Chunked::Refused(refuse(400, "invalid chunk size line"));
         }
-        let size = line[..digits]
-            .iter()
-            .fold(0u64, |n, &d| n * 16 + (d as char).to_digit(16).unwrap_or(0) as u64);
+        let size = line[..digits].iter().fold(0u64, |n, &d| {
+            n * 16 + (d as char).to_digit(16).unwrap_or(0) as u64
+        });
         if size > (max_body - body.len()) as u64 {
             return Chunked::Refused(refuse(413, "request body too large"));
         }
@@ -294,7 +309,10 @@ mod tests {
     fn refused(buf: &[u8]) -> u16 {
         match parse_request(buf, DEFAULT_MAX_HEAD, MAX_BODY) {
             Parse::Refused(r) => r.status,
-            other => panic!("expected a refusal for {:?}, got {other:?}", String::from_utf8_lossy(buf)),
+            other => panic!(
+                "expected a refusal for {:?}, got {other:?}",
+                String::from_utf8_lossy(buf)
+            ),
         }
     }
 
@@ -306,14 +324,20 @@ mod tests {
         assert_eq!(h.target, b"/mcp?x=1");
         assert_eq!(h.body, Body::Length(2));
         assert_eq!(h.head_len + 2, req.len());
-        assert_eq!(h.headers[1], (&b"Content-Type"[..], &b"application/json"[..]));
+        assert_eq!(
+            h.headers[1],
+            (&b"Content-Type"[..], &b"application/json"[..])
+        );
         assert!(h.keep_alive && !h.expect_continue);
     }
 
     #[test]
     fn refused_at_the_first_bad_byte() {
         // A TLS ClientHello, binary junk, a bad method: refused before any line end arrives.
-        assert_eq!(refused(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"), 400);
+        assert_eq!(
+            refused(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"),
+            400
+        );
         assert_eq!(refused(b"\x00\x01\x02"), 400);
         assert_eq!(refused(b"G(T /"), 400);
         assert_eq!(refused(b"POST /mcp\r\nHost: a\r\n\r\n"), 400); // no version
@@ -327,20 +351,45 @@ mod tests {
 
     #[test]
     fn framing_rules() {
-        assert_eq!(refused(b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n"), 400);
-        assert_eq!(refused(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 1\r\n\r\n"), 400);
-        assert_eq!(refused(b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"), 501);
-        assert_eq!(refused(b"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n"), 400);
-        assert_eq!(refused(b"POST / HTTP/1.1\r\nContent-Length: +1\r\n\r\n"), 400);
-        assert_eq!(refused(b"POST / HTTP/1.1\r\nContent-Length: 99999999999999999\r\n\r\n"), 413);
+        assert_eq!(
+            refused(b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            400
+        );
+        assert_eq!(
+            refused(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 1\r\n\r\n"),
+            400
+        );
+        assert_eq!(
+            refused(b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"),
+            501
+        );
+        assert_eq!(
+            refused(b"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n"),
+            400
+        );
+        assert_eq!(
+            refused(b"POST / HTTP/1.1\r\nContent-Length: +1\r\n\r\n"),
+            400
+        );
+        assert_eq!(
+            refused(b"POST / HTTP/1.1\r\nContent-Length: 99999999999999999\r\n\r\n"),
+            413
+        );
         assert_eq!(refused(b"POST / HTTP/1.1\r\nExpect: magic\r\n\r\n"), 417);
-        let h = head(b"GET / HTTP/1.1\r\nUpgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings\r\n\r\n");
+        let h =
+            head(b"GET / HTTP/1.1\r\nUpgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings\r\n\r\n");
         assert!(h.keep_alive); // the upgrade is ignored: a plain request
         assert!(!head(b"GET / HTTP/1.0\r\n\r\n").keep_alive);
         assert!(head(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").keep_alive);
         assert!(!head(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n").keep_alive);
-        assert_eq!(head(b"POST / HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n\r\n").body, Body::Chunked);
-        assert!(head(b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n").expect_continue);
+        assert_eq!(
+            head(b"POST / HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n\r\n").body,
+            Body::Chunked
+        );
+        assert!(
+            head(b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n")
+                .expect_continue
+        );
         // Bare LF accepted throughout, leading empty lines skipped.
         let h = head(b"\r\nGET /a HTTP/1.1\nHost: x\n\n");
         assert_eq!((h.target, h.head_len), (&b"/a"[..], 27));
@@ -349,11 +398,22 @@ mod tests {
     #[test]
     fn head_limit_holds_while_the_head_arrives() {
         let long_target = [b"GET /".as_slice(), &[b'a'; 100]].concat();
-        assert_eq!(parse_request(&long_target, 64, 10), Parse::Refused(refuse(414, "request line too long")));
+        assert_eq!(
+            parse_request(&long_target, 64, 10),
+            Parse::Refused(refuse(414, "request line too long"))
+        );
         let long_field = [b"GET / HTTP/1.1\r\nA: ".as_slice(), &[b'x'; 100]].concat();
-        assert_eq!(parse_request(&long_field, 64, 10), Parse::Refused(refuse(431, "request head too large")));
+        assert_eq!(
+            parse_request(&long_field, 64, 10),
+            Parse::Refused(refuse(431, "request head too large"))
+        );
         assert_eq!(parse_request(&long_field, 4096, 10), Parse::Partial);
-        let many: Vec<u8> = [b"GET / HTTP/1.1\r\n".to_vec(), b"a: b\r\n".repeat(MAX_HEADERS + 1), b"\r\n".to_vec()].concat();
+        let many: Vec<u8> = [
+            b"GET / HTTP/1.1\r\n".to_vec(),
+            b"a: b\r\n".repeat(MAX_HEADERS + 1),
+            b"\r\n".to_vec(),
+        ]
+        .concat();
         assert_eq!(refused(&many), 431);
     }
 
@@ -362,24 +422,61 @@ mod tests {
         let req = b"POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}";
         let end = req.len() - 2;
         for cut in 0..end {
-            assert_eq!(parse_request(&req[..cut], DEFAULT_MAX_HEAD, MAX_BODY), Parse::Partial, "cut {cut}");
+            assert_eq!(
+                parse_request(&req[..cut], DEFAULT_MAX_HEAD, MAX_BODY),
+                Parse::Partial,
+                "cut {cut}"
+            );
         }
-        assert!(matches!(parse_request(&req[..end], DEFAULT_MAX_HEAD, MAX_BODY), Parse::Head(_)));
+        assert!(matches!(
+            parse_request(&req[..end], DEFAULT_MAX_HEAD, MAX_BODY),
+            Parse::Head(_)
+        ));
     }
 
     #[test]
     fn chunked_bodies() {
         let enc = b"4\r\nWiki\r\n5;ext=1\r\npedia\r\n0\r\nX-Trailer: y\r\n\r\nNEXT";
         let whole = enc.len() - 4;
-        assert_eq!(decode_chunked(enc, 100, 1000), Chunked::Complete { body: b"Wikipedia".to_vec(), len: whole });
+        assert_eq!(
+            decode_chunked(enc, 100, 1000),
+            Chunked::Complete {
+                body: b"Wikipedia".to_vec(),
+                len: whole
+            }
+        );
         for cut in 0..whole {
-            assert_eq!(decode_chunked(&enc[..cut], 100, 1000), Chunked::Partial, "cut {cut}");
+            assert_eq!(
+                decode_chunked(&enc[..cut], 100, 1000),
+                Chunked::Partial,
+                "cut {cut}"
+            );
         }
-        assert_eq!(decode_chunked(b"4\nWiki\n0\n\n", 100, 1000), Chunked::Complete { body: b"Wiki".to_vec(), len: 10 });
-        for bad in [&b"\r\n"[..], b"x\r\n", b"4\r\nWikiX", b"4 x\r\n", b"11111111111111111\r\n", b"4\rx\n"] {
-            assert!(matches!(decode_chunked(bad, 100, 1000), Chunked::Refused(r) if r.status == 400), "{bad:?}");
+        assert_eq!(
+            decode_chunked(b"4\nWiki\n0\n\n", 100, 1000),
+            Chunked::Complete {
+                body: b"Wiki".to_vec(),
+                len: 10
+            }
+        );
+        for bad in [
+            &b"\r\n"[..],
+            b"x\r\n",
+            b"4\r\nWikiX",
+            b"4 x\r\n",
+            b"11111111111111111\r\n",
+            b"4\rx\n",
+        ] {
+            assert!(
+                matches!(decode_chunked(bad, 100, 1000), Chunked::Refused(r) if r.status == 400),
+                "{bad:?}"
+            );
         }
-        assert!(matches!(decode_chunked(b"65\r\n", 100, 1000), Chunked::Refused(r) if r.status == 413));
-        assert!(matches!(decode_chunked(&b"1;".repeat(600), 100, 1000), Chunked::Refused(r) if r.status == 431));
+        assert!(
+            matches!(decode_chunked(b"65\r\n", 100, 1000), Chunked::Refused(r) if r.status == 413)
+        );
+        assert!(
+            matches!(decode_chunked(&b"1;".repeat(600), 100, 1000), Chunked::Refused(r) if r.status == 431)
+        );
     }
 }

@@ -89,12 +89,17 @@ pub fn parse_http<'py>(
                     if buf.len() - at < total {
                         return Ok((requests, at, waiting, total, ""));
                     }
-                    (PyBytes::new(py, &buf[body_start..body_start + length]), total)
+                    (
+                        PyBytes::new(py, &buf[body_start..body_start + length]),
+                        total,
+                    )
                 }
                 Body::Chunked => match decode_chunked(&buf[body_start..], max_body, max_head) {
                     Chunked::Partial => return Ok((requests, at, waiting, 0, "")),
                     Chunked::Refused(r) => return Ok((requests, at, r.status, 0, r.reason)),
-                    Chunked::Complete { body, len } => (PyBytes::new(py, &body), head.head_len + len),
+                    Chunked::Complete { body, len } => {
+                        (PyBytes::new(py, &body), head.head_len + len)
+                    }
                 },
             };
             let headers = PyDict::new(py);
