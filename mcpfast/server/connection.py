@@ -58,12 +58,20 @@ class Connection:
         """How many client requests are being served (waiting in tasks; inline ones never count)."""
         return len(self._tasks)
 
-    def feed(self, data: Any) -> None:
+    def feed(self, data: bytes | bytearray | memoryview, tag: Any = None) -> None:
         """Hand one framed message to the engine and serve what it admits.
 
-        Plain sync handlers have answered (into the session's outbox) when this returns.
+        Plain sync handlers have answered (into the session's outbox) when this returns;
+        ``tag`` comes back on the engine's records for this input (``ServerSession.receive``).
         """
-        for event in self.session.receive(data):
+        self._serve_events(self.session.receive(data, tag))
+
+    def feed_message(self, decoded: Any, tag: Any = None) -> None:
+        """``feed`` for a message the transport already decoded (``core.decode``'s value)."""
+        self._serve_events(self.session.receive_message(decoded, tag))
+
+    def _serve_events(self, events: list[Any]) -> None:
+        for event in events:
             kind = type(event)
             if kind is RequestReceived:
                 self._start(event.request)  # type: ignore[union-attr]

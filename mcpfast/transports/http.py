@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs, urlsplit
 
 from mcpfast import core
+from mcpfast.engine import ERROR, Outgoing
 from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import (
     HEADER_MISMATCH,
@@ -41,7 +42,7 @@ from mcpfast.protocol.errors import (
 )
 from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, STATELESS_VERSIONS
 from mcpfast.transports.event_store import EventStore, MemoryEventStore
-from mcpfast.transports.http_routing import Stream, connect, reply_error_code
+from mcpfast.transports.http_routing import Stream, connect
 
 if TYPE_CHECKING:
     from mcpfast.auth import Principal, ResourceServer
@@ -64,10 +65,17 @@ _NAMED: Final = {m.TOOLS_CALL: "name", m.PROMPTS_GET: "name", m.RESOURCES_READ: 
 _MODERN_STATUS: Final = {-32601: 404, -32600: 400, -32700: 400, -32602: 400, -32020: 400, -32021: 400, -32022: 400}
 
 
-def _modern_status(data: bytes) -> int:
+def _modern_status(answer: Outgoing | None) -> int:
     """The HTTP status of a 2026-07-28 JSON reply: its error code's status, 200 for a result."""
-    is_error, code, _rid = reply_error_code(data)
-    return _MODERN_STATUS.get(code, 200) if is_error and code is not None else 200
+    if answer is None or answer.kind != ERROR:
+        return 200
+    return _MODERN_STATUS.get(answer.code, 200)  # type: ignore[arg-type]
+
+
+def _session_status(answer: Outgoing | None) -> int:
+    """The HTTP status of a handshake-era JSON reply: 400 for an error without an id, else 200."""
+    return 400 if answer is not None and answer.kind == ERROR and answer.request_id is None else 200
+
 _JSON: Final = ((b"content-type", b"application/json"),)  # shared: a tuple, so the server renders it once
 Reply = tuple[int, list[tuple[bytes, bytes]] | tuple[tuple[bytes, bytes], ...], bytes]
 """``(status, headers, body)``: a whole HTTP answer (``content-length`` is the server's to add)."""
@@ -93,12 +101,13 @@ class _Disconnected(Exception):
 class _Session:
     """One handshake-era (or 2024-11-05 SSE) session."""
 
-    __slots__ = ("conn", "get", "id", "last_seen", "legacy", "next_stream", "principal", "version")
+    __slots__ = ("conn", "get", "id", "last_seen", "legacy", "next_stream", "principal", "streams", "version")
 
     def __init__(self, session_id: str, conn: Connection, get: Stream, principal: str | None, legacy: bool) -> None:
         self.id = session_id
         self.conn = conn
         self.get = get
+        self.streams: list[Stream] = []  # POST streams still open after their POST was answered or left
         self.principal = principal
         self.legacy = legacy
         self.last_seen = time.monotonic()
@@ -470,12 +479,7 @@ class HttpTransport:
         get.sse = True
         conn = connect(self.server, get)
         stream = Stream()
-        router = conn.session._router  # type: ignore[attr-defined]
-        router.posting = stream
-        try:
-            conn.feed(decoded)
-        finally:
-            router.posting = None
+        conn.feed_message(decoded, stream)
         body = stream.buf.pop(0) if stream.buf else b""
         if conn.session.version is None:  # refused: no session is kept
             self._finish(conn.close_now())
@@ -488,25 +492,21 @@ class HttpTransport:
 
     def _post_session(self, sess: _Session, body: bytes) -> Reply | Deferred:
         conn = sess.conn
-        router = conn.session._router  # type: ignore[attr-defined]
         stream = Stream()
-        router.posting = stream
         try:
-            conn.feed(body)
+            conn.feed(body, stream)
         except Exception:
             logger.exception("unexpected failure handling a POST")
             return _reply(500, _error_body(INTERNAL_ERROR, "internal error"))
-        finally:
-            router.posting = None
-        buf = stream.buf
-        if not stream.pending and not stream.closed:  # nothing admitted: answered by the engine, or 202
-            if not buf:
-                return _ACCEPTED
-            data = buf[0] if len(buf) == 1 else b"[" + b",".join(buf) + b"]"
-            is_error, _code, rid = reply_error_code(data)
-            return (400 if is_error and rid is None else 200, _JSON, data)
-        if stream.closed and len(buf) == 1 and self.json_response:  # a sync handler answered inline
-            return (200, _JSON, buf[0])
+        if stream.answered_alone() and self.json_response:  # answered by the engine or a sync handler
+            return (_session_status(stream.answer), _JSON, stream.buf[0])
+        if not stream.closed and not stream.buf and not conn.session.answering(stream):
+            return _ACCEPTED  # a notification or a response: nothing is owed
+        if not stream.closed:
+            streams = sess.streams
+            if len(streams) >= 8:
+                streams[:] = [s for s in streams if not s.closed]
+            streams.append(stream)
         return functools.partial(self._respond, stream, sess, (), None)
 
     async def _respond(
@@ -525,14 +525,14 @@ class HttpTransport:
                     await asyncio.wait((waiter, watch), return_when=asyncio.FIRST_COMPLETED)
                     if watch.done():
                         return
-            if self.json_response and stream.closed and len(stream.buf) == 1:
+            if self.json_response and stream.answered_alone():
                 data = stream.buf.pop(0)
                 # a 2026 reply's status follows its error code, whether it came at once or later
-                await _send_simple(send, 200 if conn is None else _modern_status(data), [*headers, *_JSON], data)
+                status = _session_status(stream.answer) if conn is None else _modern_status(stream.answer)
+                await _send_simple(send, status, [*headers, *_JSON], data)
                 return
-            if stream.closed and not stream.buf:
-                await _send_simple(send, 202, list(headers))
-                return
+            # Otherwise SSE, also for a request that ends without an answer (cancelled: the
+            # server sends none, and a request is answered with JSON or a stream, never 202).
             if watch is None:
                 watch = asyncio.ensure_future(_wait_disconnect(receive))
             await self._stream_sse(stream, sess, send, watch, headers)
@@ -611,8 +611,7 @@ class HttpTransport:
             if found is None:
                 return _reply(404, _error_body(INVALID_REQUEST, "unknown Last-Event-ID"))
             key, events = found
-            router = sess.conn.session._router  # type: ignore[attr-defined]
-            live = sess.get if key == sess.get.key else next((s for s in router.streams.values() if s.key == key), None)
+            live = sess.get if key == sess.get.key else next((s for s in sess.streams if s.key == key and not s.closed), None)
             if live is not None and live.attached:
                 return _reply(409, _error_body(INVALID_REQUEST, "stream already has a reader"))
             if live is None:
@@ -653,11 +652,13 @@ class HttpTransport:
         """End a session at once; returns the handler tasks still winding down (cancelled)."""
         if self.sessions.pop(sess.id, None) is None:
             return []
-        router = sess.conn.session._router  # type: ignore[attr-defined]
         try:
             return sess.conn.close_now()
         finally:
-            router.close_all()
+            for stream in sess.streams:
+                stream.finish()
+            sess.streams.clear()
+            sess.get.finish()
             if self.event_store is not None:
                 self.event_store.forget(sess.id)
 
@@ -686,8 +687,7 @@ class HttpTransport:
             for sess in list(self.sessions.values()):
                 if now - sess.last_seen < timeout:
                     continue
-                router = sess.conn.session._router  # type: ignore[attr-defined]
-                busy = sess.get.attached or sess.conn.in_flight or any(s.attached for s in router.streams.values())
+                busy = sess.get.attached or sess.conn.in_flight or any(s.attached and not s.closed for s in sess.streams)
                 if busy and not sess.legacy:
                     continue
                 if sess.legacy and sess.get.attached:
@@ -768,20 +768,11 @@ class HttpTransport:
         stream = Stream()
         conn = connect(self.server, stream)
         self._stateless.add(conn)
-        router = conn.session._router  # type: ignore[attr-defined]
-        router.posting = stream
-        try:
-            conn.feed(decoded)
-        finally:
-            router.posting = None
-        if method == m.SUBSCRIPTIONS_LISTEN and not stream.closed and stream.buf:
-            if not reply_error_code(stream.buf[0])[0]:
-                stream.keep = True
-        if not stream.pending and not stream.keep and not stream.closed:  # answered by the engine
+        conn.feed_message(decoded, stream)
+        if stream.answered_alone() and self.json_response:  # answered by the engine or a sync handler
             self._stateless.discard(conn)
             self._finish(conn.close_now())
-            data = stream.buf[0] if stream.buf else _error_body(INTERNAL_ERROR, "no reply", rid=rid)
-            return (_modern_status(data), _JSON, data)
+            return (_modern_status(stream.answer), _JSON, stream.buf[0])
         return functools.partial(self._respond, stream, None, (), conn)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -384,6 +385,31 @@ def test_vanishing_clients_harm_nothing(live: tuple[str, HttpTransport]) -> None
             break
         time.sleep(0.05)
     assert not t.sessions and not t._stateless
+
+
+def test_cancelled_request_gets_a_stream_that_ends_without_its_answer(live: tuple[str, HttpTransport]) -> None:
+    url, t = live
+    with httpx.Client(timeout=10) as c:
+        h = sync_session(c, url)
+        got: list[httpx.Response] = []
+        post = threading.Thread(target=lambda: got.append(c.post(url, json=call("slow", {"steps": 200, "delay": 0.02}, rid="cx"), headers=h)))
+        post.start()
+        for _ in range(200):
+            if "cx" in started:
+                break
+            time.sleep(0.02)
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "cx"}}
+        assert c.post(url, json=cancel, headers=h).status_code == 202
+        post.join(10)
+        (r,) = got
+        # A request is answered with JSON or an SSE stream, never 202; cancelled, no answer comes.
+        assert r.status_code == 200 and r.headers["content-type"] == "text/event-stream"
+        events = sse_events(iter(r.text.split("\n")), 10)
+        assert "cx" in cancelled
+        assert all(e.get("data", "") == "" for e in events)  # the priming event at most
+        assert c.post(url, json=call("echo", {"text": "ok"}, rid=13), headers=h).json()["result"]["content"][0]["text"] == "ok"
+        assert c.delete(url, headers=h).status_code == 200
+    assert not t.sessions
 
 
 def test_legacy_http_sse_2024(live: tuple[str, HttpTransport]) -> None:
