@@ -25,13 +25,14 @@ counted per request with the timestamp the adapter passes in (``now``, perf_coun
 
 from __future__ import annotations
 
-import base64
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from mcpfast import core
 from mcpfast.client.errors import InvalidJson, McpError, ToolError, UnexpectedReply, WrongId
+from mcpfast.protocol import http as wire
+from mcpfast.protocol.http import encode_header_value
 
 try:  # read-only constants owned by the protocol package (server engineer)
     from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, STATELESS_VERSIONS
@@ -66,28 +67,12 @@ META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 MODERN_ERROR_CODES = frozenset({-32020, -32021, -32022})
 UNSUPPORTED_VERSION = -32022
 
-NAMED_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-"""Methods whose ``Mcp-Name`` header (2026) and stats name carry one param."""
-
 # canned replies to legacy server-to-client requests: a result dict, or an McpError to answer with
 DEFAULT_SERVER_REPLIES: dict[str, Any] = {
     "roots/list": {"roots": []},
     "elicitation/create": {"action": "decline"},
     "sampling/createMessage": McpError(-32601, "sampling not supported by the load generator"),
 }
-
-
-def encode_header_value(value: str) -> str:
-    """A header-safe value, or the 2026 ``=?base64?...?=`` form for anything else."""
-    safe = (
-        value != ""
-        and value == value.strip(" \t")
-        and all(0x20 <= ord(c) <= 0x7E for c in value)
-        and not (value.startswith("=?base64?") and value.endswith("?="))
-    )
-    if safe:
-        return value
-    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
 
 
 @dataclass(slots=True)
@@ -308,11 +293,7 @@ class ClientSession:
             if token is not None:
                 meta["progressToken"] = token
             params["_meta"] = meta
-        name = None
-        key = NAMED_METHODS.get(method)
-        if key is not None and params:
-            value = params.get(key)
-            name = value if isinstance(value, str) else None
+        name = wire.name_of(method, params)
         pending = Pending(rid, method, core.encode_request(rid, method, params), name, token)
         pending.params = given
         self.pending[rid] = pending
@@ -420,17 +401,12 @@ class ClientSession:
         headers: dict[str, str] = {}
         if self.era == "stateless" or (pending is not None and pending.method == "server/discover"
                                          and self.era is None):
-            headers["MCP-Protocol-Version"] = self.protocol_version
             m = pending.method if pending is not None else method
-            if m:
-                headers["Mcp-Method"] = m
-            if pending is not None and pending.name is not None:
-                headers["Mcp-Name"] = encode_header_value(pending.name)
-            return headers
-        if self.negotiated_version is not None and self.negotiated_version >= "2025-06-18":
-            headers["MCP-Protocol-Version"] = self.negotiated_version
+            return wire.stateless_request_headers(self.protocol_version, m, pending.name if pending is not None else None)
+        if wire.sends_version_header(self.negotiated_version):
+            headers[wire.MCP_PROTOCOL_VERSION] = self.negotiated_version  # type: ignore[assignment]
         if self.session_id is not None:
-            headers["Mcp-Session-Id"] = self.session_id
+            headers[wire.MCP_SESSION_ID] = self.session_id
         return headers
 
     # -- receiving ---------------------------------------------------------------------------------

@@ -20,17 +20,17 @@ Protocol rules stay in the engine; this module maps messages to HTTP.
 from __future__ import annotations
 
 import asyncio
-import base64
 import functools
 import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 from mcpfast import core
 from mcpfast.engine import ERROR, Outgoing
+from mcpfast.protocol import http as wire
 from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import (
     HEADER_MISMATCH,
@@ -58,18 +58,13 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
-DEFAULT_LOCAL_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
-_NAMED: Final = {m.TOOLS_CALL: "name", m.PROMPTS_GET: "name", m.RESOURCES_READ: "uri"}
-_MODERN_STATUS: Final = {-32601: 404, -32600: 400, -32700: 400, -32602: 400, -32020: 400, -32021: 400, -32022: 400}
 
 
 def _modern_status(answer: Outgoing | None) -> int:
     """The HTTP status of a 2026-07-28 JSON reply: its error code's status, 200 for a result."""
-    if answer is None or answer.kind != ERROR:
-        return 200
-    return _MODERN_STATUS.get(answer.code, 200)  # type: ignore[arg-type]
+    return wire.status_for_error(answer.code) if answer is not None and answer.kind == ERROR else 200
 
 
 def _session_status(answer: Outgoing | None) -> int:
@@ -131,50 +126,6 @@ async def _send_simple(send: Send, status: int, headers: Iterable[tuple[bytes, b
     """Send a whole ``(status, headers, body)`` reply over ASGI."""
     await send({"type": "http.response.start", "status": status, "headers": [(b"content-length", str(len(body)).encode()), *headers]})
     await send({"type": "http.response.body", "body": body})
-
-
-_ACCEPT_CACHE: dict[tuple[bytes, bool, bool], bool] = {}
-
-
-def _accepts(accept: bytes | None, json: bool, sse: bool) -> bool:
-    if accept is None:
-        return False
-    key = (accept, json, sse)
-    known = _ACCEPT_CACHE.get(key)
-    if known is None:
-        known = _parse_accept(accept, json, sse)
-        if len(_ACCEPT_CACHE) < 256:  # clients send a handful of distinct values
-            _ACCEPT_CACHE[key] = known
-    return known
-
-
-def _parse_accept(accept: bytes, json: bool, sse: bool) -> bool:
-    has_json = has_sse = False
-    for part in accept.split(b","):
-        media = part.split(b";", 1)[0].strip().lower()
-        if media == b"*/*":
-            return True
-        if media in (b"application/json", b"application/*"):
-            has_json = True
-        elif media in (b"text/event-stream", b"text/*"):
-            has_sse = True
-    return (has_json or not json) and (has_sse or not sse)
-
-
-def _header_value(raw: bytes) -> str | None:
-    """A header value, with the 2026 ``=?base64?…?=`` form decoded (None if invalid)."""
-    try:
-        text = raw.decode("ascii").strip(" \t")
-    except UnicodeDecodeError:
-        return None
-    if text.startswith("=?base64?") and text.endswith("?="):
-        try:
-            return base64.b64decode(text[9:-2], validate=True).decode("utf-8")
-        except (ValueError, UnicodeDecodeError):
-            return None
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
-        return None
-    return text
 
 
 class HttpTransport:
@@ -331,19 +282,7 @@ class HttpTransport:
     # ------------------------------------------------------------- checks
 
     def _origin_ok(self, origin: bytes) -> bool:
-        if self.allow_any_origin:
-            return True
-        try:
-            text = origin.decode("ascii").strip().lower()
-        except UnicodeDecodeError:
-            return False
-        if text.rstrip("/") in self.allowed_origins:
-            return True
-        try:
-            host = urlsplit(text).hostname
-        except ValueError:
-            return False
-        return host is not None and (host in DEFAULT_LOCAL_HOSTS or f"[{host}]" in DEFAULT_LOCAL_HOSTS)
+        return wire.origin_allowed(origin, self.allowed_origins, self.allow_any_origin)
 
     def _checked(self, headers: dict[bytes, bytes], then: Callable[[str | None], Reply | Deferred]) -> Reply | Deferred:
         """The Origin check, then authentication (when configured), then ``then(principal)``."""
@@ -439,10 +378,9 @@ class HttpTransport:
             size += len(chunk)
 
     def _post(self, headers: dict[bytes, bytes], body: bytes, version: str | None, principal: str | None) -> Reply | Deferred:
-        if not _accepts(headers.get(b"accept"), True, True):
+        if not wire.accepts(headers.get(b"accept"), True, True):
             return _reply(406, _error_body(INVALID_REQUEST, "Accept must list application/json and text/event-stream"))
-        ctype = headers.get(b"content-type")
-        if ctype is None or (ctype != b"application/json" and ctype.split(b";", 1)[0].strip().lower() != b"application/json"):
+        if not wire.is_json(headers.get(b"content-type")):
             return _reply(415, _error_body(INVALID_REQUEST, "Content-Type must be application/json"))
         modern = version is not None and version not in _HANDSHAKE  # 2026-07-28, or unknown (answered -32022)
         sess = None if modern else self._find(headers, principal)
@@ -597,7 +535,7 @@ class HttpTransport:
                     store.append(sess.id, stream.key, stream.buf.pop(0))
 
     def _get(self, headers: dict[bytes, bytes], principal: str | None) -> Reply | Deferred:
-        if not _accepts(headers.get(b"accept"), False, True):
+        if not wire.accepts(headers.get(b"accept"), False, True):
             return _reply(406, _error_body(INVALID_REQUEST, "Accept must list text/event-stream"))
         sess = self._find(headers, principal)
         if sess is False:
@@ -726,8 +664,7 @@ class HttpTransport:
             return _reply(400, _error_body(INVALID_REQUEST, "missing session_id"))
         if sess is None or not sess.legacy or sess.principal != principal:
             return _reply(404, _error_body(INVALID_REQUEST, "session not found"))
-        ctype = headers.get(b"content-type")
-        if ctype is None or ctype.split(b";", 1)[0].strip().lower() != b"application/json":
+        if not wire.is_json(headers.get(b"content-type")):
             return _reply(415, _error_body(INVALID_REQUEST, "Content-Type must be application/json"))
         sess.last_seen = time.monotonic()
         try:
@@ -746,7 +683,7 @@ class HttpTransport:
             return _reply(400, _error_body(INVALID_REQUEST, "clients must not POST responses in 2026-07-28"))
         method: str = decoded.method
         rid = decoded.id
-        problem = _check_headers(decoded, method, headers)
+        problem = wire.check_request_headers(headers, method, decoded.param, _meta(decoded).get(META_PROTOCOL_VERSION))
         if problem is None and method == m.TOOLS_CALL:
             problem = _check_param_headers(self.server, decoded, headers)
         if problem is not None:
@@ -782,47 +719,7 @@ def _meta(decoded: Any) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-def _check_headers(decoded: Any, method: str, headers: dict[bytes, bytes]) -> str | None:
-    """The 2026-07-28 request-metadata header rules; a message on failure (-32020)."""
-    raw = headers.get(b"mcp-protocol-version")
-    body_version = _meta(decoded).get(META_PROTOCOL_VERSION)
-    if raw is None:
-        return "missing MCP-Protocol-Version header"
-    if isinstance(body_version, str) and raw.decode("latin-1").strip() != body_version:
-        return "MCP-Protocol-Version header does not match params._meta protocolVersion"
-    raw_method = headers.get(b"mcp-method")
-    if raw_method is None:
-        return "missing Mcp-Method header"
-    if _header_value(raw_method) != method:
-        return "Mcp-Method header does not match the body's method"
-    field = _NAMED.get(method)
-    if field is not None:
-        raw_name = headers.get(b"mcp-name")
-        if raw_name is None:
-            return "missing Mcp-Name header"
-        value = decoded.param(field)
-        if not isinstance(value, str) or _header_value(raw_name) != value:
-            return f"Mcp-Name header does not match params.{field}"
-    return None
-
-
 _PARAM_CACHE: dict[int, tuple[Any, list[tuple[bytes, tuple[str, ...]]]]] = {}
-
-
-def _param_annotations(schema: Any, path: tuple[str, ...] = ()) -> list[tuple[bytes, tuple[str, ...]]]:
-    """``(header name, argument path)`` for every ``x-mcp-header`` reachable through ``properties``."""
-    found: list[tuple[bytes, tuple[str, ...]]] = []
-    props = schema.get("properties") if isinstance(schema, dict) else None
-    if not isinstance(props, dict):
-        return found
-    for key, sub in props.items():
-        if not isinstance(sub, dict):
-            continue
-        name = sub.get("x-mcp-header")
-        if isinstance(name, str) and name:
-            found.append((b"mcp-param-" + name.lower().encode("ascii", "replace"), (*path, key)))
-        found.extend(_param_annotations(sub, (*path, key)))
-    return found
 
 
 def _check_param_headers(server: Any, decoded: Any, headers: dict[bytes, bytes]) -> str | None:
@@ -833,35 +730,11 @@ def _check_param_headers(server: Any, decoded: Any, headers: dict[bytes, bytes])
     definition = tool.definition
     cached = _PARAM_CACHE.get(id(definition))
     if cached is None or cached[0] is not definition:
-        cached = _PARAM_CACHE[id(definition)] = (definition, _param_annotations(definition.get("inputSchema")))
+        cached = _PARAM_CACHE[id(definition)] = (definition, wire.param_annotations(definition.get("inputSchema")))
     annotations = cached[1]
     if not annotations:
         return None
-    arguments = decoded.param("arguments")
-    for header, path in annotations:
-        value: Any = arguments
-        for key in path:
-            value = value.get(key) if isinstance(value, dict) else None
-        raw = headers.get(header)
-        if value is None:
-            if raw is not None:
-                return f"{header.decode()} header sent for an absent argument"
-            continue
-        if raw is None:
-            return f"missing {header.decode()} header"
-        text = _header_value(raw)
-        if isinstance(value, bool):
-            ok = text == ("true" if value else "false")
-        elif isinstance(value, int):
-            try:
-                ok = text is not None and int(text) == value
-            except ValueError:
-                ok = False
-        else:
-            ok = isinstance(value, str) and text == value
-        if not ok:
-            return f"{header.decode()} header does not match the argument"
-    return None
+    return wire.check_param_headers(annotations, decoded.param("arguments"), headers)
 
 
 async def _wait_disconnect(receive: Receive) -> None:
