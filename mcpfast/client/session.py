@@ -32,14 +32,19 @@ from typing import Any
 from mcpfast import core
 from mcpfast.client.errors import InvalidJson, McpError, ToolError, UnexpectedReply, WrongId
 from mcpfast.protocol import http as wire
+from mcpfast.protocol.errors import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
 from mcpfast.protocol.http import encode_header_value
+from mcpfast.protocol.meta import META_CLIENT_CAPABILITIES as META_CAPABILITIES
+from mcpfast.protocol.meta import META_CLIENT_INFO, META_SERVER_INFO
+from mcpfast.protocol.meta import META_PROTOCOL_VERSION as META_VERSION
+from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, STATELESS_VERSIONS
 
-try:  # read-only constants owned by the protocol package (server engineer)
-    from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, STATELESS_VERSIONS
-except Exception:  # pragma: no cover - fallback while mcpfast.protocol is in flux
-    HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-    STATELESS_VERSIONS = ("2026-07-28",)
-    LATEST_HANDSHAKE = "2025-11-25"
 
 __all__ = [
     "AUTO",
@@ -58,20 +63,17 @@ AUTO = "auto"
 DEFAULT_PROTOCOL_VERSION = LATEST_HANDSHAKE  # the swarm speaks 2025-11-25 unless told otherwise
 DEFAULT_CLIENT_INFO: dict[str, str] = {"name": "mcpfast-swarm", "version": "0.1"}
 
-META_VERSION = "io.modelcontextprotocol/protocolVersion"
-META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 
 # JSON-RPC errors only a 2026-07-28 server emits (HeaderMismatch, MissingRequiredClientCapability,
 # UnsupportedProtocolVersion): seeing one to the discover probe means "modern server".
-MODERN_ERROR_CODES = frozenset({-32020, -32021, -32022})
-UNSUPPORTED_VERSION = -32022
+MODERN_ERROR_CODES = frozenset({HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION})
+UNSUPPORTED_VERSION = UNSUPPORTED_PROTOCOL_VERSION
 
 # canned replies to legacy server-to-client requests: a result dict, or an McpError to answer with
 DEFAULT_SERVER_REPLIES: dict[str, Any] = {
     "roots/list": {"roots": []},
     "elicitation/create": {"action": "decline"},
-    "sampling/createMessage": McpError(-32601, "sampling not supported by the load generator"),
+    "sampling/createMessage": McpError(METHOD_NOT_FOUND, "sampling not supported by the load generator"),
 }
 
 
@@ -352,7 +354,7 @@ class ClientSession:
         result = reply.result or {}
         self.era = "stateless"
         self.server_capabilities = result.get("capabilities") or {}
-        self.server_info = ((result.get("_meta") or {}).get("io.modelcontextprotocol/serverInfo"))
+        self.server_info = ((result.get("_meta") or {}).get(META_SERVER_INFO))
 
     # -- era detection (DIGEST 4.2 / 6.3) ---------------------------------------------------
     def detect(self, reply: CallResult | None, *, http_status: int | None = None, body: bytes = b"") -> str:
@@ -465,13 +467,13 @@ class ClientSession:
             return core.encode_result(msg.id, {})
         canned = self.server_replies.get(msg.method)
         if canned is None:
-            return core.encode_error(msg.id, -32601, f"method not found: {msg.method}")
+            return core.encode_error(msg.id, METHOD_NOT_FOUND, f"method not found: {msg.method}")
         if isinstance(canned, McpError):
-            return core.encode_error(msg.id, int(canned.code or -32603), canned.message or "error", canned.data)
+            return core.encode_error(msg.id, int(canned.code or INTERNAL_ERROR), canned.message or "error", canned.data)
         if callable(canned):
             value = canned(msg)
             if isinstance(value, McpError):
-                return core.encode_error(msg.id, int(value.code or -32603), value.message or "error", value.data)
+                return core.encode_error(msg.id, int(value.code or INTERNAL_ERROR), value.message or "error", value.data)
             return core.encode_result(msg.id, value)
         return core.encode_result(msg.id, canned)
 

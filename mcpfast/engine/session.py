@@ -37,15 +37,16 @@ from mcpfast.engine.events import (
     RequestCancelled,
     RequestReceived,
 )
-from mcpfast.engine.request import (
+from mcpfast.engine.request import InboundRequest
+from mcpfast.engine.rules import log_level_rank
+from mcpfast.protocol import methods as m
+from mcpfast.protocol.meta import (
     META_CLIENT_CAPABILITIES,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
-    InboundRequest,
+    META_SUBSCRIPTION_ID,
 )
-from mcpfast.engine.rules import log_level_rank
-from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import (
     INTERNAL_ERROR,
     URL_ELICITATION_REQUIRED,
@@ -53,14 +54,19 @@ from mcpfast.protocol.errors import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
-    UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
+    meta_required,
+    unsupported_version,
 )
 from mcpfast.protocol.versions import (
     BATCH_VERSIONS,
     HANDSHAKE_VERSIONS,
     STATELESS_VERSIONS,
+    V2025_03_26,
+    V2025_06_18,
+    V2025_11_25,
     negotiate,
+    supports,
 )
 
 __all__ = ["CapabilityError", "LifecycleError", "ServerSession", "State"]
@@ -74,7 +80,6 @@ _LISTEN_METHOD: Final = {
     "promptsListChanged": m.NOTIFICATION_PROMPTS_LIST_CHANGED,
     "resourcesListChanged": m.NOTIFICATION_RESOURCES_LIST_CHANGED,
 }
-META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 
 
 class State(enum.Enum):
@@ -457,15 +462,15 @@ class ServerSession:
 
     def _capabilities_for(self, version: str) -> dict[str, Any]:
         caps = dict(self.capabilities)
-        if version < "2025-03-26":
+        if not supports(version, V2025_03_26):
             caps.pop("completions", None)  # the capability did not exist yet; the method did
         return caps
 
     def _server_info_for(self, version: str) -> dict[str, Any]:
-        if version >= "2025-11-25":
+        if supports(version, V2025_11_25):
             return self.server_info
         # title (2025-06-18) and icons/description/websiteUrl (2025-11-25) are later fields.
-        allowed = {"name", "version", "title"} if version >= "2025-06-18" else {"name", "version"}
+        allowed = {"name", "version", "title"} if supports(version, V2025_06_18) else {"name", "version"}
         return {k: v for k, v in self.server_info.items() if k in allowed}
 
     def _set_level(self, msg: Any, batch: int | None, tag: Any) -> None:
@@ -488,12 +493,13 @@ class ServerSession:
         if method == m.SERVER_DISCOVER and requested is None:
             requested = self.stateless_versions[-1] if self.stateless_versions else None
         if not isinstance(requested, str) or requested not in self.stateless_versions:
-            data = {"supported": list(self.stateless_versions), "requested": requested if isinstance(requested, str) else ""}
-            self._error(rid, UNSUPPORTED_PROTOCOL_VERSION, "unsupported protocol version", batch, tag, data)
+            exc = unsupported_version(self.stateless_versions, requested)
+            self._error(rid, exc.code, exc.message, batch, tag, exc.data)
             return
         caps = meta.get(META_CLIENT_CAPABILITIES, {} if method == m.SERVER_DISCOVER else None)
         if not isinstance(caps, dict):
-            self._error(rid, INVALID_PARAMS, f"params._meta[{META_CLIENT_CAPABILITIES!r}] is required", batch, tag)
+            exc = meta_required(META_CLIENT_CAPABILITIES)
+            self._error(rid, exc.code, exc.message, batch, tag)
             return
         level = meta.get(META_LOG_LEVEL)
         if level is not None:
@@ -709,7 +715,7 @@ class ServerSession:
         params: dict[str, Any] = {"progressToken": token, "progress": progress}
         if total is not None:
             params["total"] = total
-        if message is not None and entry.request.version >= "2025-03-26":
+        if message is not None and supports(entry.request.version, V2025_03_26):
             params["message"] = message
         self._notify_out(m.NOTIFICATION_PROGRESS, params, request_id, entry.tag)
         return True
@@ -870,7 +876,7 @@ class ServerSession:
         declared = declared if isinstance(declared, dict) else {}
         if mode == "form":
             # ``elicitation: {}`` means form only; a 2025-11-25 client listing modes must list form.
-            if declared and "form" not in declared and (self.version or "") >= "2025-11-25":
+            if declared and "form" not in declared and self.version is not None and supports(self.version, V2025_11_25):
                 raise CapabilityError(
                     MISSING_REQUIRED_CLIENT_CAPABILITY,
                     "the client did not declare form-mode elicitation",
@@ -886,7 +892,7 @@ class ServerSession:
         return elicitation_id
 
     def _require_url_mode(self) -> None:
-        if self.version is None or self.version < "2025-11-25" or not m.available(m.NOTIFICATION_ELICITATION_COMPLETE, self.version):
+        if self.version is None or not supports(self.version, V2025_11_25) or not m.available(m.NOTIFICATION_ELICITATION_COMPLETE, self.version):
             raise CapabilityError(METHOD_NOT_FOUND, f"URL-mode elicitation does not exist in protocol {self.version}")
         declared = self.client_capabilities.get("elicitation")
         if not isinstance(declared, dict) or "url" not in declared:

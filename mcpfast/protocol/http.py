@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from mcpfast import core
 from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import (
     HEADER_MISMATCH,
@@ -36,6 +37,7 @@ from mcpfast.protocol.versions import V2025_06_18, supports
 
 __all__ = [
     "ACCEPT_BOTH",
+    "DEFAULT_MAX_BODY",
     "JSON",
     "LOCAL_HOSTS",
     "MCP_METHOD",
@@ -53,10 +55,13 @@ __all__ = [
     "is_json",
     "name_of",
     "origin_allowed",
+    "refusal",
     "param_annotations",
     "sends_version_header",
     "stateless_request_headers",
     "status_for_error",
+    "too_large",
+    "too_large_message",
 ]
 
 MCP_SESSION_ID: Final = "Mcp-Session-Id"
@@ -73,6 +78,9 @@ ACCEPT_BOTH: Final = f"{JSON}, {SSE}"
 
 NAMED_METHODS: Final[Mapping[str, str]] = {m.TOOLS_CALL: "name", m.PROMPTS_GET: "name", m.RESOURCES_READ: "uri"}
 """Methods whose ``Mcp-Name`` header (2026-07-28) carries one param, and which param."""
+
+DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
+"""The largest request body a server reads, in bytes (413 above), whichever runner serves it."""
 
 LOCAL_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 """Origins whose host is one of these are always allowed (DNS-rebinding protection)."""
@@ -94,6 +102,21 @@ _BASE64_CLOSE: Final = "?="
 def status_for_error(code: int | None) -> int:
     """The HTTP status of a 2026-07-28 JSON-RPC error reply (200 for codes the table leaves alone)."""
     return _STATUS.get(code, 200) if code is not None else 200
+
+
+def refusal(message: str, code: int = INVALID_REQUEST, rid: int | str | None = None, data: Any = None) -> bytes:
+    """The body of every refusal a server answers with itself: a JSON-RPC error (``application/json``)."""
+    return core.encode_error(rid, code, message, data)
+
+
+def too_large_message(limit: int) -> str:
+    """What a 413 says, from every runner."""
+    return f"request body exceeds {limit} bytes"
+
+
+def too_large(limit: int) -> tuple[int, bytes]:
+    """``(413, body)`` for a request body over ``limit`` bytes: the same answer from every runner."""
+    return 413, refusal(too_large_message(limit))
 
 
 def sends_version_header(version: str | None) -> bool:

@@ -28,6 +28,7 @@ from mcpfast.engine.rules import DEFAULT_PAGE_SIZE, completion_result, input_err
 from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, McpError, resource_not_found_code
 from mcpfast.protocol.schema import known_fields
+from mcpfast.protocol.versions import V2025_06_18, supports
 from mcpfast.server._typeschema import function_schema, type_schema
 from mcpfast.server._validate import ArgumentValidator
 from mcpfast.server.content import ToolResult
@@ -687,7 +688,7 @@ class Server:
             return {"content": [{"type": "text", "text": value}]}
         if isinstance(value, ToolResult):
             result: dict[str, Any] = {"content": value.content}
-            if value.structured is not None and version >= "2025-06-18":
+            if value.structured is not None and supports(version, V2025_06_18):
                 result["structuredContent"] = value.structured
             if value.is_error:
                 result["isError"] = True
@@ -703,7 +704,7 @@ class Server:
                     raise McpError(INTERNAL_ERROR, f"tool {tool.definition['name']} returned output that does not match its outputSchema: {error.message}")
             text = orjson.dumps(structured).decode()
             result = {"content": [{"type": "text", "text": text}]}
-            if version >= "2025-06-18":
+            if supports(version, V2025_06_18):
                 result["structuredContent"] = structured
             return result
         return {"content": _content(value)}

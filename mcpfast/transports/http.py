@@ -31,16 +31,18 @@ from urllib.parse import parse_qs
 from mcpfast import core
 from mcpfast.engine import ERROR, Outgoing
 from mcpfast.protocol import http as wire
+from mcpfast.protocol.http import DEFAULT_MAX_BODY
 from mcpfast.protocol import methods as m
+from mcpfast.protocol.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 from mcpfast.protocol.errors import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
-    INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
-    UNSUPPORTED_PROTOCOL_VERSION,
+    meta_required,
+    unsupported_version,
 )
-from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, STATELESS_VERSIONS
+from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, STATELESS_VERSIONS, V2025_11_25, supports
 from mcpfast.transports.event_store import EventStore, MemoryEventStore
 from mcpfast.transports.http_routing import Stream, connect
 
@@ -57,9 +59,6 @@ Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
-DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
-META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
-META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 
 
 def _modern_status(answer: Outgoing | None) -> int:
@@ -111,7 +110,7 @@ class _Session:
 
 
 def _error_body(code: int, message: str, data: Any = None, rid: int | str | None = None) -> bytes:
-    return core.encode_error(rid, code, message, data)
+    return wire.refusal(message, code, rid, data)
 
 
 def _reply(status: int, body: bytes = b"", headers: Iterable[tuple[bytes, bytes]] = ()) -> Reply:
@@ -356,7 +355,7 @@ class HttpTransport:
             except ValueError:
                 return _reply(400, _error_body(INVALID_REQUEST, "bad Content-Length"))
             if declared > limit:
-                return _reply(413, _error_body(INVALID_REQUEST, f"body exceeds {limit} bytes"))
+                return _reply(*wire.too_large(limit))
         message = await receive()
         if message["type"] == "http.disconnect":
             raise _Disconnected
@@ -369,7 +368,7 @@ class HttpTransport:
             if message["type"] == "http.disconnect":
                 raise _Disconnected
             if size > limit:
-                return _reply(413, _error_body(INVALID_REQUEST, f"body exceeds {limit} bytes"))
+                return _reply(*wire.too_large(limit))
             if not message.get("more_body"):
                 return b"".join(chunks)
             message = await receive()
@@ -501,7 +500,7 @@ class HttpTransport:
             for eid, data in replay:
                 if data:
                     chunk += _SSE.encode(data, id=eid)
-        elif store is not None and sess is not None and sess.version is not None and sess.version >= "2025-11-25":
+        elif store is not None and sess is not None and sess.version is not None and supports(sess.version, V2025_11_25):
             eid = store.append(sess.id, stream.key, b"")
             chunk += _SSE.encode(b"", id=eid, retry=self.retry_ms)
         event = "message" if sess is not None and sess.legacy else None
@@ -692,16 +691,13 @@ class HttpTransport:
             return _reply(404, _error_body(METHOD_NOT_FOUND, f"method not found: {method}", rid=rid))
         meta = _meta(decoded)
         if META_PROTOCOL_VERSION not in meta:
-            if version not in _STATELESS:
-                data = {"supported": list(STATELESS_VERSIONS), "requested": version or ""}
-                return _reply(400, _error_body(UNSUPPORTED_PROTOCOL_VERSION, "unsupported protocol version", data, rid))
             # Over HTTP the header made this a 2026 request, so its _meta is required (the
             # engine answers a bare server/discover probe, which only makes sense on stdio).
-            message = f"params._meta[{META_PROTOCOL_VERSION!r}] is required"
-            return _reply(400, _error_body(INVALID_PARAMS, message, rid=rid))
+            refused = meta_required(META_PROTOCOL_VERSION) if version in _STATELESS else unsupported_version(STATELESS_VERSIONS, version)
+            return _reply(400, _error_body(refused.code, refused.message, refused.data, rid))
         if method == m.SERVER_DISCOVER and not isinstance(meta.get(META_CLIENT_CAPABILITIES), dict):
-            message = f"params._meta[{META_CLIENT_CAPABILITIES!r}] is required"
-            return _reply(400, _error_body(INVALID_PARAMS, message, rid=rid))
+            refused = meta_required(META_CLIENT_CAPABILITIES)
+            return _reply(400, _error_body(refused.code, refused.message, rid=rid))
         stream = Stream()
         conn = connect(self.server, stream)
         self._stateless.add(conn)

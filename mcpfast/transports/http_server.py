@@ -37,12 +37,13 @@ from urllib.parse import unquote
 import httptools
 
 from mcpfast import core
+from mcpfast.protocol import http as wire
+from mcpfast.protocol.http import DEFAULT_MAX_BODY
 
 __all__ = ["DEFAULT_MAX_BODY", "HttpServer", "serve"]
 
 logger = logging.getLogger("mcpfast.transports.http_server")
 
-DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
 LINGER_SECONDS: Final = 2.0
 """After a refusal, how long the rest of the client's request is read and dropped before closing."""
 MAX_PIPELINE: Final = 16
@@ -111,8 +112,8 @@ def _render(status: int, headers: Any, body: bytes, keep_alive: bool) -> bytes:
 
 
 def _error_reply(status: int, message: str) -> bytes:
-    body = message.encode()
-    return _render(status, [(b"content-type", b"text/plain; charset=utf-8")], body, False)
+    # The refusal format every runner shares (a JSON-RPC error body), so a client reads one shape.
+    return _render(status, [(b"content-type", b"application/json")], wire.refusal(message), False)
 
 
 _TARGETS: dict[bytes, tuple[str, bytes]] = {}
@@ -264,7 +265,7 @@ class _Connection(asyncio.Protocol):
             self.parser = httptools.HttpRequestParser(self)
             self._feed(data[used:])
         else:
-            self._fail(413, f"request body exceeds {server.max_body} bytes")
+            self._fail(413, wire.too_large_message(server.max_body))
 
     def _feed(self, data: bytes) -> None:
         assert self.parser is not None
@@ -345,14 +346,14 @@ class _Connection(asyncio.Protocol):
         length = self.headers.get(b"content-length")
         limit = self.server.max_body
         if length is not None and length.isdigit() and int(length) > limit:
-            raise _TooLarge(413, f"request body exceeds {limit} bytes")
+            raise _TooLarge(413, wire.too_large_message(limit))
         if self.headers.get(b"expect", b"").lower() == b"100-continue" and self.transport is not None:
             self.transport.write(_CONTINUE)
 
     def on_body(self, body: bytes) -> None:
         self.body_size += len(body)
         if self.body_size > self.server.max_body:
-            raise _TooLarge(413, f"request body exceeds {self.server.max_body} bytes")
+            raise _TooLarge(413, wire.too_large_message(self.server.max_body))
         self.chunks.append(body)
 
     def on_message_complete(self) -> None:

@@ -519,5 +519,6 @@ async def test_chunked_body_over_limit(client: httpx.AsyncClient, transport: Htt
             yield b" " * 40_000
 
     r = await client.post("/mcp", content=chunks(), headers=h)
-    assert r.status_code == 413
+    assert r.status_code == 413 and r.headers["content-type"] == "application/json"
+    assert r.json()["error"] == {"code": -32600, "message": f"request body exceeds {64 * 1024} bytes"}
     assert len(transport.sessions) == 1
