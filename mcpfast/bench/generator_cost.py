@@ -363,7 +363,7 @@ def run_one(kind: str, locustfile: Path, url: str, users: int, seconds: float, p
 def machine_info() -> dict[str, Any]:
     info = procs.machine_info(("locust", "gevent", "geventhttpclient", "uvloop"))
     versions = {mod: info[f"{mod}_version"] or "?" for mod in ("locust", "gevent", "geventhttpclient", "uvloop")}
-    return {**info, "cpus": _cpus(), **versions}
+    return {**info, "cpus": procs.cpus_available(), **versions}
 
 
 def run_benchmark(out: Path, users: int = 64, seconds: float = 10.0, repeats: int = 3,
@@ -379,7 +379,7 @@ def run_benchmark(out: Path, users: int = 64, seconds: float = 10.0, repeats: in
     env = dict(os.environ)
     repo = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = repo + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    pinned = pin and _cpus() >= 2 and shutil.which("taskset") is not None
+    pinned = pin and procs.cpus_available() >= 2 and shutil.which("taskset") is not None
     gen_cpu, srv_cpu = (0, 1) if pinned else (None, None)
     info = machine_info()
     lifetime = repeats * 2 * (seconds + 75) + 60

@@ -235,6 +235,7 @@ def median_round(rounds: list[dict[str, Any]], key: str) -> dict[str, Any]:
     round's figures under ``rounds`` and any failing round under ``round_problems``."""
     ok = [r for r in rounds if "error" not in r and isinstance(r.get(key), int | float)]
     problems = [r.get("error") or f"{_failures(r)} failures" for r in rounds if "error" in r or _failures(r)]
+    chosen: dict[str, Any]
     if not ok:
         chosen = dict(rounds[0]) if rounds else {"error": "no round ran"}
     else:
@@ -267,13 +268,13 @@ def bench_all(opts: argparse.Namespace, out: Path) -> tuple[list[dict[str, Any]]
                 rounds[name][scenario].append(measure_on_fresh_server(name, scenario, opts, out, label=label))
         for runner in opts.runners:
             if runner == "granian" and importlib.util.find_spec("granian") is None:
-                result = {"error": "granian is not installed (pip install 'mcpfast[granian]'; make bench-http does)"}
+                result: dict[str, Any] = {"error": "granian is not installed (pip install 'mcpfast[granian]'; make bench-http does)"}
             else:
                 result = measure_on_fresh_server("mcpfast", "calls", opts, out, runner=runner, label=label)
             runner_rounds[runner].append(result)
     servers = []
     for name in opts.servers:
-        result: dict[str, Any] = {"server": name, "reply_mode": PEERS[name].reply_mode(True)}
+        result = {"server": name, "reply_mode": PEERS[name].reply_mode(True)}
         for scenario in rate:
             result[scenario] = median_round(rounds[name][scenario], RATE_KEYS[scenario])
         for scenario in once:

@@ -237,7 +237,8 @@ def _merge_server_summary(cfg: PeersConfig, server: str, runs: list[dict[str, An
     """``<out>/<server>/summary.json`` in ``mcpfast bench`` format, from its per-family runs."""
     from mcpfast.bench.run import SUMMARY_FORMAT, SUMMARY_VERSION
 
-    families, rows = [], []
+    families: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
     for r in runs:
         fam = {k: v for k, v in r.items() if k not in ("server", "rows")}
         families.append(fam)

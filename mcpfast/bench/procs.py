@@ -34,6 +34,7 @@ __all__ = [
     "child_env",
     "child_pids",
     "cpu_model",
+    "cpus_available",
     "cpu_seconds",
     "cpu_ticks",
     "free_port",
@@ -96,21 +97,25 @@ def _mem_total_kib() -> int | None:
     return None
 
 
+def cpus_available() -> int:
+    """CPUs this process may run on (its affinity), else the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover
+        return os.cpu_count() or 1
+
+
 def machine_info(modules: Sequence[str] = ("locust", "gevent")) -> dict[str, Any]:
     """Where the numbers were taken: CPUs, memory, load average now, Python, mcpfast, versions.
 
     ``modules``: distributions whose versions are recorded (as ``<name>_version``).
     """
     try:
-        affinity: int | None = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        affinity = None
-    try:
         load: list[float] | None = [round(x, 2) for x in os.getloadavg()]
     except OSError:
         load = None
     info: dict[str, Any] = {
-        "nproc": affinity or os.cpu_count(),
+        "nproc": cpus_available(),
         "cpu_count": os.cpu_count(),
         "cpu_model": cpu_model(),
         "mem_total_kib": _mem_total_kib(),
