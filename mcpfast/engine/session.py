@@ -262,6 +262,8 @@ class ServerSession:
                 self._open[tag] = left
             elif tag in self._open:
                 del self._open[tag]
+                if not self._open:
+                    self._open = _NO_OPEN  # an idle session holds no dict of its own
 
     # ------------------------------------------------------------------ input
 

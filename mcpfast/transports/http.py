@@ -101,7 +101,8 @@ class _Session:
         self.id = session_id
         self.conn = conn
         self.get = get
-        self.streams: list[Stream] = []  # POST streams still open after their POST was answered or left
+        # POST streams still open after their POST was answered or left (a list from the first one)
+        self.streams: list[Stream] | tuple[()] = ()
         self.principal = principal
         self.legacy = legacy
         self.last_seen = time.monotonic()
@@ -441,9 +442,11 @@ class HttpTransport:
             return _ACCEPTED  # a notification or a response: nothing is owed
         if not stream.closed:
             streams = sess.streams
-            if len(streams) >= 8:
+            if type(streams) is tuple:
+                streams = sess.streams = []
+            elif len(streams) >= 8:
                 streams[:] = [s for s in streams if not s.closed]
-            streams.append(stream)
+            streams.append(stream)  # type: ignore[union-attr]
         return functools.partial(self._respond, stream, sess, (), None)
 
     async def _respond(
@@ -593,7 +596,7 @@ class HttpTransport:
         finally:
             for stream in sess.streams:
                 stream.finish()
-            sess.streams.clear()
+            sess.streams = ()
             sess.get.finish()
             if self.event_store is not None:
                 self.event_store.forget(sess.id)
