@@ -12,9 +12,9 @@ PYTEST_ARGS ?=
 
 FUZZ_SECONDS ?= 600
 
-.PHONY: help install build demo test test-rust test-python fuzz bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
+.PHONY: help install build demo test test-rust test-python check-light fmt fuzz bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
 
-# The official MCP conformance suite (npm), with Node 22 from npm (docs: /work/shared/docs/CONFORMANCE.md).
+# The official MCP conformance suite (npm), with Node 22 from npm (how it runs: tests/conformance/test_conformance.py).
 CONFORMANCE_VERSION ?= 0.1.16
 CONFORMANCE_NEXT_VERSION ?= 0.2.0-alpha.12
 CONFORMANCE_STAMP := .cache/conformance-$(CONFORMANCE_VERSION)-$(CONFORMANCE_NEXT_VERSION).stamp
@@ -33,7 +33,7 @@ $(VENV)/bin/python:
 
 $(STAMP): $(VENV)/bin/python pyproject.toml $(RUST_SRC)
 	$(PY) -m pip install --quiet "maturin>=1.9,<2"
-	$(VENV)/bin/maturin develop --release --extras test --quiet
+	$(VENV)/bin/maturin develop --release --extras test,swarm,bench --quiet
 	@touch $(STAMP)
 
 install: $(STAMP) ## Virtualenv in .venv, release build of the Rust core, all Python deps
@@ -46,7 +46,7 @@ demo: install ## The main job on the embedded server: mcpfast bench --quick (std
 	$(PY) -m mcpfast.bench.core_demo
 	MCPFAST_CORE=rust $(VENV)/bin/mcpfast bench --quick --out bench_results/demo
 
-test: install conformance-install peers-install test-rust test-python ## Every test: cargo tests of the core crate, then the Python suite
+test: install conformance-install peers-install lint test-rust test-python check-light ## Every check: lint, cargo tests of the core crate, the Python suite, the light package check
 
 test-rust: ## cargo tests of the pure-Rust core crate and of the HTTP load generator
 	cargo test --release -p mcpfast-core -p mcpfast-load --quiet
@@ -57,11 +57,14 @@ test-python: install peers-install ## The Python suite (both core implementation
 fuzz: install ## Fuzz the native HTTP server and the stdio server for FUZZ_SECONDS (default 600) -> bench_results/fuzz/
 	MCPFAST_CORE=rust $(PY) tests/fuzz/fuzzer.py --seconds $(FUZZ_SECONDS) --out bench_results/fuzz
 
+check-light: install ## `pip install .` into a fresh venv (.cache/light): no swarm/bench/uvicorn deps, `mcpfast serve` answers
+	timeout 1800 $(PY) tests/packaging/light_install.py .cache/light
+
 bench: bench-core ## Every benchmark (results in bench_results/)
 
 bench-core: install ## Rust core vs pure-Python twin (pytest-benchmark) -> bench_results/core/
 	mkdir -p bench_results/core
-	MCPFAST_CORE=rust $(PY) -m pytest tests/benchmarks/test_core_bench.py --benchmark-enable \
+	MCPFAST_CORE=rust $(PY) -m pytest tests/bench/test_core_bench.py --benchmark-enable \
 		--benchmark-only --benchmark-disable-gc --benchmark-min-time=0.05 --benchmark-warmup=on \
 		--benchmark-json=bench_results/core/benchmark.json -q -p no:randomly
 	$(PY) -m mcpfast.bench.core_report bench_results/core/benchmark.json bench_results/core \
@@ -101,9 +104,20 @@ conformance-install: $(CONFORMANCE_STAMP) ## Install Node 22 and the conformance
 conformance: install conformance-install ## The official conformance suite against serve --fixture conformance --transport http
 	MCPFAST_CORE=rust $(PY) -m pytest tests/conformance -v $(PYTEST_ARGS)
 
-lint: install ## cargo clippy and fmt check
+LINT_PATHS := mcpfast tests loadtests
+
+lint: install ## ruff (format check + lint), mypy on the package, stubtest of _core.pyi, cargo fmt --check and clippy
+	$(VENV)/bin/ruff format --check $(LINT_PATHS)
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/mypy
+	$(PY) -m mypy.stubtest mcpfast._core --allowlist .mypy-stubtest-allowlist
 	cargo fmt --all --check
 	cargo clippy --all-targets -- -D warnings
+
+fmt: install ## Format and autofix: ruff format, ruff check --fix, cargo fmt
+	$(VENV)/bin/ruff format $(LINT_PATHS)
+	$(VENV)/bin/ruff check --fix $(LINT_PATHS)
+	cargo fmt --all
 
 clean: ## Remove build products and the virtualenv
 	rm -rf $(VENV) target .pytest_cache .hypothesis .benchmarks

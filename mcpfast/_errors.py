@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcpfast.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
+
 __all__ = [
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
@@ -23,13 +25,6 @@ __all__ = [
     "FrameTooLarge",
     "JsonRpcError",
 ]
-
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-
 
 class JsonRpcError(ValueError):
     """A JSON-RPC error: the code and message to put in the error reply.

@@ -4,35 +4,33 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import importlib
 import logging
 import sys
 from typing import Any
 
+from mcpfast.server.loader import load_app
+
 __all__ = ["load_app", "main"]
 
 _FIXTURES = {"conformance": "mcpfast.server.conformance:app"}
+_EXTRAS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    "bench": (("swarm", ("locust", "gevent", "geventhttpclient")), ("bench", ("matplotlib", "numpy"))),
+    "report": (("bench", ("matplotlib", "numpy")),),
+    "compare": (("bench", ("matplotlib", "numpy")),),
+    "uvicorn": (("uvicorn", ("uvicorn",)),),
+    "granian": (("granian", ("granian",)),),
+}
+"""What a command (or an HTTP runner) needs beyond ``pip install mcpfast``: extra -> its modules."""
+
+
+def missing_extra(need: str) -> str | None:
+    """The message naming the extra to install when ``need`` lacks one of its modules, else ``None``."""
+    for extra, modules in _EXTRAS.get(need, ()):
+        absent = [name for name in modules if importlib.util.find_spec(name) is None]
+        if absent:
+            return f"mcpfast: {need} needs {', '.join(absent)}: pip install 'mcpfast[{extra}]'"
+    return None
 _DEMO = "mcpfast.server.demo:app"
-
-
-def load_app(spec: str) -> Any:
-    """Import ``module:attribute`` (or ``module``, meaning its ``app``) and return the Server.
-
-    Raises:
-        SystemExit: the module or attribute cannot be found.
-    """
-    module_name, _, attr = spec.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise SystemExit(f"mcpfast: cannot import {module_name!r}: {exc}") from exc
-    obj: Any = module
-    for part in (attr or "app").split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise SystemExit(f"mcpfast: {module_name!r} has no attribute {attr or 'app'!r}") from None
-    return obj
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -126,8 +124,9 @@ def _serve_http(args: argparse.Namespace) -> int:
         }
     spec = _FIXTURES[args.fixture] if args.fixture else (args.app or _DEMO)
     load_app(spec)  # fail early, in this process, on a bad spec
-    if args.runner == "granian" and importlib.util.find_spec("granian") is None:
-        print("mcpfast: --runner granian needs granian: pip install 'mcpfast[granian]'", file=sys.stderr)
+    problem = missing_extra(args.runner)
+    if problem is not None:
+        print(problem.replace(f"mcpfast: {args.runner}", f"mcpfast: --runner {args.runner}", 1), file=sys.stderr)
         return 2
     run(spec, args.host, args.port, runner=args.runner, log_level=args.log_level, server_options=server_options, **options)
     return 0
@@ -159,6 +158,10 @@ def main(argv: list[str] | None = None) -> int:
 
         return token_command(args)
     if args.command in ("bench", "report", "compare"):
+        problem = missing_extra(args.command)
+        if problem is not None:
+            print(problem, file=sys.stderr)
+            return 2
         from mcpfast.bench.cli import run_subcommand
 
         return run_subcommand(args)

@@ -41,10 +41,10 @@ from mcpfast.client.errors import (
     WrongId,
 )
 from mcpfast.client.session import CallResult, ClientSession, Pending
+from mcpfast.protocol.http import ACCEPT_BOTH, JSON, SSE
 
 __all__ = ["HttpClient"]
 
-ACCEPT_BOTH = "application/json, text/event-stream"
 DRAIN_AFTER_REPLY = 0.05  # s to wait for the end of an SSE stream after the reply, to keep the connection
 
 
@@ -77,7 +77,7 @@ class HttpClient(McpClient):
         self.token = token
         self.connection_timeout = connection_timeout
         self.network_timeout = network_timeout if network_timeout is not None else self.timeout
-        self._kw = dict(
+        self._kw: dict[str, Any] = dict(
             connection_timeout=connection_timeout,
             network_timeout=self.network_timeout,
             ssl=parts.scheme == "https",
@@ -97,7 +97,7 @@ class HttpClient(McpClient):
         return self._http
 
     def _headers(self, extra: dict[str, str], accept: str = ACCEPT_BOTH) -> dict[str, str]:
-        headers = {"Accept": accept, "Content-Type": "application/json"}
+        headers = {"Accept": accept, "Content-Type": JSON}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         headers.update(extra)
@@ -131,13 +131,13 @@ class HttpClient(McpClient):
                 if isinstance(sid, str) and sid:
                     session.session_id = sid
             ctype = (resp.get("content-type") or "").split(";")[0].strip().lower()
-            if ctype == "text/event-stream" and status == 200:
+            if ctype == SSE and status == 200:
                 return self._read_sse(resp, pending)
             try:
                 body = resp.read()
             except self._errors as exc:
                 raise self._read_error(exc) from None
-            if status == 200 and ctype == "application/json":
+            if status == 200 and ctype == JSON:
                 return self._single(body, pending)
             if status in (400, 401, 403, 404, 405, 409, 422, 500) and body[:1] == b"{":
                 # modern servers answer protocol errors with a 4xx and a JSON-RPC error body
@@ -292,7 +292,7 @@ class HttpClient(McpClient):
             with gevent.Timeout(duration, False):
                 try:
                     resp = http.request("GET", self.path, headers=self._headers(session.http_headers(),
-                                                                                 "text/event-stream"))
+                                                                                 SSE))
                 except self._errors as exc:
                     self._finish("GET:open", intended, 0, self._read_error(exc))
                     return
@@ -352,7 +352,7 @@ class HttpClient(McpClient):
             return False
         try:
             ctype = (resp.get("content-type") or "").split(";")[0].strip().lower()
-            if resp.status_code != 200 or ctype != "text/event-stream":
+            if resp.status_code != 200 or ctype != SSE:
                 body = resp.read()
                 exc = HttpStatusError(resp.status_code, body[:2000]) if resp.status_code != 200 else \
                     BadSse("listen did not answer with an event stream", ctype)

@@ -41,6 +41,7 @@ from mcpfast.client.errors import (
 )
 from mcpfast.client.http import _network_errors
 from mcpfast.client.session import CallResult, ClientSession, Pending
+from mcpfast.protocol.http import ACCEPT_BOTH, JSON, SSE
 
 __all__ = ["LegacySseClient", "sse_url_for"]
 
@@ -130,18 +131,18 @@ class LegacySseClient(InFlight, McpClient):
         why = "SSE stream ended"
         try:
             try:
-                resp = http.request("GET", self._sse_path, headers=self._headers("text/event-stream"))
+                resp = http.request("GET", self._sse_path, headers=self._headers(SSE))
             except self._errors as exc:
                 endpoint.set_exception(ConnectionFailure("connection error", str(exc)[:200]))
                 why = "connection error"
                 return
             try:
-                ctype = (resp.get("content-type") or "").split(";")[0].strip().lower()
+                ctype = str(resp.get("content-type") or "").split(";")[0].strip().lower()
                 if resp.status_code != 200:
                     endpoint.set_exception(HttpStatusError(resp.status_code, resp.read()[:2000]))
                     why = f"HTTP {resp.status_code}"
                     return
-                if ctype != "text/event-stream":
+                if ctype != SSE:
                     endpoint.set_exception(BadSse("the SSE endpoint did not answer with an event stream", ctype))
                     why = "not an event stream"
                     return
@@ -203,8 +204,8 @@ class LegacySseClient(InFlight, McpClient):
     def _post(self, data: bytes) -> None:
         self.connect()
         assert self.endpoint_path is not None
-        headers = self._headers("application/json, text/event-stream")
-        headers["Content-Type"] = "application/json"
+        headers = self._headers(ACCEPT_BOTH)
+        headers["Content-Type"] = JSON
         try:
             resp = self.post_http.request("POST", self.endpoint_path, body=data, headers=headers)
         except self._errors as exc:

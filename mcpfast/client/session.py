@@ -11,7 +11,7 @@ is fed by id, and keeps the lifecycle state of one MCP connection in either era:
   ``server/discover`` is the (optional) first call; on HTTP every POST carries
   ``MCP-Protocol-Version``, ``Mcp-Method`` and, for ``tools/call``/``prompts/get``/``resources/read``,
   ``Mcp-Name`` (:meth:`ClientSession.http_headers`).
-* **auto**: the DIGEST 4.2/6.3 probe: ``server/discover`` in the modern form; a ``DiscoverResult``
+* **auto**: the 2026-07-28 probe (lifecycle and Streamable HTTP backward compatibility): ``server/discover`` in the modern form; a ``DiscoverResult``
   or a recognised modern error (-32020/-32021/-32022) means modern (on -32022 retry with a version
   the server lists); any other error, an unrecognised HTTP 4xx body or a timeout means legacy, so
   fall back to ``initialize``.  The decision is never keyed on one specific legacy error code.
@@ -25,20 +25,26 @@ counted per request with the timestamp the adapter passes in (``now``, perf_coun
 
 from __future__ import annotations
 
-import base64
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from mcpfast import core
 from mcpfast.client.errors import InvalidJson, McpError, ToolError, UnexpectedReply, WrongId
+from mcpfast.protocol import http as wire
+from mcpfast.protocol.errors import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
+from mcpfast.protocol.http import encode_header_value
+from mcpfast.protocol.meta import META_CLIENT_CAPABILITIES as META_CAPABILITIES
+from mcpfast.protocol.meta import META_CLIENT_INFO, META_SERVER_INFO
+from mcpfast.protocol.meta import META_PROTOCOL_VERSION as META_VERSION
+from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, STATELESS_VERSIONS
 
-try:  # read-only constants owned by the protocol package (server engineer)
-    from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, STATELESS_VERSIONS
-except Exception:  # pragma: no cover - fallback while mcpfast.protocol is in flux
-    HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-    STATELESS_VERSIONS = ("2026-07-28",)
-    LATEST_HANDSHAKE = "2025-11-25"
 
 __all__ = [
     "AUTO",
@@ -57,37 +63,18 @@ AUTO = "auto"
 DEFAULT_PROTOCOL_VERSION = LATEST_HANDSHAKE  # the swarm speaks 2025-11-25 unless told otherwise
 DEFAULT_CLIENT_INFO: dict[str, str] = {"name": "mcpfast-swarm", "version": "0.1"}
 
-META_VERSION = "io.modelcontextprotocol/protocolVersion"
-META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 
 # JSON-RPC errors only a 2026-07-28 server emits (HeaderMismatch, MissingRequiredClientCapability,
 # UnsupportedProtocolVersion): seeing one to the discover probe means "modern server".
-MODERN_ERROR_CODES = frozenset({-32020, -32021, -32022})
-UNSUPPORTED_VERSION = -32022
-
-NAMED_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-"""Methods whose ``Mcp-Name`` header (2026) and stats name carry one param."""
+MODERN_ERROR_CODES = frozenset({HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION})
+UNSUPPORTED_VERSION = UNSUPPORTED_PROTOCOL_VERSION
 
 # canned replies to legacy server-to-client requests: a result dict, or an McpError to answer with
 DEFAULT_SERVER_REPLIES: dict[str, Any] = {
     "roots/list": {"roots": []},
     "elicitation/create": {"action": "decline"},
-    "sampling/createMessage": McpError(-32601, "sampling not supported by the load generator"),
+    "sampling/createMessage": McpError(METHOD_NOT_FOUND, "sampling not supported by the load generator"),
 }
-
-
-def encode_header_value(value: str) -> str:
-    """A header-safe value, or the 2026 ``=?base64?...?=`` form for anything else."""
-    safe = (
-        value != ""
-        and value == value.strip(" \t")
-        and all(0x20 <= ord(c) <= 0x7E for c in value)
-        and not (value.startswith("=?base64?") and value.endswith("?="))
-    )
-    if safe:
-        return value
-    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
 
 
 @dataclass(slots=True)
@@ -308,11 +295,7 @@ class ClientSession:
             if token is not None:
                 meta["progressToken"] = token
             params["_meta"] = meta
-        name = None
-        key = NAMED_METHODS.get(method)
-        if key is not None and params:
-            value = params.get(key)
-            name = value if isinstance(value, str) else None
+        name = wire.name_of(method, params)
         pending = Pending(rid, method, core.encode_request(rid, method, params), name, token)
         pending.params = given
         self.pending[rid] = pending
@@ -371,9 +354,9 @@ class ClientSession:
         result = reply.result or {}
         self.era = "stateless"
         self.server_capabilities = result.get("capabilities") or {}
-        self.server_info = ((result.get("_meta") or {}).get("io.modelcontextprotocol/serverInfo"))
+        self.server_info = ((result.get("_meta") or {}).get(META_SERVER_INFO))
 
-    # -- era detection (DIGEST 4.2 / 6.3) ---------------------------------------------------
+    # -- era detection (2026-07-28 backward compatibility) ---------------------------------------------------
     def detect(self, reply: CallResult | None, *, http_status: int | None = None, body: bytes = b"") -> str:
         """Interpret the ``server/discover`` probe; returns ``"modern"``, ``"retry"`` or ``"legacy"``.
 
@@ -383,9 +366,9 @@ class ClientSession:
         """
         if reply is None and body:
             try:
-                id_, is_error, code = core.scan_reply(body)
+                _id, is_error, code = core.scan_reply(body)
             except core.JsonRpcError:
-                id_, is_error, code = None, False, None
+                is_error, code = False, None
             if is_error and code in MODERN_ERROR_CODES:
                 reply = self._orphan_reply(body, code)
         if reply is not None and not reply.is_error:
@@ -420,17 +403,12 @@ class ClientSession:
         headers: dict[str, str] = {}
         if self.era == "stateless" or (pending is not None and pending.method == "server/discover"
                                          and self.era is None):
-            headers["MCP-Protocol-Version"] = self.protocol_version
             m = pending.method if pending is not None else method
-            if m:
-                headers["Mcp-Method"] = m
-            if pending is not None and pending.name is not None:
-                headers["Mcp-Name"] = encode_header_value(pending.name)
-            return headers
-        if self.negotiated_version is not None and self.negotiated_version >= "2025-06-18":
-            headers["MCP-Protocol-Version"] = self.negotiated_version
+            return wire.stateless_request_headers(self.protocol_version, m, pending.name if pending is not None else None)
+        if wire.sends_version_header(self.negotiated_version):
+            headers[wire.MCP_PROTOCOL_VERSION] = self.negotiated_version  # type: ignore[assignment]
         if self.session_id is not None:
-            headers["Mcp-Session-Id"] = self.session_id
+            headers[wire.MCP_SESSION_ID] = self.session_id
         return headers
 
     # -- receiving ---------------------------------------------------------------------------------
@@ -489,13 +467,13 @@ class ClientSession:
             return core.encode_result(msg.id, {})
         canned = self.server_replies.get(msg.method)
         if canned is None:
-            return core.encode_error(msg.id, -32601, f"method not found: {msg.method}")
+            return core.encode_error(msg.id, METHOD_NOT_FOUND, f"method not found: {msg.method}")
         if isinstance(canned, McpError):
-            return core.encode_error(msg.id, int(canned.code or -32603), canned.message or "error", canned.data)
+            return core.encode_error(msg.id, int(canned.code or INTERNAL_ERROR), canned.message or "error", canned.data)
         if callable(canned):
             value = canned(msg)
             if isinstance(value, McpError):
-                return core.encode_error(msg.id, int(value.code or -32603), value.message or "error", value.data)
+                return core.encode_error(msg.id, int(value.code or INTERNAL_ERROR), value.message or "error", value.data)
             return core.encode_result(msg.id, value)
         return core.encode_result(msg.id, canned)
 

@@ -24,6 +24,7 @@ import orjson
 
 from mcpfast._version import __version__  # noqa: F401 - part of the module's surface
 from mcpfast.core._errors import FrameTooLarge, JsonRpcError
+from mcpfast.protocol.errors import INVALID_REQUEST, PARSE_ERROR
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -56,8 +57,8 @@ DEFAULT_MAX_EVENT = 4 * 1024 * 1024
 # orjson refuses input nested deeper than this; a larger max_depth behaves as this one.
 _ORJSON_MAX_DEPTH = 1024
 
-_PARSE_ERROR = -32700
-_INVALID_REQUEST = -32600
+_PARSE_ERROR = PARSE_ERROR
+_INVALID_REQUEST = INVALID_REQUEST
 
 _loads = orjson.loads
 _dumps = orjson.dumps

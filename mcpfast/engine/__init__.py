@@ -1,16 +1,23 @@
 """Sans-IO protocol engine: lifecycle, negotiation, capabilities, correlation, progress, cancellation.
 
-Nothing here reads or writes a socket or touches asyncio; transports feed bytes in and drain
-bytes out.
+Nothing here reads or writes a socket or touches asyncio; transports feed bytes (or decoded
+messages) in and drain ``Outgoing`` records that say what each message is.
 """
 
 from __future__ import annotations
 
 from mcpfast.engine import mrtr, rules
 from mcpfast.engine.events import (
+    BATCH,
+    END,
+    ERROR,
+    NOTIFICATION,
+    REQUEST,
+    RESULT,
     Event,
     Initialized,
     NotificationReceived,
+    Outgoing,
     ReplyReceived,
     RequestCancelled,
     RequestReceived,
@@ -19,12 +26,19 @@ from mcpfast.engine.request import InboundRequest
 from mcpfast.engine.session import CapabilityError, LifecycleError, ServerSession, State
 
 __all__ = [
+    "BATCH",
+    "END",
+    "ERROR",
+    "NOTIFICATION",
+    "REQUEST",
+    "RESULT",
     "CapabilityError",
     "Event",
     "InboundRequest",
     "Initialized",
     "LifecycleError",
     "NotificationReceived",
+    "Outgoing",
     "ReplyReceived",
     "RequestCancelled",
     "RequestReceived",

@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from mcpfast.engine.request import InboundRequest
 
-__all__ = ["Event", "Initialized", "NotificationReceived", "ReplyReceived", "RequestCancelled", "RequestReceived"]
+__all__ = [
+    "BATCH",
+    "END",
+    "ERROR",
+    "NOTIFICATION",
+    "REQUEST",
+    "RESULT",
+    "Event",
+    "Initialized",
+    "NotificationReceived",
+    "Outgoing",
+    "ReplyReceived",
+    "RequestCancelled",
+    "RequestReceived",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,3 +70,44 @@ class NotificationReceived:
 
 
 Event = RequestReceived | RequestCancelled | ReplyReceived | Initialized | NotificationReceived
+
+
+RESULT: Final = "result"
+"""A result answering ``request_id``."""
+ERROR: Final = "error"
+"""An error answering ``request_id`` (``None``: a message whose id could not be read)."""
+NOTIFICATION: Final = "notification"
+"""A notification, sent for ``request_id`` (progress, logs, a listen stream's changes) or for none."""
+REQUEST: Final = "request"
+"""A server-to-client request, sent for ``request_id`` or for none."""
+BATCH: Final = "batch"
+"""The array answering a whole batch (JSON-RPC 2.0 §6)."""
+END: Final = "end"
+"""No bytes: ``request_id`` ended without an answer (it was cancelled, so none is sent)."""
+
+
+class Outgoing:
+    """One message the engine wants written, saying what it is (the h11 way: nobody re-parses it).
+
+    Attributes:
+        data: the encoded message, without a newline (``b""`` for ``END``).
+        kind: ``RESULT``, ``ERROR``, ``NOTIFICATION``, ``REQUEST``, ``BATCH`` or ``END``.
+        request_id: the client request it answers or is sent for; ``None`` when unrelated.
+        code: the JSON-RPC error code of an ``ERROR``, else ``None``.
+        final: it ends the request (or batch) it answers: nothing more comes for that ``tag``.
+        tag: what the transport passed to ``receive``/``receive_message`` with the message this
+            record answers or is sent for (e.g. the HTTP stream of the POST); ``None`` otherwise.
+    """
+
+    __slots__ = ("code", "data", "final", "kind", "request_id", "tag")
+
+    def __init__(self, data: bytes, kind: str, request_id: int | str | None, code: int | None, final: bool, tag: Any) -> None:
+        self.data = data
+        self.kind = kind
+        self.request_id = request_id
+        self.code = code
+        self.final = final
+        self.tag = tag
+
+    def __repr__(self) -> str:
+        return f"Outgoing({self.kind}, id={self.request_id!r}, code={self.code}, final={self.final}, {self.data!r})"

@@ -8,11 +8,6 @@ from mcpfast.protocol.errors import INVALID_PARAMS, McpError
 
 __all__ = ["InboundRequest"]
 
-META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
-META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
-META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
-META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
 
 class InboundRequest:

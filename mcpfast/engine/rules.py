@@ -12,6 +12,7 @@ from typing import Any, Final, TypeVar
 
 from mcpfast.protocol.errors import INVALID_PARAMS, McpError
 from mcpfast.protocol.methods import LOG_LEVELS
+from mcpfast.protocol.versions import V2025_11_25, supports
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
@@ -105,4 +106,4 @@ def log_level_rank(level: object) -> int:
 
 def input_errors_are_tool_errors(version: str) -> bool:
     """From 2025-11-25 bad tool arguments are an ``isError`` result; before, a -32602 error."""
-    return version >= "2025-11-25"
+    return supports(version, V2025_11_25)

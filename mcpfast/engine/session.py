@@ -1,8 +1,12 @@
 """``ServerSession``: the sans-IO server side of one MCP connection.
 
-Bytes go in through ``receive``; the engine answers what it can itself (``initialize``,
-``ping``, ``server/discover``, ``logging/setLevel``, every protocol error) and hands the rest
-to the application as events. Outgoing messages collect in an outbox the transport drains.
+Bytes go in through ``receive`` (or a decoded message through ``receive_message``); the engine
+answers what it can itself (``initialize``, ``ping``, ``server/discover``, ``logging/setLevel``,
+every protocol error) and hands the rest to the application as events. Outgoing messages
+collect in an outbox the transport drains, as ``Outgoing`` records that say what each message
+is: the request it answers or is sent for, its kind and error code, whether it ends that
+request, and the ``tag`` the transport gave with the input it belongs to. A transport routes
+and frames by reading the records; it never subclasses the session or re-parses its output.
 No I/O, no asyncio: the transport decides when to read and write.
 
 Both eras are served at one endpoint: ``initialize`` starts a handshake-era session, and a
@@ -20,22 +24,30 @@ import orjson
 
 from mcpfast import core
 from mcpfast.engine.events import (
+    BATCH,
+    END,
+    ERROR,
+    NOTIFICATION,
+    REQUEST,
+    RESULT,
     Event,
     Initialized,
     NotificationReceived,
+    Outgoing,
     ReplyReceived,
     RequestCancelled,
     RequestReceived,
 )
-from mcpfast.engine.request import (
+from mcpfast.engine.request import InboundRequest
+from mcpfast.engine.rules import log_level_rank
+from mcpfast.protocol import methods as m
+from mcpfast.protocol.meta import (
     META_CLIENT_CAPABILITIES,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
-    InboundRequest,
+    META_SUBSCRIPTION_ID,
 )
-from mcpfast.engine.rules import log_level_rank
-from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import (
     INTERNAL_ERROR,
     URL_ELICITATION_REQUIRED,
@@ -43,14 +55,19 @@ from mcpfast.protocol.errors import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
-    UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
+    meta_required,
+    unsupported_version,
 )
 from mcpfast.protocol.versions import (
     BATCH_VERSIONS,
     HANDSHAKE_VERSIONS,
     STATELESS_VERSIONS,
+    V2025_03_26,
+    V2025_06_18,
+    V2025_11_25,
     negotiate,
+    supports,
 )
 
 __all__ = ["CapabilityError", "LifecycleError", "ServerSession", "State"]
@@ -66,7 +83,6 @@ _LISTEN_METHOD: Final = {
     "promptsListChanged": m.NOTIFICATION_PROMPTS_LIST_CHANGED,
     "resourcesListChanged": m.NOTIFICATION_RESOURCES_LIST_CHANGED,
 }
-META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 
 
 class State(enum.Enum):
@@ -89,26 +105,31 @@ class LifecycleError(McpError):
 
 
 class _Inflight:
-    __slots__ = ("batch", "cancelled", "last_progress", "request")
+    __slots__ = ("batch", "cancelled", "last_progress", "request", "tag")
 
-    def __init__(self, request: InboundRequest) -> None:
+    def __init__(self, request: InboundRequest, tag: Any) -> None:
         self.request = request
         self.cancelled = False
         self.last_progress: float | None = None
         self.batch = request.batch
+        self.tag = tag
 
 
 class _Batch:
-    __slots__ = ("pending", "replies")
+    __slots__ = ("owed", "pending", "replies", "tag")
 
-    def __init__(self) -> None:
+    def __init__(self, tag: Any) -> None:
         self.pending = 0
         self.replies: list[bytes] = []
+        self.tag = tag
+        self.owed = False  # it held a request (or an invalid member), so an answer (or END) is due
 
 
 _INIT_RESULTS: dict[tuple[str, int, int, str | None], tuple[dict[str, Any], dict[str, Any], bytes]] = {}
 """Encoded ``initialize`` results; an entry holds the dicts it was made from, so a reused id is caught."""
 _EMPTY: Final[frozenset[str]] = frozenset()
+_NO_OPEN: Final[dict[Any, int]] = {}
+"""Shared by every session with no tagged input unanswered (an idle session holds no dict)."""
 _METHODS: dict[frozenset[str], frozenset[str]] = {}
 """The method set per ``extra_methods``, shared by every session of a server."""
 _DIRECT: dict[tuple[frozenset[str], str, frozenset[str]], frozenset[str]] = {}
@@ -137,8 +158,9 @@ class ServerSession:
         client_capabilities: what the client declared in ``initialize``.
         client_info: the client's ``Implementation`` from ``initialize``.
         log_level: the level set by ``logging/setLevel`` (``None``: never set).
-        on_output: called (with no arguments) whenever the outbox goes from empty to non-empty,
-            so a transport can wake its writer; it must not call back into the session.
+        on_output: called (with no arguments) whenever a record lands in an empty outbox, so a
+            transport can wake its writer or take the records at once (``records_to_send``);
+            it must not feed the session from there.
     """
 
     def __init__(
@@ -171,9 +193,10 @@ class ServerSession:
         self.log_level: str | None = None
         self.on_output: Callable[[], None] | None = None
         self.subscriptions: set[str] | frozenset[str] = _EMPTY  # a set of its own from the first subscribe
-        self._outbox: list[bytes] = []
+        self._outbox: list[Outgoing] = []
         self._inflight: dict[int | str, _Inflight] = {}
-        self._outgoing: dict[int | str, str] = {}
+        self._outgoing: dict[int | str, tuple[str, int | str | None]] = {}  # id -> (method, related request)
+        self._open: dict[Any, int] = _NO_OPEN  # tag -> requests (or batches) received with it, unanswered
         self._next_id = 0
         self._batches: dict[int, _Batch] = {}
         self._next_batch = 0
@@ -184,20 +207,33 @@ class ServerSession:
 
     # ------------------------------------------------------------------ output
 
-    def data_to_send(self) -> list[bytes]:
-        """Take every message waiting to be written, in order (each without a newline)."""
+    def records_to_send(self) -> list[Outgoing]:
+        """Take every record waiting to be written, in order (``Outgoing``: what each message is)."""
         out, self._outbox = self._outbox, []
         return out
 
-    def _emit(self, data: bytes) -> None:
-        was_empty = not self._outbox
-        self._outbox.append(data)
-        if was_empty and self.on_output is not None:
+    def data_to_send(self) -> list[bytes]:
+        """Take every message waiting to be written, in order (each without a newline)."""
+        out, self._outbox = self._outbox, []
+        return [record.data for record in out if record.data]
+
+    def answering(self, tag: Any) -> bool:
+        """Whether a request (or batch) received with ``tag`` is still to be answered."""
+        return tag in self._open
+
+    def _emit(self, record: Outgoing) -> None:
+        outbox = self._outbox
+        outbox.append(record)
+        if len(outbox) == 1 and self.on_output is not None:
             self.on_output()
 
-    def _emit_reply(self, batch: int | None, data: bytes) -> None:
+    def _notify_out(self, method: str, params: dict[str, Any] | None, related: int | str | None = None, tag: Any = None) -> None:
+        self._emit(Outgoing(core.encode_notification(method, params), NOTIFICATION, related, None, False, tag))
+
+    def _reply(self, rid: int | str | None, data: bytes, code: int | None, batch: int | None, tag: Any) -> None:
+        """Emit a reply (``code``: an error's), or keep it for its batch's array."""
         if batch is None:
-            self._emit(data)
+            self._emit(Outgoing(data, RESULT if code is None else ERROR, rid, code, True, tag))
             return
         # A batch is answered by one array once every member is settled (JSON-RPC 2.0 §6).
         group = self._batches[batch]
@@ -209,68 +245,99 @@ class ServerSession:
         group.pending -= 1
         if group.pending == 0:
             del self._batches[batch]
+            tag = group.tag
             if group.replies:
-                self._emit(b"[" + b",".join(group.replies) + b"]")
+                self._emit(Outgoing(b"[" + b",".join(group.replies) + b"]", BATCH, None, None, True, tag))
+            elif group.owed:
+                self._emit(Outgoing(b"", END, None, None, True, tag))
+            self._close_tag(tag)
+
+    def _open_tag(self, tag: Any) -> None:
+        if tag is not None:
+            if self._open is _NO_OPEN:
+                self._open = {}
+            self._open[tag] = self._open.get(tag, 0) + 1
+
+    def _close_tag(self, tag: Any) -> None:
+        if tag is not None:
+            left = self._open.get(tag, 0) - 1
+            if left > 0:
+                self._open[tag] = left
+            elif tag in self._open:
+                del self._open[tag]
+                if not self._open:
+                    self._open = _NO_OPEN  # an idle session holds no dict of its own
 
     # ------------------------------------------------------------------ input
 
-    def receive(self, data: bytes | bytearray | memoryview) -> list[Event]:
+    def receive(self, data: bytes | bytearray | memoryview, tag: Any = None) -> list[Event]:
         """Read one framed message (or batch) and return what the application must act on.
 
-        Protocol errors are answered here (into the outbox) and produce no event.
+        Protocol errors are answered here (into the outbox) and produce no event. ``tag`` comes
+        back on every record answering this input or sent for a request it carried.
         """
         try:
             decoded = core.decode(data)
         except core.JsonRpcError as exc:
-            self._emit(core.encode_error(exc.id, exc.code, exc.message))
+            self._reply(exc.id, core.encode_error(exc.id, exc.code, exc.message), exc.code, None, tag)
             return []
+        return self.receive_message(decoded, tag)
+
+    def receive_message(self, decoded: Any, tag: Any = None) -> list[Event]:
+        """``receive`` for a message the transport already decoded (``core.decode``'s value)."""
         events: list[Event] = []
         if type(decoded) is list:
-            self._receive_batch(decoded, events)
-        elif decoded.kind == "request":
-            self._receive_request(decoded, events, None)
+            self._receive_batch(decoded, events, tag)
+            return events
+        kind = decoded.kind
+        if kind == "request":
+            self._receive_request(decoded, events, None, tag)
+        elif kind == "notification":
+            self._receive_notification(decoded, events)
         else:
-            self._receive_message(decoded, events, None)
+            self._receive_reply(decoded, events)
         return events
 
-    def receive_oversized(self, size: int, limit: int) -> None:
+    def receive_oversized(self, size: int, limit: int, tag: Any = None) -> None:
         """Answer a message the transport dropped for exceeding its size limit (id unknown)."""
-        self._emit(core.encode_error(None, INVALID_REQUEST, f"message of {size} bytes exceeds the limit of {limit} bytes"))
+        message = f"message of {size} bytes exceeds the limit of {limit} bytes"
+        self._reply(None, core.encode_error(None, INVALID_REQUEST, message), INVALID_REQUEST, None, tag)
 
-    def _receive_batch(self, items: list[Any], events: list[Event]) -> None:
+    def _receive_batch(self, items: list[Any], events: list[Event], tag: Any) -> None:
         if self.version not in BATCH_VERSIONS:
-            self._emit(core.encode_error(None, INVALID_REQUEST, "batches are not supported in this protocol version"))
+            message = "batches are not supported in this protocol version"
+            self._reply(None, core.encode_error(None, INVALID_REQUEST, message), INVALID_REQUEST, None, tag)
             return
         batch = self._next_batch
         self._next_batch += 1
-        group = self._batches[batch] = _Batch()
+        group = self._batches[batch] = _Batch(tag)
+        self._open_tag(tag)
         group.pending = 1  # held until every element was read, so an early reply cannot flush it
         for item in items:
             group.pending += 1
             if isinstance(item, core.JsonRpcError):
-                self._emit_reply(batch, core.encode_error(item.id, item.code, item.message))
-            elif item.kind == "request" and item.method == m.INITIALIZE:
-                self._emit_reply(batch, core.encode_error(item.id, INVALID_REQUEST, "initialize must not be part of a batch"))
+                group.owed = True
+                self._reply(item.id, core.encode_error(item.id, item.code, item.message), item.code, batch, tag)
+                continue
+            kind = item.kind
+            if kind == "request":
+                group.owed = True
+                if item.method == m.INITIALIZE:
+                    self._error(item.id, INVALID_REQUEST, "initialize must not be part of a batch", batch, tag)
+                else:
+                    self._receive_request(item, events, batch, tag)  # settles its slot when answered
+                continue
+            if kind == "notification":
+                self._receive_notification(item, events)
             else:
-                # A request settles its slot when answered (inline or later); others right away.
-                self._receive_message(item, events, batch)
-                if item.kind != "request":
-                    self._settle_batch_member(batch)
+                self._receive_reply(item, events)
+            self._settle_batch_member(batch)
         self._settle_batch_member(batch)
 
-    def _receive_message(self, msg: Any, events: list[Event], batch: int | None) -> None:
-        kind = msg.kind
-        if kind == "request":
-            self._receive_request(msg, events, batch)
-        elif kind == "notification":
-            self._receive_notification(msg, events)
-        else:
-            self._receive_reply(msg, events)
+    def _error(self, request_id: int | str, code: int, message: str, batch: int | None, tag: Any, data: Any = None) -> None:
+        self._reply(request_id, core.encode_error(request_id, code, message, data), code, batch, tag)
 
-    def _error(self, request_id: int | str, code: int, message: str, batch: int | None, data: Any = None) -> None:
-        self._emit_reply(batch, core.encode_error(request_id, code, message, data))
-
-    def _receive_request(self, msg: Any, events: list[Event], batch: int | None) -> None:
+    def _receive_request(self, msg: Any, events: list[Event], batch: int | None, tag: Any) -> None:
         method: str = msg.method
         rid = msg.id
         # The hot path: a handshake-era session, a method it serves as an application request
@@ -280,58 +347,60 @@ class ServerSession:
             meta = params.get("_meta") if type(params) is dict else None
             if meta is None or type(meta) is not dict or META_PROTOCOL_VERSION not in meta:
                 request = InboundRequest(msg, self.version, False, self.client_capabilities, self.log_level, batch)  # type: ignore[arg-type]
-                self._inflight[rid] = _Inflight(request)
+                self._inflight[rid] = _Inflight(request, tag)
+                if tag is not None and batch is None:
+                    self._open_tag(tag)
                 events.append(RequestReceived(request))
                 return
         if rid in self._inflight:
-            self._error(rid, INVALID_REQUEST, "request id already in use by a request in flight", batch)
+            self._error(rid, INVALID_REQUEST, "request id already in use by a request in flight", batch, tag)
             return
         if method == m.INITIALIZE:
-            self._initialize(msg, batch)
+            self._initialize(msg, batch, tag)
             return
         if method not in self._methods:
-            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method}", batch)
+            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method}", batch, tag)
             return
         meta = _meta_of(msg)
         if META_PROTOCOL_VERSION in meta:
             # A request in the 2026 envelope is served statelessly, on its own terms, whether or
-            # not this process also serves a handshake-era session (DIGEST 4.2, dual-era servers).
-            self._stateless_request(msg, meta, events, batch)
+            # not this process also serves a handshake-era session (2026-07-28 lifecycle: dual-era servers).
+            self._stateless_request(msg, meta, events, batch, tag)
             return
         if self.state is State.NEW:
             if method == m.PING:
-                self._emit_reply(batch, core.encode_result(rid, {}))
+                self._reply(rid, core.encode_result(rid, {}), None, batch, tag)
                 return
             if method == m.SERVER_DISCOVER and self.stateless_versions:
                 # A probe without _meta: answer so that a dual-era client sees a modern server.
-                self._stateless_request(msg, meta, events, batch)
+                self._stateless_request(msg, meta, events, batch, tag)
                 return
-            self._error(rid, INVALID_REQUEST, "the session is not initialized: send initialize first", batch)
+            self._error(rid, INVALID_REQUEST, "the session is not initialized: send initialize first", batch, tag)
             return
-        # After the initialize reply the client may send anything (DIGEST 4.1: it only had to
+        # After the initialize reply the client may send anything (lifecycle spec, initialization: it only had to
         # hold back until it had the reply), so INITIALIZING serves requests like READY.
         version = self.version
         assert version is not None
         if not m.available(method, version) or method == m.SERVER_DISCOVER:
-            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method}", batch)
+            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method}", batch, tag)
             return
         if method == m.PING:
-            self._emit_reply(batch, core.encode_result(rid, {}))
+            self._reply(rid, core.encode_result(rid, {}), None, batch, tag)
             return
         needed = m.SERVER_CAPABILITY_FOR.get(method)
         if needed is not None and needed not in self.capabilities:
-            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method} (capability {needed!r} not offered)", batch)
+            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method} (capability {needed!r} not offered)", batch, tag)
             return
         if method == m.LOGGING_SET_LEVEL:
-            self._set_level(msg, batch)
+            self._set_level(msg, batch, tag)
             return
         if method in (m.RESOURCES_SUBSCRIBE, m.RESOURCES_UNSUBSCRIBE) and not self.capabilities["resources"].get("subscribe"):
-            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method} (resource subscriptions not offered)", batch)
+            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method} (resource subscriptions not offered)", batch, tag)
             return
         request = InboundRequest(
             msg, version, stateless=False, client_capabilities=self.client_capabilities, log_level=self.log_level, batch=batch
         )
-        self._admit(request, events)
+        self._admit(request, events, tag)
 
     def _direct_methods(self, version: str) -> frozenset[str]:
         """Methods a handshake session of ``version`` admits with no further check (shared, cached)."""
@@ -350,25 +419,27 @@ class ServerSession:
                 direct.add(method)
         return frozenset(direct)
 
-    def _admit(self, request: InboundRequest, events: list[Event]) -> None:
-        self._inflight[request.id] = _Inflight(request)
+    def _admit(self, request: InboundRequest, events: list[Event], tag: Any) -> None:
+        self._inflight[request.id] = _Inflight(request, tag)
+        if request.batch is None:
+            self._open_tag(tag)
         events.append(RequestReceived(request))
 
-    def _initialize(self, msg: Any, batch: int | None) -> None:
+    def _initialize(self, msg: Any, batch: int | None, tag: Any) -> None:
         rid = msg.id
         if self.state is not State.NEW:
-            self._error(rid, INVALID_REQUEST, "initialize was already received", batch)
+            self._error(rid, INVALID_REQUEST, "initialize was already received", batch, tag)
             return
         params = msg.params
         if not isinstance(params, dict):
-            self._error(rid, INVALID_PARAMS, "initialize needs params", batch)
+            self._error(rid, INVALID_PARAMS, "initialize needs params", batch, tag)
             return
         requested = params.get("protocolVersion")
         caps = params.get("capabilities")
         info = params.get("clientInfo")
         if not isinstance(requested, str) or not isinstance(caps, dict) or not isinstance(info, dict):
             self._error(
-                rid, INVALID_PARAMS, "initialize needs protocolVersion (string), capabilities and clientInfo (objects)", batch
+                rid, INVALID_PARAMS, "initialize needs protocolVersion (string), capabilities and clientInfo (objects)", batch, tag
             )
             return
         version = negotiate(requested, self.handshake_versions)
@@ -392,57 +463,58 @@ class ServerSession:
             if len(_INIT_RESULTS) >= 64:
                 _INIT_RESULTS.clear()
             known = _INIT_RESULTS[key] = (self.capabilities, self.server_info, orjson.dumps(result))
-        self._emit_reply(batch, core.encode_result(rid, known[2]))
+        self._reply(rid, core.encode_result(rid, known[2]), None, batch, tag)
 
     def _capabilities_for(self, version: str) -> dict[str, Any]:
         caps = dict(self.capabilities)
-        if version < "2025-03-26":
+        if not supports(version, V2025_03_26):
             caps.pop("completions", None)  # the capability did not exist yet; the method did
         return caps
 
     def _server_info_for(self, version: str) -> dict[str, Any]:
-        if version >= "2025-11-25":
+        if supports(version, V2025_11_25):
             return self.server_info
         # title (2025-06-18) and icons/description/websiteUrl (2025-11-25) are later fields.
-        allowed = {"name", "version", "title"} if version >= "2025-06-18" else {"name", "version"}
+        allowed = {"name", "version", "title"} if supports(version, V2025_06_18) else {"name", "version"}
         return {k: v for k, v in self.server_info.items() if k in allowed}
 
-    def _set_level(self, msg: Any, batch: int | None) -> None:
+    def _set_level(self, msg: Any, batch: int | None, tag: Any) -> None:
         params = msg.params
         level = params.get("level") if isinstance(params, dict) else None
         try:
             log_level_rank(level)
         except McpError as exc:
-            self._error(msg.id, exc.code, exc.message, batch, exc.data)
+            self._error(msg.id, exc.code, exc.message, batch, tag, exc.data)
             return
         self.log_level = level
-        self._emit_reply(batch, core.encode_result(msg.id, {}))
+        self._reply(msg.id, core.encode_result(msg.id, {}), None, batch, tag)
 
     # ------------------------------------------------------------ stateless era
 
-    def _stateless_request(self, msg: Any, meta: dict[str, Any], events: list[Event], batch: int | None) -> None:
+    def _stateless_request(self, msg: Any, meta: dict[str, Any], events: list[Event], batch: int | None, tag: Any) -> None:
         rid = msg.id
         method: str = msg.method
         requested = meta.get(META_PROTOCOL_VERSION)
         if method == m.SERVER_DISCOVER and requested is None:
             requested = self.stateless_versions[-1] if self.stateless_versions else None
         if not isinstance(requested, str) or requested not in self.stateless_versions:
-            data = {"supported": list(self.stateless_versions), "requested": requested if isinstance(requested, str) else ""}
-            self._error(rid, UNSUPPORTED_PROTOCOL_VERSION, "unsupported protocol version", batch, data)
+            exc = unsupported_version(self.stateless_versions, requested)
+            self._error(rid, exc.code, exc.message, batch, tag, exc.data)
             return
         caps = meta.get(META_CLIENT_CAPABILITIES, {} if method == m.SERVER_DISCOVER else None)
         if not isinstance(caps, dict):
-            self._error(rid, INVALID_PARAMS, f"params._meta[{META_CLIENT_CAPABILITIES!r}] is required", batch)
+            exc = meta_required(META_CLIENT_CAPABILITIES)
+            self._error(rid, exc.code, exc.message, batch, tag)
             return
         level = meta.get(META_LOG_LEVEL)
         if level is not None:
             try:
                 log_level_rank(level)
             except McpError as exc:
-                self._error(rid, exc.code, exc.message, batch, exc.data)
+                self._error(rid, exc.code, exc.message, batch, tag, exc.data)
                 return
         if not m.available(method, requested):
-            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method}", batch)
+            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method}", batch, tag)
             return
         if method == m.SERVER_DISCOVER:
             result: dict[str, Any] = {
@@ -451,23 +523,23 @@ class ServerSession:
             }
             if self.instructions is not None:
                 result["instructions"] = self.instructions
-            self._emit_reply(batch, core.encode_result(rid, self._decorate(method, result)))
+            self._reply(rid, core.encode_result(rid, self._decorate(method, result)), None, batch, tag)
             return
         needed = m.SERVER_CAPABILITY_FOR.get(method)
         if needed is not None and needed not in self.capabilities:
-            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method} (capability {needed!r} not offered)", batch)
+            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method} (capability {needed!r} not offered)", batch, tag)
             return
         if method == m.SUBSCRIPTIONS_LISTEN:
-            self._listen(msg, requested, caps, batch)
+            self._listen(msg, requested, caps, batch, tag)
             return
         request = InboundRequest(msg, requested, stateless=True, client_capabilities=caps, log_level=level, batch=batch)
-        self._admit(request, events)
+        self._admit(request, events, tag)
 
-    def _listen(self, msg: Any, version: str, caps: dict[str, Any], batch: int | None) -> None:
+    def _listen(self, msg: Any, version: str, caps: dict[str, Any], batch: int | None, tag: Any) -> None:
         params = msg.params if isinstance(msg.params, dict) else {}
         wanted = params.get("notifications")
         if not isinstance(wanted, dict):
-            self._error(msg.id, INVALID_PARAMS, "subscriptions/listen needs a notifications filter", batch)
+            self._error(msg.id, INVALID_PARAMS, "subscriptions/listen needs a notifications filter", batch, tag)
             return
         # Honour only what was asked for AND what this server declared it can send.
         honoured: dict[str, Any] = {}
@@ -478,10 +550,12 @@ class ServerSession:
         if isinstance(uris, list) and self.capabilities.get("resources", {}).get("subscribe"):
             honoured["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)]
         request = InboundRequest(msg, version, stateless=True, client_capabilities=caps, log_level=None, batch=batch)
-        self._inflight[msg.id] = _Inflight(request)
+        self._inflight[msg.id] = _Inflight(request, tag)
+        if batch is None:
+            self._open_tag(tag)
         self._listens[msg.id] = honoured
         ack = {"notifications": honoured, "_meta": {META_SUBSCRIPTION_ID: msg.id}}
-        self._emit(core.encode_notification(m.NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, ack))
+        self._notify_out(m.NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, ack, msg.id, tag)
 
     def close_listens(self) -> None:
         """End every ``subscriptions/listen`` stream gracefully (final result), e.g. at shutdown."""
@@ -489,7 +563,9 @@ class ServerSession:
             del self._listens[listen_id]
             entry = self._inflight.pop(listen_id)
             result = self._decorate(m.SUBSCRIPTIONS_LISTEN, {"_meta": {META_SUBSCRIPTION_ID: listen_id}})
-            self._emit_reply(entry.batch, core.encode_result(listen_id, result))
+            self._reply(listen_id, core.encode_result(listen_id, result), None, entry.batch, entry.tag)
+            if entry.batch is None:
+                self._close_tag(entry.tag)
 
     def _decorate(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
         out = dict(result)
@@ -514,7 +590,7 @@ class ServerSession:
                 held, self._held = self._held, {}
                 for (held_method, held_uri), params in held.items():
                     if held_method != m.NOTIFICATION_RESOURCES_UPDATED or held_uri in self.subscriptions:
-                        self._emit(core.encode_notification(held_method, params))
+                        self._notify_out(held_method, params)
                 events.append(Initialized())
         elif method == m.NOTIFICATION_PROGRESS:
             pass  # the server sends no progress-enabled requests, so no token is live
@@ -531,7 +607,7 @@ class ServerSession:
         if rid in self._listens:
             # Closing a listen stream: no reply is owed and the application never saw it.
             del self._listens[rid]
-            del self._inflight[rid]
+            self._end(rid, self._inflight.pop(rid))
             return
         entry = self._inflight.get(rid)
         if entry is None or entry.cancelled:
@@ -541,9 +617,10 @@ class ServerSession:
         events.append(RequestCancelled(rid, reason if isinstance(reason, str) else None))
 
     def _receive_reply(self, msg: Any, events: list[Event]) -> None:
-        method = self._outgoing.pop(msg.id, None)
-        if method is None:
+        sent = self._outgoing.pop(msg.id, None)
+        if sent is None:
             return  # a late reply to a request we cancelled, or garbage: ignored
+        method = sent[0]
         if msg.kind == "result":
             events.append(ReplyReceived(msg.id, method, msg.result, None))
         else:
@@ -577,24 +654,31 @@ class ServerSession:
         entry = self._inflight[request_id]  # removed only once the reply is encoded
         if entry.cancelled:
             del self._inflight[request_id]
-            self._drop_from_batch(entry)
+            self._end(request_id, entry)
             return False
         request = entry.request
+        code = None
         try:
             if request.stateless and isinstance(result, dict):
                 result = self._decorate(request.method, result)
             data = core.encode_result(request_id, result)
         except (TypeError, ValueError, OverflowError) as exc:  # the handler's bug, answered as one
             logger.error("the result of %s cannot be encoded: %s", _describe(request), exc)
-            data = core.encode_error(request_id, INTERNAL_ERROR, f"result cannot be encoded: {exc}")
+            code = INTERNAL_ERROR
+            data = core.encode_error(request_id, code, f"result cannot be encoded: {exc}")
         del self._inflight[request_id]
-        if entry.batch is None:
+        if entry.batch is None and code is None:
+            tag = entry.tag
             outbox = self._outbox
-            outbox.append(data)
+            outbox.append(Outgoing(data, RESULT, request_id, None, True, tag))
+            if tag is not None:
+                self._close_tag(tag)
             if len(outbox) == 1 and self.on_output is not None:
                 self.on_output()
         else:
-            self._emit_reply(entry.batch, data)
+            if entry.batch is None:
+                self._close_tag(entry.tag)
+            self._reply(request_id, data, code, entry.batch, entry.tag)
         return True
 
     def respond_error(self, request_id: int | str, code: int, message: str, data: Any = None) -> bool:
@@ -603,7 +687,7 @@ class ServerSession:
         entry = self._inflight[request_id]
         if entry.cancelled:
             del self._inflight[request_id]
-            self._drop_from_batch(entry)
+            self._end(request_id, entry)
             return False
         try:
             reply = core.encode_error(request_id, code, message, data)
@@ -611,12 +695,18 @@ class ServerSession:
             logger.error("the error data of %s cannot be encoded: %s", _describe(entry.request), exc)
             reply = core.encode_error(request_id, code, message)
         del self._inflight[request_id]
-        self._emit_reply(entry.batch, reply)
+        if entry.batch is None:
+            self._close_tag(entry.tag)
+        self._reply(request_id, reply, code, entry.batch, entry.tag)
         return True
 
-    def _drop_from_batch(self, entry: _Inflight) -> None:
+    def _end(self, request_id: int | str, entry: _Inflight) -> None:
+        """A request left the in-flight table unanswered (cancelled): say so with an ``END`` record."""
         if entry.batch is not None:
             self._settle_batch_member(entry.batch)
+            return
+        self._close_tag(entry.tag)
+        self._emit(Outgoing(b"", END, request_id, None, True, entry.tag))
 
     # --------------------------------------------------- notifications out
 
@@ -649,9 +739,9 @@ class ServerSession:
         params: dict[str, Any] = {"progressToken": token, "progress": progress}
         if total is not None:
             params["total"] = total
-        if message is not None and entry.request.version >= "2025-03-26":
+        if message is not None and supports(entry.request.version, V2025_03_26):
             params["message"] = message
-        self._emit(core.encode_notification(m.NOTIFICATION_PROGRESS, params))
+        self._notify_out(m.NOTIFICATION_PROGRESS, params, request_id, entry.tag)
         return True
 
     def log(self, level: str, data: Any, logger: str | None = None, *, request_id: int | str | None = None) -> bool:
@@ -671,10 +761,12 @@ class ServerSession:
             raise CapabilityError(INTERNAL_ERROR, "the server did not declare the logging capability")
         rank = log_level_rank(level)
         threshold = self.log_level
+        tag = None
         if request_id is not None:
             entry = self._inflight.get(request_id)
             if entry is None or entry.cancelled:
                 return False
+            tag = entry.tag
             if entry.request.stateless:
                 threshold = entry.request.log_level
                 if threshold is None:
@@ -686,7 +778,7 @@ class ServerSession:
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        self._emit(core.encode_notification(m.NOTIFICATION_MESSAGE, params))
+        self._notify_out(m.NOTIFICATION_MESSAGE, params, request_id, tag)
         return True
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> bool:
@@ -697,7 +789,7 @@ class ServerSession:
         filter opted in, tagged with the stream's ``subscriptionId``.
 
         Between the ``initialize`` reply and ``notifications/initialized`` the server may send
-        only responses, pings and log messages (DIGEST 4.1), so a change notification is held
+        only responses, pings and log messages (lifecycle spec, initialization), so a change notification is held
         (once per method and URI) and goes out when ``initialized`` arrives.
 
         Returns:
@@ -716,7 +808,7 @@ class ServerSession:
         if self.state is not State.NEW and self.version is not None and m.available(method, self.version):
             if method != m.NOTIFICATION_RESOURCES_UPDATED or uri in self.subscriptions:
                 if self.state is State.READY:
-                    self._emit(core.encode_notification(method, params))
+                    self._notify_out(method, params)
                 else:
                     self._held[(method, uri)] = params
                 sent = True
@@ -727,7 +819,7 @@ class ServerSession:
                 wanted = any(honoured.get(flag) and method == _LISTEN_METHOD[flag] for flag in _LISTEN_FLAGS)
             if wanted:
                 meta = {**((params or {}).get("_meta") or {}), META_SUBSCRIPTION_ID: listen_id}
-                self._emit(core.encode_notification(method, {**(params or {}), "_meta": meta}))
+                self._notify_out(method, {**(params or {}), "_meta": meta}, listen_id, self._inflight[listen_id].tag)
                 sent = True
         return sent
 
@@ -789,12 +881,14 @@ class ServerSession:
             elicitation_id = self._check_elicitation_mode(params or {})
         request_id = self._next_id
         self._next_id += 1
-        self._outgoing[request_id] = method
+        self._outgoing[request_id] = (method, related)
         if elicitation_id is not None:
             if self._url_elicitations is _EMPTY:
                 self._url_elicitations = set()
             self._url_elicitations.add(elicitation_id)  # type: ignore[union-attr]
-        self._emit(core.encode_request(request_id, method, params))
+        entry = self._inflight.get(related) if related is not None else None
+        tag = entry.tag if entry is not None else None
+        self._emit(Outgoing(core.encode_request(request_id, method, params), REQUEST, related, None, False, tag))
         return request_id
 
     # ------------------------------------------------- URL-mode elicitation
@@ -806,7 +900,7 @@ class ServerSession:
         declared = declared if isinstance(declared, dict) else {}
         if mode == "form":
             # ``elicitation: {}`` means form only; a 2025-11-25 client listing modes must list form.
-            if declared and "form" not in declared and (self.version or "") >= "2025-11-25":
+            if declared and "form" not in declared and self.version is not None and supports(self.version, V2025_11_25):
                 raise CapabilityError(
                     MISSING_REQUIRED_CLIENT_CAPABILITY,
                     "the client did not declare form-mode elicitation",
@@ -822,7 +916,7 @@ class ServerSession:
         return elicitation_id
 
     def _require_url_mode(self) -> None:
-        if self.version is None or self.version < "2025-11-25" or not m.available(m.NOTIFICATION_ELICITATION_COMPLETE, self.version):
+        if self.version is None or not supports(self.version, V2025_11_25) or not m.available(m.NOTIFICATION_ELICITATION_COMPLETE, self.version):
             raise CapabilityError(METHOD_NOT_FOUND, f"URL-mode elicitation does not exist in protocol {self.version}")
         declared = self.client_capabilities.get("elicitation")
         if not isinstance(declared, dict) or "url" not in declared:
@@ -864,17 +958,20 @@ class ServerSession:
         if elicitation_id not in self._url_elicitations or self.state is not State.READY:
             return False
         self._url_elicitations.discard(elicitation_id)  # type: ignore[union-attr]
-        self._emit(core.encode_notification(m.NOTIFICATION_ELICITATION_COMPLETE, {"elicitationId": elicitation_id}))
+        self._notify_out(m.NOTIFICATION_ELICITATION_COMPLETE, {"elicitationId": elicitation_id})
         return True
 
     def cancel_request(self, request_id: int | str, reason: str | None = None) -> None:
         """Cancel a server-to-client request: send ``notifications/cancelled``; a late reply is ignored."""
-        if self._outgoing.pop(request_id, None) is None:
+        sent = self._outgoing.pop(request_id, None)
+        if sent is None:
             return
         params: dict[str, Any] = {"requestId": request_id}
         if reason is not None:
             params["reason"] = reason
-        self._emit(core.encode_notification(m.NOTIFICATION_CANCELLED, params))
+        related = sent[1]
+        entry = self._inflight.get(related) if related is not None else None
+        self._notify_out(m.NOTIFICATION_CANCELLED, params, related, entry.tag if entry is not None else None)
 
     def pending_requests(self) -> list[int | str]:
         """Ids of the server-to-client requests still awaiting an answer."""

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Final
 
-from mcpfast.protocol.versions import V2026_07_28
+from mcpfast.protocol.versions import V2026_07_28, supports
 
 __all__ = [
     "HEADER_MISMATCH",
@@ -19,7 +20,9 @@ __all__ = [
     "UNSUPPORTED_PROTOCOL_VERSION",
     "URL_ELICITATION_REQUIRED",
     "McpError",
+    "meta_required",
     "resource_not_found_code",
+    "unsupported_version",
 ]
 
 PARSE_ERROR: Final = -32700
@@ -44,7 +47,7 @@ REQUEST_CANCELLED: Final = -32800
 
 def resource_not_found_code(version: str) -> int:
     """The code for an unknown resource URI: -32002 before 2026-07-28, -32602 from it."""
-    return INVALID_PARAMS if version >= V2026_07_28 else RESOURCE_NOT_FOUND
+    return INVALID_PARAMS if supports(version, V2026_07_28) else RESOURCE_NOT_FOUND
 
 
 class McpError(Exception):
@@ -64,3 +67,14 @@ class McpError(Exception):
 
     def __str__(self) -> str:
         return f"[{self.code}] {self.message}"
+
+
+def unsupported_version(supported: Iterable[str], requested: object) -> McpError:
+    """-32022 for a 2026 request whose version is unknown or not served (``data`` lists ours)."""
+    data = {"supported": list(supported), "requested": requested if isinstance(requested, str) else ""}
+    return McpError(UNSUPPORTED_PROTOCOL_VERSION, "unsupported protocol version", data)
+
+
+def meta_required(key: str) -> McpError:
+    """-32602 for a 2026 request without a required ``params._meta`` key."""
+    return McpError(INVALID_PARAMS, f"params._meta[{key!r}] is required")

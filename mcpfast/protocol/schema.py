@@ -10,6 +10,7 @@ import json
 from importlib import resources
 from typing import Any
 
+from mcpfast.protocol.meta import META_PROTOCOL_VERSION
 from mcpfast.protocol.methods import RESULT_DEFINITION
 from mcpfast.protocol.versions import LATEST_HANDSHAKE, SUPPORTED_VERSIONS
 
@@ -152,7 +153,7 @@ def validate_result(result: Any, method: str, version: str) -> None:
     _check(version, definition, result)
 
 
-_META_VERSION = "io.modelcontextprotocol/protocolVersion"
+_META_VERSION = META_PROTOCOL_VERSION
 
 
 class TranscriptValidator:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from mcpfast.engine import InboundRequest
 from mcpfast.engine.mrtr import InputRequired
 from mcpfast.protocol import methods as m
-from mcpfast.protocol.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, McpError
+from mcpfast.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, McpError
 from mcpfast.protocol.schema import SchemaError, validate_result
 
 if TYPE_CHECKING:
@@ -286,7 +286,7 @@ class Context:
         result = await self.send_request(m.ROOTS_LIST, None, timeout, key=key)
         roots = result.get("roots") if isinstance(result, dict) else None
         if not isinstance(roots, list):
-            raise McpError(-32603, "the client answered roots/list without a roots array")
+            raise McpError(INTERNAL_ERROR, "the client answered roots/list without a roots array")
         return roots
 
     async def sleep(self, seconds: float) -> None:

@@ -20,37 +20,39 @@ Protocol rules stay in the engine; this module maps messages to HTTP.
 from __future__ import annotations
 
 import asyncio
-import base64
 import functools
 import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 from mcpfast import core
+from mcpfast.engine import ERROR, Outgoing
+from mcpfast.protocol import http as wire
+from mcpfast.protocol.http import DEFAULT_MAX_BODY, DEFAULT_MAX_HEAD
 from mcpfast.protocol import methods as m
-from mcpfast.protocol.host import LOOPBACK_HOSTS, HostRules, absolute_form
+from mcpfast.protocol.host import HostRules, absolute_form
+from mcpfast.protocol.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 from mcpfast.protocol.errors import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
-    INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
-    UNSUPPORTED_PROTOCOL_VERSION,
+    meta_required,
+    unsupported_version,
 )
-from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, STATELESS_VERSIONS
+from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, STATELESS_VERSIONS, V2025_11_25, supports
 from mcpfast.transports.event_store import EventStore, MemoryEventStore
-from mcpfast.transports.http_routing import Stream, connect, reply_error_code
-from mcpfast.transports.http_server import DEFAULT_MAX_HEAD
+from mcpfast.transports.http_routing import Stream, connect
 
 if TYPE_CHECKING:
     from mcpfast.auth import Principal, ResourceServer
     from mcpfast.server.app import Server
     from mcpfast.server.connection import Connection
 
-__all__ = ["DEFAULT_MAX_BODY", "HttpTransport", "asgi_app", "run_http"]
+__all__ = ["DEFAULT_MAX_BODY", "HttpTransport", "asgi_app"]
 
 logger = logging.getLogger("mcpfast.transports.http")
 
@@ -58,18 +60,17 @@ Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
-DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
-DEFAULT_LOCAL_HOSTS: Final = frozenset({*LOOPBACK_HOSTS, "::1"})
-META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
-META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
-_NAMED: Final = {m.TOOLS_CALL: "name", m.PROMPTS_GET: "name", m.RESOURCES_READ: "uri"}
-_MODERN_STATUS: Final = {-32601: 404, -32600: 400, -32700: 400, -32602: 400, -32020: 400, -32021: 400, -32022: 400}
 
 
-def _modern_status(data: bytes) -> int:
+def _modern_status(answer: Outgoing | None) -> int:
     """The HTTP status of a 2026-07-28 JSON reply: its error code's status, 200 for a result."""
-    is_error, code, _rid = reply_error_code(data)
-    return _MODERN_STATUS.get(code, 200) if is_error and code is not None else 200
+    return wire.status_for_error(answer.code) if answer is not None and answer.kind == ERROR else 200
+
+
+def _session_status(answer: Outgoing | None) -> int:
+    """The HTTP status of a handshake-era JSON reply: 400 for an error without an id, else 200."""
+    return 400 if answer is not None and answer.kind == ERROR and answer.request_id is None else 200
+
 _JSON: Final = ((b"content-type", b"application/json"),)  # shared: a tuple, so the server renders it once
 Reply = tuple[int, list[tuple[bytes, bytes]] | tuple[tuple[bytes, bytes], ...], bytes]
 """``(status, headers, body)``: a whole HTTP answer (``content-length`` is the server's to add)."""
@@ -95,12 +96,14 @@ class _Disconnected(Exception):
 class _Session:
     """One handshake-era (or 2024-11-05 SSE) session."""
 
-    __slots__ = ("conn", "get", "id", "last_seen", "legacy", "next_stream", "principal", "version")
+    __slots__ = ("conn", "get", "id", "last_seen", "legacy", "next_stream", "principal", "streams", "version")
 
     def __init__(self, session_id: str, conn: Connection, get: Stream, principal: str | None, legacy: bool) -> None:
         self.id = session_id
         self.conn = conn
         self.get = get
+        # POST streams still open after their POST was answered or left (a list from the first one)
+        self.streams: list[Stream] | tuple[()] = ()
         self.principal = principal
         self.legacy = legacy
         self.last_seen = time.monotonic()
@@ -109,7 +112,7 @@ class _Session:
 
 
 def _error_body(code: int, message: str, data: Any = None, rid: int | str | None = None) -> bytes:
-    return core.encode_error(rid, code, message, data)
+    return wire.refusal(message, code, rid, data)
 
 
 def _reply(status: int, body: bytes = b"", headers: Iterable[tuple[bytes, bytes]] = ()) -> Reply:
@@ -124,50 +127,6 @@ async def _send_simple(send: Send, status: int, headers: Iterable[tuple[bytes, b
     """Send a whole ``(status, headers, body)`` reply over ASGI."""
     await send({"type": "http.response.start", "status": status, "headers": [(b"content-length", str(len(body)).encode()), *headers]})
     await send({"type": "http.response.body", "body": body})
-
-
-_ACCEPT_CACHE: dict[tuple[bytes, bool, bool], bool] = {}
-
-
-def _accepts(accept: bytes | None, json: bool, sse: bool) -> bool:
-    if accept is None:
-        return False
-    key = (accept, json, sse)
-    known = _ACCEPT_CACHE.get(key)
-    if known is None:
-        known = _parse_accept(accept, json, sse)
-        if len(_ACCEPT_CACHE) < 256:  # clients send a handful of distinct values
-            _ACCEPT_CACHE[key] = known
-    return known
-
-
-def _parse_accept(accept: bytes, json: bool, sse: bool) -> bool:
-    has_json = has_sse = False
-    for part in accept.split(b","):
-        media = part.split(b";", 1)[0].strip().lower()
-        if media == b"*/*":
-            return True
-        if media in (b"application/json", b"application/*"):
-            has_json = True
-        elif media in (b"text/event-stream", b"text/*"):
-            has_sse = True
-    return (has_json or not json) and (has_sse or not sse)
-
-
-def _header_value(raw: bytes) -> str | None:
-    """A header value, with the 2026 ``=?base64?…?=`` form decoded (None if invalid)."""
-    try:
-        text = raw.decode("ascii").strip(" \t")
-    except UnicodeDecodeError:
-        return None
-    if text.startswith("=?base64?") and text.endswith("?="):
-        try:
-            return base64.b64decode(text[9:-2], validate=True).decode("utf-8")
-        except (ValueError, UnicodeDecodeError):
-            return None
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
-        return None
-    return text
 
 
 class HttpTransport:
@@ -342,19 +301,7 @@ class HttpTransport:
     # ------------------------------------------------------------- checks
 
     def _origin_ok(self, origin: bytes) -> bool:
-        if self.allow_any_origin:
-            return True
-        try:
-            text = origin.decode("ascii").strip().lower()
-        except UnicodeDecodeError:
-            return False
-        if text.rstrip("/") in self.allowed_origins:
-            return True
-        try:
-            host = urlsplit(text).hostname
-        except ValueError:
-            return False
-        return host is not None and (host in DEFAULT_LOCAL_HOSTS or f"[{host}]" in DEFAULT_LOCAL_HOSTS)
+        return wire.origin_allowed(origin, self.allowed_origins, self.allow_any_origin)
 
     def _checked(self, headers: dict[bytes, bytes], then: Callable[[str | None], Reply | Deferred]) -> Reply | Deferred:
         """The Origin check, then authentication (when configured), then ``then(principal)``."""
@@ -428,7 +375,7 @@ class HttpTransport:
             except ValueError:
                 return _reply(400, _error_body(INVALID_REQUEST, "bad Content-Length"))
             if declared > limit:
-                return _reply(413, _error_body(INVALID_REQUEST, f"body exceeds {limit} bytes"))
+                return _reply(*wire.too_large(limit))
         message = await receive()
         if message["type"] == "http.disconnect":
             raise _Disconnected
@@ -441,7 +388,7 @@ class HttpTransport:
             if message["type"] == "http.disconnect":
                 raise _Disconnected
             if size > limit:
-                return _reply(413, _error_body(INVALID_REQUEST, f"body exceeds {limit} bytes"))
+                return _reply(*wire.too_large(limit))
             if not message.get("more_body"):
                 return b"".join(chunks)
             message = await receive()
@@ -450,10 +397,9 @@ class HttpTransport:
             size += len(chunk)
 
     def _post(self, headers: dict[bytes, bytes], body: bytes, version: str | None, principal: str | None) -> Reply | Deferred:
-        if not _accepts(headers.get(b"accept"), True, True):
+        if not wire.accepts(headers.get(b"accept"), True, True):
             return _reply(406, _error_body(INVALID_REQUEST, "Accept must list application/json and text/event-stream"))
-        ctype = headers.get(b"content-type")
-        if ctype is None or (ctype != b"application/json" and ctype.split(b";", 1)[0].strip().lower() != b"application/json"):
+        if not wire.is_json(headers.get(b"content-type")):
             return _reply(415, _error_body(INVALID_REQUEST, "Content-Type must be application/json"))
         modern = version is not None and version not in _HANDSHAKE  # 2026-07-28, or unknown (answered -32022)
         sess = None if modern else self._find(headers, principal)
@@ -490,12 +436,7 @@ class HttpTransport:
         get.sse = True
         conn = connect(self.server, get)
         stream = Stream()
-        router = conn.session._router  # type: ignore[attr-defined]
-        router.posting = stream
-        try:
-            conn.feed(decoded)
-        finally:
-            router.posting = None
+        conn.feed_message(decoded, stream)
         body = stream.buf.pop(0) if stream.buf else b""
         if conn.session.version is None:  # refused: no session is kept
             self._finish(conn.close_now())
@@ -508,25 +449,23 @@ class HttpTransport:
 
     def _post_session(self, sess: _Session, body: bytes) -> Reply | Deferred:
         conn = sess.conn
-        router = conn.session._router  # type: ignore[attr-defined]
         stream = Stream()
-        router.posting = stream
         try:
-            conn.feed(body)
+            conn.feed(body, stream)
         except Exception:
             logger.exception("unexpected failure handling a POST")
             return _reply(500, _error_body(INTERNAL_ERROR, "internal error"))
-        finally:
-            router.posting = None
-        buf = stream.buf
-        if not stream.pending and not stream.closed:  # nothing admitted: answered by the engine, or 202
-            if not buf:
-                return _ACCEPTED
-            data = buf[0] if len(buf) == 1 else b"[" + b",".join(buf) + b"]"
-            is_error, _code, rid = reply_error_code(data)
-            return (400 if is_error and rid is None else 200, _JSON, data)
-        if stream.closed and len(buf) == 1 and self.json_response:  # a sync handler answered inline
-            return (200, _JSON, buf[0])
+        if stream.answered_alone() and self.json_response:  # answered by the engine or a sync handler
+            return (_session_status(stream.answer), _JSON, stream.buf[0])
+        if not stream.closed and not stream.buf and not conn.session.answering(stream):
+            return _ACCEPTED  # a notification or a response: nothing is owed
+        if not stream.closed:
+            streams = sess.streams
+            if type(streams) is tuple:
+                streams = sess.streams = []
+            elif len(streams) >= 8:
+                streams[:] = [s for s in streams if not s.closed]
+            streams.append(stream)  # type: ignore[union-attr]
         return functools.partial(self._respond, stream, sess, (), None)
 
     async def _respond(
@@ -545,14 +484,14 @@ class HttpTransport:
                     await asyncio.wait((waiter, watch), return_when=asyncio.FIRST_COMPLETED)
                     if watch.done():
                         return
-            if self.json_response and stream.closed and len(stream.buf) == 1:
+            if self.json_response and stream.answered_alone():
                 data = stream.buf.pop(0)
                 # a 2026 reply's status follows its error code, whether it came at once or later
-                await _send_simple(send, 200 if conn is None else _modern_status(data), [*headers, *_JSON], data)
+                status = _session_status(stream.answer) if conn is None else _modern_status(stream.answer)
+                await _send_simple(send, status, [*headers, *_JSON], data)
                 return
-            if stream.closed and not stream.buf:
-                await _send_simple(send, 202, list(headers))
-                return
+            # Otherwise SSE, also for a request that ends without an answer (cancelled: the
+            # server sends none, and a request is answered with JSON or a stream, never 202).
             if watch is None:
                 watch = asyncio.ensure_future(_wait_disconnect(receive))
             await self._stream_sse(stream, sess, send, watch, headers)
@@ -580,12 +519,11 @@ class HttpTransport:
             await send({"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, *headers]})
         chunk = bytearray()
         if replay:
-            for eid, data in replay:
+            for replayed_id, data in replay:
                 if data:
-                    chunk += _SSE.encode(data, id=eid)
-        elif store is not None and sess is not None and sess.version is not None and sess.version >= "2025-11-25":
-            eid = store.append(sess.id, stream.key, b"")
-            chunk += _SSE.encode(b"", id=eid, retry=self.retry_ms)
+                    chunk += _SSE.encode(data, id=replayed_id)
+        elif store is not None and sess is not None and sess.version is not None and supports(sess.version, V2025_11_25):
+            chunk += _SSE.encode(b"", id=store.append(sess.id, stream.key, b""), retry=self.retry_ms)
         event = "message" if sess is not None and sess.legacy else None
         keepalive = self.keepalive
         try:
@@ -617,7 +555,7 @@ class HttpTransport:
                     store.append(sess.id, stream.key, stream.buf.pop(0))
 
     def _get(self, headers: dict[bytes, bytes], principal: str | None) -> Reply | Deferred:
-        if not _accepts(headers.get(b"accept"), False, True):
+        if not wire.accepts(headers.get(b"accept"), False, True):
             return _reply(406, _error_body(INVALID_REQUEST, "Accept must list text/event-stream"))
         sess = self._find(headers, principal)
         if sess is False:
@@ -631,8 +569,7 @@ class HttpTransport:
             if found is None:
                 return _reply(404, _error_body(INVALID_REQUEST, "unknown Last-Event-ID"))
             key, events = found
-            router = sess.conn.session._router  # type: ignore[attr-defined]
-            live = sess.get if key == sess.get.key else next((s for s in router.streams.values() if s.key == key), None)
+            live = sess.get if key == sess.get.key else next((s for s in sess.streams if s.key == key and not s.closed), None)
             if live is not None and live.attached:
                 return _reply(409, _error_body(INVALID_REQUEST, "stream already has a reader"))
             if live is None:
@@ -673,11 +610,13 @@ class HttpTransport:
         """End a session at once; returns the handler tasks still winding down (cancelled)."""
         if self.sessions.pop(sess.id, None) is None:
             return []
-        router = sess.conn.session._router  # type: ignore[attr-defined]
         try:
             return sess.conn.close_now()
         finally:
-            router.close_all()
+            for stream in sess.streams:
+                stream.finish()
+            sess.streams = ()
+            sess.get.finish()
             if self.event_store is not None:
                 self.event_store.forget(sess.id)
 
@@ -706,8 +645,7 @@ class HttpTransport:
             for sess in list(self.sessions.values()):
                 if now - sess.last_seen < timeout:
                     continue
-                router = sess.conn.session._router  # type: ignore[attr-defined]
-                busy = sess.get.attached or sess.conn.in_flight or any(s.attached for s in router.streams.values())
+                busy = sess.get.attached or sess.conn.in_flight or any(s.attached and not s.closed for s in sess.streams)
                 if busy and not sess.legacy:
                     continue
                 if sess.legacy and sess.get.attached:
@@ -746,8 +684,7 @@ class HttpTransport:
             return _reply(400, _error_body(INVALID_REQUEST, "missing session_id"))
         if sess is None or not sess.legacy or sess.principal != principal:
             return _reply(404, _error_body(INVALID_REQUEST, "session not found"))
-        ctype = headers.get(b"content-type")
-        if ctype is None or ctype.split(b";", 1)[0].strip().lower() != b"application/json":
+        if not wire.is_json(headers.get(b"content-type")):
             return _reply(415, _error_body(INVALID_REQUEST, "Content-Type must be application/json"))
         sess.last_seen = time.monotonic()
         try:
@@ -766,7 +703,7 @@ class HttpTransport:
             return _reply(400, _error_body(INVALID_REQUEST, "clients must not POST responses in 2026-07-28"))
         method: str = decoded.method
         rid = decoded.id
-        problem = _check_headers(decoded, method, headers)
+        problem = wire.check_request_headers(headers, method, decoded.param, _meta(decoded).get(META_PROTOCOL_VERSION))
         if problem is None and method == m.TOOLS_CALL:
             problem = _check_param_headers(self.server, decoded, headers)
         if problem is not None:
@@ -775,33 +712,21 @@ class HttpTransport:
             return _reply(404, _error_body(METHOD_NOT_FOUND, f"method not found: {method}", rid=rid))
         meta = _meta(decoded)
         if META_PROTOCOL_VERSION not in meta:
-            if version not in _STATELESS:
-                data = {"supported": list(STATELESS_VERSIONS), "requested": version or ""}
-                return _reply(400, _error_body(UNSUPPORTED_PROTOCOL_VERSION, "unsupported protocol version", data, rid))
             # Over HTTP the header made this a 2026 request, so its _meta is required (the
             # engine answers a bare server/discover probe, which only makes sense on stdio).
-            message = f"params._meta[{META_PROTOCOL_VERSION!r}] is required"
-            return _reply(400, _error_body(INVALID_PARAMS, message, rid=rid))
+            refused = meta_required(META_PROTOCOL_VERSION) if version in _STATELESS else unsupported_version(STATELESS_VERSIONS, version)
+            return _reply(400, _error_body(refused.code, refused.message, refused.data, rid))
         if method == m.SERVER_DISCOVER and not isinstance(meta.get(META_CLIENT_CAPABILITIES), dict):
-            message = f"params._meta[{META_CLIENT_CAPABILITIES!r}] is required"
-            return _reply(400, _error_body(INVALID_PARAMS, message, rid=rid))
+            refused = meta_required(META_CLIENT_CAPABILITIES)
+            return _reply(400, _error_body(refused.code, refused.message, rid=rid))
         stream = Stream()
         conn = connect(self.server, stream)
         self._stateless.add(conn)
-        router = conn.session._router  # type: ignore[attr-defined]
-        router.posting = stream
-        try:
-            conn.feed(decoded)
-        finally:
-            router.posting = None
-        if method == m.SUBSCRIPTIONS_LISTEN and not stream.closed and stream.buf:
-            if not reply_error_code(stream.buf[0])[0]:
-                stream.keep = True
-        if not stream.pending and not stream.keep and not stream.closed:  # answered by the engine
+        conn.feed_message(decoded, stream)
+        if stream.answered_alone() and self.json_response:  # answered by the engine or a sync handler
             self._stateless.discard(conn)
             self._finish(conn.close_now())
-            data = stream.buf[0] if stream.buf else _error_body(INTERNAL_ERROR, "no reply", rid=rid)
-            return (_modern_status(data), _JSON, data)
+            return (_modern_status(stream.answer), _JSON, stream.buf[0])
         return functools.partial(self._respond, stream, None, (), conn)
 
 
@@ -811,47 +736,7 @@ def _meta(decoded: Any) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-def _check_headers(decoded: Any, method: str, headers: dict[bytes, bytes]) -> str | None:
-    """The 2026-07-28 request-metadata header rules; a message on failure (-32020)."""
-    raw = headers.get(b"mcp-protocol-version")
-    body_version = _meta(decoded).get(META_PROTOCOL_VERSION)
-    if raw is None:
-        return "missing MCP-Protocol-Version header"
-    if isinstance(body_version, str) and raw.decode("latin-1").strip() != body_version:
-        return "MCP-Protocol-Version header does not match params._meta protocolVersion"
-    raw_method = headers.get(b"mcp-method")
-    if raw_method is None:
-        return "missing Mcp-Method header"
-    if _header_value(raw_method) != method:
-        return "Mcp-Method header does not match the body's method"
-    field = _NAMED.get(method)
-    if field is not None:
-        raw_name = headers.get(b"mcp-name")
-        if raw_name is None:
-            return "missing Mcp-Name header"
-        value = decoded.param(field)
-        if not isinstance(value, str) or _header_value(raw_name) != value:
-            return f"Mcp-Name header does not match params.{field}"
-    return None
-
-
 _PARAM_CACHE: dict[int, tuple[Any, list[tuple[bytes, tuple[str, ...]]]]] = {}
-
-
-def _param_annotations(schema: Any, path: tuple[str, ...] = ()) -> list[tuple[bytes, tuple[str, ...]]]:
-    """``(header name, argument path)`` for every ``x-mcp-header`` reachable through ``properties``."""
-    found: list[tuple[bytes, tuple[str, ...]]] = []
-    props = schema.get("properties") if isinstance(schema, dict) else None
-    if not isinstance(props, dict):
-        return found
-    for key, sub in props.items():
-        if not isinstance(sub, dict):
-            continue
-        name = sub.get("x-mcp-header")
-        if isinstance(name, str) and name:
-            found.append((b"mcp-param-" + name.lower().encode("ascii", "replace"), (*path, key)))
-        found.extend(_param_annotations(sub, (*path, key)))
-    return found
 
 
 def _check_param_headers(server: Any, decoded: Any, headers: dict[bytes, bytes]) -> str | None:
@@ -862,35 +747,11 @@ def _check_param_headers(server: Any, decoded: Any, headers: dict[bytes, bytes])
     definition = tool.definition
     cached = _PARAM_CACHE.get(id(definition))
     if cached is None or cached[0] is not definition:
-        cached = _PARAM_CACHE[id(definition)] = (definition, _param_annotations(definition.get("inputSchema")))
+        cached = _PARAM_CACHE[id(definition)] = (definition, wire.param_annotations(definition.get("inputSchema")))
     annotations = cached[1]
     if not annotations:
         return None
-    arguments = decoded.param("arguments")
-    for header, path in annotations:
-        value: Any = arguments
-        for key in path:
-            value = value.get(key) if isinstance(value, dict) else None
-        raw = headers.get(header)
-        if value is None:
-            if raw is not None:
-                return f"{header.decode()} header sent for an absent argument"
-            continue
-        if raw is None:
-            return f"missing {header.decode()} header"
-        text = _header_value(raw)
-        if isinstance(value, bool):
-            ok = text == ("true" if value else "false")
-        elif isinstance(value, int):
-            try:
-                ok = text is not None and int(text) == value
-            except ValueError:
-                ok = False
-        else:
-            ok = isinstance(value, str) and text == value
-        if not ok:
-            return f"{header.decode()} header does not match the argument"
-    return None
+    return wire.check_param_headers(annotations, decoded.param("arguments"), headers)
 
 
 async def _wait_disconnect(receive: Receive) -> None:
@@ -903,20 +764,3 @@ async def _wait_disconnect(receive: Receive) -> None:
 def asgi_app(server: Server, **options: Any) -> HttpTransport:
     """The ASGI application serving ``server`` (options: see ``HttpTransport``)."""
     return HttpTransport(server, **options)
-
-
-def run_http(
-    server: Server | str,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    *,
-    runner: str = "uvicorn",
-    log_level: str = "warning",
-    **options: Any,
-) -> None:
-    """Serve ``server`` over HTTP until interrupted (``runner``: ``uvicorn`` or ``granian``)."""
-    from mcpfast.transports import http_runner
-
-    http_runner.run(server, host, port, runner=runner, log_level=log_level, **options)
-
-

@@ -41,15 +41,14 @@ from typing import Any, Final
 from urllib.parse import unquote
 
 from mcpfast import core
+from mcpfast.protocol import http as wire
 from mcpfast.protocol.host import absolute_form
+from mcpfast.protocol.http import DEFAULT_MAX_BODY, DEFAULT_MAX_HEAD
 
 __all__ = ["DEFAULT_HEAD_TIMEOUT", "DEFAULT_MAX_BODY", "DEFAULT_MAX_CONNECTIONS", "DEFAULT_MAX_HEAD", "HttpServer", "serve"]
 
 logger = logging.getLogger("mcpfast.transports.http_server")
 
-DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024
-DEFAULT_MAX_HEAD: Final = 64 * 1024
-"""Request line + header fields, in bytes (414/431 above, judged while the head arrives)."""
 DEFAULT_HEAD_TIMEOUT: Final = 10.0
 """Seconds from a head's first byte to its blank line (408 and close after): bounds slowloris."""
 DEFAULT_MAX_CONNECTIONS: Final = 10_000
@@ -126,8 +125,8 @@ def _render(status: int, headers: Any, body: bytes, keep_alive: bool) -> bytes:
 
 
 def _error_reply(status: int, message: str) -> bytes:
-    body = message.encode()
-    return _render(status, [(b"content-type", b"text/plain; charset=utf-8")], body, False)
+    # The refusal format every runner shares (a JSON-RPC error body), so a client reads one shape.
+    return _render(status, [(b"content-type", b"application/json")], wire.refusal(message), False)
 
 
 _TARGETS: dict[bytes, tuple[str, bytes]] = {}
@@ -287,7 +286,7 @@ class _Connection(asyncio.Protocol):
             if self.closing or self.ended:
                 return
         if status >= 400:
-            self._fail(status, reason)
+            self._fail(status, wire.too_large_message(server.max_body) if status == 413 else reason)
             return
         if used < len(data):
             rest = data[used:]

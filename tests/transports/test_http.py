@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -242,6 +243,15 @@ async def test_stateless_2026_statuses(client: httpx.AsyncClient, transport: Htt
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("method", ["resources/subscribe", "resources/unsubscribe"], ids=["subscribe", "unsubscribe"])
+async def test_2026_has_no_resource_subscriptions(client: httpx.AsyncClient, method: str) -> None:
+    # subscriptions/listen replaced them in 2026-07-28: no Mcp-Name, an unknown method (404, -32601).
+    sub = {"jsonrpc": "2.0", "id": 9, "method": method, "params": {"uri": "test://r", "_meta": META}}
+    r = await client.post("/mcp", json=sub, headers=modern_headers(method))
+    assert (r.status_code, r.json()["error"]["code"], r.json()["id"]) == (404, -32601, 9)
+
+
+@pytest.mark.anyio
 async def test_mounts_under_starlette() -> None:
     from starlette.applications import Starlette
     from starlette.routing import Mount
@@ -386,6 +396,31 @@ def test_vanishing_clients_harm_nothing(live: tuple[str, HttpTransport]) -> None
     assert not t.sessions and not t._stateless
 
 
+def test_cancelled_request_gets_a_stream_that_ends_without_its_answer(live: tuple[str, HttpTransport]) -> None:
+    url, t = live
+    with httpx.Client(timeout=10) as c:
+        h = sync_session(c, url)
+        got: list[httpx.Response] = []
+        post = threading.Thread(target=lambda: got.append(c.post(url, json=call("slow", {"steps": 200, "delay": 0.02}, rid="cx"), headers=h)))
+        post.start()
+        for _ in range(200):
+            if "cx" in started:
+                break
+            time.sleep(0.02)
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "cx"}}
+        assert c.post(url, json=cancel, headers=h).status_code == 202
+        post.join(10)
+        (r,) = got
+        # A request is answered with JSON or an SSE stream, never 202; cancelled, no answer comes.
+        assert r.status_code == 200 and r.headers["content-type"] == "text/event-stream"
+        events = sse_events(iter(r.text.split("\n")), 10)
+        assert "cx" in cancelled
+        assert all(e.get("data", "") == "" for e in events)  # the priming event at most
+        assert c.post(url, json=call("echo", {"text": "ok"}, rid=13), headers=h).json()["result"]["content"][0]["text"] == "ok"
+        assert c.delete(url, headers=h).status_code == 200
+    assert not t.sessions
+
+
 def test_legacy_http_sse_2024(live: tuple[str, HttpTransport]) -> None:
     url, t = live
     base = url.removesuffix("/mcp")
@@ -487,5 +522,6 @@ async def test_chunked_body_over_limit(client: httpx.AsyncClient, transport: Htt
             yield b" " * 40_000
 
     r = await client.post("/mcp", content=chunks(), headers=h)
-    assert r.status_code == 413
+    assert r.status_code == 413 and r.headers["content-type"] == "application/json"
+    assert r.json()["error"] == {"code": -32600, "message": f"request body exceeds {64 * 1024} bytes"}
     assert len(transport.sessions) == 1

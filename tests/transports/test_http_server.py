@@ -218,8 +218,11 @@ def test_expect_continue_and_chunked_body_use_the_full_parser(base: str) -> None
 def test_body_too_large_is_413_before_the_body(base: str) -> None:
     c = Conn(base)
     c.send(post(b"", b"Content-Length: 5000\r\n", length=False))  # max_body is 4096; no body sent
-    status, headers, _ = c.response()
+    status, headers, body = c.response()
     assert status == 413 and headers.get(b"connection") == b"close"
+    # The refusal every runner gives (the ASGI path too): a JSON-RPC error body.
+    assert headers.get(b"content-type") == b"application/json"
+    assert json.loads(body) == {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "request body exceeds 4096 bytes"}}
     assert c.closed()
     c.close()
 
