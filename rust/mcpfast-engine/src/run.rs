@@ -345,7 +345,10 @@ impl Ctx {
         let us = end.saturating_duration_since(from).as_micros() as u64;
         let wall = self.shared.clock.wall(end);
         lock(&self.shared.stats[self.idx]).record(name, us, failure, len as u64, wall);
-        self.counters().completed.fetch_add(1, Ordering::Relaxed);
+        if !(N_PROGRESS_FIRST..=N_SSE_GAP).contains(&name) {
+            // streaming rows time events of a request, not requests
+            self.counters().completed.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// A connection error: counted by the caller; an event at most once a second per thread.
@@ -377,14 +380,25 @@ impl Ctx {
             if !self.keep(slot) || !self.open_model() {
                 return None;
             }
-            if let Some(t) = self.tokens.borrow_mut().pop_front() {
-                if Instant::now().saturating_duration_since(t) > LATE {
-                    self.counters().late.fetch_add(1, Ordering::Relaxed);
-                }
+            if let Some(t) = self.try_arrival() {
                 return Some(t);
             }
             let _ = tokio::time::timeout(TICK * 2, self.token_ready.notified()).await;
         }
+    }
+
+    /// Open model: an arrival that is already due, if any (counts it late if it waited).
+    pub fn try_arrival(&self) -> Option<Instant> {
+        let t = self.tokens.borrow_mut().pop_front()?;
+        if Instant::now().saturating_duration_since(t) > LATE {
+            self.counters().late.fetch_add(1, Ordering::Relaxed);
+        }
+        Some(t)
+    }
+
+    /// Wait for the pacer to queue an arrival (bounded).
+    pub async fn token_notified(&self) {
+        let _ = tokio::time::timeout(TICK * 2, self.token_ready.notified()).await;
     }
 
     /// Wait out the stop or a change of target, at most `d`.
@@ -616,8 +630,10 @@ impl HttpSession {
 
     fn set_head(&mut self, ctx: &Ctx) {
         self.head.clear();
-        ctx.proto.head(&mut self.head, "POST", self.session.as_ref());
-        if ctx.cfg().stateless() {
+        if !ctx.cfg().stateless() {
+            ctx.proto.head(&mut self.head, "POST", self.session.as_ref());
+        } else {
+            ctx.proto.head(&mut self.head, "POST", None);
             self.head.extend_from_slice(b"MCP-Protocol-Version: ");
             self.head
                 .extend_from_slice(ctx.cfg().protocol_version.as_bytes());
