@@ -119,7 +119,9 @@ impl Proc {
     }
 
     fn exit_report(&mut self, status: Option<std::process::ExitStatus>) -> String {
-        let tail = String::from_utf8_lossy(&self.stderr_tail.borrow()).trim().to_string();
+        let tail = String::from_utf8_lossy(&self.stderr_tail.borrow())
+            .trim()
+            .to_string();
         let status = status.map_or("still running (killed)".to_string(), |s| s.to_string());
         let lived = self.started.elapsed().as_secs_f64();
         format!(
@@ -132,7 +134,11 @@ impl Proc {
 
 /// One reply line, as it relates to our requests.
 enum Line {
-    Reply { id: i64, verdict: Verdict, tool_error: bool },
+    Reply {
+        id: i64,
+        verdict: Verdict,
+        tool_error: bool,
+    },
     /// A server request: answer it (the bytes of the answer).
     ServerRequest(Vec<u8>),
     Progress(i64),
@@ -192,7 +198,11 @@ fn classify(line: &[u8], want_of: impl Fn(i64) -> Option<Want>) -> Line {
             Line::ServerRequest(out)
         }
         Kind::Notification => {
-            if env.method.as_ref().is_some_and(|m| m == "notifications/progress") {
+            if env
+                .method
+                .as_ref()
+                .is_some_and(|m| m == "notifications/progress")
+            {
                 if let Some(p) = env.params() {
                     let params = &line[p];
                     if let Some(v) = check::member(params, "progressToken") {

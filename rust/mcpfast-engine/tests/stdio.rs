@@ -35,7 +35,9 @@ for line in sys.stdin:
 
 fn config(command: &[&str], extra: &str) -> String {
     let cmd = serde_json::to_string(command).expect("json");
-    format!(r#"{{"transport":"stdio","command":{cmd},"inflight_per_process":8,"timeout_s":5{extra}}}"#)
+    format!(
+        r#"{{"transport":"stdio","command":{cmd},"inflight_per_process":8,"timeout_s":5{extra}}}"#
+    )
 }
 
 fn totals(e: &Engine, rows: &[Row], name: &str) -> (u64, u64, Vec<(String, u64)>) {
@@ -50,7 +52,8 @@ fn totals(e: &Engine, rows: &[Row], name: &str) -> (u64, u64, Vec<(String, u64)>
 
 #[test]
 fn pipelined_calls_to_a_child_that_exits_are_reported_and_restarted() {
-    let e = Engine::new(config(&["python3", "-c", RESPONDER, "200"], "").as_bytes()).expect("config");
+    let e =
+        Engine::new(config(&["python3", "-c", RESPONDER, "200"], "").as_bytes()).expect("config");
     e.start().expect("start");
     e.set_users(2);
     let t0 = Instant::now();
@@ -69,29 +72,52 @@ fn pipelined_calls_to_a_child_that_exits_are_reported_and_restarted() {
     e.stop(Duration::from_secs(2));
     assert!(t.elapsed() < Duration::from_secs(3));
     rows.extend(e.drain());
-    let exits: Vec<&String> = events.iter().filter(|(k, _)| k == "child_exited").map(|(_, m)| m).collect();
+    let exits: Vec<&String> = events
+        .iter()
+        .filter(|(k, _)| k == "child_exited")
+        .map(|(_, m)| m)
+        .collect();
     assert!(exits.len() >= 4, "{events:?}");
-    assert!(exits.iter().all(|m| m.contains("exit status: 7") && m.contains("limit reached")), "{exits:?}");
+    assert!(
+        exits
+            .iter()
+            .all(|m| m.contains("exit status: 7") && m.contains("limit reached")),
+        "{exits:?}"
+    );
     let (inits, init_failed, _) = totals(&e, &rows, "initialize");
-    assert!(inits as usize >= exits.len() && init_failed == 0, "restarted: {inits} initialize");
+    assert!(
+        inits as usize >= exits.len() && init_failed == 0,
+        "restarted: {inits} initialize"
+    );
     let (calls, failed, errors) = totals(&e, &rows, "tools/call:echo");
     // every child answered exactly 200 before exiting; the in-flight ones failed with the reason
     assert!(calls - failed >= 800, "{calls} {failed}");
-    assert!(failed > 0 && errors.iter().all(|(r, _)| r == "stdio server exited"), "{errors:?}");
+    assert!(
+        failed > 0 && errors.iter().all(|(r, _)| r == "stdio server exited"),
+        "{errors:?}"
+    );
 }
 
 #[test]
 fn a_child_that_cannot_start_properly_is_reported_with_its_stderr() {
-    let e = Engine::new(config(&["sh", "-c", "echo boom >&2; exit 3"], "").as_bytes()).expect("config");
+    let e =
+        Engine::new(config(&["sh", "-c", "echo boom >&2; exit 3"], "").as_bytes()).expect("config");
     e.start().expect("start");
     e.set_users(1);
     std::thread::sleep(Duration::from_millis(700));
     let events = e.events();
     e.stop(Duration::from_secs(1));
     let rows = e.drain();
-    let exits: Vec<&String> = events.iter().filter(|(k, _)| k == "child_exited").map(|(_, m)| m).collect();
+    let exits: Vec<&String> = events
+        .iter()
+        .filter(|(k, _)| k == "child_exited")
+        .map(|(_, m)| m)
+        .collect();
     assert!(exits.len() >= 2, "restarted after a backoff: {events:?}");
-    assert!(exits[0].contains("exit status: 3") && exits[0].contains("boom"), "{exits:?}");
+    assert!(
+        exits[0].contains("exit status: 3") && exits[0].contains("boom"),
+        "{exits:?}"
+    );
     let (n, f, _) = totals(&e, &rows, "initialize");
     assert!(n >= 2 && n == f);
 }
@@ -105,14 +131,20 @@ fn a_missing_command_is_a_clear_failure() {
     let events = e.events();
     e.stop(Duration::from_secs(1));
     let rows = e.drain();
-    assert!(events.iter().any(|(k, m)| k == "child_exited" && m.contains("cannot start")), "{events:?}");
+    assert!(
+        events
+            .iter()
+            .any(|(k, m)| k == "child_exited" && m.contains("cannot start")),
+        "{events:?}"
+    );
     let (n, f, errors) = totals(&e, &rows, "initialize");
     assert!(n >= 1 && n == f && errors[0].0.contains("cannot start the stdio server"));
 }
 
 #[test]
 fn a_silent_child_times_out_and_stop_is_bounded() {
-    let e = Engine::new(config(&["sh", "-c", "sleep 30"], r#","timeout_s":0.3"#).as_bytes()).expect("config");
+    let e = Engine::new(config(&["sh", "-c", "sleep 30"], r#","timeout_s":0.3"#).as_bytes())
+        .expect("config");
     e.start().expect("start");
     e.set_users(1);
     std::thread::sleep(Duration::from_millis(800));
