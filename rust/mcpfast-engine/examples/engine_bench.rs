@@ -68,5 +68,6 @@ fn main() {
         "rss_kib_before": rss0, "rss_kib": rss,
         "late": st.late, "dropped": st.dropped,
     });
-    println!("{line}");
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout().lock(), "{line}");
 }
