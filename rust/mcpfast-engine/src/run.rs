@@ -995,16 +995,14 @@ async fn http_session(ctx: &Ctx, slot: usize) {
             Instant::now()
         };
         if per_session {
-            if s.session.is_none() && !s.open(ctx, from).await {
+            let opened = s.session.is_none();
+            if opened && !s.open(ctx, from).await {
                 ctx.pause(BACKOFF).await;
                 continue;
             }
             let t = ctx.pick();
-            let from = if s.session.is_some() {
-                from
-            } else {
-                Instant::now()
-            };
+            // the handshake had this arrival's intended time; the call starts after it
+            let from = if opened { Instant::now() } else { from };
             if let Err(f) = s.one(ctx, t, from, t.name).await {
                 if f.lost_session {
                     s.session = None;
