@@ -40,6 +40,17 @@ fn config(command: &[&str], extra: &str) -> String {
     )
 }
 
+/// Collect events until `done` holds (at most 10 s).
+fn events_until(e: &Engine, done: impl Fn(&[(String, String)]) -> bool) -> Vec<(String, String)> {
+    let t0 = Instant::now();
+    let mut events = Vec::new();
+    while t0.elapsed() < Duration::from_secs(10) && !done(&events) {
+        std::thread::sleep(Duration::from_millis(20));
+        events.extend(e.events());
+    }
+    events
+}
+
 fn totals(e: &Engine, rows: &[Row], name: &str) -> (u64, u64, Vec<(String, u64)>) {
     let mut out = (0, 0, Vec::new());
     for r in rows.iter().filter(|r| e.name(r.name) == name) {
@@ -104,8 +115,9 @@ fn a_child_that_cannot_start_properly_is_reported_with_its_stderr() {
         Engine::new(config(&["sh", "-c", "echo boom >&2; exit 3"], "").as_bytes()).expect("config");
     e.start().expect("start");
     e.set_users(1);
-    std::thread::sleep(Duration::from_millis(700));
-    let events = e.events();
+    let events = events_until(&e, |ev| {
+        ev.iter().filter(|(k, _)| k == "child_exited").count() >= 2
+    });
     e.stop(Duration::from_secs(1));
     let rows = e.drain();
     let exits: Vec<&String> = events
@@ -127,8 +139,7 @@ fn a_missing_command_is_a_clear_failure() {
     let e = Engine::new(config(&["/nonexistent/mcp-server"], "").as_bytes()).expect("config");
     e.start().expect("start");
     e.set_users(1);
-    std::thread::sleep(Duration::from_millis(300));
-    let events = e.events();
+    let events = events_until(&e, |ev| ev.iter().any(|(k, _)| k == "child_exited"));
     e.stop(Duration::from_secs(1));
     let rows = e.drain();
     assert!(
