@@ -48,8 +48,8 @@ demo: install ## The main job on the embedded server: mcpfast bench --quick (std
 
 test: install conformance-install peers-install lint test-rust test-python check-light ## Every check: lint, cargo tests of the core crate, the Python suite, the light package check
 
-test-rust: ## cargo tests of the pure-Rust core crate and of the HTTP load generator
-	cargo test --release -p mcpfast-core -p mcpfast-load --quiet
+test-rust: ## cargo tests of the pure-Rust core crate, the native load engine and the HTTP load generator
+	cargo test --release -p mcpfast-core -p mcpfast-engine -p mcpfast-load --quiet
 
 test-python: install peers-install ## The Python suite (both core implementations, server, swarm)
 	MCPFAST_CORE=rust $(PY) -m pytest $(PYTEST_ARGS)

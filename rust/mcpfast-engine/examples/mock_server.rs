@@ -1,10 +1,10 @@
-//! A minimal, fast MCP Streamable HTTP server (handshake era) for testing mcpfast-load: it
+//! A minimal, fast MCP Streamable HTTP server (handshake era) for testing the engine and mcpfast-load: it
 //! answers as fast as one thread can, so a run against it shows what the generator itself can
 //! do, and it can misbehave on purpose (close connections, stall, answer with the wrong id).
 //!
-//!   cargo run --release -p mcpfast-load --example mock_server -- --port 18600 [--sse]
+//!   cargo run --release -p mcpfast-engine --example mock_server -- --port 18600 [--sse]
 //!       [--close-every N] [--reset-every N] [--stall-every N] [--wrong-id-every N]
-//!       [--idle-close-ms MS]
+//!       [--idle-close-ms MS] [--delay-us US]
 //!
 //! Replies are JSON with Content-Length, or with `--sse` an SSE stream in chunked encoding (a
 //! priming event, a notification, then the reply, split over several chunks). Only for tests:
@@ -15,10 +15,10 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::net::TcpListener as StdListener;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use mcpfast_load::reply;
+use mcpfast_engine::check;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -36,6 +36,12 @@ pub struct MockOptions {
     pub wrong_id_every: u64,
     /// Close connections idle (between requests) for this many milliseconds.
     pub idle_close_ms: u64,
+    /// Answer every tools/call this many µs late (a tool that sleeps).
+    pub delay_us: u64,
+    /// While set, the server is "down": it closes every connection without answering.
+    pub down: Arc<AtomicBool>,
+    /// tools/call requests answered.
+    pub answered: Arc<AtomicUsize>,
 }
 
 struct Shared {
@@ -70,6 +76,10 @@ pub fn serve(
         });
         loop {
             let (stream, _) = listener.accept().await?;
+            if shared.opts.down.load(Ordering::Relaxed) {
+                drop(stream);
+                continue;
+            }
             let _ = stream.set_nodelay(true);
             let shared = shared.clone();
             tokio::task::spawn_local(async move {
@@ -94,6 +104,7 @@ async fn connection(mut stream: TcpStream, shared: &Shared) -> std::io::Result<(
     let mut len = 0;
     let mut out = Vec::with_capacity(4096);
     let mut served = 0u64;
+    let mut timer: Option<mcpfast_engine::run::Timer> = None;
     loop {
         // read one whole request (head + Content-Length body)
         let (head_len, method, session, body_len) = loop {
@@ -142,13 +153,24 @@ async fn connection(mut stream: TcpStream, shared: &Shared) -> std::io::Result<(
         if shared.opts.reset_every > 0 && count % shared.opts.reset_every == 0 {
             return Ok(());
         }
+        if shared.opts.down.load(Ordering::Relaxed) {
+            return Ok(());
+        }
         served += 1;
         let close = shared.opts.close_every > 0 && served % shared.opts.close_every == 0;
         out.clear();
+        let calls_before = shared.calls.get();
         if !respond(shared, &method, session.as_deref(), &body, close, &mut out) {
             // stall: hold the connection open without answering
             tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
             return Ok(());
+        }
+        if shared.opts.delay_us > 0 && shared.calls.get() != calls_before {
+            // a tools/call: answer after the delay (a timerfd: µs resolution, not tokio's ms)
+            timer
+                .get_or_insert_with(mcpfast_engine::run::Timer::new)
+                .sleep(std::time::Duration::from_micros(shared.opts.delay_us))
+                .await;
         }
         stream.write_all(&out).await?;
         if close {
@@ -197,23 +219,18 @@ fn respond(
         simple(out, "405 Method Not Allowed", close, "", b"");
         return true;
     }
-    let rpc_method = reply::member(body, "method")
-        .and_then(|v| reply::string_value(&body[v]))
-        .unwrap_or_default();
-    let id = reply::member(body, "id").map(|v| body[v].to_vec());
+    let rpc_method = check::string_member(body, "method").unwrap_or_default();
+    let id = check::member(body, "id").map(<[u8]>::to_vec);
     if rpc_method == "initialize" {
         let n = shared.minted.get() + 1;
         shared.minted.set(n);
         let sid = format!("mock-{n:08x}");
         shared.sessions.borrow_mut().insert(sid.clone());
         shared.open.fetch_add(1, Ordering::Relaxed);
-        let params = reply::member(body, "params")
-            .map(|v| &body[v])
-            .unwrap_or(b"{}");
-        let asked =
-            reply::member(params, "protocolVersion").and_then(|v| reply::string_value(&params[v]));
+        let params = check::member(body, "params").unwrap_or(b"{}");
+        let asked = check::string_member(params, "protocolVersion");
         let version = asked
-            .filter(|v| mcpfast_load::mcp::KNOWN_VERSIONS.contains(&v.as_str()))
+            .filter(|v| mcpfast_engine::mcp::KNOWN_VERSIONS.contains(&v.as_str()))
             .unwrap_or("2025-06-18".into());
         let result = format!(
             r#"{{"protocolVersion":"{version}","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"mock","version":"0"}}}}"#
@@ -261,19 +278,14 @@ fn respond(
         } else {
             id
         };
-        let params = reply::member(body, "params")
-            .map(|v| &body[v])
-            .unwrap_or(b"{}");
-        let args = reply::member(params, "arguments")
-            .map(|v| &params[v])
-            .unwrap_or(b"{}");
-        let text = reply::member(args, "text")
-            .map(|v| &args[v])
-            .unwrap_or(b"\"\"");
+        let params = check::member(body, "params").unwrap_or(b"{}");
+        let args = check::member(params, "arguments").unwrap_or(b"{}");
+        let text = check::member(args, "text").unwrap_or(b"\"\"");
         let result = format!(
             r#"{{"content":[{{"type":"text","text":{}}}]}}"#,
             String::from_utf8_lossy(text)
         );
+        shared.opts.answered.fetch_add(1, Ordering::Relaxed);
         reply_with(shared, out, &id, &result, close, "");
         return true;
     }
@@ -342,6 +354,7 @@ fn main() {
             "--stall-every" => opts.stall_every = value(),
             "--wrong-id-every" => opts.wrong_id_every = value(),
             "--idle-close-ms" => opts.idle_close_ms = value(),
+            "--delay-us" => opts.delay_us = value(),
             other => {
                 eprintln!("mock_server: unknown argument {other}");
                 std::process::exit(2);
