@@ -182,7 +182,11 @@ MERGE = ChurnMerge()
 
 
 def _write_churn(environment: Any, data: dict[str, Any], suffix: str = "") -> None:
-    path = output_prefix(environment) + f"_churn{suffix}.json"
+    prefix = output_prefix(environment)
+    if prefix is None:  # no --csv / --mcp-histogram-out: log only, write nothing into the cwd
+        logger.info("mcpfast session churn: %s", json.dumps(data))
+        return
+    path = prefix + f"_churn{suffix}.json"
     try:
         with open(path, "w", encoding="utf-8") as fh:
             json.dump(data, fh)

@@ -48,6 +48,7 @@ from typing import Any
 from locust.runners import MasterRunner, WorkerRunner
 
 from mcpfast.locust.histogram import Histogram, HistogramSet
+from mcpfast.locust.hlog import IntervalLog, tag_of
 from mcpfast.locust.options import add_arguments, option
 from mcpfast.locust.pacing import DEFAULT_LATE_TOLERANCE, DEFAULT_MAX_LAG, OpenModelSchedule, Pacer
 from mcpfast.locust.validate import Validator
@@ -106,7 +107,16 @@ class McpStats:
         self.start_time: float | None = None
         self.stop_time: float | None = None
         self.written_path: str | None = None
+        self.hlog_path: str | None = None
         self._installed_messages = False
+        # interval log (.hlog): per-key deltas taken once a second by the local/master process
+        self.intervals = IntervalLog()
+        self._snapshots: dict[tuple[bool, str, str], Histogram] = {}
+        self._last_tick: float | None = None
+        self._ticker: Any = None
+        # callables run first at test_stop, before any output (the native engine's final drain)
+        self.stop_hooks: list[Any] = []
+        self.reset_hooks: list[Any] = []  # run on reset_stats (the native engine's reset())
 
     # -- client-facing API (hot path) -------------------------------------------------------
     def record(
@@ -203,6 +213,58 @@ class McpStats:
         self.start_time = time.time()
         self.stop_time = None
         self.written_path = None
+        self.hlog_path = None
+        self.intervals.reset(self.start_time)
+        self._snapshots.clear()
+        self._last_tick = self.start_time
+
+    def reset_histograms(self) -> None:
+        """Locust's reset_stats (``--reset-stats``, the web UI's reset): the µs histograms and the
+        interval log start again with Locust's own tables."""
+        self.ok.reset()
+        self.failed.reset()
+        self._snapshots.clear()
+        now = time.time()
+        self.intervals.reset(now)
+        self._last_tick = now
+        for hook in list(self.reset_hooks):
+            hook()
+
+    # -- interval log --------------------------------------------------------------------------------
+    def tick(self, now: float | None = None) -> None:
+        """Add every key's histogram since the previous tick to the interval log (exact deltas:
+        the intervals of a key sum to its final histogram)."""
+        now = time.time() if now is None else now
+        start = self._last_tick if self._last_tick is not None else (self.start_time or now)
+        for failed, hset in ((False, self.ok), (True, self.failed)):
+            for (request_type, name), h in hset.items():
+                key = (failed, request_type, name)
+                prev = self._snapshots.get(key)
+                if prev is None:
+                    prev = self._snapshots[key] = Histogram()
+                if h.total_count == prev.total_count:
+                    continue
+                delta = h.minus(prev)
+                prev.merge(delta)
+                self.intervals.add(tag_of(request_type, name, failed), start, now, delta)
+        self._last_tick = now
+
+    def start_ticker(self, interval: float = 1.0) -> None:
+        import gevent
+
+        self.stop_ticker()
+
+        def loop() -> None:
+            while True:
+                gevent.sleep(interval)
+                self.tick()
+
+        self._ticker = gevent.spawn(loop)
+
+    def stop_ticker(self) -> None:
+        if self._ticker is not None:
+            self._ticker.kill(block=False)
+            self._ticker = None
 
     def configure_pacer(self) -> None:
         """(Re)configure the schedule from ``--mcp-rate`` and this runner's place."""
@@ -329,26 +391,34 @@ class McpStats:
             "failed_histograms": entries(self.failed),
         }
 
-    def output_path(self) -> str:
-        return output_prefix(self.environment) + "_histograms.json"
+    def output_path(self) -> str | None:
+        prefix = output_prefix(self.environment)
+        return None if prefix is None else prefix + "_histograms.json"
 
-    def write_output(self, complete: bool = True) -> str:
-        """Write the JSON file and log the percentile table; returns the path."""
+    def write_output(self, complete: bool = True) -> str | None:
+        """Write ``<prefix>_histograms.json`` and ``<prefix>_histograms.hlog`` and log the
+        percentile table; returns the JSON path (None without --csv / --mcp-histogram-out: then
+        only the table is logged, nothing is written)."""
         if self.stop_time is None:
             self.stop_time = time.time()
+        self.stop_ticker()
+        self.tick(max(self.stop_time, self._last_tick or 0.0))
         path = self.output_path()
         data = self.to_dict(complete=complete)
-        if directory := os.path.dirname(path):
-            os.makedirs(directory, exist_ok=True)
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, separators=(",", ":"))
-        os.replace(tmp, path)
+        if path is not None:
+            if directory := os.path.dirname(path):
+                os.makedirs(directory, exist_ok=True)
+            tmp = path + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(data, fh, separators=(",", ":"))
+            os.replace(tmp, path)
+            self.hlog_path = self.intervals.write(path[: -len(".json")] + ".hlog")
         self.written_path = path
         if not complete:
             logger.warning("mcpfast: histograms written without the final data of workers %s", data["missing_workers"])
         table = render_table(self.ok, self.failed, data["pacer"], data["validation"])
-        _console(f"{table}\nmcpfast histograms: {path}")
+        where = f"{path} and {self.hlog_path}" if path else "not written (no --csv or --mcp-histogram-out)"
+        _console(f"{table}\nmcpfast histograms: {where}")
         return path
 
 
@@ -368,12 +438,14 @@ def _console(text: str) -> None:
         console_logger.info(line)
 
 
-def output_prefix(environment: Any) -> str:
+def output_prefix(environment: Any) -> str | None:
+    """``--mcp-histogram-out``, else the ``--csv`` prefix, else None (write no files)."""
     prefix = option(environment, "mcp_histogram_out")
     if not prefix:
         parsed = getattr(environment, "parsed_options", None)
-        prefix = getattr(parsed, "csv_prefix", None) or "mcpfast"
-    return str(prefix)
+        prefix = getattr(parsed, "csv_prefix", None)
+    return str(prefix) if prefix else None
+
 
 
 def summary(h: Histogram, percentiles: Iterable[float] = (50.0, 90.0, 99.0, 99.9, 99.99)) -> dict[str, Any]:
@@ -514,10 +586,21 @@ def install(environment: Any) -> McpStats:
                 runner.send_message(TOPOLOGY_MESSAGE, {"index": index, "count": len(ids)}, client_id)
         elif not isinstance(runner, WorkerRunner):
             stats.worker_index, stats.worker_count = 0, 1
+        if not isinstance(runner, WorkerRunner):
+            stats.start_ticker()
         stats.configure_pacer()
+
+    def on_reset_stats(**_kw: Any) -> None:
+        stats.reset_histograms()
+
+    def on_spawning_complete(**_kw: Any) -> None:
+        if getattr(stats.environment, "reset_stats", False):  # --reset-stats: Locust resets its tables
+            stats.reset_histograms()
 
     def on_test_stop(environment: Any, **_kw: Any) -> None:
         runner = environment.runner
+        for hook in list(stats.stop_hooks):
+            hook()  # e.g. the native engine: stop, final drain (before anything is written or sent)
         stats.stop_time = time.time()
         if isinstance(runner, WorkerRunner):
             payload = stats.take_delta(final=True)
@@ -547,6 +630,8 @@ def install(environment: Any) -> McpStats:
     events.init.add_listener(on_init)
     events.test_start.add_listener(on_test_start)
     events.test_stop.add_listener(on_test_stop)
+    events.reset_stats.add_listener(on_reset_stats)
+    events.spawning_complete.add_listener(on_spawning_complete)
     events.report_to_master.add_listener(on_report_to_master)
     events.worker_report.add_listener(on_worker_report)
     events.quitting.add_listener(on_quitting)
@@ -558,7 +643,60 @@ def _on_global_init(environment: Any, **_kw: Any) -> None:
     install(environment)
 
 
+# -- Locust's --csv files: the final rows ------------------------------------------------------------
+def write_final_csv_rows(writer: Any) -> None:
+    """Rewrite ``_stats.csv``, ``_failures.csv`` and ``_exceptions.csv`` from the final tables and
+    append the last ``_stats_history.csv`` row.
+
+    Locust's CSV greenlet rewrites the files once a second and ``close_files`` only closes them,
+    so the CSV missed whatever happened after its last tick: the last second(s) of the run, the
+    users' ``on_stop`` requests (``DELETE``) and, on a master, the workers' final reports.  Locust
+    calls ``close_files`` at shutdown right after printing the final console table, so rows
+    written here count exactly what the console, the HTML report and the histograms count.
+    """
+    files = (
+        ("requests_csv_filehandle", "requests_csv_writer", "requests_csv_columns", "_requests_data_rows"),
+        ("failures_csv_filehandle", "failures_csv_writer", "failures_columns", "_failures_data_rows"),
+        ("exceptions_csv_filehandle", "exceptions_csv_writer", "exceptions_columns", "_exceptions_data_rows"),
+    )
+    for handle_attr, writer_attr, columns_attr, rows_attr in files:
+        fh = getattr(writer, handle_attr, None)
+        if fh is None or fh.closed:
+            continue
+        csv_writer = getattr(writer, writer_attr)
+        fh.seek(0)
+        csv_writer.writerow(getattr(writer, columns_attr))
+        getattr(writer, rows_attr)(csv_writer)
+        fh.truncate()
+        fh.flush()
+    history = getattr(writer, "stats_history_csv_filehandle", None)
+    if history is not None and not history.closed:
+        if history.tell() == 0:
+            writer.stats_history_csv_writer.writerow(writer.stats_history_csv_columns)
+        writer._stats_history_data_rows(writer.stats_history_csv_writer, time.time())
+        history.flush()
+
+
+def _patch_csv_writer() -> None:
+    from locust.stats import StatsCSVFileWriter
+
+    original = StatsCSVFileWriter.close_files
+    if getattr(original, "_mcpfast_final_rows", False):
+        return
+
+    def close_files(self: Any) -> None:
+        try:
+            write_final_csv_rows(self)
+        except Exception:  # never lose the close over a failed final write
+            logger.exception("mcpfast: could not write the final CSV rows")
+        original(self)
+
+    close_files._mcpfast_final_rows = True  # type: ignore[attr-defined]
+    StatsCSVFileWriter.close_files = close_files  # type: ignore[method-assign]
+
+
 if not getattr(locust.events, "_mcpfast_registered", False):
     locust.events._mcpfast_registered = True  # type: ignore[attr-defined]
     locust.events.init_command_line_parser.add_listener(add_arguments)
     locust.events.init.add_listener(_on_global_init)
+    _patch_csv_writer()

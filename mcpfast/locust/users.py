@@ -33,7 +33,7 @@ from locust import User
 from mcpfast.client.base import McpClient
 from mcpfast.client.session import ClientSession
 from mcpfast.locust import stats as mstats
-from mcpfast.locust.options import option
+from mcpfast.locust.options import engine, option
 
 __all__ = ["LEGACY_SSE_VERSION", "McpHttpUser", "McpStdioUser", "McpUser", "REQUEST_TYPES"]
 
@@ -54,6 +54,9 @@ class McpUser(User):
     abstract = True
     transport: str | None = None  # None: from the options; "http" / "stdio" forces one
     auto_initialize = True  # initialize (or discover) in on_start and again after a lost session
+    # the native engine's family for this user's scenario (mcpfast.locust.native); None: a scenario
+    # written in Python, which always runs on the gevent users
+    native_family: str | None = None
 
     def __init__(self, environment: Any) -> None:
         super().__init__(environment)
@@ -148,6 +151,35 @@ class McpUser(User):
                 gevent.sleep(FAILED_START_BACKOFF)
                 return False
         return True
+
+    # -- native engine -----------------------------------------------------------------------------
+    def uses_native_engine(self) -> bool:
+        return self.native_family is not None and engine(self.environment) == "native"
+
+    def run(self) -> None:
+        """Python engine: Locust's task loop.  Native engine: this user is one unit of the
+        engine's concurrency for as long as it lives; it waits (killable at once, no task to
+        finish) while the engine's threads send."""
+        if not self.uses_native_engine():
+            return super().run()
+        from locust.exception import StopTest, StopUser
+        from locust.user.users import LOCUST_STATE_WAITING
+
+        from mcpfast.locust import native
+
+        self._state = LOCUST_STATE_WAITING  # a graceful stop kills an idle user at once
+        if self.resolved_transport() == "http" and not self.host:
+            raise ValueError("McpHttpUser needs --host (the MCP endpoint URL, e.g. http://127.0.0.1:8000/mcp)")
+        drv = native.driver(self.environment, self.native_family, self.host)
+        added = drv.add_user()
+        try:
+            while True:
+                gevent.sleep(3600)
+        except (gevent.GreenletExit, StopUser, StopTest):
+            pass
+        finally:
+            if added:
+                drv.remove_user()
 
     def on_start(self) -> None:
         self.mcp = self.make_client()
