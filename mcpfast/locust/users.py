@@ -45,6 +45,7 @@ CANNED_SAMPLING = {  # the answer to sampling/createMessage (legacy request or 2
     "model": "mcpfast-swarm",
     "stopReason": "endTurn",
 }
+PYTHON_ONLY_VERSIONS = ("auto", LEGACY_SSE_VERSION)  # not spoken by the native engine
 FAILED_START_BACKOFF = 0.1  # s: a user whose server refuses the handshake does not spin
 
 
@@ -154,7 +155,11 @@ class McpUser(User):
 
     # -- native engine -----------------------------------------------------------------------------
     def uses_native_engine(self) -> bool:
-        return self.native_family is not None and engine(self.environment) == "native"
+        if self.native_family is None or engine(self.environment) != "native":
+            return False
+        if self.opt("mcp_engine") is None and str(self.opt("mcp_protocol_version")) in PYTHON_ONLY_VERSIONS:
+            return False  # native by default only: the auto probe and HTTP+SSE stay on the Python users
+        return True
 
     def run(self) -> None:
         """Python engine: Locust's task loop.  Native engine: this user is one unit of the

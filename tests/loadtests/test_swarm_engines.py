@@ -1,0 +1,176 @@
+"""Locust headless runs on both engines, checked against the servers' own counts: every output of a
+run (CSV, console, µs histograms, HTML) counts the same requests, the server answered exactly the
+calls the swarm counted, with 0 failures; ``--processes 2``, master + 2 workers and a
+``LoadTestShape`` on the native engine; a run without ``--csv`` writes nothing into its directory."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _loadtest_support import (
+    LOADTESTS,
+    Run,
+    all_counts,
+    child_env,
+    start_counting_server,
+    stdio_counting_command,
+    stop,
+)
+
+from mcpfast.locust.options import native_available
+
+needs_native = pytest.mark.skipif(not native_available(), reason="mcpfast._core has no NativeEngine (not built)")
+TOOLS_CALL = str(Path(LOADTESTS) / "tools_call.py")
+BASE = ["--headless", "--only-summary", "--exit-code-on-error", "0", "--stop-timeout", "3"]
+
+
+def locust(tmp: Path, *args: str, name: str = "r", csv: bool = True, timeout: float = 90.0) -> tuple[Run, Path]:
+    prefix = tmp / name
+    html = tmp / f"{name}.html"
+    out = ["--csv", str(prefix), "--html", str(html)] if csv else []
+    cmd = [sys.executable, "-m", "locust", *BASE, *out, *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=child_env(), cwd=tmp)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
+    return Run(prefix, proc), html
+
+
+def assert_agree(run: Run, html: Path, countfile: Path | None = None, tool: str = "tools/call:counted") -> dict:
+    counts = all_counts(run, html)
+    csv = counts["csv"]
+    for source, got in counts.items():
+        assert got == csv, (source, got, csv)
+    assert not run.failures(), (run.failures(), run.errors())
+    assert csv.get((next(iter(csv))[0], tool), 0) > 0, csv
+    if countfile is not None:  # the server's own count of calls equals the swarm's
+        rtype = next(iter(csv))[0]
+        assert countfile.stat().st_size == csv[(rtype, tool)], (countfile.stat().st_size, csv)
+    return csv
+
+
+@pytest.fixture
+def counting_server(tmp_path: Path):
+    started = []
+
+    def start(kind: str = "mcpfast", *args: str):
+        proc, url, countfile = start_counting_server(kind, tmp_path, *args)
+        started.append(proc)
+        return url, countfile
+
+    yield start
+    for proc in started:
+        stop(proc)
+
+
+ENGINES = ["python", pytest.param("native", marks=needs_native)]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_output_counts_what_the_server_answered(tmp_path: Path, counting_server, engine: str) -> None:
+    url, countfile = counting_server("mcpfast")
+    run, html = locust(tmp_path, "-f", TOOLS_CALL, "-u", "8", "-r", "8", "-t", "3s", "--host", url,
+                       "--mcp-tool", "counted", "--mcp-engine", engine)
+    csv = assert_agree(run, html, countfile)
+    assert csv[("mcp-http", "DELETE")] == 8  # the users' on_stop requests are in the CSV too
+    hlog = Path(f"{run.prefix}_histograms.hlog").read_text()
+    assert hlog.startswith("#[Histogram log format version 1.3]") and "Tag=mcp-http:tools/call:counted," in hlog
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_without_csv_nothing_is_written_into_the_directory(tmp_path: Path, counting_server, engine: str) -> None:
+    url, countfile = counting_server("mcpfast")
+    work = tmp_path / "cwd"
+    work.mkdir()
+    run, _ = locust(work, "-f", TOOLS_CALL, "-u", "2", "-r", "2", "-t", "2s", "--host", url, "--mcp-tool", "counted",
+                    "--mcp-engine", engine, csv=False)
+    assert list(work.iterdir()) == []
+    assert "mcpfast latency percentiles" in run.output and "not written" in run.output
+
+
+@needs_native
+def test_native_engine_against_the_official_sdk_server(tmp_path: Path, counting_server) -> None:
+    url, countfile = counting_server("sdk")
+    run, html = locust(tmp_path, "-f", TOOLS_CALL, "-u", "4", "-r", "4", "-t", "3s", "--host", url,
+                       "--mcp-tool", "counted", "--mcp-engine", "native")
+    assert_agree(run, html, countfile)
+
+
+@needs_native
+def test_native_engine_over_stdio(tmp_path: Path) -> None:
+    countfile = tmp_path / "count-stdio"
+    countfile.write_bytes(b"")
+    run, html = locust(tmp_path, "-f", TOOLS_CALL, "-u", "3", "-r", "3", "-t", "3s", "--mcp-tool", "counted",
+                       "--mcp-command", stdio_counting_command(countfile), "--mcp-engine", "native",
+                       "--mcp-stdio-inflight", "4")
+    assert_agree(run, html, countfile)
+
+
+@needs_native
+def test_native_engine_with_two_processes(tmp_path: Path, counting_server) -> None:
+    url, countfile = counting_server("mcpfast")
+    run, html = locust(tmp_path, "-f", TOOLS_CALL, "--processes", "2", "-u", "4", "-r", "4", "-t", "3s",
+                       "--host", url, "--mcp-tool", "counted", "--mcp-engine", "native")
+    assert_agree(run, html, countfile)
+    hist = run.histograms()
+    assert hist["runner"] == "master" and hist["complete"] and len(hist["workers"]) == 2
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@needs_native
+def test_native_engine_master_and_two_workers(tmp_path: Path, counting_server) -> None:
+    url, countfile = counting_server("mcpfast")
+    port = _free_port()
+    worker_cmd = [sys.executable, "-m", "locust", "-f", TOOLS_CALL, "--worker", "--master-host", "127.0.0.1",
+                  "--master-port", str(port), "--mcp-engine", "native"]
+    workers = [subprocess.Popen(worker_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env(),
+                                cwd=tmp_path) for _ in range(2)]
+    try:
+        run, html = locust(tmp_path, "-f", TOOLS_CALL, "--master", "--master-bind-host", "127.0.0.1",
+                           "--master-bind-port", str(port), "--expect-workers", "2", "-u", "4", "-r", "4", "-t", "3s",
+                           "--host", url, "--mcp-tool", "counted", "--mcp-engine", "native")
+    finally:
+        for w in workers:
+            try:
+                w.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                w.kill()
+    assert_agree(run, html, countfile)
+    assert len(run.histograms()["workers"]) == 2
+
+
+SHAPE = '''
+import sys
+sys.path.insert(0, {loadtests!r})
+from locust import LoadTestShape
+from tools_call import ToolsCallUser  # noqa: F401 - the family, on the engine from --mcp-engine
+
+
+class Steps(LoadTestShape):
+    """2 users, then 5, then 1, then stop."""
+
+    def tick(self):
+        t = self.get_run_time()
+        for end, users in ((1.0, 2), (2.0, 5), (3.0, 1)):
+            if t < end:
+                return users, 50
+        return None
+'''
+
+
+@needs_native
+def test_native_engine_follows_a_load_test_shape(tmp_path: Path, counting_server) -> None:
+    url, countfile = counting_server("mcpfast")
+    shape = tmp_path / "shape.py"
+    shape.write_text(SHAPE.format(loadtests=LOADTESTS))
+    run, html = locust(tmp_path, "-f", str(shape), "--host", url, "--mcp-tool", "counted", "--mcp-engine", "native")
+    csv = assert_agree(run, html, countfile)
+    # every session the shape opened got its handshake: 5 at the peak
+    assert csv[("mcp-http", "initialize")] >= 5
