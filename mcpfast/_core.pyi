@@ -207,6 +207,51 @@ class SseDecoder:
     def close(self) -> list[SseEvent | FrameTooLarge]:
         """End of stream: a pending incomplete event is discarded (WHATWG); an oversized one is reported."""
 
+DrainRow = tuple[
+    str,  # request_type
+    str,  # name
+    int,  # num_requests
+    int,  # num_none (always 0: every request has a latency)
+    int,  # num_failures
+    float,  # total_ms
+    float | None,  # min_ms
+    float,  # max_ms
+    int,  # content_length
+    list[tuple[int, int]],  # (latency µs, count): HDR buckets of the window, every request
+    list[tuple[int, int, int]],  # (epoch second of completion, requests, failures)
+    float,  # last_ts: wall-clock epoch s of the last completion in the window
+    list[tuple[str, int]],  # (failure reason, count)
+]
+
+class NativeEngine:
+    """The native load engine (rust/mcpfast-engine; config fields in its README.md).
+
+    Construction validates the JSON config (ValueError naming the bad field) and starts
+    nothing; ``start()`` spawns the engine's OS threads (call it after any fork). Every call
+    but ``stop`` returns in microseconds; ``stop`` releases the GIL while it joins.
+    """
+
+    def __init__(self, config: bytes) -> None: ...
+    def start(self) -> None: ...
+    def set_users(self, n: int) -> None:
+        """Target concurrency: HTTP sessions (one keep-alive connection each) or stdio processes."""
+    def set_rate(self, rate: float | None = None) -> None:
+        """Open model at ``rate`` arrivals/s for this engine; None: closed model."""
+    def drain(self) -> list[DrainRow]:
+        """The per-thread windows since the last drain, merged: one row per (request_type, name)."""
+    def histograms(self) -> list[tuple[str, str, list[tuple[int, int]]]]:
+        """Cumulative µs histograms since start or reset(): successes under the name, failures
+        under ``name + " (failed)"``."""
+    def reset(self) -> None: ...
+    def stop(self, grace_s: float = 2.0) -> None:
+        """Stop sending, let in-flight requests finish within ``grace_s``, close, join. Idempotent."""
+    def events(self) -> list[tuple[str, str]]:
+        """Urgent events since the last call: child_exited, connect_error, fatal, limit, ..."""
+    def fileno(self) -> int:
+        """A descriptor readable when events() has something (for gevent's wait_read)."""
+    def status(self) -> dict[str, int | float]:
+        """users, sessions_open, inflight, threads, cpu_s, sent, completed, late, dropped."""
+
 __all__ = [
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_EVENT",
@@ -215,6 +260,7 @@ __all__ = [
     "JsonRpcError",
     "LineFramer",
     "Message",
+    "NativeEngine",
     "SseDecoder",
     "SseEncoder",
     "SseEvent",

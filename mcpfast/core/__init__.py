@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import warnings
 from types import ModuleType
+from typing import Any
 
 from mcpfast._version import __version__
 from mcpfast.core._errors import (
@@ -30,6 +31,7 @@ __all__ = [
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_EVENT",
     "DEFAULT_MAX_LINE",
+    "HAS_NATIVE_ENGINE",
     "IMPLEMENTATION",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
@@ -40,6 +42,7 @@ __all__ = [
     "JsonRpcError",
     "LineFramer",
     "Message",
+    "NativeEngine",
     "SseDecoder",
     "SseEncoder",
     "SseEvent",
@@ -50,6 +53,7 @@ __all__ = [
     "encode_result",
     "frame_lines",
     "load",
+    "native_engine",
     "parse_http",
     "scan_reply",
 ]
@@ -113,3 +117,22 @@ encode_result = _impl.encode_result
 frame_lines = _impl.frame_lines
 parse_http = _impl.parse_http
 scan_reply = _impl.scan_reply
+
+NativeEngine: Any = getattr(_impl, "NativeEngine", None)
+"""The native load engine (compiled core only); None with the pure-Python core."""
+HAS_NATIVE_ENGINE: bool = NativeEngine is not None
+
+
+def native_engine(config: bytes) -> Any:
+    """A :class:`mcpfast._core.NativeEngine` for ``config`` (JSON bytes).
+
+    Raises:
+        RuntimeError: the compiled core is not in use (``MCPFAST_CORE=python``, or not built).
+        ValueError: a bad config (the message names the field).
+    """
+    if NativeEngine is None:
+        raise RuntimeError(
+            f"the native load engine needs the compiled core, but mcpfast.core is {IMPLEMENTATION!r} "
+            "(build it with `make install`, and do not set MCPFAST_CORE=python)"
+        )
+    return NativeEngine(config)

@@ -1,17 +1,17 @@
 //! mcpfast-load: a load generator for MCP over Streamable HTTP (the handshake era,
 //! 2025-03-26..2025-11-25), built to run on one core without becoming the bottleneck.
 //!
-//! One thread (tokio current-thread runtime), one hand-written HTTP/1.1 client per keep-alive
-//! connection ([`http`]), replies checked without building them ([`reply`]), MCP requests and
-//! their checks ([`mcp`]), HDR histograms and the generator's own CPU time ([`stats`]), and the
-//! four modes ([`modes`]).
+//! One thread (tokio current-thread runtime), one HTTP/1.1 client per keep-alive connection and
+//! the MCP requests with their reply checks (both from `mcpfast-engine`, [`http`] and [`mcp`],
+//! built on `mcpfast-core`'s scanner and SSE decoder), HDR histograms and the generator's own CPU
+//! time ([`stats`]), and the four modes ([`modes`]).
 
 pub mod cli;
-pub mod http;
-pub mod mcp;
 pub mod modes;
-pub mod reply;
 pub mod stats;
+
+/// The HTTP client and the MCP requests and reply checks are the engine's (on mcpfast-core).
+pub use mcpfast_engine::{http, mcp};
 
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -1,8 +1,8 @@
 //! End-to-end: the `mcpfast-load` binary in every mode against the mock server of
-//! `examples/mock_server.rs` (JSON and chunked-SSE replies, and deliberate misbehaviour).
+//! `rust/mcpfast-engine/examples/mock_server.rs` (JSON and chunked-SSE replies, and deliberate misbehaviour).
 
 #[allow(dead_code)]
-#[path = "../examples/mock_server.rs"]
+#[path = "../../mcpfast-engine/examples/mock_server.rs"]
 mod mock;
 
 use std::io::{BufRead, BufReader, Write};

@@ -1,6 +1,7 @@
 //! `mcpfast._core`: the Python face of mcpfast-core. Each call crosses the FFI boundary once
 //! and builds only the Python objects its caller reads.
 
+mod engine;
 mod errors;
 mod fastjson;
 mod http1;
@@ -139,6 +140,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let errors = m.py().import("mcpfast._errors")?;
     m.add("JsonRpcError", errors.getattr("JsonRpcError")?)?;
     m.add("FrameTooLarge", errors.getattr("FrameTooLarge")?)?;
+    m.add_class::<engine::NativeEngine>()?;
     m.add_class::<message::Message>()?;
     m.add_class::<stream::LineFramer>()?;
     m.add_class::<stream::SseEvent>()?;
@@ -163,6 +165,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
             "JsonRpcError",
             "LineFramer",
             "Message",
+            "NativeEngine",
             "SseDecoder",
             "SseEncoder",
             "SseEvent",

@@ -99,6 +99,8 @@ pub struct ResponseParser {
     /// More than one `Mcp-Session-Id` header, or a value outside visible ASCII.
     pub session_id_invalid: bool,
     pub body: Vec<u8>,
+    /// Largest body accepted (default [`MAX_BODY`]).
+    pub max_body: usize,
 }
 
 impl Default for ResponseParser {
@@ -123,7 +125,8 @@ impl ResponseParser {
             keep_alive: true,
             session_id: None,
             session_id_invalid: false,
-            body: Vec::with_capacity(4096),
+            body: Vec::new(),
+            max_body: MAX_BODY,
         }
     }
 
@@ -137,7 +140,11 @@ impl ResponseParser {
         self.keep_alive = true;
         self.session_id = None;
         self.session_id_invalid = false;
-        self.body.clear();
+        if self.body.capacity() > 64 * 1024 {
+            self.body = Vec::new(); // a large reply does not pin its memory to the connection
+        } else {
+            self.body.clear();
+        }
     }
 
     pub fn is_done(&self) -> bool {
@@ -185,7 +192,7 @@ impl ResponseParser {
                             }
                         }
                         Framing::UntilClose => {
-                            if self.body.len() + rest.len() > MAX_BODY {
+                            if self.body.len() + rest.len() > self.max_body {
                                 return Err(HttpError::BodyTooLarge);
                             }
                             self.body.extend_from_slice(rest);
@@ -304,7 +311,7 @@ impl ResponseParser {
                 Framing::UntilClose
             })
         } else if let Some(len) = length {
-            if len > MAX_BODY {
+            if len > self.max_body {
                 return Err(HttpError::BodyTooLarge);
             }
             (len > 0).then_some(Framing::Length(len))
@@ -346,7 +353,7 @@ impl ResponseParser {
                 if size == 0 {
                     self.state = State::Body(Framing::Chunked(Chunk::Trailers));
                 } else {
-                    if self.body.len() + size > MAX_BODY {
+                    if self.body.len() + size > self.max_body {
                         return Err(HttpError::BodyTooLarge);
                     }
                     self.state = State::Body(Framing::Chunked(Chunk::Data(size)));
@@ -444,7 +451,7 @@ impl Conn {
         Conn {
             addr,
             stream: None,
-            buf: vec![0; 16 * 1024],
+            buf: vec![0; 4 * 1024],
             start: 0,
             end: 0,
             parser: ResponseParser::new(),
@@ -454,6 +461,11 @@ impl Conn {
             sse_other_messages: 0,
             last_used: None,
         }
+    }
+
+    /// Largest reply body accepted on this connection.
+    pub fn set_max_body(&mut self, max: usize) {
+        self.parser.max_body = max;
     }
 
     pub fn is_connected(&self) -> bool {
@@ -503,7 +515,25 @@ impl Conn {
         capture_session: bool,
         timeout: Duration,
     ) -> Result<(), ExchangeError> {
-        match tokio::time::timeout(timeout, self.exchange_inner(request, capture_session)).await {
+        self.exchange_observed(request, capture_session, timeout, &mut |_| {})
+            .await
+    }
+
+    /// [`Conn::exchange`], handing each piece of the body to `observe` as it arrives (for
+    /// streaming replies: event arrival times).
+    pub async fn exchange_observed(
+        &mut self,
+        request: &[u8],
+        capture_session: bool,
+        timeout: Duration,
+        observe: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), ExchangeError> {
+        match tokio::time::timeout(
+            timeout,
+            self.exchange_inner(request, capture_session, observe),
+        )
+        .await
+        {
             Ok(Ok(())) => {
                 if self.parser.keep_alive {
                     self.last_used = Some(Instant::now());
@@ -534,6 +564,7 @@ impl Conn {
         &mut self,
         request: &[u8],
         capture_session: bool,
+        observe: &mut dyn FnMut(&[u8]),
     ) -> Result<(), ExchangeError> {
         self.drop_if_closed_while_idle();
         if self.stream.is_none() {
@@ -546,10 +577,14 @@ impl Conn {
         stream.write_all(request).await.map_err(ExchangeError::Io)?;
         loop {
             if self.start < self.end {
+                let before = self.parser.body.len();
                 let fed = self
                     .parser
                     .feed(&self.buf[self.start..self.end])
                     .map_err(ExchangeError::Http)?;
+                if self.parser.body.len() > before {
+                    observe(&self.parser.body[before..]);
+                }
                 self.start += fed.consumed;
                 if fed.done {
                     if self.start < self.end {

@@ -1,8 +1,8 @@
-//! A minimal, fast MCP Streamable HTTP server (handshake era) for testing mcpfast-load: it
+//! A minimal, fast MCP Streamable HTTP server (handshake era) for testing the engine and mcpfast-load: it
 //! answers as fast as one thread can, so a run against it shows what the generator itself can
 //! do, and it can misbehave on purpose (close connections, stall, answer with the wrong id).
 //!
-//!   cargo run --release -p mcpfast-load --example mock_server -- --port 18600 [--sse]
+//!   cargo run --release -p mcpfast-engine --example mock_server -- --port 18600 [--sse]
 //!       [--close-every N] [--reset-every N] [--stall-every N] [--wrong-id-every N]
 //!       [--idle-close-ms MS]
 //!
@@ -18,7 +18,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use mcpfast_load::reply;
+use mcpfast_engine::check;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -197,23 +197,18 @@ fn respond(
         simple(out, "405 Method Not Allowed", close, "", b"");
         return true;
     }
-    let rpc_method = reply::member(body, "method")
-        .and_then(|v| reply::string_value(&body[v]))
-        .unwrap_or_default();
-    let id = reply::member(body, "id").map(|v| body[v].to_vec());
+    let rpc_method = check::string_member(body, "method").unwrap_or_default();
+    let id = check::member(body, "id").map(<[u8]>::to_vec);
     if rpc_method == "initialize" {
         let n = shared.minted.get() + 1;
         shared.minted.set(n);
         let sid = format!("mock-{n:08x}");
         shared.sessions.borrow_mut().insert(sid.clone());
         shared.open.fetch_add(1, Ordering::Relaxed);
-        let params = reply::member(body, "params")
-            .map(|v| &body[v])
-            .unwrap_or(b"{}");
-        let asked =
-            reply::member(params, "protocolVersion").and_then(|v| reply::string_value(&params[v]));
+        let params = check::member(body, "params").unwrap_or(b"{}");
+        let asked = check::string_member(params, "protocolVersion");
         let version = asked
-            .filter(|v| mcpfast_load::mcp::KNOWN_VERSIONS.contains(&v.as_str()))
+            .filter(|v| mcpfast_engine::mcp::KNOWN_VERSIONS.contains(&v.as_str()))
             .unwrap_or("2025-06-18".into());
         let result = format!(
             r#"{{"protocolVersion":"{version}","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"mock","version":"0"}}}}"#
@@ -261,15 +256,9 @@ fn respond(
         } else {
             id
         };
-        let params = reply::member(body, "params")
-            .map(|v| &body[v])
-            .unwrap_or(b"{}");
-        let args = reply::member(params, "arguments")
-            .map(|v| &params[v])
-            .unwrap_or(b"{}");
-        let text = reply::member(args, "text")
-            .map(|v| &args[v])
-            .unwrap_or(b"\"\"");
+        let params = check::member(body, "params").unwrap_or(b"{}");
+        let args = check::member(params, "arguments").unwrap_or(b"{}");
+        let text = check::member(args, "text").unwrap_or(b"\"\"");
         let result = format!(
             r#"{{"content":[{{"type":"text","text":{}}}]}}"#,
             String::from_utf8_lossy(text)

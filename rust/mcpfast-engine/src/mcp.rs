@@ -1,10 +1,11 @@
-//! MCP over Streamable HTTP (handshake era): the requests and how each reply is checked.
+//! MCP over Streamable HTTP: the requests (handshake era and 2026-07-28 stateless) and how
+//! each reply is checked.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
+use crate::check::{self, Checked, SseCheck, Verdict, Want};
 use crate::http::{Conn, ContentType, ExchangeError};
-use crate::reply::{self, Checked, Verdict};
 
 /// Protocol versions of the handshake era this client can speak.
 pub const KNOWN_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
@@ -68,6 +69,12 @@ pub struct Proto {
     pub timeout: Duration,
     /// `tools/call` body around the id: `{"jsonrpc":"2.0","id":` .. id .. `,"method":...}`
     pub call_suffix: Vec<u8>,
+    /// Extra header lines (each `Name: value\r\n`) sent on every request.
+    pub extra_headers: Vec<u8>,
+    /// JSON text of the client capabilities sent in `initialize`.
+    pub capabilities: String,
+    /// Largest reply body accepted.
+    pub max_reply: usize,
 }
 
 impl Proto {
@@ -88,16 +95,28 @@ impl Proto {
             version,
             timeout,
             call_suffix,
+            extra_headers: Vec::new(),
+            capabilities: "{}".into(),
+            max_reply: crate::http::MAX_BODY,
         }
     }
 
-    fn head(&self, out: &mut Vec<u8>, method: &str, session: Option<&Session>) {
+    /// Add a header line sent on every request (the value checked for CR/LF by the caller).
+    pub fn add_header(&mut self, name: &str, value: &str) {
+        self.extra_headers.extend_from_slice(name.as_bytes());
+        self.extra_headers.extend_from_slice(b": ");
+        self.extra_headers.extend_from_slice(value.as_bytes());
+        self.extra_headers.extend_from_slice(b"\r\n");
+    }
+
+    pub fn head(&self, out: &mut Vec<u8>, method: &str, session: Option<&Session>) {
         out.extend_from_slice(method.as_bytes());
         out.push(b' ');
         out.extend_from_slice(self.target.path.as_bytes());
         out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
         out.extend_from_slice(self.target.host.as_bytes());
         out.extend_from_slice(b"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n");
+        out.extend_from_slice(&self.extra_headers);
         if let Some(s) = session {
             if let Some(id) = &s.id {
                 out.extend_from_slice(b"Mcp-Session-Id: ");
@@ -110,7 +129,7 @@ impl Proto {
         }
     }
 
-    fn post(&self, out: &mut Vec<u8>, session: Option<&Session>, body: &[u8]) {
+    pub fn post(&self, out: &mut Vec<u8>, session: Option<&Session>, body: &[u8]) {
         out.clear();
         self.head(out, "POST", session);
         out.extend_from_slice(b"Content-Length: ");
@@ -119,15 +138,22 @@ impl Proto {
         out.extend_from_slice(body);
     }
 
-    fn initialize_request(&self, out: &mut Vec<u8>, id: i64) {
+    pub fn initialize_request(&self, out: &mut Vec<u8>, id: i64) {
         let body = format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize","params":{{"protocolVersion":{},"capabilities":{{}},"clientInfo":{{"name":"mcpfast-load","version":"{}"}}}}}}"#,
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize","params":{{"protocolVersion":{},"capabilities":{},"clientInfo":{CLIENT_INFO}}}}}"#,
             serde_json::to_string(&self.version).unwrap_or_default(),
-            env!("CARGO_PKG_VERSION"),
+            self.capabilities,
         );
         self.post(out, None, body.as_bytes());
     }
 }
+
+/// The `clientInfo` this client sends.
+pub const CLIENT_INFO: &str = concat!(
+    r#"{"name":"mcpfast-engine","version":""#,
+    env!("CARGO_PKG_VERSION"),
+    r#""}"#
+);
 
 /// One open MCP session: its id (if the server minted one), the negotiated version and the
 /// prebuilt request heads.
@@ -144,7 +170,7 @@ pub struct Session {
 }
 
 impl Session {
-    fn new(proto: &Proto, id: Option<String>, version: String, next_id: i64) -> Session {
+    pub fn new(proto: &Proto, id: Option<String>, version: String, next_id: i64) -> Session {
         let mut s = Session {
             id,
             version,
@@ -234,7 +260,7 @@ impl Failure {
     }
 }
 
-fn fail(phase: Phase, problem: Problem) -> Failure {
+pub fn fail(phase: Phase, problem: Problem) -> Failure {
     Failure {
         phase,
         problem,
@@ -244,7 +270,7 @@ fn fail(phase: Phase, problem: Problem) -> Failure {
 
 /// A failure of a response that did arrive: keep the start of it.
 #[cold]
-fn bad(phase: Phase, problem: Problem, conn: &Conn) -> Failure {
+pub fn bad(phase: Phase, problem: Problem, conn: &Conn) -> Failure {
     const KEEP: usize = 300;
     let p = &conn.parser;
     let body = &p.body[..p.body.len().min(KEEP)];
@@ -262,32 +288,45 @@ fn bad(phase: Phase, problem: Problem, conn: &Conn) -> Failure {
     }
 }
 
-/// Per-connection scratch buffers.
-#[derive(Default)]
+/// Per-connection scratch: the request buffer and the SSE reply checker.
 pub struct Scratch {
     pub req: Vec<u8>,
-    pub sse: Vec<u8>,
+    pub sse: SseCheck,
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch {
+            req: Vec::new(),
+            sse: SseCheck::new(mcpfast_core::DEFAULT_MAX_EVENT),
+        }
+    }
 }
 
 /// Check the reply to a request with id `want` now in `conn.parser`.
-fn check_reply(
+pub fn check_reply(
     conn: &mut Conn,
     phase: Phase,
     want: i64,
-    scratch: &mut Vec<u8>,
+    what: Want,
+    sse: &mut SseCheck,
 ) -> Result<Checked, Failure> {
     let p = &conn.parser;
     if p.status != 200 {
         return Err(bad(phase, Problem::Status(p.status), conn));
     }
     let checked = match p.content_type {
-        ContentType::Json => reply::check_json(&p.body, want),
-        ContentType::EventStream => reply::check_sse(&p.body, want, scratch),
+        ContentType::Json => check::check_json(&p.body, want, what),
+        ContentType::EventStream => {
+            sse.reset(want, what);
+            sse.feed(&p.body);
+            sse.finish()
+        }
         _ => return Err(bad(phase, Problem::ContentType, conn)),
     };
     conn.sse_other_messages += u64::from(checked.other_messages);
-    if checked.verdict != Verdict::Ok {
-        return Err(bad(phase, Problem::Reply(checked.verdict), conn));
+    if checked.verdict() != Verdict::Ok {
+        return Err(bad(phase, Problem::Reply(checked.verdict()), conn));
     }
     Ok(checked)
 }
@@ -304,16 +343,10 @@ pub async fn initialize(
     conn.exchange(&scratch.req, true, proto.timeout)
         .await
         .map_err(|e| fail(phase, Problem::Exchange(e)))?;
-    let checked = check_reply(conn, phase, id, &mut scratch.sse)?;
+    let checked = check_reply(conn, phase, id, Want::Initialize, &mut scratch.sse)?;
     let p = &conn.parser;
-    let msg: &[u8] = if checked.in_scratch {
-        &scratch.sse
-    } else {
-        &p.body
-    };
-    let result = &msg[checked.result];
-    let version = reply::member(result, "protocolVersion")
-        .and_then(|v| reply::string_value(&result[v]))
+    let version = checked
+        .version
         .ok_or_else(|| bad(phase, Problem::Reply(Verdict::NotJsonRpc), conn))?;
     if !KNOWN_VERSIONS.contains(&version.as_str()) {
         return Err(bad(phase, Problem::Version(version), conn));
@@ -372,13 +405,8 @@ pub async fn call(
     conn.exchange(req, false, proto.timeout)
         .await
         .map_err(|e| fail(phase, Problem::Exchange(e)))?;
-    let checked = check_reply(conn, phase, id, &mut scratch.sse)?;
-    let msg: &[u8] = if checked.in_scratch {
-        &scratch.sse
-    } else {
-        &conn.parser.body
-    };
-    if reply::is_tool_error(&msg[checked.result]) {
+    let checked = check_reply(conn, phase, id, Want::ToolCall, &mut scratch.sse)?;
+    if checked.tool_error {
         return Err(bad(phase, Problem::ToolError, conn));
     }
     Ok(())

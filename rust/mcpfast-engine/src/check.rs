@@ -1,0 +1,338 @@
+//! Checking a reply against the request sent, on `mcpfast-core`'s envelope scanner and SSE
+//! decoder: one validating pass per message, nothing built.
+
+use mcpfast_core::envelope::{self, Decoded, Id, Kind};
+use mcpfast_core::json;
+use mcpfast_core::sse::{SseDecoder, SseItem};
+use mcpfast_core::DEFAULT_MAX_DEPTH;
+
+/// The outcome of checking a reply body against the id we sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// A result for our id.
+    Ok,
+    /// A JSON-RPC error for our id (or with a null id); the code when it is an integer.
+    RpcError(Option<i64>),
+    /// A reply for another id (and none for ours).
+    IdMismatch,
+    /// Valid JSON that is not a JSON-RPC 2.0 message.
+    NotJsonRpc,
+    /// Not JSON.
+    Malformed,
+    /// An SSE stream that ended without any reply.
+    NoReply,
+    /// A JSON body holding a server request or notification instead of a reply.
+    NotAReply,
+    /// An SSE event over the size limit.
+    EventTooLarge,
+}
+
+impl Verdict {
+    /// A short, low-cardinality reason.
+    pub fn describe(self) -> String {
+        match self {
+            Verdict::Ok => "ok".into(),
+            Verdict::RpcError(Some(code)) => format!("jsonrpc error {code}"),
+            Verdict::RpcError(None) => "jsonrpc error (no code)".into(),
+            Verdict::IdMismatch => "reply id mismatch".into(),
+            Verdict::NotJsonRpc => "not a JSON-RPC 2.0 reply".into(),
+            Verdict::Malformed => "malformed JSON".into(),
+            Verdict::NoReply => "SSE stream ended without the reply".into(),
+            Verdict::NotAReply => "JSON body is not a reply".into(),
+            Verdict::EventTooLarge => "SSE event too large".into(),
+        }
+    }
+}
+
+/// What the caller wants read out of a successful result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Want {
+    /// Only the verdict.
+    Plain,
+    /// tools/call: also whether `isError` is true.
+    ToolCall,
+    /// initialize: also `protocolVersion`.
+    Initialize,
+}
+
+/// A checked reply.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Checked {
+    pub verdict: Option<Verdict>,
+    /// `result.isError` was `true` (Want::ToolCall).
+    pub tool_error: bool,
+    /// `result.protocolVersion` (Want::Initialize).
+    pub version: Option<String>,
+    /// Server requests and notifications seen before the reply (SSE only).
+    pub other_messages: u32,
+}
+
+impl Checked {
+    pub fn verdict(&self) -> Verdict {
+        self.verdict.unwrap_or(Verdict::NoReply)
+    }
+}
+
+/// How one message relates to the request we sent.
+enum Match {
+    Mine(Verdict),
+    OtherReply,
+    ServerMessage,
+    NotJsonRpc,
+    Malformed,
+}
+
+fn is_ours(id: &Option<Id<'_>>, want: i64) -> bool {
+    matches!(id, Some(Id::Int(v)) if *v == want)
+}
+
+/// The value of member `key` of the JSON object `obj` (validated already).
+pub fn member<'a>(obj: &'a [u8], key: &str) -> Option<&'a [u8]> {
+    let text = std::str::from_utf8(obj).ok()?;
+    let start = json::find_member(text, key).ok()??;
+    let mut r = json::Reader::at(text, start, usize::MAX);
+    r.skip_trusted();
+    Some(&obj[start..r.pos()])
+}
+
+/// `"isError": true` at the top level of a tools/call result.
+pub fn is_tool_error(result: &[u8]) -> bool {
+    member(result, "isError") == Some(b"true")
+}
+
+/// A JSON string member's value (unescaped).
+pub fn string_member(obj: &[u8], key: &str) -> Option<String> {
+    let v = member(obj, key)?;
+    let text = std::str::from_utf8(v).ok()?;
+    let mut r = json::Reader::new(text, 1);
+    r.string().ok().map(std::borrow::Cow::into_owned)
+}
+
+fn classify(msg: &[u8], want: i64, what: Want, out: &mut Checked) -> Match {
+    let env = match envelope::decode_bytes(msg, DEFAULT_MAX_DEPTH) {
+        Ok(Decoded::Single(env)) => env,
+        Ok(Decoded::Batch(_)) => return Match::NotJsonRpc,
+        Err(e) if e.code == envelope::PARSE_ERROR => return Match::Malformed,
+        Err(_) => return Match::NotJsonRpc,
+    };
+    match env.kind {
+        Kind::Request | Kind::Notification => Match::ServerMessage,
+        Kind::Result => {
+            if !is_ours(&env.id, want) {
+                return Match::OtherReply;
+            }
+            if let Some(r) = env.result() {
+                let result = &msg[r];
+                match what {
+                    Want::Plain => {}
+                    Want::ToolCall => out.tool_error = is_tool_error(result),
+                    Want::Initialize => out.version = string_member(result, "protocolVersion"),
+                }
+            }
+            Match::Mine(Verdict::Ok)
+        }
+        Kind::Error => {
+            if env.id.is_some() && !is_ours(&env.id, want) {
+                return Match::OtherReply;
+            }
+            let code = env
+                .error_code
+                .and_then(|c| i64::try_from(c.value()).ok());
+            Match::Mine(Verdict::RpcError(code))
+        }
+    }
+}
+
+/// Check an `application/json` body: one JSON-RPC reply for id `want`.
+pub fn check_json(body: &[u8], want: i64, what: Want) -> Checked {
+    let mut out = Checked::default();
+    out.verdict = Some(match classify(body, want, what, &mut out) {
+        Match::Mine(v) => v,
+        Match::OtherReply => Verdict::IdMismatch,
+        Match::ServerMessage => Verdict::NotAReply,
+        Match::NotJsonRpc => Verdict::NotJsonRpc,
+        Match::Malformed => Verdict::Malformed,
+    });
+    out
+}
+
+/// Incremental check of a `text/event-stream` reply: feed body bytes as they arrive; the
+/// verdict is set once the event carrying the reply has been seen.
+#[derive(Debug)]
+pub struct SseCheck {
+    decoder: SseDecoder,
+    want: i64,
+    what: Want,
+    pub out: Checked,
+    mismatch: bool,
+    bad: Option<Verdict>,
+    /// Events dispatched so far (any kind).
+    pub events: u32,
+}
+
+impl SseCheck {
+    pub fn new(max_event: usize) -> SseCheck {
+        SseCheck {
+            decoder: SseDecoder::new(max_event),
+            want: 0,
+            what: Want::Plain,
+            out: Checked::default(),
+            mismatch: false,
+            bad: None,
+            events: 0,
+        }
+    }
+
+    /// Get ready for the reply to request `want`.
+    pub fn reset(&mut self, want: i64, what: Want) {
+        self.decoder.close(|_| {});
+        self.decoder = SseDecoder::new(self.decoder.max_event_size());
+        self.want = want;
+        self.what = what;
+        self.out = Checked::default();
+        self.mismatch = false;
+        self.bad = None;
+        self.events = 0;
+    }
+
+    pub fn done(&self) -> bool {
+        self.out.verdict.is_some()
+    }
+
+    /// Feed bytes; returns the number of events (with data) dispatched by this chunk.
+    pub fn feed(&mut self, data: &[u8]) -> u32 {
+        let (want, what) = (self.want, self.what);
+        let out = &mut self.out;
+        let mismatch = &mut self.mismatch;
+        let bad = &mut self.bad;
+        let mut n = 0;
+        self.decoder.feed(data, |item| match item {
+            SseItem::Event { data, .. } => {
+                if data.is_empty() {
+                    return;
+                }
+                n += 1;
+                if out.verdict.is_some() {
+                    return;
+                }
+                match classify(data.as_bytes(), want, what, out) {
+                    Match::Mine(v) => out.verdict = Some(v),
+                    Match::ServerMessage => out.other_messages += 1,
+                    Match::OtherReply => *mismatch = true,
+                    Match::NotJsonRpc => {
+                        bad.get_or_insert(Verdict::NotJsonRpc);
+                    }
+                    Match::Malformed => {
+                        bad.get_or_insert(Verdict::Malformed);
+                    }
+                }
+            }
+            SseItem::TooLarge { .. } => {
+                bad.get_or_insert(Verdict::EventTooLarge);
+            }
+        });
+        self.events += n;
+        n
+    }
+
+    /// The body is complete: the verdict, NoReply (or what went wrong) if none was found.
+    pub fn finish(&mut self) -> Checked {
+        if self.out.verdict.is_none() {
+            let bad = &mut self.bad;
+            self.decoder.close(|item| {
+                if let SseItem::TooLarge { .. } = item {
+                    bad.get_or_insert(Verdict::EventTooLarge);
+                }
+            });
+            self.out.verdict = Some(if self.mismatch {
+                Verdict::IdMismatch
+            } else {
+                self.bad.unwrap_or(Verdict::NoReply)
+            });
+        }
+        std::mem::take(&mut self.out)
+    }
+}
+
+/// Check a whole `text/event-stream` body.
+pub fn check_sse(body: &[u8], want: i64, what: Want, max_event: usize) -> Checked {
+    let mut c = SseCheck::new(max_event);
+    c.reset(want, what);
+    c.feed(body);
+    c.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MAX: usize = 1 << 20;
+
+    #[test]
+    fn json_replies() {
+        let ok = br#"{"jsonrpc":"2.0","id":5,"result":{"content":[],"isError":false}}"#;
+        assert_eq!(check_json(ok, 5, Want::ToolCall).verdict(), Verdict::Ok);
+        assert!(!check_json(ok, 5, Want::ToolCall).tool_error);
+        let tool_err = br#"{"jsonrpc":"2.0","id":5,"result":{"content":[],"isError":true}}"#;
+        assert!(check_json(tool_err, 5, Want::ToolCall).tool_error);
+        assert_eq!(check_json(ok, 6, Want::Plain).verdict(), Verdict::IdMismatch);
+        // an id nested in the result or inside a string is not the reply's id
+        let nested = br#"{"jsonrpc":"2.0","id":7,"result":{"id":5,"s":"\"id\":5"}}"#;
+        assert_eq!(check_json(nested, 5, Want::Plain).verdict(), Verdict::IdMismatch);
+        let err = br#"{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"bad"}}"#;
+        assert_eq!(
+            check_json(err, 5, Want::Plain).verdict(),
+            Verdict::RpcError(Some(-32602))
+        );
+        let err_null = br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#;
+        assert_eq!(
+            check_json(err_null, 5, Want::Plain).verdict(),
+            Verdict::RpcError(Some(-32700))
+        );
+        assert_eq!(check_json(b"{nope", 5, Want::Plain).verdict(), Verdict::Malformed);
+        assert_eq!(
+            check_json(br#"{"jsonrpc":"1.0","id":5,"result":1}"#, 5, Want::Plain).verdict(),
+            Verdict::NotJsonRpc
+        );
+        assert_eq!(
+            check_json(br#"{"jsonrpc":"2.0","method":"x"}"#, 5, Want::Plain).verdict(),
+            Verdict::NotAReply
+        );
+        let string_id = br#"{"jsonrpc":"2.0","id":"5","result":{}}"#;
+        assert_eq!(check_json(string_id, 5, Want::Plain).verdict(), Verdict::IdMismatch);
+    }
+
+    #[test]
+    fn initialize_version() {
+        let init = br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{}}}"#;
+        let c = check_json(init, 1, Want::Initialize);
+        assert_eq!(c.version.as_deref(), Some("2025-06-18"));
+    }
+
+    #[test]
+    fn sse_replies_split_anywhere() {
+        let body = b"id: 1\r\n\r\nevent: message\r\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\r\n\r\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\r\ndata: \"result\":{\"isError\":true}}\r\r";
+        let whole = check_sse(body, 3, Want::ToolCall, MAX);
+        assert_eq!(whole.verdict(), Verdict::Ok);
+        assert!(whole.tool_error);
+        assert_eq!(whole.other_messages, 1);
+        for cut in 0..body.len() {
+            let mut c = SseCheck::new(MAX);
+            c.reset(3, Want::ToolCall);
+            c.feed(&body[..cut]);
+            c.feed(&body[cut..]);
+            assert_eq!(c.finish(), whole, "cut at {cut}");
+        }
+        let no_reply = b"data: {\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\n";
+        assert_eq!(check_sse(no_reply, 3, Want::Plain, MAX).verdict(), Verdict::NoReply);
+        let other = b"data: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}\n\n";
+        assert_eq!(check_sse(other, 3, Want::Plain, MAX).verdict(), Verdict::IdMismatch);
+        let unterminated = b"data: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}";
+        assert_eq!(check_sse(unterminated, 3, Want::Plain, MAX).verdict(), Verdict::NoReply);
+        let big = format!("data: {}\n\n", "x".repeat(200));
+        assert_eq!(
+            check_sse(big.as_bytes(), 3, Want::Plain, 100).verdict(),
+            Verdict::EventTooLarge
+        );
+    }
+}

@@ -1,0 +1,449 @@
+//! The engine's configuration: one JSON object, validated field by field (README.md lists them).
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::mcp::Target;
+
+/// The protocol versions this engine speaks.
+pub const HANDSHAKE_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+pub const STATELESS_VERSIONS: &[&str] = &["2026-07-28"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    Http,
+    Stdio,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    ToolsCall,
+    Handshake,
+    SessionChurn,
+    SseStreaming,
+    Mixed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrivals {
+    Uniform,
+    Poisson,
+}
+
+/// One entry of a weighted mix: a method with its params (tools/call: name + arguments).
+#[derive(Debug, Clone)]
+pub struct MixItem {
+    pub method: String,
+    /// The params object, JSON text (without `_meta`); None: no params.
+    pub params: Option<String>,
+    /// The `Mcp-Name` value and stats-name suffix (tool / prompt name, resource uri).
+    pub name: Option<String>,
+    pub weight: u32,
+}
+
+impl MixItem {
+    /// Stats name as the Python users report it: `tools/call:echo`, `prompts/get:greet`,
+    /// `resources/read` (the uri is not in the name), `tools/list`.
+    pub fn stat_name(&self) -> String {
+        match &self.name {
+            Some(n) if self.method != "resources/read" => format!("{}:{}", self.method, n),
+            _ => self.method.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub transport: Transport,
+    pub target: Option<Target>,
+    pub url: String,
+    /// Extra request headers (name, value), already checked for CR/LF.
+    pub headers: Vec<(String, String)>,
+    pub command: Vec<String>,
+    pub inflight_per_process: usize,
+    pub family: Family,
+    pub protocol_version: String,
+    /// JSON text of the client capabilities object.
+    pub client_capabilities: String,
+    pub tool: String,
+    /// JSON text of the arguments object.
+    pub arguments: String,
+    pub mix: Vec<MixItem>,
+    pub stream_tool: String,
+    pub stream_arguments: String,
+    pub churn_delete_share: f64,
+    pub threads: usize,
+    pub rate: Option<f64>,
+    pub arrivals: Arrivals,
+    pub max_inflight: usize,
+    pub timeout: Duration,
+    pub max_reply_bytes: usize,
+    pub max_sessions: usize,
+    pub request_type: String,
+    pub seed: u64,
+}
+
+impl Config {
+    pub fn stateless(&self) -> bool {
+        STATELESS_VERSIONS.contains(&self.protocol_version.as_str())
+    }
+}
+
+fn err(field: &str, what: impl std::fmt::Display) -> String {
+    format!("engine config: {field}: {what}")
+}
+
+fn get_str(o: &Map<String, Value>, field: &str, default: &str) -> Result<String, String> {
+    match o.get(field) {
+        None | Some(Value::Null) => Ok(default.to_string()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(_) => Err(err(field, "must be a string")),
+    }
+}
+
+fn get_f64(o: &Map<String, Value>, field: &str, default: f64) -> Result<f64, String> {
+    match o.get(field) {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::Number(n)) => n
+            .as_f64()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| err(field, "must be a finite number")),
+        Some(_) => Err(err(field, "must be a number")),
+    }
+}
+
+fn get_usize(
+    o: &Map<String, Value>,
+    field: &str,
+    default: usize,
+    min: usize,
+    max: usize,
+) -> Result<usize, String> {
+    let v = match o.get(field) {
+        None | Some(Value::Null) => return Ok(default),
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .ok_or_else(|| err(field, "must be a non-negative integer"))?,
+        Some(_) => return Err(err(field, "must be an integer")),
+    };
+    let v = usize::try_from(v).map_err(|_| err(field, "too large"))?;
+    if v < min || v > max {
+        return Err(err(field, format!("must be in {min}..={max}, got {v}")));
+    }
+    Ok(v)
+}
+
+fn get_object_text(o: &Map<String, Value>, field: &str) -> Result<String, String> {
+    match o.get(field) {
+        None | Some(Value::Null) => Ok("{}".into()),
+        Some(v @ Value::Object(_)) => Ok(v.to_string()),
+        Some(_) => Err(err(field, "must be an object")),
+    }
+}
+
+/// A header value or name must not break the request head.
+fn header_safe(s: &str) -> bool {
+    !s.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0)
+}
+
+impl Config {
+    /// Parse and validate the JSON config; the error names the bad field.
+    pub fn parse(bytes: &[u8]) -> Result<Config, String> {
+        let v: Value =
+            serde_json::from_slice(bytes).map_err(|e| format!("engine config: not JSON: {e}"))?;
+        let Value::Object(o) = v else {
+            return Err("engine config: must be a JSON object".into());
+        };
+        const KNOWN: &[&str] = &[
+            "transport",
+            "url",
+            "headers",
+            "command",
+            "inflight_per_process",
+            "family",
+            "protocol_version",
+            "client_capabilities",
+            "tool",
+            "arguments",
+            "mix",
+            "stream_tool",
+            "stream_arguments",
+            "churn_delete_share",
+            "threads",
+            "rate",
+            "arrivals",
+            "max_inflight",
+            "timeout_s",
+            "max_reply_bytes",
+            "max_sessions",
+            "request_type",
+            "seed",
+        ];
+        if let Some(k) = o.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+            return Err(err(k, "unknown field"));
+        }
+        let transport = match get_str(&o, "transport", "http")?.as_str() {
+            "http" => Transport::Http,
+            "stdio" => Transport::Stdio,
+            other => return Err(err("transport", format!("'http' or 'stdio', not {other:?}"))),
+        };
+        let url = get_str(&o, "url", "")?;
+        let target = if transport == Transport::Http {
+            if url.is_empty() {
+                return Err(err("url", "required for transport http"));
+            }
+            Some(Target::parse(&url).map_err(|e| err("url", e))?)
+        } else {
+            None
+        };
+        let mut headers = Vec::new();
+        match o.get("headers") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(h)) => {
+                for (k, v) in h {
+                    let Value::String(v) = v else {
+                        return Err(err("headers", format!("{k}: value must be a string")));
+                    };
+                    if k.is_empty()
+                        || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
+                        || !header_safe(v)
+                    {
+                        return Err(err("headers", format!("{k}: not a valid header")));
+                    }
+                    headers.push((k.clone(), v.clone()));
+                }
+            }
+            Some(_) => return Err(err("headers", "must be an object of strings")),
+        }
+        let command = match o.get("command") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|x| {
+                    x.as_str()
+                        .map(str::to_owned)
+                        .ok_or_else(|| err("command", "must be a list of strings"))
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err(err("command", "must be a list of strings")),
+        };
+        if transport == Transport::Stdio && command.is_empty() {
+            return Err(err("command", "required (non-empty) for transport stdio"));
+        }
+        let family = match get_str(&o, "family", "tools_call")?.as_str() {
+            "tools_call" => Family::ToolsCall,
+            "handshake" => Family::Handshake,
+            "session_churn" => Family::SessionChurn,
+            "sse_streaming" => Family::SseStreaming,
+            "mixed" => Family::Mixed,
+            other => {
+                return Err(err(
+                    "family",
+                    format!("one of tools_call, handshake, session_churn, sse_streaming, mixed; not {other:?}"),
+                ))
+            }
+        };
+        let protocol_version = get_str(&o, "protocol_version", "2025-11-25")?;
+        if !HANDSHAKE_VERSIONS.contains(&protocol_version.as_str())
+            && !STATELESS_VERSIONS.contains(&protocol_version.as_str())
+        {
+            return Err(err(
+                "protocol_version",
+                format!("unsupported {protocol_version:?} (known: {HANDSHAKE_VERSIONS:?}, {STATELESS_VERSIONS:?})"),
+            ));
+        }
+        if protocol_version == "2024-11-05" && transport == Transport::Http {
+            return Err(err(
+                "protocol_version",
+                "2024-11-05 over HTTP is the HTTP+SSE transport, which the native engine does not speak",
+            ));
+        }
+        let client_capabilities = get_object_text(&o, "client_capabilities")?;
+        let tool = get_str(&o, "tool", "echo")?;
+        let arguments = get_object_text(&o, "arguments")?;
+        let mut mix = Vec::new();
+        match o.get("mix") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) => {
+                for (i, item) in items.iter().enumerate() {
+                    mix.push(mix_item(item).map_err(|e| err(&format!("mix[{i}]"), e))?);
+                }
+            }
+            Some(_) => return Err(err("mix", "must be a list")),
+        }
+        if family == Family::Mixed {
+            if mix.is_empty() {
+                return Err(err("mix", "required (non-empty) for family mixed"));
+            }
+            if mix.iter().all(|m| m.weight == 0) {
+                return Err(err("mix", "all weights are 0"));
+            }
+        }
+        let stream_tool = get_str(&o, "stream_tool", "stream")?;
+        let stream_arguments = match o.get("stream_arguments") {
+            None | Some(Value::Null) => r#"{"n":10}"#.to_string(),
+            Some(v @ Value::Object(_)) => v.to_string(),
+            Some(_) => return Err(err("stream_arguments", "must be an object")),
+        };
+        let churn_delete_share = get_f64(&o, "churn_delete_share", 1.0)?;
+        if !(0.0..=1.0).contains(&churn_delete_share) {
+            return Err(err("churn_delete_share", "must be in 0..=1"));
+        }
+        let threads = get_usize(&o, "threads", 1, 1, 256)?;
+        let rate = match o.get("rate") {
+            None | Some(Value::Null) => None,
+            Some(_) => {
+                let r = get_f64(&o, "rate", 0.0)?;
+                if r <= 0.0 {
+                    return Err(err("rate", "must be > 0 (or null for the closed model)"));
+                }
+                Some(r)
+            }
+        };
+        let arrivals = match get_str(&o, "arrivals", "uniform")?.as_str() {
+            "uniform" => Arrivals::Uniform,
+            "poisson" => Arrivals::Poisson,
+            other => return Err(err("arrivals", format!("'uniform' or 'poisson', not {other:?}"))),
+        };
+        let max_inflight = get_usize(&o, "max_inflight", 4096, 1, 1 << 24)?;
+        let timeout_s = get_f64(&o, "timeout_s", 30.0)?;
+        if !(timeout_s > 0.0 && timeout_s <= 3600.0) {
+            return Err(err("timeout_s", "must be in (0, 3600]"));
+        }
+        let max_reply_bytes = get_usize(&o, "max_reply_bytes", 16 * 1024 * 1024, 1024, 1 << 30)?;
+        let max_sessions = get_usize(&o, "max_sessions", 100_000, 1, 10_000_000)?;
+        let inflight_per_process = get_usize(&o, "inflight_per_process", 32, 1, 65_536)?;
+        let default_type = match transport {
+            Transport::Http => "mcp-http",
+            Transport::Stdio => "mcp-stdio",
+        };
+        let request_type = get_str(&o, "request_type", default_type)?;
+        let seed = get_usize(&o, "seed", 0x5eed, 0, usize::MAX)? as u64;
+        Ok(Config {
+            transport,
+            target,
+            url,
+            headers,
+            command,
+            inflight_per_process,
+            family,
+            protocol_version,
+            client_capabilities,
+            tool,
+            arguments,
+            mix,
+            stream_tool,
+            stream_arguments,
+            churn_delete_share,
+            threads,
+            rate,
+            arrivals,
+            max_inflight,
+            timeout: Duration::from_secs_f64(timeout_s),
+            max_reply_bytes,
+            max_sessions,
+            request_type,
+            seed,
+        })
+    }
+}
+
+fn mix_item(item: &Value) -> Result<MixItem, String> {
+    let Value::Object(o) = item else {
+        return Err("must be an object".into());
+    };
+    let weight = match o.get("weight") {
+        None | Some(Value::Null) => 1,
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .and_then(|w| u32::try_from(w).ok())
+            .ok_or("weight must be a non-negative integer")?,
+        Some(_) => return Err("weight must be an integer".into()),
+    };
+    if let Some(tool) = o.get("tool") {
+        let Value::String(tool) = tool else {
+            return Err("tool must be a string".into());
+        };
+        let args = match o.get("arguments") {
+            None | Some(Value::Null) => "{}".to_string(),
+            Some(v @ Value::Object(_)) => v.to_string(),
+            Some(_) => return Err("arguments must be an object".into()),
+        };
+        let params = format!(
+            r#"{{"name":{},"arguments":{args}}}"#,
+            Value::String(tool.clone())
+        );
+        return Ok(MixItem {
+            method: "tools/call".into(),
+            params: Some(params),
+            name: Some(tool.clone()),
+            weight,
+        });
+    }
+    let Some(Value::String(method)) = o.get("method") else {
+        return Err("needs \"tool\" or \"method\" (a string)".into());
+    };
+    if method == "initialize" || method.starts_with("notifications/") {
+        return Err(format!("method {method:?} cannot be mixed"));
+    }
+    let params = match o.get("params") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(p)) => Some(p.clone()),
+        Some(_) => return Err("params must be an object".into()),
+    };
+    let key = match method.as_str() {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    };
+    let name = key
+        .and_then(|k| params.as_ref().and_then(|p| p.get(k)))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    Ok(MixItem {
+        method: method.clone(),
+        params: params.map(|p| Value::Object(p).to_string()),
+        name,
+        weight,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_errors_name_the_field() {
+        let c = Config::parse(br#"{"url":"http://127.0.0.1:1/mcp"}"#).expect("valid");
+        assert_eq!(c.family, Family::ToolsCall);
+        assert_eq!(c.request_type, "mcp-http");
+        assert_eq!(c.arguments, "{}");
+        for (bad, field) in [
+            (r#"{"transport":"x","url":"http://127.0.0.1:1/"}"#, "transport"),
+            (r#"{"url":"https://x/"}"#, "url"),
+            (r#"{"transport":"stdio"}"#, "command"),
+            (r#"{"url":"http://127.0.0.1:1/","threads":0}"#, "threads"),
+            (r#"{"url":"http://127.0.0.1:1/","rate":-1}"#, "rate"),
+            (r#"{"url":"http://127.0.0.1:1/","family":"mixed"}"#, "mix"),
+            (r#"{"url":"http://127.0.0.1:1/","bogus":1}"#, "bogus"),
+            (r#"{"url":"http://127.0.0.1:1/","headers":{"A":"b\r\nc"}}"#, "headers"),
+            (r#"{"url":"http://127.0.0.1:1/","protocol_version":"1999"}"#, "protocol_version"),
+        ] {
+            let e = Config::parse(bad.as_bytes()).expect_err(bad);
+            assert!(e.contains(field), "{e} should name {field}");
+        }
+    }
+
+    #[test]
+    fn mix_items() {
+        let c = Config::parse(
+            br#"{"url":"http://127.0.0.1:1/","family":"mixed","mix":[{"tool":"echo","arguments":{"text":"x"},"weight":9},{"method":"tools/list","weight":1},{"method":"resources/read","params":{"uri":"file:///a"}}]}"#,
+        )
+        .expect("valid");
+        assert_eq!(c.mix[0].stat_name(), "tools/call:echo");
+        assert_eq!(c.mix[1].stat_name(), "tools/list");
+        assert_eq!(c.mix[2].stat_name(), "resources/read");
+        assert_eq!(c.mix[2].name.as_deref(), Some("file:///a"));
+    }
+}

@@ -1,0 +1,391 @@
+//! mcpfast-engine: the native MCP load engine, pure Rust on `mcpfast-core`.
+//!
+//! An [`Engine`] is built from a JSON config ([`config`]) without starting anything; `start`
+//! spawns `threads` OS threads, each with its own tokio current-thread runtime (I/O and time
+//! drivers only: no signal driver, so no SIGCHLD handler and nothing process-global). Each
+//! thread owns its sessions, its share of the users and of the rate, and its own statistics
+//! ([`stats`]); the caller's thread only flips atomics, swaps windows under a short per-thread
+//! mutex, and joins at `stop`.
+//!
+//! Modules: [`http`] (HTTP/1.1 client, keep-alive), [`mcp`] (requests of both eras, reply
+//! checks), [`check`] (replies on the core's envelope scanner and SSE decoder), [`run`] (the
+//! engine threads and the families), [`stdio`] (child processes, pipelined lines).
+
+pub mod check;
+pub mod config;
+pub mod http;
+pub mod mcp;
+pub mod run;
+pub mod stats;
+pub mod stdio;
+
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub use config::Config;
+use stats::{Clock, Row, ThreadStats};
+
+/// Most urgent events kept between two `events()` calls (more are counted, not kept).
+const MAX_EVENTS: usize = 1000;
+
+/// Counters of one engine thread (summed by `status`).
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub sent: AtomicU64,
+    pub completed: AtomicU64,
+    pub late: AtomicU64,
+    pub dropped: AtomicU64,
+    pub sessions_open: AtomicU64,
+    pub inflight: AtomicU64,
+    /// This thread's CPU time (ns), refreshed by the thread itself.
+    pub cpu_ns: AtomicU64,
+    _pad: [u64; 4],
+}
+
+/// What the caller's thread and the engine threads share.
+pub struct Shared {
+    pub cfg: Config,
+    /// Stats names, indexed by name id.
+    pub names: Vec<String>,
+    pub clock: Clock,
+    pub stop: AtomicBool,
+    /// In-flight work is abandoned after this instant (set by `stop`).
+    pub deadline_ns: AtomicU64,
+    pub users: AtomicUsize,
+    /// f64 bits of the rate; 0 = closed model.
+    pub rate_bits: AtomicU64,
+    pub stats: Vec<Mutex<ThreadStats>>,
+    pub counters: Vec<Counters>,
+    events: Mutex<(Vec<(String, String)>, u64)>,
+    event_tx: UnixStream,
+    event_rx: UnixStream,
+    started_at: Instant,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Shared {
+    /// Queue an urgent event and make the event fd readable.
+    pub fn event(&self, kind: &str, msg: String) {
+        let mut ev = lock(&self.events);
+        if ev.0.len() >= MAX_EVENTS {
+            ev.1 += 1;
+            return;
+        }
+        let was_empty = ev.0.is_empty();
+        ev.0.push((kind.to_string(), msg));
+        if was_empty {
+            let _ = (&self.event_tx).write(&[1]);
+        }
+    }
+
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Past the stop grace: abandon what is in flight.
+    pub fn past_deadline(&self) -> bool {
+        let d = self.deadline_ns.load(Ordering::Relaxed);
+        d != 0 && self.started_at.elapsed().as_nanos() as u64 >= d
+    }
+
+    /// The rate of one thread, None in the closed model.
+    pub fn thread_rate(&self) -> Option<f64> {
+        let r = f64::from_bits(self.rate_bits.load(Ordering::Relaxed));
+        (r > 0.0).then(|| r / self.cfg.threads as f64)
+    }
+
+    /// The users thread `idx` should run.
+    pub fn thread_users(&self, idx: usize) -> usize {
+        let n = self.users.load(Ordering::Relaxed);
+        let t = self.cfg.threads;
+        n / t + usize::from(idx < n % t)
+    }
+
+    pub fn name_id(&self, name: &str) -> usize {
+        self.names.iter().position(|n| n == name).unwrap_or(0)
+    }
+}
+
+/// The engine's status (see `status`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Status {
+    pub users: u64,
+    pub sessions_open: u64,
+    pub inflight: u64,
+    pub threads: u64,
+    pub cpu_s: f64,
+    pub sent: u64,
+    pub completed: u64,
+    pub late: u64,
+    pub dropped: u64,
+}
+
+/// The engine. Every method takes `&self` (shared freely between the caller's threads);
+/// only `stop` blocks, joining the engine threads.
+pub struct Engine {
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    started: AtomicBool,
+    stopped: AtomicBool,
+    pid: u32,
+}
+
+/// The stats names a config can produce (fixed at construction: rows are indexed by them).
+fn names_for(cfg: &Config) -> Vec<String> {
+    let mut names = vec![
+        "initialize".to_string(),
+        "notifications/initialized".to_string(),
+        "server/discover".to_string(),
+        "DELETE".to_string(),
+        format!("tools/call:{}", cfg.tool),
+        format!("tools/call:{} (first)", cfg.tool),
+        format!("tools/call:{}", cfg.stream_tool),
+        "progress:first-event".to_string(),
+        "progress:gap".to_string(),
+        "sse:first-event".to_string(),
+        "sse:gap".to_string(),
+    ];
+    for m in &cfg.mix {
+        let n = m.stat_name();
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    names
+}
+
+impl Engine {
+    /// Validate the config; creates no thread and no runtime.
+    pub fn new(config: &[u8]) -> Result<Engine, String> {
+        let cfg = Config::parse(config)?;
+        let (event_tx, event_rx) =
+            UnixStream::pair().map_err(|e| format!("cannot create the event socket: {e}"))?;
+        event_tx
+            .set_nonblocking(true)
+            .and_then(|()| event_rx.set_nonblocking(true))
+            .map_err(|e| format!("cannot set up the event socket: {e}"))?;
+        let threads = cfg.threads;
+        let rate = cfg.rate.unwrap_or(0.0);
+        let names = names_for(&cfg);
+        Ok(Engine {
+            shared: Arc::new(Shared {
+                names,
+                clock: Clock::new(),
+                stop: AtomicBool::new(false),
+                deadline_ns: AtomicU64::new(0),
+                users: AtomicUsize::new(0),
+                rate_bits: AtomicU64::new(rate.to_bits()),
+                stats: (0..threads).map(|_| Mutex::default()).collect(),
+                counters: (0..threads).map(|_| Counters::default()).collect(),
+                events: Mutex::new((Vec::new(), 0)),
+                event_tx,
+                event_rx,
+                started_at: Instant::now(),
+                cfg,
+            }),
+            threads: Mutex::new(Vec::new()),
+            started: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
+            pid: std::process::id(),
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.shared.cfg
+    }
+
+    /// Spawn the engine threads; returns at once. Once only.
+    pub fn start(&self) -> Result<(), String> {
+        if std::process::id() != self.pid {
+            return Err("this engine was built in another process (before a fork): build a new one after the fork".into());
+        }
+        let mut threads = lock(&self.threads);
+        if self.stopped.load(Ordering::Relaxed) {
+            return Err("the engine was stopped: build a new one".into());
+        }
+        if self.started.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        raise_open_files_limit();
+        for idx in 0..self.shared.cfg.threads {
+            let shared = self.shared.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("mcpfast-engine-{idx}"))
+                .spawn(move || run::thread_main(shared, idx));
+            match h {
+                Ok(h) => threads.push(h),
+                Err(e) => {
+                    self.shared.stop.store(true, Ordering::Relaxed);
+                    return Err(format!("cannot spawn an engine thread: {e}"));
+                }
+            }
+        }
+        self.started.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Target concurrency (sessions over HTTP, child processes over stdio), capped by
+    /// `max_sessions` (with a "limit" event).
+    pub fn set_users(&self, n: usize) {
+        let max = self.shared.cfg.max_sessions;
+        let n = if n > max {
+            self.shared.event(
+                "limit",
+                format!("{n} users asked, max_sessions is {max}: running {max}"),
+            );
+            max
+        } else {
+            n
+        };
+        self.shared.users.store(n, Ordering::Relaxed);
+    }
+
+    /// Open model at `rate` arrivals/s for this engine; None: closed model.
+    pub fn set_rate(&self, rate: Option<f64>) {
+        let r = rate.filter(|r| r.is_finite() && *r > 0.0).unwrap_or(0.0);
+        self.shared.rate_bits.store(r.to_bits(), Ordering::Relaxed);
+    }
+
+    /// The windows of every thread since the last drain, merged per name.
+    pub fn drain(&self) -> Vec<Row> {
+        let windows = self
+            .shared
+            .stats
+            .iter()
+            .map(|m| lock(m).take_window())
+            .collect();
+        stats::merge_windows(windows)
+    }
+
+    /// Cumulative µs histograms: (name, failed, (µs, count) buckets).
+    pub fn histograms(&self) -> Vec<(String, bool, Vec<(u64, u64)>)> {
+        // clone under each lock, merge outside
+        let snapshots: Vec<ThreadStats> = self
+            .shared
+            .stats
+            .iter()
+            .map(|m| {
+                let g = lock(m);
+                ThreadStats {
+                    window: stats::Window::default(),
+                    cum_ok: g.cum_ok.clone(),
+                    cum_fail: g.cum_fail.clone(),
+                }
+            })
+            .collect();
+        let refs: Vec<&ThreadStats> = snapshots.iter().collect();
+        stats::merge_cumulative(&refs)
+            .into_iter()
+            .map(|(i, failed, h)| (self.name(i).to_string(), failed, stats::buckets(&h)))
+            .collect()
+    }
+
+    pub fn name(&self, id: usize) -> &str {
+        self.shared.names.get(id).map_or("?", String::as_str)
+    }
+
+    pub fn request_type(&self) -> &str {
+        &self.shared.cfg.request_type
+    }
+
+    /// Clear the cumulative histograms.
+    pub fn reset(&self) {
+        for m in &self.shared.stats {
+            lock(m).reset_cumulative();
+        }
+    }
+
+    /// Stop sending, let in-flight requests finish within `grace`, close everything, join.
+    /// Idempotent.
+    pub fn stop(&self, grace: Duration) {
+        if self.stopped.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let at = self.shared.started_at.elapsed() + grace;
+        self.shared
+            .deadline_ns
+            .store((at.as_nanos() as u64).max(1), Ordering::Relaxed);
+        self.shared.stop.store(true, Ordering::Relaxed);
+        let handles = std::mem::take(&mut *lock(&self.threads));
+        if std::process::id() != self.pid {
+            // a forked child: the threads do not exist here; never join them
+            std::mem::forget(handles);
+            return;
+        }
+        for h in handles {
+            let _ = h.join();
+        }
+    }
+
+    /// Urgent events since the last call (and clears the event fd).
+    pub fn events(&self) -> Vec<(String, String)> {
+        let mut buf = [0u8; 64];
+        while let Ok(n) = (&self.shared.event_rx).read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+        }
+        let mut ev = lock(&self.shared.events);
+        let mut out = std::mem::take(&mut ev.0);
+        if ev.1 > 0 {
+            out.push(("events_dropped".into(), format!("{} events not kept", ev.1)));
+            ev.1 = 0;
+        }
+        out
+    }
+
+    /// A file descriptor readable when `events()` has something.
+    pub fn fileno(&self) -> RawFd {
+        self.shared.event_rx.as_raw_fd()
+    }
+
+    pub fn status(&self) -> Status {
+        let mut s = Status {
+            users: self.shared.users.load(Ordering::Relaxed) as u64,
+            threads: if self.started.load(Ordering::Relaxed) && !self.stopped.load(Ordering::Relaxed) {
+                self.shared.cfg.threads as u64
+            } else {
+                0
+            },
+            ..Status::default()
+        };
+        let mut cpu_ns = 0;
+        for c in &self.shared.counters {
+            s.sessions_open += c.sessions_open.load(Ordering::Relaxed);
+            s.inflight += c.inflight.load(Ordering::Relaxed);
+            s.sent += c.sent.load(Ordering::Relaxed);
+            s.completed += c.completed.load(Ordering::Relaxed);
+            s.late += c.late.load(Ordering::Relaxed);
+            s.dropped += c.dropped.load(Ordering::Relaxed);
+            cpu_ns += c.cpu_ns.load(Ordering::Relaxed);
+        }
+        s.cpu_s = cpu_ns as f64 / 1e9;
+        s
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if self.started.load(Ordering::Relaxed) {
+            self.stop(Duration::from_millis(200));
+        }
+    }
+}
+
+/// One socket per session: lift the soft limit on open files to the hard limit.
+pub fn raise_open_files_limit() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        if soft < hard {
+            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! stdio: child processes, many requests in flight per process (pipelined lines).
