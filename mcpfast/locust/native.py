@@ -219,6 +219,7 @@ class NativeDriver:
         gevent.get_hub().threadpool.apply(engine.stop, (STOP_GRACE,))
         self.poll()
         self._events()
+        self.stats.engine_cpu_s += float(self.last_status.get("cpu_s") or 0.0)
         self.engine = None
         self.users = 0
 

@@ -106,6 +106,12 @@ class McpStats:
         self._expected: set[str] | None = None  # master: workers whose final delta is awaited
         self.start_time: float | None = None
         self.stop_time: float | None = None
+        # generator CPU: this process (every thread, the native engine's included) over the test,
+        # and the engine threads' share; a master adds the workers' final figures
+        self._cpu_start = 0.0
+        self.cpu_s: float | None = None
+        self.engine_cpu_s = 0.0
+        self.remote_cpu: dict[str, dict[str, float]] = {}
         self.written_path: str | None = None
         self.hlog_path: str | None = None
         self._installed_messages = False
@@ -212,6 +218,10 @@ class McpStats:
         self._expected = None
         self.start_time = time.time()
         self.stop_time = None
+        self._cpu_start = time.process_time()
+        self.cpu_s = None
+        self.engine_cpu_s = 0.0
+        self.remote_cpu = {}
         self.written_path = None
         self.hlog_path = None
         self.intervals.reset(self.start_time)
@@ -292,6 +302,8 @@ class McpStats:
             "lag": lag.to_dict() if lag.total_count else None,
             "final": final,
         }
+        if final and self.cpu_s is not None:
+            payload["cpu"] = {"cpu_s": self.cpu_s, "engine_cpu_s": self.engine_cpu_s, "cores": _cores()}
         if lag.total_count:
             lag.reset()
         empty = not (
@@ -313,6 +325,8 @@ class McpStats:
             self.remote_counters[key] = self.remote_counters.get(key, 0) + int(n)
         if payload.get("lag"):
             self.remote_lag.merge(Histogram.from_dict(payload["lag"]))
+        if payload.get("cpu"):
+            self.remote_cpu[client_id] = payload["cpu"]
         if payload.get("final"):
             self.workers_final.add(client_id)
             if self._expected is not None and self._expected <= self.workers_final:
@@ -387,8 +401,27 @@ class McpStats:
                 "checked": counters["validate.checked"],
                 "violations": counters["validate.violations"],
             },
+            "generator": self.generator(duration),
             "histograms": entries(self.ok),
             "failed_histograms": entries(self.failed),
+        }
+
+    def generator(self, duration: float | None) -> dict[str, Any]:
+        """CPU the load generator used over the test: every process that sent (this one, or on a
+        master the workers' final figures), all threads (the native engine's included), against
+        the cores those processes could run on."""
+        procs = list(self.remote_cpu.values())
+        if not procs and self.cpu_s is not None:
+            procs = [{"cpu_s": self.cpu_s, "engine_cpu_s": self.engine_cpu_s, "cores": _cores()}]
+        cpu = sum(float(p["cpu_s"]) for p in procs)
+        cores = sum(int(p["cores"]) for p in procs) if procs else _cores()
+        share = cpu / (duration * cores) if (procs and duration) else None
+        return {
+            "processes": len(procs),
+            "cpu_s": round(cpu, 3),
+            "engine_cpu_s": round(sum(float(p["engine_cpu_s"]) for p in procs), 3),
+            "cores": cores,
+            "cpu_share": None if share is None else round(share, 4),
         }
 
     def output_path(self) -> str | None:
@@ -420,6 +453,13 @@ class McpStats:
         where = f"{path} and {self.hlog_path}" if path else "not written (no --csv or --mcp-histogram-out)"
         _console(f"{table}\nmcpfast histograms: {where}")
         return path
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
 
 
 def _mcpfast_version() -> str | None:
@@ -602,6 +642,7 @@ def install(environment: Any) -> McpStats:
         for hook in list(stats.stop_hooks):
             hook()  # e.g. the native engine: stop, final drain (before anything is written or sent)
         stats.stop_time = time.time()
+        stats.cpu_s = time.process_time() - stats._cpu_start
         if isinstance(runner, WorkerRunner):
             payload = stats.take_delta(final=True)
             runner.send_message(FINAL_MESSAGE, payload)
