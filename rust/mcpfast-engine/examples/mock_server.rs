@@ -15,7 +15,7 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::net::TcpListener as StdListener;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use mcpfast_engine::check;
@@ -36,6 +36,10 @@ pub struct MockOptions {
     pub wrong_id_every: u64,
     /// Close connections idle (between requests) for this many milliseconds.
     pub idle_close_ms: u64,
+    /// While set, the server is "down": it closes every connection without answering.
+    pub down: Arc<AtomicBool>,
+    /// tools/call requests answered.
+    pub answered: Arc<AtomicUsize>,
 }
 
 struct Shared {
@@ -70,6 +74,10 @@ pub fn serve(
         });
         loop {
             let (stream, _) = listener.accept().await?;
+            if shared.opts.down.load(Ordering::Relaxed) {
+                drop(stream);
+                continue;
+            }
             let _ = stream.set_nodelay(true);
             let shared = shared.clone();
             tokio::task::spawn_local(async move {
@@ -140,6 +148,9 @@ async fn connection(mut stream: TcpStream, shared: &Shared) -> std::io::Result<(
         let count = shared.requests.get() + 1;
         shared.requests.set(count);
         if shared.opts.reset_every > 0 && count % shared.opts.reset_every == 0 {
+            return Ok(());
+        }
+        if shared.opts.down.load(Ordering::Relaxed) {
             return Ok(());
         }
         served += 1;
@@ -263,6 +274,7 @@ fn respond(
             r#"{{"content":[{{"type":"text","text":{}}}]}}"#,
             String::from_utf8_lossy(text)
         );
+        shared.opts.answered.fetch_add(1, Ordering::Relaxed);
         reply_with(shared, out, &id, &result, close, "");
         return true;
     }

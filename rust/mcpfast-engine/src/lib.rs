@@ -67,7 +67,7 @@ pub struct Shared {
     started_at: Instant,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
@@ -113,6 +113,9 @@ impl Shared {
         self.names.iter().position(|n| n == name).unwrap_or(0)
     }
 }
+
+/// A cumulative histogram: (name, failures?, (µs, count) buckets).
+pub type Cumulative = (String, bool, Vec<(u64, u64)>);
 
 /// The engine's status (see `status`).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -266,7 +269,7 @@ impl Engine {
     }
 
     /// Cumulative µs histograms: (name, failed, (µs, count) buckets).
-    pub fn histograms(&self) -> Vec<(String, bool, Vec<(u64, u64)>)> {
+    pub fn histograms(&self) -> Vec<Cumulative> {
         // clone under each lock, merge outside
         let snapshots: Vec<ThreadStats> = self
             .shared

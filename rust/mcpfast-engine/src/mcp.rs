@@ -230,6 +230,22 @@ pub enum Problem {
     Version(String),
 }
 
+impl Problem {
+    /// A short, low-cardinality reason, e.g. `http 404`, `timeout`, `jsonrpc error -32602`.
+    pub fn reason(&self) -> String {
+        match self {
+            Problem::Exchange(e) => e.kind(),
+            Problem::Status(s) => format!("http {s}"),
+            Problem::ContentType => "reply neither application/json nor text/event-stream".into(),
+            Problem::Reply(v) => v.describe(),
+            Problem::ToolError => "result has isError: true".into(),
+            Problem::NoSessionId => "no Mcp-Session-Id in the reply".into(),
+            Problem::BadSessionId => "invalid Mcp-Session-Id".into(),
+            Problem::Version(v) => format!("server chose unknown protocol version {v:?}"),
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct Failure {
     pub phase: Phase,
@@ -241,17 +257,7 @@ pub struct Failure {
 impl Failure {
     /// A stable name for counting failures by kind, e.g. `tools/call: http 404`.
     pub fn kind(&self) -> String {
-        let what = match &self.problem {
-            Problem::Exchange(e) => e.kind(),
-            Problem::Status(s) => format!("http {s}"),
-            Problem::ContentType => "reply neither application/json nor text/event-stream".into(),
-            Problem::Reply(v) => v.describe(),
-            Problem::ToolError => "result has isError: true".into(),
-            Problem::NoSessionId => "no Mcp-Session-Id in the reply".into(),
-            Problem::BadSessionId => "invalid Mcp-Session-Id".into(),
-            Problem::Version(v) => format!("server chose unknown protocol version {v:?}"),
-        };
-        format!("{}: {}", self.phase.name(), what)
+        format!("{}: {}", self.phase.name(), self.problem.reason())
     }
 
     /// The session is gone on the server (404): it must be initialized again.

@@ -1,10 +1,43 @@
-//! The engine threads: one tokio current-thread runtime each (I/O + time drivers only).
+//! The engine threads: one tokio current-thread runtime each (I/O + time drivers only), a
+//! controller that converges the thread's sessions on its share of the users, a pacer for the
+//! open model, and one task per session (HTTP) or child process (stdio, [`crate::stdio`]).
 
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::Shared;
+use serde_json::{Map, Value};
+use tokio::sync::Notify;
+
+use crate::check::{SseCheck, Verdict, Want};
+use crate::config::{Arrivals, Config, Family, Transport};
+use crate::http::{Conn, ContentType};
+use crate::mcp::{Problem, Proto, Session, CLIENT_INFO};
+use crate::{lock, Shared};
+
+/// Stats name ids (the order of `names_for` in lib.rs).
+pub const N_INITIALIZE: usize = 0;
+pub const N_INITIALIZED: usize = 1;
+pub const N_DISCOVER: usize = 2;
+pub const N_DELETE: usize = 3;
+pub const N_CALL: usize = 4;
+pub const N_FIRST: usize = 5;
+pub const N_STREAM: usize = 6;
+pub const N_PROGRESS_FIRST: usize = 7;
+pub const N_PROGRESS_GAP: usize = 8;
+pub const N_SSE_FIRST: usize = 9;
+pub const N_SSE_GAP: usize = 10;
+
+/// A send later than this after its intended time counts as late (open model).
+pub const LATE: Duration = Duration::from_millis(1);
+/// Pause after a failed session start, so a refusing server does not become a hot loop.
+pub const BACKOFF: Duration = Duration::from_millis(100);
+/// How often the controller looks at the targets (users, stop).
+const TICK: Duration = Duration::from_millis(10);
 
 /// This thread's CPU time in ns (getrusage RUSAGE_THREAD).
 pub fn thread_cpu_ns() -> u64 {
@@ -20,6 +53,354 @@ pub fn thread_cpu_ns() -> u64 {
     }
 }
 
+/// The `_meta` every 2026-07-28 request carries.
+pub fn modern_meta(cfg: &Config) -> Map<String, Value> {
+    let mut meta = Map::new();
+    meta.insert(
+        "io.modelcontextprotocol/protocolVersion".into(),
+        Value::String(cfg.protocol_version.clone()),
+    );
+    meta.insert(
+        "io.modelcontextprotocol/clientCapabilities".into(),
+        serde_json::from_str(&cfg.client_capabilities).unwrap_or(Value::Object(Map::new())),
+    );
+    meta.insert(
+        "io.modelcontextprotocol/clientInfo".into(),
+        serde_json::from_str(CLIENT_INFO).unwrap_or(Value::Null),
+    );
+    meta
+}
+
+const ID_MARK: &str = "\u{1}mcpfast-id\u{1}";
+
+/// A request body with the id (and maybe the progress token) left out: `parts` joined by the id.
+#[derive(Debug, Clone)]
+pub struct Template {
+    pub method: String,
+    /// Stats name id.
+    pub name: usize,
+    pub parts: Vec<Vec<u8>>,
+    /// Per-request headers (2026-07-28: `Mcp-Method`, `Mcp-Name`).
+    pub headers: Vec<u8>,
+    pub want: Want,
+    pub weight: u32,
+    /// A progress token (= the id) in `_meta`.
+    pub progress: bool,
+}
+
+impl Template {
+    pub fn new(
+        cfg: &Config,
+        method: &str,
+        params: Option<&str>,
+        header_name: Option<&str>,
+        name: usize,
+        progress: bool,
+    ) -> Template {
+        let stateless = cfg.stateless();
+        let mut params: Option<Value> = params.and_then(|p| serde_json::from_str(p).ok());
+        if stateless || progress {
+            let mut p = match params.take() {
+                Some(Value::Object(m)) => m,
+                _ => Map::new(),
+            };
+            let mut meta = match p.remove("_meta") {
+                Some(Value::Object(m)) => m,
+                _ => Map::new(),
+            };
+            if stateless {
+                meta.extend(modern_meta(cfg));
+            }
+            if progress {
+                meta.insert("progressToken".into(), Value::String(ID_MARK.into()));
+            }
+            p.insert("_meta".into(), Value::Object(meta));
+            params = Some(Value::Object(p));
+        }
+        let mut msg = Map::new();
+        msg.insert("jsonrpc".into(), Value::String("2.0".into()));
+        msg.insert("id".into(), Value::String(ID_MARK.into()));
+        msg.insert("method".into(), Value::String(method.into()));
+        if let Some(p) = params {
+            msg.insert("params".into(), p);
+        }
+        let text = Value::Object(msg).to_string();
+        let mark = Value::String(ID_MARK.into()).to_string();
+        let parts = text.split(&mark).map(|s| s.as_bytes().to_vec()).collect();
+        let mut headers = Vec::new();
+        if stateless {
+            headers.extend_from_slice(b"Mcp-Method: ");
+            headers.extend_from_slice(encode_header_value(method).as_bytes());
+            headers.extend_from_slice(b"\r\n");
+            if let Some(n) = header_name {
+                headers.extend_from_slice(b"Mcp-Name: ");
+                headers.extend_from_slice(encode_header_value(n).as_bytes());
+                headers.extend_from_slice(b"\r\n");
+            }
+        }
+        Template {
+            method: method.into(),
+            name,
+            parts,
+            headers,
+            want: if method == "tools/call" {
+                Want::ToolCall
+            } else {
+                Want::Plain
+            },
+            weight: 1,
+            progress,
+        }
+    }
+
+    /// The body for request `id`.
+    pub fn body(&self, id: i64, out: &mut Vec<u8>) {
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(id).as_bytes();
+        for (i, p) in self.parts.iter().enumerate() {
+            if i > 0 {
+                out.extend_from_slice(digits);
+            }
+            out.extend_from_slice(p);
+        }
+    }
+
+    pub fn body_len(&self, id: i64) -> usize {
+        let mut digits = itoa::Buffer::new();
+        let n = digits.format(id).len();
+        self.parts.iter().map(Vec::len).sum::<usize>() + n * (self.parts.len() - 1)
+    }
+}
+
+/// SEP-2243 header values: visible ASCII without surrounding spaces as is, anything else as
+/// `=?base64?<base64 of the UTF-8>?=`.
+pub fn encode_header_value(v: &str) -> String {
+    let safe = !v.is_empty()
+        && v.bytes().all(|b| (0x20..0x7f).contains(&b))
+        && !v.starts_with(' ')
+        && !v.ends_with(' ')
+        && (!v.starts_with("=?") || !v.ends_with("?="));
+    if safe {
+        return v.to_string();
+    }
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::from("=?base64?");
+    for chunk in v.as_bytes().chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ABC[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out.push_str("?=");
+    out
+}
+
+/// What one engine thread shares among its tasks.
+pub struct Ctx {
+    pub shared: Arc<Shared>,
+    pub idx: usize,
+    pub proto: Proto,
+    /// The family's requests: the call (or the mix, or the stream call).
+    pub items: Vec<Template>,
+    pub discover: Template,
+    total_weight: u32,
+    target: Cell<usize>,
+    running: RefCell<Vec<bool>>,
+    live: Cell<usize>,
+    tokens: RefCell<VecDeque<Instant>>,
+    token_ready: Notify,
+    rng: Cell<u64>,
+    last_connect_event: Cell<Option<Instant>>,
+}
+
+impl Ctx {
+    pub fn new(shared: Arc<Shared>, idx: usize) -> Ctx {
+        let cfg = &shared.cfg;
+        // stdio has no target: requests over HTTP are never built there
+        let target = cfg.target.clone().unwrap_or_else(unreachable_target);
+        let arguments: Value = serde_json::from_str(&cfg.arguments).unwrap_or(Value::Null);
+        let mut proto = Proto::new(
+            target,
+            cfg.protocol_version.clone(),
+            cfg.timeout,
+            &cfg.tool,
+            &arguments,
+        );
+        for (k, v) in &cfg.headers {
+            proto.add_header(k, v);
+        }
+        proto.capabilities = cfg.client_capabilities.clone();
+        proto.max_reply = cfg.max_reply_bytes;
+        let call_params = format!(
+            r#"{{"name":{},"arguments":{}}}"#,
+            Value::String(cfg.tool.clone()),
+            cfg.arguments
+        );
+        let items: Vec<Template> = match cfg.family {
+            Family::Mixed => cfg
+                .mix
+                .iter()
+                .map(|m| {
+                    let mut t = Template::new(
+                        cfg,
+                        &m.method,
+                        m.params.as_deref(),
+                        m.name.as_deref(),
+                        shared.name_id(&m.stat_name()),
+                        false,
+                    );
+                    t.weight = m.weight;
+                    t
+                })
+                .collect(),
+            Family::SseStreaming => {
+                let params = format!(
+                    r#"{{"name":{},"arguments":{}}}"#,
+                    Value::String(cfg.stream_tool.clone()),
+                    cfg.stream_arguments
+                );
+                vec![Template::new(
+                    cfg,
+                    "tools/call",
+                    Some(&params),
+                    Some(&cfg.stream_tool),
+                    N_STREAM,
+                    true,
+                )]
+            }
+            _ => vec![Template::new(
+                cfg,
+                "tools/call",
+                Some(&call_params),
+                Some(&cfg.tool),
+                N_CALL,
+                false,
+            )],
+        };
+        let discover = Template::new(cfg, "server/discover", Some("{}"), None, N_DISCOVER, false);
+        let total_weight = items.iter().map(|t| t.weight).sum::<u32>().max(1);
+        let seed = cfg.seed ^ (idx as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        Ctx {
+            idx,
+            proto,
+            items,
+            discover,
+            total_weight,
+            target: Cell::new(0),
+            running: RefCell::new(Vec::new()),
+            live: Cell::new(0),
+            tokens: RefCell::new(VecDeque::new()),
+            token_ready: Notify::new(),
+            rng: Cell::new(seed),
+            last_connect_event: Cell::new(None),
+            shared,
+        }
+    }
+
+    pub fn cfg(&self) -> &Config {
+        &self.shared.cfg
+    }
+
+    pub fn counters(&self) -> &crate::Counters {
+        &self.shared.counters[self.idx]
+    }
+
+    /// xorshift64*: the mix and Poisson gaps.
+    pub fn random(&self) -> u64 {
+        let mut x = self.rng.get();
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng.set(x);
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A uniform draw in (0, 1].
+    pub fn unit(&self) -> f64 {
+        ((self.random() >> 11) as f64 + 1.0) / (1u64 << 53) as f64
+    }
+
+    /// The next request of the family (weighted pick for the mix).
+    pub fn pick(&self) -> &Template {
+        if self.items.len() == 1 {
+            return &self.items[0];
+        }
+        let mut r = (self.random() % u64::from(self.total_weight)) as u32;
+        for t in &self.items {
+            if r < t.weight {
+                return t;
+            }
+            r -= t.weight;
+        }
+        &self.items[0]
+    }
+
+    /// Record one completed request.
+    pub fn record(&self, name: usize, from: Instant, end: Instant, failure: Option<&str>, len: usize) {
+        let us = end.saturating_duration_since(from).as_micros() as u64;
+        let wall = self.shared.clock.wall(end);
+        lock(&self.shared.stats[self.idx]).record(name, us, failure, len as u64, wall);
+        self.counters().completed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A connection error: counted by the caller; an event at most once a second per thread.
+    pub fn connect_error(&self, msg: String) {
+        let now = Instant::now();
+        if self
+            .last_connect_event
+            .get()
+            .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1))
+        {
+            self.last_connect_event.set(Some(now));
+            self.shared.event("connect_error", msg);
+        }
+    }
+
+    /// Should the session in `slot` go on?
+    pub fn keep(&self, slot: usize) -> bool {
+        !self.shared.stopping() && slot < self.target.get()
+    }
+
+    pub fn open_model(&self) -> bool {
+        self.shared.thread_rate().is_some()
+    }
+
+    /// Open model: wait for the next arrival; its intended send time. None when the session
+    /// should stop or the model went closed.
+    pub async fn arrival(&self, slot: usize) -> Option<Instant> {
+        loop {
+            if !self.keep(slot) || !self.open_model() {
+                return None;
+            }
+            if let Some(t) = self.tokens.borrow_mut().pop_front() {
+                if Instant::now().saturating_duration_since(t) > LATE {
+                    self.counters().late.fetch_add(1, Ordering::Relaxed);
+                }
+                return Some(t);
+            }
+            let _ = tokio::time::timeout(TICK * 2, self.token_ready.notified()).await;
+        }
+    }
+
+    /// Wait out the stop or a change of target, at most `d`.
+    pub async fn pause(&self, d: Duration) {
+        tokio::time::sleep(d).await;
+    }
+}
+
+fn unreachable_target() -> crate::mcp::Target {
+    crate::mcp::Target {
+        addr: std::net::SocketAddr::from(([127, 0, 0, 1], 9)),
+        host: "127.0.0.1:9".into(),
+        path: "/".into(),
+    }
+}
+
 /// Body of engine thread `idx`.
 pub fn thread_main(shared: Arc<Shared>, idx: usize) {
     let rt = match tokio::runtime::Builder::new_current_thread()
@@ -29,17 +410,593 @@ pub fn thread_main(shared: Arc<Shared>, idx: usize) {
     {
         Ok(rt) => rt,
         Err(e) => {
-            shared.event("fatal", format!("engine thread {idx}: cannot build its runtime: {e}"));
+            shared.event(
+                "fatal",
+                format!("engine thread {idx}: cannot build its runtime: {e}"),
+            );
             return;
         }
     };
+    let ctx = Rc::new(Ctx::new(shared.clone(), idx));
     let local = tokio::task::LocalSet::new();
-    local.block_on(&rt, async {
-        while !shared.stopping() {
-            shared.counters[idx]
-                .cpu_ns
-                .store(thread_cpu_ns(), Ordering::Relaxed);
-            tokio::time::sleep(Duration::from_millis(10)).await;
+    local.block_on(&rt, controller(ctx.clone()));
+    // past the grace: whatever is still in flight is dropped with the LocalSet
+    drop(local);
+    shared.counters[idx].sessions_open.store(0, Ordering::Relaxed);
+    shared.counters[idx].inflight.store(0, Ordering::Relaxed);
+    shared.counters[idx]
+        .cpu_ns
+        .store(thread_cpu_ns(), Ordering::Relaxed);
+}
+
+async fn controller(ctx: Rc<Ctx>) {
+    let shared = ctx.shared.clone();
+    tokio::task::spawn_local(pacer(ctx.clone()));
+    while !shared.stopping() {
+        let want = shared.thread_users(ctx.idx);
+        ctx.target.set(want);
+        {
+            let mut running = ctx.running.borrow_mut();
+            if running.len() < want {
+                running.resize(want, false);
+            }
+            for slot in 0..want {
+                if !running[slot] {
+                    running[slot] = true;
+                    ctx.live.set(ctx.live.get() + 1);
+                    let c = ctx.clone();
+                    tokio::task::spawn_local(async move {
+                        match c.cfg().transport {
+                            Transport::Http => http_session(&c, slot).await,
+                            Transport::Stdio => crate::stdio::child_session(&c, slot).await,
+                        }
+                        c.running.borrow_mut()[slot] = false;
+                        c.live.set(c.live.get() - 1);
+                    });
+                }
+            }
         }
-    });
+        shared.counters[ctx.idx]
+            .cpu_ns
+            .store(thread_cpu_ns(), Ordering::Relaxed);
+        tokio::time::sleep(TICK).await;
+    }
+    ctx.token_ready.notify_waiters();
+    // stop: sessions finish what is in flight (and DELETE) until the grace runs out
+    while ctx.live.get() > 0 && !shared.past_deadline() {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// A monotonic timer with µs resolution (timerfd): tokio's timer has ms granularity.
+struct Timer {
+    fd: Option<tokio::io::unix::AsyncFd<TimerFdRaw>>,
+}
+
+struct TimerFdRaw(nix::sys::timerfd::TimerFd);
+
+impl AsRawFd for TimerFdRaw {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.as_fd().as_raw_fd()
+    }
+}
+
+impl Timer {
+    fn new() -> Timer {
+        use nix::sys::timerfd::{ClockId, TimerFd, TimerFlags};
+        let fd = TimerFd::new(
+            ClockId::CLOCK_MONOTONIC,
+            TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
+        )
+        .ok()
+        .and_then(|t| {
+            // the fd is owned by the value AsyncFd holds, so it outlives the registration
+            #[allow(deprecated)]
+            let fd = tokio::io::unix::AsyncFd::new(TimerFdRaw(t));
+            fd.ok()
+        });
+        Timer { fd }
+    }
+
+    async fn sleep(&self, d: Duration) {
+        use nix::sys::time::TimeSpec;
+        use nix::sys::timerfd::{Expiration, TimerSetTimeFlags};
+        let Some(fd) = &self.fd else {
+            tokio::time::sleep(d).await;
+            return;
+        };
+        let d = d.max(Duration::from_micros(1));
+        if fd
+            .get_ref()
+            .0
+            .set(
+                Expiration::OneShot(TimeSpec::from_duration(d)),
+                TimerSetTimeFlags::empty(),
+            )
+            .is_err()
+        {
+            tokio::time::sleep(d).await;
+            return;
+        }
+        // bounded: the timer fires after `d`; the outer timeout only guards a lost wakeup
+        let _ = tokio::time::timeout(d + Duration::from_millis(50), async {
+            loop {
+                match fd.readable().await {
+                    Ok(mut guard) => {
+                        let mut buf = [0u8; 8];
+                        match nix::unistd::read(guard.get_inner().0.as_fd(), &mut buf) {
+                            Ok(_) => return,
+                            Err(nix::errno::Errno::EAGAIN) => guard.clear_ready(),
+                            Err(_) => return,
+                        }
+                    }
+                    Err(_) => return,
+                }
+            }
+        })
+        .await;
+    }
+}
+
+/// Open model: generate this thread's intended send times and queue them for the sessions.
+async fn pacer(ctx: Rc<Ctx>) {
+    let timer = Timer::new();
+    let mut next: Option<Instant> = None;
+    let max_queue = ctx.cfg().max_inflight;
+    while !ctx.shared.stopping() {
+        let Some(rate) = ctx.shared.thread_rate() else {
+            next = None;
+            ctx.tokens.borrow_mut().clear();
+            tokio::time::sleep(TICK).await;
+            continue;
+        };
+        let now = Instant::now();
+        let mut at = next.unwrap_or(now);
+        let mut due = 0u32;
+        while at <= now && due < 100_000 {
+            {
+                let mut q = ctx.tokens.borrow_mut();
+                if q.len() >= max_queue {
+                    ctx.counters().dropped.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    q.push_back(at);
+                }
+            }
+            ctx.token_ready.notify_one();
+            let gap = match ctx.cfg().arrivals {
+                Arrivals::Uniform => 1.0 / rate,
+                Arrivals::Poisson => -ctx.unit().ln() / rate,
+            };
+            at += Duration::from_secs_f64(gap.min(3600.0));
+            due += 1;
+        }
+        next = Some(at);
+        let wait = at.saturating_duration_since(Instant::now()).min(TICK * 2);
+        if wait.is_zero() {
+            tokio::task::yield_now().await;
+        } else {
+            timer.sleep(wait).await;
+        }
+    }
+}
+
+/// What one HTTP session keeps.
+struct HttpSession {
+    conn: Conn,
+    sse: SseCheck,
+    req: Vec<u8>,
+    /// `POST` head up to the per-request headers (no Content-Length yet).
+    head: Vec<u8>,
+    session: Option<Session>,
+    next_id: i64,
+    delete_acc: f64,
+}
+
+/// Failure reason and whether the session must be opened again.
+struct Failed {
+    reason: String,
+    lost_session: bool,
+    len: usize,
+}
+
+impl HttpSession {
+    fn new(ctx: &Ctx) -> HttpSession {
+        let mut conn = Conn::new(ctx.proto.target.addr);
+        conn.set_max_body(ctx.cfg().max_reply_bytes);
+        HttpSession {
+            conn,
+            sse: SseCheck::new(ctx.cfg().max_reply_bytes.min(mcpfast_core::DEFAULT_MAX_EVENT)),
+            req: Vec::with_capacity(512),
+            head: Vec::new(),
+            session: None,
+            next_id: 1,
+            delete_acc: 0.0,
+        }
+    }
+
+    fn set_head(&mut self, ctx: &Ctx) {
+        self.head.clear();
+        ctx.proto.head(&mut self.head, "POST", self.session.as_ref());
+        if ctx.cfg().stateless() {
+            self.head.extend_from_slice(b"MCP-Protocol-Version: ");
+            self.head
+                .extend_from_slice(ctx.cfg().protocol_version.as_bytes());
+            self.head.extend_from_slice(b"\r\n");
+        }
+    }
+
+    fn build(&mut self, t: &Template, id: i64) {
+        self.req.clear();
+        self.req.extend_from_slice(&self.head);
+        self.req.extend_from_slice(&t.headers);
+        self.req.extend_from_slice(b"Content-Length: ");
+        self.req
+            .extend_from_slice(itoa::Buffer::new().format(t.body_len(id)).as_bytes());
+        self.req.extend_from_slice(b"\r\n\r\n");
+        t.body(id, &mut self.req);
+    }
+
+    /// Send a request and check the reply; Ok(reply length) or the failure. `events` gets the
+    /// arrival times of SSE events and of server messages (progress) for streaming rows.
+    async fn request(
+        &mut self,
+        ctx: &Ctx,
+        t: &Template,
+        capture_session: bool,
+        mut times: Option<&mut (Vec<Instant>, Vec<Instant>)>,
+    ) -> Result<(usize, Option<String>), Failed> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.build(t, id);
+        ctx.counters().sent.fetch_add(1, Ordering::Relaxed);
+        ctx.counters().inflight.fetch_add(1, Ordering::Relaxed);
+        let want = if capture_session { Want::Initialize } else { t.want };
+        self.sse.reset(id, want);
+        let sse = &mut self.sse;
+        let mut streaming = false;
+        let mut observe = |chunk: &[u8]| {
+            if let Some(times) = times.as_deref_mut() {
+                streaming = true;
+                let before = sse.out.other_messages;
+                let n = sse.feed(chunk);
+                let now = Instant::now();
+                for _ in 0..n {
+                    times.0.push(now);
+                }
+                for _ in before..sse.out.other_messages {
+                    times.1.push(now);
+                }
+            }
+        };
+        let r = self
+            .conn
+            .exchange_observed(&self.req, capture_session, ctx.cfg().timeout, &mut observe)
+            .await;
+        ctx.counters().inflight.fetch_sub(1, Ordering::Relaxed);
+        if let Err(e) = r {
+            if matches!(e, crate::http::ExchangeError::Connect(_)) {
+                ctx.connect_error(format!("{}: {}", ctx.cfg().url, e.kind()));
+            }
+            return Err(Failed {
+                reason: Problem::Exchange(e).reason(),
+                lost_session: false,
+                len: 0,
+            });
+        }
+        let p = &self.conn.parser;
+        let len = p.body.len();
+        if p.status != 200 {
+            return Err(Failed {
+                reason: format!("http {}", p.status),
+                lost_session: p.status == 404 && self.session.as_ref().is_some_and(|s| s.id.is_some()),
+                len,
+            });
+        }
+        let checked = match p.content_type {
+            ContentType::Json => crate::check::check_json(&p.body, id, want),
+            ContentType::EventStream => {
+                if !streaming {
+                    self.sse.feed(&p.body);
+                }
+                self.sse.finish()
+            }
+            _ => {
+                return Err(Failed {
+                    reason: Problem::ContentType.reason(),
+                    lost_session: false,
+                    len,
+                })
+            }
+        };
+        match checked.verdict() {
+            Verdict::Ok if checked.tool_error => Err(Failed {
+                reason: Problem::ToolError.reason(),
+                lost_session: false,
+                len,
+            }),
+            Verdict::Ok => Ok((len, checked.version)),
+            v => Err(Failed {
+                reason: v.describe(),
+                lost_session: false,
+                len,
+            }),
+        }
+    }
+
+    /// A fire-and-forget POST (notifications/initialized): 2xx expected.
+    async fn notify(&mut self, ctx: &Ctx, body: &[u8]) -> Result<(), Failed> {
+        self.req.clear();
+        self.req.extend_from_slice(&self.head);
+        self.req.extend_from_slice(b"Content-Length: ");
+        self.req
+            .extend_from_slice(itoa::Buffer::new().format(body.len()).as_bytes());
+        self.req.extend_from_slice(b"\r\n\r\n");
+        self.req.extend_from_slice(body);
+        ctx.counters().sent.fetch_add(1, Ordering::Relaxed);
+        let r = self
+            .conn
+            .exchange(&self.req, false, ctx.cfg().timeout)
+            .await;
+        match r {
+            Err(e) => Err(Failed {
+                reason: Problem::Exchange(e).reason(),
+                lost_session: false,
+                len: 0,
+            }),
+            Ok(()) if (200..300).contains(&self.conn.parser.status) => Ok(()),
+            Ok(()) => Err(Failed {
+                reason: format!("http {}", self.conn.parser.status),
+                lost_session: false,
+                len: self.conn.parser.body.len(),
+            }),
+        }
+    }
+
+    /// Open the session: initialize + notifications/initialized, or server/discover
+    /// (2026-07-28). Each phase is its own row; `from` is the first phase's start.
+    async fn open(&mut self, ctx: &Ctx, from: Instant) -> bool {
+        self.session = None;
+        self.set_head(ctx);
+        if ctx.cfg().stateless() {
+            let r = self.request(ctx, &ctx.discover, false, None).await;
+            let end = Instant::now();
+            return match r {
+                Ok((len, _)) => {
+                    ctx.record(N_DISCOVER, from, end, None, len);
+                    self.session = Some(Session::new(
+                        &ctx.proto,
+                        None,
+                        ctx.cfg().protocol_version.clone(),
+                        self.next_id,
+                    ));
+                    self.set_head(ctx);
+                    true
+                }
+                Err(f) => {
+                    ctx.record(N_DISCOVER, from, end, Some(&f.reason), f.len);
+                    false
+                }
+            };
+        }
+        // initialize
+        let id = self.next_id;
+        self.next_id += 1;
+        ctx.proto.initialize_request(&mut self.req, id);
+        ctx.counters().sent.fetch_add(1, Ordering::Relaxed);
+        let r = self
+            .conn
+            .exchange(&self.req, true, ctx.cfg().timeout)
+            .await;
+        let end = Instant::now();
+        let outcome: Result<(usize, String, Option<String>), String> = match r {
+            Err(e) => {
+                if matches!(e, crate::http::ExchangeError::Connect(_)) {
+                    ctx.connect_error(format!("{}: {}", ctx.cfg().url, e.kind()));
+                }
+                Err(Problem::Exchange(e).reason())
+            }
+            Ok(()) => {
+                let p = &self.conn.parser;
+                let len = p.body.len();
+                if p.status != 200 {
+                    Err(format!("http {}", p.status))
+                } else {
+                    let checked = match p.content_type {
+                        ContentType::Json => crate::check::check_json(&p.body, id, Want::Initialize),
+                        ContentType::EventStream => {
+                            self.sse.reset(id, Want::Initialize);
+                            self.sse.feed(&p.body);
+                            self.sse.finish()
+                        }
+                        _ => crate::check::Checked {
+                            verdict: Some(Verdict::NotJsonRpc),
+                            ..Default::default()
+                        },
+                    };
+                    match (checked.verdict(), checked.version) {
+                        (Verdict::Ok, Some(v)) if crate::mcp::KNOWN_VERSIONS.contains(&v.as_str()) => {
+                            if p.session_id_invalid {
+                                Err(Problem::BadSessionId.reason())
+                            } else {
+                                Ok((len, v, p.session_id.clone()))
+                            }
+                        }
+                        (Verdict::Ok, Some(v)) => Err(Problem::Version(v).reason()),
+                        (Verdict::Ok, None) => Err("initialize result without protocolVersion".into()),
+                        (v, _) => Err(v.describe()),
+                    }
+                }
+            }
+        };
+        let (version, sid) = match outcome {
+            Ok((len, v, sid)) => {
+                ctx.record(N_INITIALIZE, from, end, None, len);
+                (v, sid)
+            }
+            Err(reason) => {
+                ctx.record(N_INITIALIZE, from, end, Some(&reason), 0);
+                return false;
+            }
+        };
+        self.session = Some(Session::new(&ctx.proto, sid, version, self.next_id));
+        self.set_head(ctx);
+        let t0 = Instant::now();
+        let r = self
+            .notify(ctx, br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .await;
+        let end = Instant::now();
+        match r {
+            Ok(()) => {
+                ctx.record(N_INITIALIZED, t0, end, None, 0);
+                true
+            }
+            Err(f) => {
+                ctx.record(N_INITIALIZED, t0, end, Some(&f.reason), f.len);
+                false
+            }
+        }
+    }
+
+    /// DELETE the session (handshake era, when the server minted an id).
+    async fn delete(&mut self, ctx: &Ctx) {
+        let Some(s) = self.session.take() else { return };
+        if s.id.is_none() {
+            return;
+        }
+        let mut req = Vec::with_capacity(256);
+        ctx.proto.head(&mut req, "DELETE", Some(&s));
+        req.extend_from_slice(b"Content-Length: 0\r\n\r\n");
+        let t0 = Instant::now();
+        ctx.counters().sent.fetch_add(1, Ordering::Relaxed);
+        let r = self.conn.exchange(&req, false, ctx.cfg().timeout).await;
+        let end = Instant::now();
+        let failure = match r {
+            Err(e) => Some(Problem::Exchange(e).reason()),
+            Ok(()) if (200..300).contains(&self.conn.parser.status) => None,
+            Ok(()) => Some(format!("http {}", self.conn.parser.status)),
+        };
+        ctx.record(N_DELETE, t0, end, failure.as_deref(), 0);
+    }
+
+    /// One request of the family, recorded under its name.
+    async fn one(&mut self, ctx: &Ctx, t: &Template, from: Instant, name: usize) -> Result<(), Failed> {
+        let streaming = t.progress;
+        let mut times = (Vec::new(), Vec::new());
+        let r = self
+            .request(ctx, t, false, streaming.then_some(&mut times))
+            .await;
+        let end = Instant::now();
+        match &r {
+            Ok((len, _)) => ctx.record(name, from, end, None, *len),
+            Err(f) => ctx.record(name, from, end, Some(&f.reason), f.len),
+        }
+        if streaming {
+            // the final reply is an SSE event too: the gaps are between every event
+            report_times(ctx, N_SSE_FIRST, N_SSE_GAP, &times.0, from);
+            report_times(ctx, N_PROGRESS_FIRST, N_PROGRESS_GAP, &times.1, from);
+        }
+        r.map(|_| ())
+    }
+}
+
+fn report_times(ctx: &Ctx, first: usize, gap: usize, times: &[Instant], from: Instant) {
+    let Some(&t0) = times.first() else { return };
+    ctx.record(first, from, t0, None, 0);
+    for w in times.windows(2) {
+        ctx.record(gap, w[0], w[1], None, 0);
+    }
+}
+
+/// One HTTP user: its own keep-alive connection and session, looping over the family until
+/// its slot is retired or the engine stops.
+async fn http_session(ctx: &Ctx, slot: usize) {
+    let mut s = HttpSession::new(ctx);
+    let family = ctx.cfg().family;
+    let per_session = matches!(family, Family::ToolsCall | Family::Mixed | Family::SseStreaming);
+    ctx.counters().sessions_open.fetch_add(1, Ordering::Relaxed);
+    while ctx.keep(slot) {
+        let from = if ctx.open_model() {
+            match ctx.arrival(slot).await {
+                Some(t) => t,
+                None => continue,
+            }
+        } else {
+            Instant::now()
+        };
+        if per_session {
+            if s.session.is_none() && !s.open(ctx, from).await {
+                ctx.pause(BACKOFF).await;
+                continue;
+            }
+            let t = ctx.pick();
+            let from = if s.session.is_some() { from } else { Instant::now() };
+            if let Err(f) = s.one(ctx, t, from, t.name).await {
+                if f.lost_session {
+                    s.session = None;
+                }
+            }
+            continue;
+        }
+        // handshake / session_churn: a fresh session each iteration
+        if !s.open(ctx, from).await {
+            ctx.pause(BACKOFF).await;
+            continue;
+        }
+        let t = &ctx.items[0];
+        let _ = s.one(ctx, t, Instant::now(), N_FIRST).await;
+        let delete = match family {
+            Family::SessionChurn => {
+                s.delete_acc += ctx.cfg().churn_delete_share;
+                if s.delete_acc >= 1.0 {
+                    s.delete_acc -= 1.0;
+                    true
+                } else {
+                    false
+                }
+            }
+            _ => true,
+        };
+        if delete {
+            s.delete(ctx).await;
+        } else {
+            s.session = None; // abandoned: the server keeps it until its own timeout
+        }
+    }
+    if per_session && !ctx.shared.past_deadline() {
+        s.delete(ctx).await;
+    }
+    ctx.counters().sessions_open.fetch_sub(1, Ordering::Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_values() {
+        assert_eq!(encode_header_value("echo"), "echo");
+        assert_eq!(encode_header_value(" x"), "=?base64?IHg=?=");
+        assert_eq!(encode_header_value("é"), "=?base64?w6k=?=");
+        assert_eq!(encode_header_value("abc"), "abc");
+        assert_eq!(encode_header_value("a\u{1}bc"), "=?base64?YQFiYw==?=");
+    }
+
+    #[test]
+    fn templates_carry_the_id_and_meta() {
+        let cfg = Config::parse(
+            br#"{"url":"http://127.0.0.1:1/mcp","protocol_version":"2026-07-28","tool":"echo","arguments":{"text":"hi"}}"#,
+        )
+        .expect("config");
+        let t = Template::new(&cfg, "tools/call", Some(r#"{"name":"echo","arguments":{"text":"hi"}}"#), Some("echo"), N_CALL, true);
+        let mut body = Vec::new();
+        t.body(42, &mut body);
+        assert_eq!(body.len(), t.body_len(42));
+        let v: Value = serde_json::from_slice(&body).expect("json");
+        assert_eq!(v["id"], 42);
+        assert_eq!(v["params"]["_meta"]["progressToken"], 42);
+        assert_eq!(v["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
+        assert_eq!(v["params"]["arguments"]["text"], "hi");
+        let h = String::from_utf8(t.headers.clone()).expect("utf8");
+        assert_eq!(h, "Mcp-Method: tools/call\r\nMcp-Name: echo\r\n");
+    }
 }

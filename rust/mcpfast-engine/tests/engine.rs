@@ -1,0 +1,259 @@
+//! The engine against the in-repo mock responder (`examples/mock_server.rs`) and scripted
+//! faulty servers: counts, rows, failures with their reasons, and bounded stops.
+
+#[allow(dead_code)]
+#[path = "../examples/mock_server.rs"]
+mod mock;
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use mcpfast_engine::stats::Row;
+use mcpfast_engine::Engine;
+use mock::MockOptions;
+
+fn engine(json: String) -> Engine {
+    let e = Engine::new(json.as_bytes()).expect("valid config");
+    e.start().expect("start");
+    e
+}
+
+fn row<'a>(e: &Engine, rows: &'a [Row], name: &str) -> Option<&'a Row> {
+    rows.iter().find(|r| e.name(r.name) == name)
+}
+
+fn count(e: &Engine, rows: &[Row], name: &str) -> (u64, u64) {
+    row(e, rows, name).map_or((0, 0), |r| (r.num, r.failures))
+}
+
+/// Drain every window until `stop`, merged by name: (name, num, failures, errors).
+fn run_for(e: &Engine, users: usize, secs: f64) -> Vec<Row> {
+    e.set_users(users);
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    let mut rows = e.drain();
+    let t0 = Instant::now();
+    e.stop(Duration::from_secs(2));
+    assert!(t0.elapsed() < Duration::from_secs(3), "stop drains within its grace");
+    rows.extend(e.drain());
+    merge(rows)
+}
+
+fn merge(rows: Vec<Row>) -> Vec<Row> {
+    let mut out: Vec<Row> = Vec::new();
+    for r in rows {
+        if let Some(m) = out.iter_mut().find(|m| m.name == r.name) {
+            m.num += r.num;
+            m.failures += r.failures;
+            m.buckets.extend(r.buckets);
+            for (k, n) in r.errors {
+                match m.errors.iter_mut().find(|e| e.0 == k) {
+                    Some(e) => e.1 += n,
+                    None => m.errors.push((k, n)),
+                }
+            }
+        } else {
+            out.push(r);
+        }
+    }
+    out
+}
+
+fn url(port: u16) -> String {
+    format!("http://127.0.0.1:{port}/mcp")
+}
+
+#[test]
+fn tools_call_json_counts_agree_with_the_server() {
+    let opts = MockOptions::default();
+    let answered = opts.answered.clone();
+    let (port, open) = mock::spawn(opts);
+    let e = engine(format!(r#"{{"url":"{}","tool":"echo","arguments":{{"text":"hi"}}}}"#, url(port)));
+    let rows = run_for(&e, 4, 0.5);
+    let (calls, failed) = count(&e, &rows, "tools/call:echo");
+    assert!(calls > 100, "{calls} calls");
+    assert_eq!(failed, 0);
+    assert_eq!(calls as usize, answered.load(Ordering::Relaxed), "every answered call counted once");
+    assert_eq!(count(&e, &rows, "initialize"), (4, 0));
+    assert_eq!(count(&e, &rows, "notifications/initialized"), (4, 0));
+    assert_eq!(count(&e, &rows, "DELETE"), (4, 0), "sessions are deleted at stop");
+    assert_eq!(open.load(Ordering::Relaxed), 0);
+    let r = row(&e, &rows, "tools/call:echo").expect("row");
+    assert_eq!(r.buckets.iter().map(|b| b.1).sum::<u64>(), calls);
+    let s = e.status();
+    assert_eq!(s.completed, calls + 12);
+    let hist: u64 = e
+        .histograms()
+        .iter()
+        .filter(|h| h.0 == "tools/call:echo" && !h.1)
+        .map(|h| h.2.iter().map(|b| b.1).sum::<u64>())
+        .sum();
+    assert_eq!(hist, calls, "the cumulative histogram holds every call");
+}
+
+#[test]
+fn sse_replies_and_two_threads() {
+    let opts = MockOptions {
+        sse: true,
+        ..MockOptions::default()
+    };
+    let answered = opts.answered.clone();
+    let (port, _) = mock::spawn(opts);
+    let e = engine(format!(r#"{{"url":"{}","threads":2}}"#, url(port)));
+    let rows = run_for(&e, 5, 0.5);
+    let (calls, failed) = count(&e, &rows, "tools/call:echo");
+    assert!(calls > 50);
+    assert_eq!(failed, 0);
+    assert_eq!(calls as usize, answered.load(Ordering::Relaxed));
+    assert_eq!(count(&e, &rows, "initialize"), (5, 0));
+}
+
+#[test]
+fn handshake_family_rows() {
+    let (port, open) = mock::spawn(MockOptions::default());
+    let e = engine(format!(r#"{{"url":"{}","family":"handshake"}}"#, url(port)));
+    let rows = run_for(&e, 3, 0.4);
+    let (init, f) = count(&e, &rows, "initialize");
+    assert!(init > 10);
+    assert_eq!(f, 0);
+    let (initialized, _) = count(&e, &rows, "notifications/initialized");
+    let (first, _) = count(&e, &rows, "tools/call:echo (first)");
+    let (deleted, _) = count(&e, &rows, "DELETE");
+    // stop may cut a lifecycle between two phases: at most one per user
+    assert!(init - initialized <= 3 && initialized - first <= 3 && first - deleted <= 3);
+    assert!(open.load(Ordering::Relaxed) <= 3);
+}
+
+#[test]
+fn session_churn_abandons_its_share() {
+    let (port, open) = mock::spawn(MockOptions::default());
+    let e = engine(format!(
+        r#"{{"url":"{}","family":"session_churn","churn_delete_share":0.5}}"#,
+        url(port)
+    ));
+    let rows = run_for(&e, 2, 0.4);
+    let (init, _) = count(&e, &rows, "initialize");
+    let (deleted, _) = count(&e, &rows, "DELETE");
+    assert!(init > 10);
+    assert!(deleted * 2 <= init + 2 && deleted * 2 + 4 >= init, "{deleted} of {init}");
+    assert!(open.load(Ordering::Relaxed) as u64 >= init - deleted - 2);
+}
+
+#[test]
+fn wrong_ids_are_failures_with_their_reason() {
+    let (port, _) = mock::spawn(MockOptions {
+        wrong_id_every: 5,
+        ..MockOptions::default()
+    });
+    let e = engine(format!(r#"{{"url":"{}"}}"#, url(port)));
+    let rows = run_for(&e, 2, 0.3);
+    let r = row(&e, &rows, "tools/call:echo").expect("row");
+    assert!(r.failures > 0 && r.failures * 5 <= r.num + 5);
+    assert_eq!(r.errors.len(), 1);
+    assert_eq!(r.errors[0].0, "reply id mismatch");
+    assert_eq!(r.errors[0].1, r.failures);
+}
+
+#[test]
+fn stalled_replies_time_out_and_stop_is_bounded() {
+    let (port, _) = mock::spawn(MockOptions {
+        stall_every: 3,
+        ..MockOptions::default()
+    });
+    let e = engine(format!(r#"{{"url":"{}","timeout_s":0.2}}"#, url(port)));
+    let rows = run_for(&e, 2, 0.8);
+    let r = row(&e, &rows, "tools/call:echo").expect("row");
+    assert!(r.failures >= 2, "{:?}", r.errors);
+    assert!(r.errors.iter().all(|e| e.0 == "timeout"), "{:?}", r.errors);
+    assert!(r.num > r.failures, "the sessions go on after a timeout");
+}
+
+#[test]
+fn oversized_replies_fail_clearly() {
+    let (port, _) = mock::spawn(MockOptions::default());
+    let text = "x".repeat(3000);
+    let e = engine(format!(
+        r#"{{"url":"{}","max_reply_bytes":2048,"arguments":{{"text":"{text}"}}}}"#,
+        url(port)
+    ));
+    let rows = run_for(&e, 1, 0.2);
+    let r = row(&e, &rows, "tools/call:echo").expect("row");
+    assert_eq!(r.failures, r.num);
+    assert_eq!(r.errors[0].0, "response body too large");
+}
+
+#[test]
+fn a_server_that_dies_and_comes_back() {
+    let opts = MockOptions::default();
+    let down = opts.down.clone();
+    let answered = opts.answered.clone();
+    let (port, _) = mock::spawn(opts);
+    let e = engine(format!(r#"{{"url":"{}","timeout_s":1}}"#, url(port)));
+    e.set_users(2);
+    std::thread::sleep(Duration::from_millis(200));
+    down.store(true, Ordering::Relaxed);
+    std::thread::sleep(Duration::from_millis(300));
+    let before = answered.load(Ordering::Relaxed);
+    down.store(false, Ordering::Relaxed);
+    std::thread::sleep(Duration::from_millis(400));
+    let rows = run_for(&e, 2, 0.0);
+    assert!(answered.load(Ordering::Relaxed) > before + 10, "the run goes on after the server is back");
+    let total_failures: u64 = rows.iter().map(|r| r.failures).sum();
+    assert!(total_failures > 0);
+    let reasons: Vec<&str> = rows.iter().flat_map(|r| r.errors.iter().map(|e| e.0.as_str())).collect();
+    assert!(reasons.iter().all(|r| r.contains("closed") || r.contains("io error") || r.contains("http 404")), "{reasons:?}");
+}
+
+#[test]
+fn nothing_listening_is_a_connect_error_event() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let e = engine(format!(r#"{{"url":"{}"}}"#, url(port)));
+    e.set_users(2);
+    std::thread::sleep(Duration::from_millis(300));
+    let events = e.events();
+    assert!(events.iter().any(|(k, m)| k == "connect_error" && m.contains("connect failed")), "{events:?}");
+    let rows = run_for(&e, 2, 0.0);
+    let (n, f) = count(&e, &rows, "initialize");
+    assert!(n > 0 && n == f);
+}
+
+#[test]
+fn open_model_counts_late_and_dropped() {
+    let (port, _) = mock::spawn(MockOptions::default());
+    let e = engine(format!(r#"{{"url":"{}","rate":2000,"max_inflight":16}}"#, url(port)));
+    let rows = run_for(&e, 2, 1.0);
+    let (calls, failed) = count(&e, &rows, "tools/call:echo");
+    assert_eq!(failed, 0);
+    // a 2000/s target for ~1 s, carried by 2 sessions on a fast mock
+    assert!((1200..=2300).contains(&calls), "{calls}");
+    // too few sessions for the rate: arrivals queue, then are dropped
+    let (port, _) = mock::spawn(MockOptions {
+        stall_every: 2,
+        ..MockOptions::default()
+    });
+    let e = engine(format!(
+        r#"{{"url":"{}","rate":500,"max_inflight":8,"timeout_s":0.3}}"#,
+        url(port)
+    ));
+    let _ = run_for(&e, 1, 0.8);
+    let s = e.status();
+    assert!(s.dropped > 0 && s.late > 0, "{s:?}");
+}
+
+#[test]
+fn users_converge_up_and_down() {
+    let (port, open) = mock::spawn(MockOptions::default());
+    let e = engine(format!(r#"{{"url":"{}","threads":2}}"#, url(port)));
+    e.set_users(6);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(e.status().sessions_open, 6);
+    assert_eq!(open.load(Ordering::Relaxed), 6);
+    e.set_users(2);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(e.status().sessions_open, 2);
+    assert_eq!(open.load(Ordering::Relaxed), 2, "retired sessions are deleted");
+    e.stop(Duration::from_secs(1));
+    assert_eq!(open.load(Ordering::Relaxed), 0);
+}
