@@ -111,7 +111,10 @@ def test_native_engine_over_stdio(tmp_path: Path) -> None:
 @needs_native
 def test_native_engine_with_two_processes(tmp_path: Path, counting_server) -> None:
     url, countfile = counting_server("mcpfast")
-    run, html = locust(tmp_path, "-f", TOOLS_CALL, "--processes", "2", "-u", "4", "-r", "4", "-t", "3s",
+    # a port of its own: other Locust masters on this machine use the default 5557
+    port = str(_free_port())
+    run, html = locust(tmp_path, "-f", TOOLS_CALL, "--processes", "2", "--master-bind-port", port, "--master-port", port,
+                       "-u", "4", "-r", "4", "-t", "3s",
                        "--host", url, "--mcp-tool", "counted", "--mcp-engine", "native")
     assert_agree(run, html, countfile)
     hist = run.histograms()
