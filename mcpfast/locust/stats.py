@@ -109,6 +109,8 @@ class McpStats:
         # generator CPU: this process (every thread, the native engine's included) over the test,
         # and the engine threads' share; a master adds the workers' final figures
         self._cpu_start = 0.0
+        self._thread_cpu_start = 0.0
+        self.python_thread_cpu_s: float | None = None
         self.cpu_s: float | None = None
         self.engine_cpu_s = 0.0
         self.remote_cpu: dict[str, dict[str, float]] = {}
@@ -219,6 +221,8 @@ class McpStats:
         self.start_time = time.time()
         self.stop_time = None
         self._cpu_start = time.process_time()
+        self._thread_cpu_start = time.thread_time()  # Locust's Python thread (the gevent hub's)
+        self.python_thread_cpu_s: float | None = None
         self.cpu_s = None
         self.engine_cpu_s = 0.0
         self.remote_cpu = {}
@@ -303,7 +307,7 @@ class McpStats:
             "final": final,
         }
         if final and self.cpu_s is not None:
-            payload["cpu"] = {"cpu_s": self.cpu_s, "engine_cpu_s": self.engine_cpu_s, "cores": _cores()}
+            payload["cpu"] = self._own_cpu()
         if lag.total_count:
             lag.reset()
         empty = not (
@@ -406,13 +410,17 @@ class McpStats:
             "failed_histograms": entries(self.failed),
         }
 
+    def _own_cpu(self) -> dict[str, Any]:
+        return {"cpu_s": self.cpu_s, "engine_cpu_s": self.engine_cpu_s,
+                "python_thread_cpu_s": self.python_thread_cpu_s, "cores": _cores()}
+
     def generator(self, duration: float | None) -> dict[str, Any]:
         """CPU the load generator used over the test: every process that sent (this one, or on a
         master the workers' final figures), all threads (the native engine's included), against
         the cores those processes could run on."""
         procs = list(self.remote_cpu.values())
         if not procs and self.cpu_s is not None:
-            procs = [{"cpu_s": self.cpu_s, "engine_cpu_s": self.engine_cpu_s, "cores": _cores()}]
+            procs = [self._own_cpu()]
         cpu = sum(float(p["cpu_s"]) for p in procs)
         cores = sum(int(p["cores"]) for p in procs) if procs else _cores()
         share = cpu / (duration * cores) if (procs and duration) else None
@@ -420,6 +428,7 @@ class McpStats:
             "processes": len(procs),
             "cpu_s": round(cpu, 3),
             "engine_cpu_s": round(sum(float(p["engine_cpu_s"]) for p in procs), 3),
+            "python_thread_cpu_s": round(sum(float(p.get("python_thread_cpu_s") or 0.0) for p in procs), 3),
             "cores": cores,
             "cpu_share": None if share is None else round(share, 4),
         }
@@ -643,6 +652,7 @@ def install(environment: Any) -> McpStats:
             hook()  # e.g. the native engine: stop, final drain (before anything is written or sent)
         stats.stop_time = time.time()
         stats.cpu_s = time.process_time() - stats._cpu_start
+        stats.python_thread_cpu_s = time.thread_time() - stats._thread_cpu_start
         if isinstance(runner, WorkerRunner):
             payload = stats.take_delta(final=True)
             runner.send_message(FINAL_MESSAGE, payload)
