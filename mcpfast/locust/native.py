@@ -185,16 +185,16 @@ class NativeDriver:
     def _start(self) -> bool:
         if self.error is not None:
             return False
-        from mcpfast._core import NativeEngine
+        from mcpfast.core import native_engine
 
         try:
             cfg = config_for(self.environment, self.family, self.host)
             schedule = self.stats.schedule
             if schedule.enabled:
                 cfg["rate"] = schedule.runner_rate  # this process's share of --mcp-rate
-            engine = NativeEngine(json.dumps(cfg).encode())
+            engine = native_engine(json.dumps(cfg).encode())
             engine.start()
-        except (ValueError, OSError) as exc:
+        except (ValueError, OSError, RuntimeError) as exc:
             self.error = str(exc)
             logger.error("mcpfast native engine (%s): %s", self.family, exc)
             return False

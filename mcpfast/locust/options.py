@@ -108,12 +108,13 @@ def add_arguments(parser: Any) -> None:
 
 
 def native_available() -> bool:
-    """True when the compiled core is importable and has the native load engine."""
+    """True when the compiled core is in use (not ``MCPFAST_CORE=python``) and has the native
+    load engine."""
     try:
-        from mcpfast import _core
+        from mcpfast import core
     except Exception:
         return False
-    return hasattr(_core, "NativeEngine")
+    return bool(getattr(core, "HAS_NATIVE_ENGINE", False))
 
 
 def engine(environment: Any) -> str:
