@@ -135,9 +135,7 @@ fn classify(msg: &[u8], want: i64, what: Want, out: &mut Checked) -> Match {
             if env.id.is_some() && !is_ours(&env.id, want) {
                 return Match::OtherReply;
             }
-            let code = env
-                .error_code
-                .and_then(|c| i64::try_from(c.value()).ok());
+            let code = env.error_code.and_then(|c| i64::try_from(c.value()).ok());
             Match::Mine(Verdict::RpcError(code))
         }
     }
@@ -275,10 +273,16 @@ mod tests {
         assert!(!check_json(ok, 5, Want::ToolCall).tool_error);
         let tool_err = br#"{"jsonrpc":"2.0","id":5,"result":{"content":[],"isError":true}}"#;
         assert!(check_json(tool_err, 5, Want::ToolCall).tool_error);
-        assert_eq!(check_json(ok, 6, Want::Plain).verdict(), Verdict::IdMismatch);
+        assert_eq!(
+            check_json(ok, 6, Want::Plain).verdict(),
+            Verdict::IdMismatch
+        );
         // an id nested in the result or inside a string is not the reply's id
         let nested = br#"{"jsonrpc":"2.0","id":7,"result":{"id":5,"s":"\"id\":5"}}"#;
-        assert_eq!(check_json(nested, 5, Want::Plain).verdict(), Verdict::IdMismatch);
+        assert_eq!(
+            check_json(nested, 5, Want::Plain).verdict(),
+            Verdict::IdMismatch
+        );
         let err = br#"{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"bad"}}"#;
         assert_eq!(
             check_json(err, 5, Want::Plain).verdict(),
@@ -289,7 +293,10 @@ mod tests {
             check_json(err_null, 5, Want::Plain).verdict(),
             Verdict::RpcError(Some(-32700))
         );
-        assert_eq!(check_json(b"{nope", 5, Want::Plain).verdict(), Verdict::Malformed);
+        assert_eq!(
+            check_json(b"{nope", 5, Want::Plain).verdict(),
+            Verdict::Malformed
+        );
         assert_eq!(
             check_json(br#"{"jsonrpc":"1.0","id":5,"result":1}"#, 5, Want::Plain).verdict(),
             Verdict::NotJsonRpc
@@ -299,7 +306,10 @@ mod tests {
             Verdict::NotAReply
         );
         let string_id = br#"{"jsonrpc":"2.0","id":"5","result":{}}"#;
-        assert_eq!(check_json(string_id, 5, Want::Plain).verdict(), Verdict::IdMismatch);
+        assert_eq!(
+            check_json(string_id, 5, Want::Plain).verdict(),
+            Verdict::IdMismatch
+        );
     }
 
     #[test]
@@ -324,11 +334,20 @@ mod tests {
             assert_eq!(c.finish(), whole, "cut at {cut}");
         }
         let no_reply = b"data: {\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\n";
-        assert_eq!(check_sse(no_reply, 3, Want::Plain, MAX).verdict(), Verdict::NoReply);
+        assert_eq!(
+            check_sse(no_reply, 3, Want::Plain, MAX).verdict(),
+            Verdict::NoReply
+        );
         let other = b"data: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}\n\n";
-        assert_eq!(check_sse(other, 3, Want::Plain, MAX).verdict(), Verdict::IdMismatch);
+        assert_eq!(
+            check_sse(other, 3, Want::Plain, MAX).verdict(),
+            Verdict::IdMismatch
+        );
         let unterminated = b"data: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}";
-        assert_eq!(check_sse(unterminated, 3, Want::Plain, MAX).verdict(), Verdict::NoReply);
+        assert_eq!(
+            check_sse(unterminated, 3, Want::Plain, MAX).verdict(),
+            Verdict::NoReply
+        );
         let big = format!("data: {}\n\n", "x".repeat(200));
         assert_eq!(
             check_sse(big.as_bytes(), 3, Want::Plain, 100).verdict(),

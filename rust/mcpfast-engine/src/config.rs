@@ -186,7 +186,12 @@ impl Config {
         let transport = match get_str(&o, "transport", "http")?.as_str() {
             "http" => Transport::Http,
             "stdio" => Transport::Stdio,
-            other => return Err(err("transport", format!("'http' or 'stdio', not {other:?}"))),
+            other => {
+                return Err(err(
+                    "transport",
+                    format!("'http' or 'stdio', not {other:?}"),
+                ))
+            }
         };
         let url = get_str(&o, "url", "")?;
         let target = if transport == Transport::Http {
@@ -206,7 +211,9 @@ impl Config {
                         return Err(err("headers", format!("{k}: value must be a string")));
                     };
                     if k.is_empty()
-                        || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
+                        || !k
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
                         || !header_safe(v)
                     {
                         return Err(err("headers", format!("{k}: not a valid header")));
@@ -304,7 +311,12 @@ impl Config {
         let arrivals = match get_str(&o, "arrivals", "uniform")?.as_str() {
             "uniform" => Arrivals::Uniform,
             "poisson" => Arrivals::Poisson,
-            other => return Err(err("arrivals", format!("'uniform' or 'poisson', not {other:?}"))),
+            other => {
+                return Err(err(
+                    "arrivals",
+                    format!("'uniform' or 'poisson', not {other:?}"),
+                ))
+            }
         };
         let max_inflight = get_usize(&o, "max_inflight", 4096, 1, 1 << 24)?;
         let timeout_s = get_f64(&o, "timeout_s", 30.0)?;
@@ -420,15 +432,24 @@ mod tests {
         assert_eq!(c.request_type, "mcp-http");
         assert_eq!(c.arguments, "{}");
         for (bad, field) in [
-            (r#"{"transport":"x","url":"http://127.0.0.1:1/"}"#, "transport"),
+            (
+                r#"{"transport":"x","url":"http://127.0.0.1:1/"}"#,
+                "transport",
+            ),
             (r#"{"url":"https://x/"}"#, "url"),
             (r#"{"transport":"stdio"}"#, "command"),
             (r#"{"url":"http://127.0.0.1:1/","threads":0}"#, "threads"),
             (r#"{"url":"http://127.0.0.1:1/","rate":-1}"#, "rate"),
             (r#"{"url":"http://127.0.0.1:1/","family":"mixed"}"#, "mix"),
             (r#"{"url":"http://127.0.0.1:1/","bogus":1}"#, "bogus"),
-            (r#"{"url":"http://127.0.0.1:1/","headers":{"A":"b\r\nc"}}"#, "headers"),
-            (r#"{"url":"http://127.0.0.1:1/","protocol_version":"1999"}"#, "protocol_version"),
+            (
+                r#"{"url":"http://127.0.0.1:1/","headers":{"A":"b\r\nc"}}"#,
+                "headers",
+            ),
+            (
+                r#"{"url":"http://127.0.0.1:1/","protocol_version":"1999"}"#,
+                "protocol_version",
+            ),
         ] {
             let e = Config::parse(bad.as_bytes()).expect_err(bad);
             assert!(e.contains(field), "{e} should name {field}");

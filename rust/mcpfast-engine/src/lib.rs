@@ -353,7 +353,9 @@ impl Engine {
     pub fn status(&self) -> Status {
         let mut s = Status {
             users: self.shared.users.load(Ordering::Relaxed) as u64,
-            threads: if self.started.load(Ordering::Relaxed) && !self.stopped.load(Ordering::Relaxed) {
+            threads: if self.started.load(Ordering::Relaxed)
+                && !self.stopped.load(Ordering::Relaxed)
+            {
                 self.shared.cfg.threads as u64
             } else {
                 0

@@ -186,7 +186,11 @@ pub fn encode_header_value(v: &str) -> String {
     const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::from("=?base64?");
     for chunk in v.as_bytes().chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {
@@ -341,11 +345,21 @@ impl Ctx {
     }
 
     /// Record one completed request.
-    pub fn record(&self, name: usize, from: Instant, end: Instant, failure: Option<&str>, len: usize) {
+    pub fn record(
+        &self,
+        name: usize,
+        from: Instant,
+        end: Instant,
+        failure: Option<&str>,
+        len: usize,
+    ) {
         let us = end.saturating_duration_since(from).as_micros() as u64;
         let wall = self.shared.clock.wall(end);
         lock(&self.shared.stats[self.idx]).record(name, us, failure, len as u64, wall);
-        self.counters().completed.fetch_add(1, Ordering::Relaxed);
+        if !(N_PROGRESS_FIRST..=N_SSE_GAP).contains(&name) {
+            // streaming rows time events of a request, not requests
+            self.counters().completed.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// A connection error: counted by the caller; an event at most once a second per thread.
@@ -377,14 +391,25 @@ impl Ctx {
             if !self.keep(slot) || !self.open_model() {
                 return None;
             }
-            if let Some(t) = self.tokens.borrow_mut().pop_front() {
-                if Instant::now().saturating_duration_since(t) > LATE {
-                    self.counters().late.fetch_add(1, Ordering::Relaxed);
-                }
+            if let Some(t) = self.try_arrival() {
                 return Some(t);
             }
             let _ = tokio::time::timeout(TICK * 2, self.token_ready.notified()).await;
         }
+    }
+
+    /// Open model: an arrival that is already due, if any (counts it late if it waited).
+    pub fn try_arrival(&self) -> Option<Instant> {
+        let t = self.tokens.borrow_mut().pop_front()?;
+        if Instant::now().saturating_duration_since(t) > LATE {
+            self.counters().late.fetch_add(1, Ordering::Relaxed);
+        }
+        Some(t)
+    }
+
+    /// Wait for the pacer to queue an arrival (bounded).
+    pub async fn token_notified(&self) {
+        let _ = tokio::time::timeout(TICK * 2, self.token_ready.notified()).await;
     }
 
     /// Wait out the stop or a change of target, at most `d`.
@@ -422,7 +447,9 @@ pub fn thread_main(shared: Arc<Shared>, idx: usize) {
     local.block_on(&rt, controller(ctx.clone()));
     // past the grace: whatever is still in flight is dropped with the LocalSet
     drop(local);
-    shared.counters[idx].sessions_open.store(0, Ordering::Relaxed);
+    shared.counters[idx]
+        .sessions_open
+        .store(0, Ordering::Relaxed);
     shared.counters[idx].inflight.store(0, Ordering::Relaxed);
     shared.counters[idx]
         .cpu_ns
@@ -605,7 +632,11 @@ impl HttpSession {
         conn.set_max_body(ctx.cfg().max_reply_bytes);
         HttpSession {
             conn,
-            sse: SseCheck::new(ctx.cfg().max_reply_bytes.min(mcpfast_core::DEFAULT_MAX_EVENT)),
+            sse: SseCheck::new(
+                ctx.cfg()
+                    .max_reply_bytes
+                    .min(mcpfast_core::DEFAULT_MAX_EVENT),
+            ),
             req: Vec::with_capacity(512),
             head: Vec::new(),
             session: None,
@@ -616,8 +647,11 @@ impl HttpSession {
 
     fn set_head(&mut self, ctx: &Ctx) {
         self.head.clear();
-        ctx.proto.head(&mut self.head, "POST", self.session.as_ref());
-        if ctx.cfg().stateless() {
+        if !ctx.cfg().stateless() {
+            ctx.proto
+                .head(&mut self.head, "POST", self.session.as_ref());
+        } else {
+            ctx.proto.head(&mut self.head, "POST", None);
             self.head.extend_from_slice(b"MCP-Protocol-Version: ");
             self.head
                 .extend_from_slice(ctx.cfg().protocol_version.as_bytes());
@@ -650,7 +684,11 @@ impl HttpSession {
         self.build(t, id);
         ctx.counters().sent.fetch_add(1, Ordering::Relaxed);
         ctx.counters().inflight.fetch_add(1, Ordering::Relaxed);
-        let want = if capture_session { Want::Initialize } else { t.want };
+        let want = if capture_session {
+            Want::Initialize
+        } else {
+            t.want
+        };
         self.sse.reset(id, want);
         let sse = &mut self.sse;
         let mut streaming = false;
@@ -688,7 +726,8 @@ impl HttpSession {
         if p.status != 200 {
             return Err(Failed {
                 reason: format!("http {}", p.status),
-                lost_session: p.status == 404 && self.session.as_ref().is_some_and(|s| s.id.is_some()),
+                lost_session: p.status == 404
+                    && self.session.as_ref().is_some_and(|s| s.id.is_some()),
                 len,
             });
         }
@@ -783,10 +822,7 @@ impl HttpSession {
         self.next_id += 1;
         ctx.proto.initialize_request(&mut self.req, id);
         ctx.counters().sent.fetch_add(1, Ordering::Relaxed);
-        let r = self
-            .conn
-            .exchange(&self.req, true, ctx.cfg().timeout)
-            .await;
+        let r = self.conn.exchange(&self.req, true, ctx.cfg().timeout).await;
         let end = Instant::now();
         let outcome: Result<(usize, String, Option<String>), String> = match r {
             Err(e) => {
@@ -802,7 +838,9 @@ impl HttpSession {
                     Err(format!("http {}", p.status))
                 } else {
                     let checked = match p.content_type {
-                        ContentType::Json => crate::check::check_json(&p.body, id, Want::Initialize),
+                        ContentType::Json => {
+                            crate::check::check_json(&p.body, id, Want::Initialize)
+                        }
                         ContentType::EventStream => {
                             self.sse.reset(id, Want::Initialize);
                             self.sse.feed(&p.body);
@@ -814,7 +852,9 @@ impl HttpSession {
                         },
                     };
                     match (checked.verdict(), checked.version) {
-                        (Verdict::Ok, Some(v)) if crate::mcp::KNOWN_VERSIONS.contains(&v.as_str()) => {
+                        (Verdict::Ok, Some(v))
+                            if crate::mcp::KNOWN_VERSIONS.contains(&v.as_str()) =>
+                        {
                             if p.session_id_invalid {
                                 Err(Problem::BadSessionId.reason())
                             } else {
@@ -822,7 +862,9 @@ impl HttpSession {
                             }
                         }
                         (Verdict::Ok, Some(v)) => Err(Problem::Version(v).reason()),
-                        (Verdict::Ok, None) => Err("initialize result without protocolVersion".into()),
+                        (Verdict::Ok, None) => {
+                            Err("initialize result without protocolVersion".into())
+                        }
                         (v, _) => Err(v.describe()),
                     }
                 }
@@ -842,7 +884,10 @@ impl HttpSession {
         self.set_head(ctx);
         let t0 = Instant::now();
         let r = self
-            .notify(ctx, br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .notify(
+                ctx,
+                br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            )
             .await;
         let end = Instant::now();
         match r {
@@ -879,7 +924,13 @@ impl HttpSession {
     }
 
     /// One request of the family, recorded under its name.
-    async fn one(&mut self, ctx: &Ctx, t: &Template, from: Instant, name: usize) -> Result<(), Failed> {
+    async fn one(
+        &mut self,
+        ctx: &Ctx,
+        t: &Template,
+        from: Instant,
+        name: usize,
+    ) -> Result<(), Failed> {
         let streaming = t.progress;
         let mut times = (Vec::new(), Vec::new());
         let r = self
@@ -912,7 +963,10 @@ fn report_times(ctx: &Ctx, first: usize, gap: usize, times: &[Instant], from: In
 async fn http_session(ctx: &Ctx, slot: usize) {
     let mut s = HttpSession::new(ctx);
     let family = ctx.cfg().family;
-    let per_session = matches!(family, Family::ToolsCall | Family::Mixed | Family::SseStreaming);
+    let per_session = matches!(
+        family,
+        Family::ToolsCall | Family::Mixed | Family::SseStreaming
+    );
     ctx.counters().sessions_open.fetch_add(1, Ordering::Relaxed);
     while ctx.keep(slot) {
         let from = if ctx.open_model() {
@@ -929,7 +983,11 @@ async fn http_session(ctx: &Ctx, slot: usize) {
                 continue;
             }
             let t = ctx.pick();
-            let from = if s.session.is_some() { from } else { Instant::now() };
+            let from = if s.session.is_some() {
+                from
+            } else {
+                Instant::now()
+            };
             if let Err(f) = s.one(ctx, t, from, t.name).await {
                 if f.lost_session {
                     s.session = None;
@@ -987,14 +1045,24 @@ mod tests {
             br#"{"url":"http://127.0.0.1:1/mcp","protocol_version":"2026-07-28","tool":"echo","arguments":{"text":"hi"}}"#,
         )
         .expect("config");
-        let t = Template::new(&cfg, "tools/call", Some(r#"{"name":"echo","arguments":{"text":"hi"}}"#), Some("echo"), N_CALL, true);
+        let t = Template::new(
+            &cfg,
+            "tools/call",
+            Some(r#"{"name":"echo","arguments":{"text":"hi"}}"#),
+            Some("echo"),
+            N_CALL,
+            true,
+        );
         let mut body = Vec::new();
         t.body(42, &mut body);
         assert_eq!(body.len(), t.body_len(42));
         let v: Value = serde_json::from_slice(&body).expect("json");
         assert_eq!(v["id"], 42);
         assert_eq!(v["params"]["_meta"]["progressToken"], 42);
-        assert_eq!(v["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
+        assert_eq!(
+            v["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
         assert_eq!(v["params"]["arguments"]["text"], "hi");
         let h = String::from_utf8(t.headers.clone()).expect("utf8");
         assert_eq!(h, "Mcp-Method: tools/call\r\nMcp-Name: echo\r\n");

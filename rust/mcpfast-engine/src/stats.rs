@@ -209,7 +209,12 @@ pub struct Row {
 /// (value µs, count) for every non-empty bucket.
 pub fn buckets(h: &Histogram<u64>) -> Vec<(u64, u64)> {
     h.iter_recorded()
-        .map(|v| (h.highest_equivalent(v.value_iterated_to()), v.count_at_value()))
+        .map(|v| {
+            (
+                h.highest_equivalent(v.value_iterated_to()),
+                v.count_at_value(),
+            )
+        })
         .collect()
 }
 
@@ -289,7 +294,13 @@ mod tests {
         let mut b = ThreadStats::default();
         for i in 0..1000u64 {
             a.record(0, 100 + i, None, 10, 1000.5);
-            b.record(0, 5000, if i % 10 == 0 { Some("http 500") } else { None }, 0, 1001.2);
+            b.record(
+                0,
+                5000,
+                if i % 10 == 0 { Some("http 500") } else { None },
+                0,
+                1001.2,
+            );
         }
         b.record(1, 7, Some("timeout"), 0, 999.9);
         let rows = merge_windows(vec![a.take_window(), b.take_window()]);

@@ -33,7 +33,10 @@ fn run_for(e: &Engine, users: usize, secs: f64) -> Vec<Row> {
     let mut rows = e.drain();
     let t0 = Instant::now();
     e.stop(Duration::from_secs(2));
-    assert!(t0.elapsed() < Duration::from_secs(3), "stop drains within its grace");
+    assert!(
+        t0.elapsed() < Duration::from_secs(3),
+        "stop drains within its grace"
+    );
     rows.extend(e.drain());
     merge(rows)
 }
@@ -67,15 +70,26 @@ fn tools_call_json_counts_agree_with_the_server() {
     let opts = MockOptions::default();
     let answered = opts.answered.clone();
     let (port, open) = mock::spawn(opts);
-    let e = engine(format!(r#"{{"url":"{}","tool":"echo","arguments":{{"text":"hi"}}}}"#, url(port)));
+    let e = engine(format!(
+        r#"{{"url":"{}","tool":"echo","arguments":{{"text":"hi"}}}}"#,
+        url(port)
+    ));
     let rows = run_for(&e, 4, 0.5);
     let (calls, failed) = count(&e, &rows, "tools/call:echo");
     assert!(calls > 100, "{calls} calls");
     assert_eq!(failed, 0);
-    assert_eq!(calls as usize, answered.load(Ordering::Relaxed), "every answered call counted once");
+    assert_eq!(
+        calls as usize,
+        answered.load(Ordering::Relaxed),
+        "every answered call counted once"
+    );
     assert_eq!(count(&e, &rows, "initialize"), (4, 0));
     assert_eq!(count(&e, &rows, "notifications/initialized"), (4, 0));
-    assert_eq!(count(&e, &rows, "DELETE"), (4, 0), "sessions are deleted at stop");
+    assert_eq!(
+        count(&e, &rows, "DELETE"),
+        (4, 0),
+        "sessions are deleted at stop"
+    );
     assert_eq!(open.load(Ordering::Relaxed), 0);
     let r = row(&e, &rows, "tools/call:echo").expect("row");
     assert_eq!(r.buckets.iter().map(|b| b.1).sum::<u64>(), calls);
@@ -134,7 +148,10 @@ fn session_churn_abandons_its_share() {
     let (init, _) = count(&e, &rows, "initialize");
     let (deleted, _) = count(&e, &rows, "DELETE");
     assert!(init > 10);
-    assert!(deleted * 2 <= init + 2 && deleted * 2 + 4 >= init, "{deleted} of {init}");
+    assert!(
+        deleted * 2 <= init + 2 && deleted * 2 + 4 >= init,
+        "{deleted} of {init}"
+    );
     assert!(open.load(Ordering::Relaxed) as u64 >= init - deleted - 2);
 }
 
@@ -196,11 +213,22 @@ fn a_server_that_dies_and_comes_back() {
     down.store(false, Ordering::Relaxed);
     std::thread::sleep(Duration::from_millis(400));
     let rows = run_for(&e, 2, 0.0);
-    assert!(answered.load(Ordering::Relaxed) > before + 10, "the run goes on after the server is back");
+    assert!(
+        answered.load(Ordering::Relaxed) > before + 10,
+        "the run goes on after the server is back"
+    );
     let total_failures: u64 = rows.iter().map(|r| r.failures).sum();
     assert!(total_failures > 0);
-    let reasons: Vec<&str> = rows.iter().flat_map(|r| r.errors.iter().map(|e| e.0.as_str())).collect();
-    assert!(reasons.iter().all(|r| r.contains("closed") || r.contains("io error") || r.contains("http 404")), "{reasons:?}");
+    let reasons: Vec<&str> = rows
+        .iter()
+        .flat_map(|r| r.errors.iter().map(|e| e.0.as_str()))
+        .collect();
+    assert!(
+        reasons
+            .iter()
+            .all(|r| r.contains("closed") || r.contains("io error") || r.contains("http 404")),
+        "{reasons:?}"
+    );
 }
 
 #[test]
@@ -213,7 +241,12 @@ fn nothing_listening_is_a_connect_error_event() {
     e.set_users(2);
     std::thread::sleep(Duration::from_millis(300));
     let events = e.events();
-    assert!(events.iter().any(|(k, m)| k == "connect_error" && m.contains("connect failed")), "{events:?}");
+    assert!(
+        events
+            .iter()
+            .any(|(k, m)| k == "connect_error" && m.contains("connect failed")),
+        "{events:?}"
+    );
     let rows = run_for(&e, 2, 0.0);
     let (n, f) = count(&e, &rows, "initialize");
     assert!(n > 0 && n == f);
@@ -222,7 +255,10 @@ fn nothing_listening_is_a_connect_error_event() {
 #[test]
 fn open_model_counts_late_and_dropped() {
     let (port, _) = mock::spawn(MockOptions::default());
-    let e = engine(format!(r#"{{"url":"{}","rate":2000,"max_inflight":16}}"#, url(port)));
+    let e = engine(format!(
+        r#"{{"url":"{}","rate":2000,"max_inflight":16}}"#,
+        url(port)
+    ));
     let rows = run_for(&e, 2, 1.0);
     let (calls, failed) = count(&e, &rows, "tools/call:echo");
     assert_eq!(failed, 0);
@@ -253,7 +289,11 @@ fn users_converge_up_and_down() {
     e.set_users(2);
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(e.status().sessions_open, 2);
-    assert_eq!(open.load(Ordering::Relaxed), 2, "retired sessions are deleted");
+    assert_eq!(
+        open.load(Ordering::Relaxed),
+        2,
+        "retired sessions are deleted"
+    );
     e.stop(Duration::from_secs(1));
     assert_eq!(open.load(Ordering::Relaxed), 0);
 }

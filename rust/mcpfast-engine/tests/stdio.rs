@@ -1,0 +1,158 @@
+//! stdio: pipelined requests to child processes, children that exit (reported, restarted),
+//! and a bounded stop. The scripted servers are small `sh` and `python3` programs.
+
+use std::time::{Duration, Instant};
+
+use mcpfast_engine::stats::Row;
+use mcpfast_engine::Engine;
+
+/// A stdio MCP responder that answers `limit` tools/call and then exits with status 7.
+const RESPONDER: &str = r#"
+import json, sys
+limit = int(sys.argv[1])
+calls = 0
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    if msg["method"] == "initialize":
+        result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}}, "serverInfo": {"name": "t", "version": "0"}}
+    elif msg["method"] == "tools/call":
+        calls += 1
+        if calls > limit:
+            sys.stderr.write("responder: limit reached\n")
+            sys.exit(7)
+        if calls % 10 == 0:
+            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}}) + "\n")
+        result = {"content": [{"type": "text", "text": msg["params"]["arguments"].get("text", "")}]}
+    else:
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "no"}}) + "\n")
+        sys.stdout.flush()
+        continue
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + "\n")
+    sys.stdout.flush()
+"#;
+
+fn config(command: &[&str], extra: &str) -> String {
+    let cmd = serde_json::to_string(command).expect("json");
+    format!(
+        r#"{{"transport":"stdio","command":{cmd},"inflight_per_process":8,"timeout_s":5{extra}}}"#
+    )
+}
+
+fn totals(e: &Engine, rows: &[Row], name: &str) -> (u64, u64, Vec<(String, u64)>) {
+    let mut out = (0, 0, Vec::new());
+    for r in rows.iter().filter(|r| e.name(r.name) == name) {
+        out.0 += r.num;
+        out.1 += r.failures;
+        out.2.extend(r.errors.iter().cloned());
+    }
+    out
+}
+
+#[test]
+fn pipelined_calls_to_a_child_that_exits_are_reported_and_restarted() {
+    let e =
+        Engine::new(config(&["python3", "-c", RESPONDER, "200"], "").as_bytes()).expect("config");
+    e.start().expect("start");
+    e.set_users(2);
+    let t0 = Instant::now();
+    let mut events = Vec::new();
+    let mut rows = Vec::new();
+    // each child answers 200 calls, then exits: wait for several restarts (bounded)
+    while t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(100));
+        events.extend(e.events());
+        rows.extend(e.drain());
+        if events.iter().filter(|(k, _)| k == "child_exited").count() >= 4 {
+            break;
+        }
+    }
+    let t = Instant::now();
+    e.stop(Duration::from_secs(2));
+    assert!(t.elapsed() < Duration::from_secs(3));
+    rows.extend(e.drain());
+    let exits: Vec<&String> = events
+        .iter()
+        .filter(|(k, _)| k == "child_exited")
+        .map(|(_, m)| m)
+        .collect();
+    assert!(exits.len() >= 4, "{events:?}");
+    assert!(
+        exits
+            .iter()
+            .all(|m| m.contains("exit status: 7") && m.contains("limit reached")),
+        "{exits:?}"
+    );
+    let (inits, init_failed, _) = totals(&e, &rows, "initialize");
+    assert!(
+        inits as usize >= exits.len() && init_failed == 0,
+        "restarted: {inits} initialize"
+    );
+    let (calls, failed, errors) = totals(&e, &rows, "tools/call:echo");
+    // every child answered exactly 200 before exiting; the in-flight ones failed with the reason
+    assert!(calls - failed >= 800, "{calls} {failed}");
+    assert!(
+        failed > 0 && errors.iter().all(|(r, _)| r == "stdio server exited"),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn a_child_that_cannot_start_properly_is_reported_with_its_stderr() {
+    let e =
+        Engine::new(config(&["sh", "-c", "echo boom >&2; exit 3"], "").as_bytes()).expect("config");
+    e.start().expect("start");
+    e.set_users(1);
+    std::thread::sleep(Duration::from_millis(700));
+    let events = e.events();
+    e.stop(Duration::from_secs(1));
+    let rows = e.drain();
+    let exits: Vec<&String> = events
+        .iter()
+        .filter(|(k, _)| k == "child_exited")
+        .map(|(_, m)| m)
+        .collect();
+    assert!(exits.len() >= 2, "restarted after a backoff: {events:?}");
+    assert!(
+        exits[0].contains("exit status: 3") && exits[0].contains("boom"),
+        "{exits:?}"
+    );
+    let (n, f, _) = totals(&e, &rows, "initialize");
+    assert!(n >= 2 && n == f);
+}
+
+#[test]
+fn a_missing_command_is_a_clear_failure() {
+    let e = Engine::new(config(&["/nonexistent/mcp-server"], "").as_bytes()).expect("config");
+    e.start().expect("start");
+    e.set_users(1);
+    std::thread::sleep(Duration::from_millis(300));
+    let events = e.events();
+    e.stop(Duration::from_secs(1));
+    let rows = e.drain();
+    assert!(
+        events
+            .iter()
+            .any(|(k, m)| k == "child_exited" && m.contains("cannot start")),
+        "{events:?}"
+    );
+    let (n, f, errors) = totals(&e, &rows, "initialize");
+    assert!(n >= 1 && n == f && errors[0].0.contains("cannot start the stdio server"));
+}
+
+#[test]
+fn a_silent_child_times_out_and_stop_is_bounded() {
+    let e = Engine::new(config(&["sh", "-c", "sleep 30"], r#","timeout_s":0.3"#).as_bytes())
+        .expect("config");
+    e.start().expect("start");
+    e.set_users(1);
+    std::thread::sleep(Duration::from_millis(800));
+    let t = Instant::now();
+    e.stop(Duration::from_millis(500));
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    let rows = e.drain();
+    let (n, f, errors) = totals(&e, &rows, "initialize");
+    assert!(n >= 1 && n == f, "{n} {f}");
+    assert_eq!(errors[0].0, "timeout");
+}
