@@ -177,3 +177,28 @@ def test_native_engine_follows_a_load_test_shape(tmp_path: Path, counting_server
     csv = assert_agree(run, html, countfile)
     # every session the shape opened got its handshake: 5 at the peak
     assert csv[("mcp-http", "initialize")] >= 5
+
+
+FAMILY_NAMES_HTTP = {
+    "initialize", "notifications/initialized", "tools/call:echo (first)", "DELETE", "tools/call:echo", "tools/list",
+    "tools/call:stream", "sse:first-event", "sse:gap", "progress:first-event", "progress:gap",
+}
+
+
+@needs_native
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+def test_every_family_on_the_native_engine_names_rows_like_the_python_users(tmp_path: Path, counting_server,
+                                                                            version: str) -> None:
+    url, _countfile = counting_server("mcpfast")
+    run, html = locust(tmp_path, "-f", LOADTESTS, "-u", "5", "-r", "5", "-t", "4s", "--host", url,
+                       "--mcp-engine", "native", "--mcp-protocol-version", version)
+    counts = all_counts(run, html)
+    for source, got in counts.items():
+        assert got == counts["csv"], (source, got, counts["csv"])
+    assert not run.failures(), (run.failures(), run.errors())
+    names = {name for (_t, name) in counts["csv"]}
+    if version == "2026-07-28":  # stateless: server/discover instead of the handshake, no DELETE
+        expected = (FAMILY_NAMES_HTTP - {"initialize", "notifications/initialized", "DELETE"}) | {"server/discover"}
+    else:
+        expected = FAMILY_NAMES_HTTP
+    assert expected <= names, (expected - names, names)
