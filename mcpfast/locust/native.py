@@ -161,6 +161,9 @@ class NativeDriver:
         self.last_status: dict[str, Any] = {}
         self._greenlets: list[Any] = []
         self._hist_seen: dict[tuple[str, str], dict[int, int]] = {}
+        # requests and failures per name since the test started (for counters such as session churn's;
+        # Locust's own tables are reset on a worker after every report)
+        self.totals: dict[str, list[int]] = {}
         self._stopping = False
         self.stats = mstats.get(environment)
         self.stats.stop_hooks.append(self.finish)
@@ -201,6 +204,7 @@ class NativeDriver:
         self.engine = engine
         self._stopping = False
         self._hist_seen.clear()
+        self.totals.clear()
         self._greenlets = [gevent.spawn(self._poll_loop), gevent.spawn(self._event_loop)]
         _replace_cpu_monitor(self.environment.runner)
         logger.info("mcpfast native engine started: family %s, %s, %d thread(s)", self.family,
@@ -229,6 +233,7 @@ class NativeDriver:
             self.engine.drain()
             self.engine.reset()
         self._hist_seen.clear()
+        self.totals.clear()
 
     # -- polling -----------------------------------------------------------------------------------
     def _poll_loop(self) -> None:
@@ -240,10 +245,22 @@ class NativeDriver:
         engine = self.engine
         if engine is None:
             return 0
-        added = feed_locust(self.environment.stats, engine.drain())
+        rows = engine.drain()
+        for row in rows:
+            t = self.totals.setdefault(row[1], [0, 0])
+            t[0] += row[2]
+            t[1] += row[4]
+        added = feed_locust(self.environment.stats, rows)
         self._feed_histograms(engine.histograms())
         self.last_status = engine.status()
         return added
+
+    def succeeded(self, name: str) -> int:
+        num, failed = self.totals.get(name, (0, 0))
+        return num - failed
+
+    def failed(self, name: str) -> int:
+        return self.totals.get(name, (0, 0))[1]
 
     def _feed_histograms(self, cumulative: Iterable[tuple[str, str, list[tuple[int, int]]]]) -> None:
         """The engine's cumulative histograms, as deltas since the last poll, into McpStats."""

@@ -202,3 +202,23 @@ def test_every_family_on_the_native_engine_names_rows_like_the_python_users(tmp_
     else:
         expected = FAMILY_NAMES_HTTP
     assert expected <= names, (expected - names, names)
+
+
+@needs_native
+def test_native_session_churn_counters_match_the_rows(tmp_path: Path, counting_server) -> None:
+    import json
+
+    url, _countfile = counting_server("mcpfast")
+    port = str(_free_port())
+    run, html = locust(tmp_path, "-f", str(Path(LOADTESTS) / "session_churn.py"), "--processes", "2",
+                       "--master-bind-port", port, "--master-port", port, "-u", "4", "-r", "4", "-t", "3s",
+                       "--host", url, "--mcp-engine", "native", "--mcp-churn-delete-share", "0.5")
+    counts = all_counts(run, html)
+    assert counts["csv"] == counts["console"] == counts["histograms"] == counts["html"]
+    assert not run.failures(), (run.failures(), run.errors())
+    churn = json.loads((tmp_path / "r_churn.json").read_text())
+    assert churn["workers"] == 2 and churn["complete"], churn
+    assert churn["sessions_opened"] == counts["csv"][("mcp-http", "tools/call:echo (first)")] > 0
+    assert churn["sessions_deleted"] == counts["csv"][("mcp-http", "DELETE")] > 0
+    assert churn["sessions_deleted"] + churn["sessions_abandoned"] == churn["sessions_opened"]
+    assert 0.3 <= churn["delete_share"] <= 0.7, churn
