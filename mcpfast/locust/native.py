@@ -251,7 +251,10 @@ class NativeDriver:
             t[0] += row[2]
             t[1] += row[4]
         added = feed_locust(self.environment.stats, rows)
-        self._feed_histograms(engine.histograms())
+        if rows and len(rows[0]) > 13:
+            self._feed_window_histograms(rows)  # the same windows as Locust's tables: exact, reset included
+        else:
+            self._feed_histograms(engine.histograms())
         self.last_status = engine.status()
         return added
 
@@ -261,6 +264,21 @@ class NativeDriver:
 
     def failed(self, name: str) -> int:
         return self.totals.get(name, (0, 0))[1]
+
+    def _feed_window_histograms(self, rows: Iterable[tuple]) -> None:
+        """Rows with ``failed_buckets`` (row[13]): successes are the buckets minus the failures'."""
+        for row in rows:
+            rtype, name, buckets, failed_buckets = row[0], row[1], row[9], row[13]
+            failed_counts: dict[int, int] = dict(failed_buckets)
+            if failed_counts:
+                h = self.stats.histogram(rtype, name, failed=True)
+                for us, count in failed_buckets:
+                    h.record(us, count)
+            h = self.stats.histogram(rtype, name)
+            for us, count in buckets:
+                ok = count - failed_counts.get(us, 0)
+                if ok:
+                    h.record(us, ok)
 
     def _feed_histograms(self, cumulative: Iterable[tuple[str, str, list[tuple[int, int]]]]) -> None:
         """The engine's cumulative histograms, as deltas since the last poll, into McpStats."""

@@ -21,6 +21,7 @@ from _loadtest_support import (
     stop,
 )
 
+from mcpfast.locust.hlog import read_log, tag_of
 from mcpfast.locust.options import native_available
 
 needs_native = pytest.mark.skipif(not native_available(), reason="mcpfast._core has no NativeEngine (not built)")
@@ -75,8 +76,28 @@ def test_every_output_counts_what_the_server_answered(tmp_path: Path, counting_s
                        "--mcp-tool", "counted", "--mcp-engine", engine)
     csv = assert_agree(run, html, countfile)
     assert csv[("mcp-http", "DELETE")] == 8  # the users' on_stop requests are in the CSV too
-    hlog = Path(f"{run.prefix}_histograms.hlog").read_text()
-    assert hlog.startswith("#[Histogram log format version 1.3]") and "Tag=mcp-http:tools/call:counted," in hlog
+    text = Path(f"{run.prefix}_histograms.hlog").read_text()
+    assert text.startswith("#[Histogram log format version 1.3]") and "Tag=mcp-http:tools/call:counted," in text
+    # the interval log's intervals add up to the run's histograms, key by key
+    per_tag: dict[str, int] = {}
+    for tag, _start, _length, _max, h in read_log(text.splitlines()):
+        per_tag[tag] = per_tag.get(tag, 0) + h.total_count
+    hist = run.histograms()
+    expected = {tag_of(h["type"], h["name"]): h["n"] for h in hist["histograms"]}
+    expected.update({tag_of(h["type"], h["name"], failed=True): h["n"] for h in hist["failed_histograms"]})
+    assert per_tag == expected and len(text.splitlines()) > 5 + len(expected)  # more than one interval
+
+
+@needs_native
+def test_reset_stats_restarts_every_output_together(tmp_path: Path, counting_server) -> None:
+    url, countfile = counting_server("mcpfast")
+    run, html = locust(tmp_path, "-f", TOOLS_CALL, "-u", "4", "-r", "2", "-t", "4s", "--reset-stats", "--host", url,
+                       "--mcp-tool", "counted", "--mcp-engine", "native")
+    counts = all_counts(run, html)
+    for source, got in counts.items():
+        assert got == counts["csv"], (source, got, counts["csv"])
+    calls = counts["csv"][("mcp-http", "tools/call:counted")]
+    assert 0 < calls < countfile.stat().st_size  # the calls of the ramp-up were reset away
 
 
 @pytest.mark.parametrize("engine", ENGINES)
