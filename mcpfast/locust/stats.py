@@ -29,9 +29,15 @@ A client (the future McpHttpUser / McpStdioUser) uses it like this::
     stats.validator(protocol_version).check(reply, method="tools/call")  # may raise SchemaViolation
     stats.report("mcp-http", "tools/call:echo", elapsed_us, len(body), exception)
 
-At test stop, the master or the local runner writes ``<prefix>_histograms.json`` and logs a
-percentile table; ``<prefix>`` is ``--mcp-histogram-out``, else the ``--csv`` prefix, else
-``mcpfast``.
+At test stop, the master or the local runner writes ``<prefix>_histograms.json`` and the
+HdrHistogram interval log ``<prefix>_histograms.hlog`` (per-second deltas of every key, see
+:mod:`mcpfast.locust.hlog`) and logs a percentile table; ``<prefix>`` is ``--mcp-histogram-out``,
+else the ``--csv`` prefix; without either nothing is written (the table is only logged).
+
+The native engine (:mod:`mcpfast.locust.native`) feeds the same histograms from its drained
+windows and registers a ``stop_hooks`` entry, run first at ``test_stop``, so its final drain is in
+every output.  Locust's ``--csv`` files get their final rows when Locust closes them
+(:func:`write_final_csv_rows`), so they count what the console counts.
 """
 
 from __future__ import annotations
