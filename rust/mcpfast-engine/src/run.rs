@@ -624,6 +624,8 @@ struct Failed {
     reason: String,
     lost_session: bool,
     len: usize,
+    /// Nothing could be connected: pause before the next attempt (no hot loop on a dead server).
+    backoff: bool,
 }
 
 impl HttpSession {
@@ -712,13 +714,15 @@ impl HttpSession {
             .await;
         ctx.counters().inflight.fetch_sub(1, Ordering::Relaxed);
         if let Err(e) = r {
-            if matches!(e, crate::http::ExchangeError::Connect(_)) {
+            let backoff = matches!(e, crate::http::ExchangeError::Connect(_));
+            if backoff {
                 ctx.connect_error(format!("{}: {}", ctx.cfg().url, e.kind()));
             }
             return Err(Failed {
                 reason: Problem::Exchange(e).reason(),
                 lost_session: false,
                 len: 0,
+                backoff,
             });
         }
         let p = &self.conn.parser;
@@ -729,6 +733,7 @@ impl HttpSession {
                 lost_session: p.status == 404
                     && self.session.as_ref().is_some_and(|s| s.id.is_some()),
                 len,
+                backoff: false,
             });
         }
         let checked = match p.content_type {
@@ -744,6 +749,7 @@ impl HttpSession {
                     reason: Problem::ContentType.reason(),
                     lost_session: false,
                     len,
+                    backoff: false,
                 })
             }
         };
@@ -752,12 +758,14 @@ impl HttpSession {
                 reason: Problem::ToolError.reason(),
                 lost_session: false,
                 len,
+                backoff: false,
             }),
             Verdict::Ok => Ok((len, checked.version)),
             v => Err(Failed {
                 reason: v.describe(),
                 lost_session: false,
                 len,
+                backoff: false,
             }),
         }
     }
@@ -781,12 +789,14 @@ impl HttpSession {
                 reason: Problem::Exchange(e).reason(),
                 lost_session: false,
                 len: 0,
+                backoff: false,
             }),
             Ok(()) if (200..300).contains(&self.conn.parser.status) => Ok(()),
             Ok(()) => Err(Failed {
                 reason: format!("http {}", self.conn.parser.status),
                 lost_session: false,
                 len: self.conn.parser.body.len(),
+                backoff: false,
             }),
         }
     }
@@ -991,6 +1001,9 @@ async fn http_session(ctx: &Ctx, slot: usize) {
             if let Err(f) = s.one(ctx, t, from, t.name).await {
                 if f.lost_session {
                     s.session = None;
+                }
+                if f.backoff {
+                    ctx.pause(BACKOFF / 10).await;
                 }
             }
             continue;
