@@ -217,7 +217,9 @@ def render(res: dict[str, Any]) -> str:
         "# Swarm on the native engine vs wrk, and truth checks", "",
         f"Command: `{res['command']}` (started {res['started']}, load average at start {res['loadavg_start']}, "
         f"end {res['loadavg_end']}). Server on core 0, generator on core 1; {len(res['rounds'])} interleaved rounds, "
-        "medians below, every round in `results.json`.", "",
+        "every round in `results.json`. Each column is its own median (the ratio is the median of the "
+        "per-round ratios, each round's wrk and Locust runs back to back): with the machine shared, rates move "
+        "2-3x from round to round, the ratio of adjacent runs much less.", "",
         "| measure | wrk | Locust + native engine | ratio | target |",
         "| --- | ---: | ---: | ---: | --- |",
         f"| tools/call echo, 32 connections/users (req/s) | {m['wrk_tools_call_rps']:,.0f} | "

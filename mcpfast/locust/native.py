@@ -200,6 +200,7 @@ class NativeDriver:
         except (ValueError, OSError, RuntimeError) as exc:
             self.error = str(exc)
             logger.error("mcpfast native engine (%s): %s", self.family, exc)
+            self.environment.process_exit_code = 2  # a run that could not send fails visibly
             return False
         self.engine = engine
         self._stopping = False
