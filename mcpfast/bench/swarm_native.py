@@ -211,6 +211,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _spread(rounds: list[dict[str, Any]]) -> str:
+    def rng(key: str) -> str:
+        values = [r[key] for r in rounds]
+        return f"{min(values):.2f}-{max(values):.2f}"
+
+    wrk = [r["wrk_tools_call_rps"] for r in rounds]
+    return (f"Per-round ratios: tools/call {rng('tools_call_ratio')}, lifecycles {rng('handshake_ratio')}; wrk's own "
+            f"tools/call rate went from {min(wrk):,.0f} to {max(wrk):,.0f}/s between rounds, so on this shared "
+            "machine a single round says little and the medians are the figure.")
+
+
 def render(res: dict[str, Any]) -> str:
     m, t = res["median"], res.get("truth", {})
     lines = [
@@ -218,8 +229,7 @@ def render(res: dict[str, Any]) -> str:
         f"Command: `{res['command']}` (started {res['started']}, load average at start {res['loadavg_start']}, "
         f"end {res['loadavg_end']}). Server on core 0, generator on core 1; {len(res['rounds'])} interleaved rounds, "
         "every round in `results.json`. Each column is its own median (the ratio is the median of the "
-        "per-round ratios, each round's wrk and Locust runs back to back): with the machine shared, rates move "
-        "2-3x from round to round, the ratio of adjacent runs much less.", "",
+        "per-round ratios, each round's wrk and Locust runs back to back). " + _spread(res["rounds"]), "",
         "| measure | wrk | Locust + native engine | ratio | target |",
         "| --- | ---: | ---: | ---: | --- |",
         f"| tools/call echo, 32 connections/users (req/s) | {m['wrk_tools_call_rps']:,.0f} | "
