@@ -243,3 +243,13 @@ def test_native_session_churn_counters_match_the_rows(tmp_path: Path, counting_s
     assert churn["sessions_deleted"] == counts["csv"][("mcp-http", "DELETE")] > 0
     assert churn["sessions_deleted"] + churn["sessions_abandoned"] == churn["sessions_opened"]
     assert 0.3 <= churn["delete_share"] <= 0.7, churn
+
+
+@needs_native
+def test_a_config_the_engine_refuses_fails_the_run_with_its_reason(tmp_path: Path) -> None:
+    cmd = [sys.executable, "-m", "locust", *BASE, "-f", TOOLS_CALL, "-u", "2", "-r", "2", "-t", "2s",
+           "--host", "http://127.0.0.1:9/mcp", "--mcp-engine", "native", "--mcp-protocol-version", "auto"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=child_env(), cwd=tmp_path)
+    assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]
+    out = proc.stdout + proc.stderr
+    assert "mcpfast native engine (tools_call)" in out and "protocol_version" in out, out[-3000:]
