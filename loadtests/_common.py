@@ -110,6 +110,23 @@ class ChurnCounters:
 
 CHURN = ChurnCounters()
 
+
+def refresh_native_churn(environment: Any) -> None:
+    """On the native engine the session churn counters come from the engine's rows: a session is
+    opened when its first call succeeded, deleted when its DELETE did; the rest are abandoned."""
+    from mcpfast.locust.native import drivers
+    from mcpfast.locust.options import option
+
+    for d in drivers(environment):
+        if d.family != "session_churn":
+            continue
+        first = f"tools/call:{option(environment, 'mcp_tool')} (first)"
+        CHURN.opened = d.succeeded(first)
+        CHURN.deleted = d.succeeded("DELETE")
+        CHURN.abandoned = max(CHURN.opened - CHURN.deleted, 0)
+        CHURN.failed = d.failed("initialize") + d.failed(first)
+        CHURN.sample()
+
 CHURN_MESSAGE = "mcpfast_churn"  # worker -> master: the worker's counters at its test_stop
 CHURN_REPORT_KEY = "mcpfast_churn"  # the same, piggy-backed on every report_to_master
 COUNT_KEYS = ("sessions_opened", "sessions_failed", "sessions_deleted", "sessions_abandoned")
@@ -182,7 +199,11 @@ MERGE = ChurnMerge()
 
 
 def _write_churn(environment: Any, data: dict[str, Any], suffix: str = "") -> None:
-    path = output_prefix(environment) + f"_churn{suffix}.json"
+    prefix = output_prefix(environment)
+    if prefix is None:  # no --csv / --mcp-histogram-out: log only, write nothing into the cwd
+        logger.info("mcpfast session churn: %s", json.dumps(data))
+        return
+    path = prefix + f"_churn{suffix}.json"
     try:
         with open(path, "w", encoding="utf-8") as fh:
             json.dump(data, fh)
@@ -212,6 +233,8 @@ def _churn_init(environment: Any, **_kw: Any) -> None:
 
 @events.report_to_master.add_listener
 def _churn_report(client_id: str, data: dict, **_kw: Any) -> None:
+    if MERGE.environment is not None:
+        refresh_native_churn(MERGE.environment)
     data[CHURN_REPORT_KEY] = CHURN.summary()
 
 
@@ -225,6 +248,7 @@ def _churn_worker_report(client_id: str, data: dict, **_kw: Any) -> None:
 @events.test_start.add_listener
 def _churn_start(environment: Any, **_kw: Any) -> None:
     CHURN.reset()
+    MERGE.environment = environment  # every process: the environment the counters belong to
     parsed = getattr(environment, "parsed_options", None)
     CHURN.pid = int(getattr(parsed, "mcp_server_pid", 0) or 0)
     if CHURN.pid:
@@ -237,6 +261,11 @@ def _churn_start(environment: Any, **_kw: Any) -> None:
 
 @events.test_stop.add_listener
 def _churn_stop(environment: Any, **_kw: Any) -> None:
+    from mcpfast.locust import stats as mstats
+
+    for hook in list(mstats.get(environment).stop_hooks):
+        hook()  # the native engine's final drain first (idempotent; McpStats runs it too)
+    refresh_native_churn(environment)
     runner = environment.runner
     if _is(runner, "worker"):
         # --processes / --worker: the master merges every worker's counters into one file

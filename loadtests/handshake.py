@@ -9,6 +9,7 @@ from _common import McpUser, close_session, open_session
 
 
 class HandshakeUser(McpUser):
+    native_family = "handshake"
     auto_initialize = False
 
     @task

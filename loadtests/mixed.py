@@ -8,6 +8,7 @@ from _common import McpUser
 
 
 class MixedUser(McpUser):
+    native_family = "mixed"
     resource_uri = None
     prompt_name = None
     prompt_args: dict = {}

@@ -11,6 +11,7 @@ from _common import CHURN, McpUser, close_session, open_session
 
 
 class SessionChurnUser(McpUser):
+    native_family = "session_churn"
     auto_initialize = False
     _acc = 0.0
 

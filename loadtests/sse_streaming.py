@@ -14,6 +14,7 @@ LISTEN_SECONDS = 0.5
 
 
 class SseStreamingUser(McpUser):
+    native_family = "sse_streaming"
     iterations = 0
 
     @task

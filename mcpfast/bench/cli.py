@@ -56,6 +56,8 @@ def add_subcommands(subparsers: Any) -> None:
         help="session churn: share of sessions ended with DELETE, the rest abandoned (default 0.5)",
     )  # fmt: skip
     bench.add_argument("--loadtests", metavar="DIR", help="the loadtests/ directory (default: the repository's)")
+    bench.add_argument("--engine", choices=("native", "python"), default=None,
+                       help="the swarm's engine (--mcp-engine; default native when the core has it)")
     bench.add_argument("--locust-arg", action="append", default=[], metavar="ARG", help="extra argument for every locust run")
     bench.add_argument("--no-plots", action="store_true", help="skip the PNG plots (run `mcpfast report` later)")
 
@@ -114,6 +116,7 @@ def _bench(args: argparse.Namespace) -> int:
         command_line=list(sys.argv),
         locust_args=tuple(args.locust_arg),
         transport_explicit=explicit,
+        engine=args.engine,
     )
     return run_bench(cfg, make_plots=not args.no_plots)
 

@@ -179,11 +179,15 @@ def generate_plots(run: Path, summary: dict[str, Any] | None = None) -> list[Pat
         prefix = _prefix(run, fam)
         hists = load_histograms(prefix)
         curves = {name: h for (_t, name), h in hists.items()}
-        title = f"{family} over {transport}: latency by percentile (µs HDR histograms)"
+        from mcpfast.bench.run import generator_label
+
+        gen = generator_label(fam)
+        title = f"{family} over {transport}: latency by percentile (µs HDR histograms)" + (f"\n{gen}" if gen else "")
         made.append(plots.percentile_plot(curves, run / f"latency-{family}-{transport}.png", title))
         history = _read_csv(Path(f"{prefix}_stats_history.csv"))
         made.append(
-            plots.timeline_plot(history, run / f"timeline-{family}-{transport}.png", f"{family} over {transport}: throughput and p99")
+            plots.timeline_plot(history, run / f"timeline-{family}-{transport}.png",
+                                f"{family} over {transport}: throughput and p99" + (f"\n{gen}" if gen else ""))
         )
         rows = [r for r in summary.get("rows", []) if r["family"] == family and r["transport"] == transport]
         if family == "handshake":

@@ -64,6 +64,8 @@ PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 SUMMARY_FORMAT = "mcpfast-bench"
 SUMMARY_VERSION = 1
 SERVER_START_TIMEOUT = 20.0
+GENERATOR_BOUND = 0.9  # share of its cores above which a family's generator limited the figure
+GENERATOR_BOUND_NOTE = "generator-bound: this figure is a floor"
 LOCUST_GRACE = 45.0  # seconds past --duration before a locust subprocess is killed
 MEMORY_INTERVAL = 0.25
 
@@ -91,6 +93,14 @@ class BenchConfig:
     command_line: list[str] = field(default_factory=lambda: list(sys.argv))
     locust_args: tuple[str, ...] = ()
     transport_explicit: bool = True  # False: "both" by default -> a missing HTTP is a note
+    engine: str | None = None  # --mcp-engine of the swarm; None: native when the core has it, else python
+
+    def resolved_engine(self) -> str:
+        if self.engine:
+            return self.engine
+        from mcpfast.locust.options import native_available
+
+        return "native" if native_available() else "python"
 
 
 # ------------------------------------------------------------------------------------ machine
@@ -275,6 +285,7 @@ def family_result(prefix: Path) -> dict[str, Any]:
         "histograms_complete": hist.get("complete"),
         "have_histograms": bool(hist),
         "have_locust_json": loc is not None,
+        "generator": hist.get("generator"),
     }
 
 
@@ -285,13 +296,15 @@ def _ms(us: Any) -> str:
 def render_table(summary: dict[str, Any]) -> str:
     """The summary table: one line per (family, transport, request name); latencies in ms (µs
     resolution, from the HDR histograms)."""
-    header = ["family", "transport", "request", "count", "fail", "rps", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms"]
+    header = ["family", "transport", "request", "count", "fail", "rps", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "gen cpu"]
     body: list[list[str]] = []
     for fam in summary.get("families", []):
         rows = [r for r in summary.get("rows", []) if r["family"] == fam["family"] and r["transport"] == fam["transport"]]
+        gen = fam.get("generator") or {}
+        gen_cell = "-" if not gen else f"{100 * gen['cpu_share']:.0f}%{' BOUND' if gen.get('bound') else ''}"
         if not rows:
-            body.append([fam["family"], fam["transport"], f"({fam.get('status')})", "0", "0", "-", "-", "-", "-", "-"])
-        for r in rows:
+            body.append([fam["family"], fam["transport"], f"({fam.get('status')})", "0", "0", "-", "-", "-", "-", "-", gen_cell])
+        for i, r in enumerate(rows):
             body.append(
                 [
                     r["family"],
@@ -304,10 +317,11 @@ def render_table(summary: dict[str, Any]) -> str:
                     _ms(r.get("p90_us")),
                     _ms(r.get("p99_us")),
                     _ms(r.get("p99.9_us")),
+                    gen_cell if i == 0 else "",
                 ]
             )
     widths = [max(len(header[i]), *(len(b[i]) for b in body)) if body else len(header[i]) for i in range(len(header))]
-    right = {3, 4, 5, 6, 7, 8, 9}
+    right = {3, 4, 5, 6, 7, 8, 9, 10}
 
     def fmt(cells: list[str]) -> str:
         return "  ".join(c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(cells)).rstrip()
@@ -342,6 +356,7 @@ def locust_argv(
         "--only-summary",
         "--loglevel", "INFO",
         "--mcp-histogram-out", str(prefix),
+        "--mcp-engine", cfg.resolved_engine(),
     ]  # fmt: skip
     if transport == "stdio":
         argv += ["--mcp-command", command or ""]
@@ -428,6 +443,7 @@ def run_family(
     if proc.returncode not in (0, 1) or (proc.returncode == 1 and not result["failures"]):
         problems.append(f"locust exited with code {proc.returncode}: {log_tail(log_file, 3)}")
     churn = _read_json(Path(f"{prefix}_churn.json"))
+    generator = generator_use(result.get("generator"))
     status = "ok" if not problems else "failed"
     p50 = p99 = None
     main_rows = [r for r in result["rows"] if r["count"]]
@@ -457,6 +473,8 @@ def run_family(
         "validation": result["validation"],
         "pacer": result["pacer"],
         "churn": churn,
+        "engine": cfg.resolved_engine(),
+        "generator": generator,
         "server_pid": server_pid or None,
         "memory_samples": len(sampler.rows),
         "memory_source": "server process VmRSS" if (transport == "http" and server_pid) else "sum of VmRSS of the stdio server processes",
@@ -465,6 +483,25 @@ def run_family(
         "files": files,
         "_rows": result["rows"],
     }
+
+
+def generator_use(gen: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The generator's CPU (the Locust process: its Python thread plus the native engine's
+    threads) as a share of the cores it could run on, and whether that made it the bottleneck."""
+    if not gen or gen.get("cpu_share") is None:
+        return None
+    share = float(gen["cpu_share"])
+    return {**gen, "bound": share > GENERATOR_BOUND, "note": GENERATOR_BOUND_NOTE if share > GENERATOR_BOUND else None}
+
+
+def generator_label(fam: dict[str, Any]) -> str:
+    """``"73% of 1 core"`` (+ the generator-bound note) for tables and plot titles."""
+    gen = fam.get("generator")
+    if not gen:
+        return ""
+    cores = gen.get("cores") or 1
+    text = f"generator {100 * gen['cpu_share']:.0f}% of {cores} core{'s' if cores != 1 else ''}"
+    return f"{text}, {GENERATOR_BOUND_NOTE}" if gen.get("bound") else text
 
 
 MAIN_REQUEST = {"handshake": "initialize", "session_churn": "initialize"}
@@ -569,6 +606,7 @@ def run_bench(cfg: BenchConfig, stream: TextIO | None = None, make_plots: bool =
             "http_target": cfg.target or ("embedded" if "http" in transports_run else None),
             "stdio_command": stdio_command if "stdio" in transports_run else None,
             "locust_args": list(cfg.locust_args),
+            "engine": cfg.resolved_engine(),
         },
         "notes": notes,
         "families": families,
@@ -607,6 +645,9 @@ def format_summary(summary: dict[str, Any]) -> str:
         render_table(summary),
         "",
     ]
+    for fam in summary.get("families", []):
+        if fam.get("generator"):
+            lines.append(f"{fam['family']}/{fam['transport']} ({fam.get('engine')} engine): {generator_label(fam)}")
     for fam in summary.get("families", []):
         churn = fam.get("churn") or {}
         if churn:

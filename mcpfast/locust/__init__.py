@@ -4,7 +4,9 @@
 * :mod:`mcpfast.locust.pacing` - open-model arrival schedule (sans-IO core + gevent adapter).
 * :mod:`mcpfast.locust.validate` - sampled MCP JSON Schema checks.
 * :mod:`mcpfast.locust.options` - the swarm's Locust command-line options.
+* :mod:`mcpfast.locust.hlog` - HdrHistogram interval logs (``.hlog``, V2 compressed; pure Python).
 * :mod:`mcpfast.locust.stats` - wiring into Locust events (imports ``locust``).
+* :mod:`mcpfast.locust.native` - Locust drives the compiled core's native load engine (imports ``locust``).
 
 This package ``__init__`` imports nothing, so importing the pure modules does not pull in
 Locust (whose import monkey-patches the standard library).

@@ -265,6 +265,32 @@ class Histogram:
     def copy(self) -> Histogram:
         return Histogram().merge(self)
 
+    def minus(self, earlier: Histogram) -> Histogram:
+        """``self - earlier`` slot by slot, where ``earlier`` is an earlier state of ``self``
+        (a new histogram; min and max are those of the slots that remain)."""
+        top = self._top + 1
+        counts = [x - y for x, y in zip(self._counts[:top], earlier._counts[:top], strict=True)]
+        counts.extend([0] * (SLOTS - top))
+        out = Histogram.from_counts(counts)
+        out.overflow = self.overflow - earlier.overflow
+        return out
+
+    @classmethod
+    def from_counts(cls, counts: list[int]) -> Histogram:
+        """A histogram over a full slot array (``SLOTS`` long, taken over, not copied); min and
+        max become the lowest/highest equivalent values of the first/last non-zero slot."""
+        if len(counts) != SLOTS or any(c < 0 for c in counts):
+            raise ValueError(f"a counts array has {SLOTS} non-negative slots")
+        h = cls()
+        h._counts = counts
+        nonzero = [i for i, c in enumerate(counts) if c]
+        h.total_count = sum(counts)
+        if nonzero:
+            h._min = lowest_equivalent(nonzero[0])
+            h._max = min(highest_equivalent(nonzero[-1]), HIGHEST)
+            h._top = nonzero[-1]
+        return h
+
     def reset(self) -> None:
         counts = self._counts
         for index in range(self._top + 1):

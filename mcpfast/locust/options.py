@@ -18,10 +18,13 @@ from mcpfast._argtypes import int_at_least, rate, share
 
 _non_negative_int = int_at_least(0)
 
-__all__ = ["DEFAULTS", "add_arguments", "option"]
+__all__ = ["DEFAULTS", "add_arguments", "engine", "native_available", "option"]
 
 # Defaults, also used when an Environment has no parsed_options (tests, library use).
 DEFAULTS: dict[str, Any] = {
+    "mcp_engine": None,  # None -> "native" when mcpfast._core has NativeEngine, else "python"
+    "mcp_engine_threads": 1,
+    "mcp_stdio_inflight": 1,
     "mcp_histogram_out": None,  # None -> the --csv prefix if given, else "mcpfast"
     "mcp_rate": 0.0,
     "mcp_validate_share": 0.01,
@@ -51,7 +54,8 @@ def add_arguments(parser: Any) -> None:
         metavar="PREFIX",
         default=DEFAULTS["mcp_histogram_out"],
         env_var="LOCUST_MCP_HISTOGRAM_OUT",
-        help="Write PREFIX_histograms.json at test stop (default: the --csv prefix, else 'mcpfast').",
+        help="Write PREFIX_histograms.json and PREFIX_histograms.hlog at test stop (default: the --csv "
+        "prefix; without either nothing is written, the table is only logged).",
     )
     group.add_argument(
         "--mcp-rate",
@@ -72,7 +76,53 @@ def add_arguments(parser: Any) -> None:
         env_var="LOCUST_MCP_VALIDATE_SHARE",
         help="Share of messages (0..1) validated against the MCP JSON Schema (default 0.01).",
     )
+    group.add_argument(
+        "--mcp-engine",
+        dest="mcp_engine",
+        choices=("native", "python"),
+        default=DEFAULTS["mcp_engine"],
+        env_var="LOCUST_MCP_ENGINE",
+        help="Who sends the requests: 'native' (the compiled core's engine on its own threads; "
+        "the default when it is built) or 'python' (gevent users, for scenarios written in Python).",
+    )
+    group.add_argument(
+        "--mcp-engine-threads",
+        dest="mcp_engine_threads",
+        metavar="N",
+        type=int_at_least(1),
+        default=DEFAULTS["mcp_engine_threads"],
+        env_var="LOCUST_MCP_ENGINE_THREADS",
+        help="Native engine: I/O threads per Locust process (default 1).",
+    )
+    group.add_argument(
+        "--mcp-stdio-inflight",
+        dest="mcp_stdio_inflight",
+        metavar="N",
+        type=int_at_least(1),
+        default=DEFAULTS["mcp_stdio_inflight"],
+        env_var="LOCUST_MCP_STDIO_INFLIGHT",
+        help="Native engine over stdio: requests in flight per server process (pipelined lines; default 1, "
+        "what a Python user does).",
+    )
     _add_client_arguments(group)
+
+
+def native_available() -> bool:
+    """True when the compiled core is in use (not ``MCPFAST_CORE=python``) and has the native
+    load engine."""
+    try:
+        from mcpfast import core
+    except Exception:
+        return False
+    return bool(getattr(core, "HAS_NATIVE_ENGINE", False))
+
+
+def engine(environment: Any) -> str:
+    """The resolved ``--mcp-engine``: ``native`` or ``python``."""
+    chosen = option(environment, "mcp_engine")
+    if chosen:
+        return str(chosen)
+    return "native" if native_available() else "python"
 
 
 def _version(text: str) -> str:

@@ -29,9 +29,15 @@ A client (the future McpHttpUser / McpStdioUser) uses it like this::
     stats.validator(protocol_version).check(reply, method="tools/call")  # may raise SchemaViolation
     stats.report("mcp-http", "tools/call:echo", elapsed_us, len(body), exception)
 
-At test stop, the master or the local runner writes ``<prefix>_histograms.json`` and logs a
-percentile table; ``<prefix>`` is ``--mcp-histogram-out``, else the ``--csv`` prefix, else
-``mcpfast``.
+At test stop, the master or the local runner writes ``<prefix>_histograms.json`` and the
+HdrHistogram interval log ``<prefix>_histograms.hlog`` (per-second deltas of every key, see
+:mod:`mcpfast.locust.hlog`) and logs a percentile table; ``<prefix>`` is ``--mcp-histogram-out``,
+else the ``--csv`` prefix; without either nothing is written (the table is only logged).
+
+The native engine (:mod:`mcpfast.locust.native`) feeds the same histograms from its drained
+windows and registers a ``stop_hooks`` entry, run first at ``test_stop``, so its final drain is in
+every output.  Locust's ``--csv`` files get their final rows when Locust closes them
+(:func:`write_final_csv_rows`), so they count what the console counts.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ from typing import Any
 from locust.runners import MasterRunner, WorkerRunner
 
 from mcpfast.locust.histogram import Histogram, HistogramSet
+from mcpfast.locust.hlog import IntervalLog, tag_of
 from mcpfast.locust.options import add_arguments, option
 from mcpfast.locust.pacing import DEFAULT_LATE_TOLERANCE, DEFAULT_MAX_LAG, OpenModelSchedule, Pacer
 from mcpfast.locust.validate import Validator
@@ -105,8 +112,25 @@ class McpStats:
         self._expected: set[str] | None = None  # master: workers whose final delta is awaited
         self.start_time: float | None = None
         self.stop_time: float | None = None
+        # generator CPU: this process (every thread, the native engine's included) over the test,
+        # and the engine threads' share; a master adds the workers' final figures
+        self._cpu_start = 0.0
+        self._thread_cpu_start = 0.0
+        self.python_thread_cpu_s: float | None = None
+        self.cpu_s: float | None = None
+        self.engine_cpu_s = 0.0
+        self.remote_cpu: dict[str, dict[str, float]] = {}
         self.written_path: str | None = None
+        self.hlog_path: str | None = None
         self._installed_messages = False
+        # interval log (.hlog): per-key deltas taken once a second by the local/master process
+        self.intervals = IntervalLog()
+        self._snapshots: dict[tuple[bool, str, str], Histogram] = {}
+        self._last_tick: float | None = None
+        self._ticker: Any = None
+        # callables run first at test_stop, before any output (the native engine's final drain)
+        self.stop_hooks: list[Any] = []
+        self.reset_hooks: list[Any] = []  # run on reset_stats (the native engine's reset())
 
     # -- client-facing API (hot path) -------------------------------------------------------
     def record(
@@ -202,7 +226,65 @@ class McpStats:
         self._expected = None
         self.start_time = time.time()
         self.stop_time = None
+        self._cpu_start = time.process_time()
+        self._thread_cpu_start = time.thread_time()  # Locust's Python thread (the gevent hub's)
+        self.python_thread_cpu_s: float | None = None
+        self.cpu_s = None
+        self.engine_cpu_s = 0.0
+        self.remote_cpu = {}
         self.written_path = None
+        self.hlog_path = None
+        self.intervals.reset(self.start_time)
+        self._snapshots.clear()
+        self._last_tick = self.start_time
+
+    def reset_histograms(self) -> None:
+        """Locust's reset_stats (``--reset-stats``, the web UI's reset): the µs histograms and the
+        interval log start again with Locust's own tables."""
+        self.ok.reset()
+        self.failed.reset()
+        self._snapshots.clear()
+        now = time.time()
+        self.intervals.reset(now)
+        self._last_tick = now
+        for hook in list(self.reset_hooks):
+            hook()
+
+    # -- interval log --------------------------------------------------------------------------------
+    def tick(self, now: float | None = None) -> None:
+        """Add every key's histogram since the previous tick to the interval log (exact deltas:
+        the intervals of a key sum to its final histogram)."""
+        now = time.time() if now is None else now
+        start = self._last_tick if self._last_tick is not None else (self.start_time or now)
+        for failed, hset in ((False, self.ok), (True, self.failed)):
+            for (request_type, name), h in hset.items():
+                key = (failed, request_type, name)
+                prev = self._snapshots.get(key)
+                if prev is None:
+                    prev = self._snapshots[key] = Histogram()
+                if h.total_count == prev.total_count:
+                    continue
+                delta = h.minus(prev)
+                prev.merge(delta)
+                self.intervals.add(tag_of(request_type, name, failed), start, now, delta)
+        self._last_tick = now
+
+    def start_ticker(self, interval: float = 1.0) -> None:
+        import gevent
+
+        self.stop_ticker()
+
+        def loop() -> None:
+            while True:
+                gevent.sleep(interval)
+                self.tick()
+
+        self._ticker = gevent.spawn(loop)
+
+    def stop_ticker(self) -> None:
+        if self._ticker is not None:
+            self._ticker.kill(block=False)
+            self._ticker = None
 
     def configure_pacer(self) -> None:
         """(Re)configure the schedule from ``--mcp-rate`` and this runner's place."""
@@ -230,6 +312,8 @@ class McpStats:
             "lag": lag.to_dict() if lag.total_count else None,
             "final": final,
         }
+        if final and self.cpu_s is not None:
+            payload["cpu"] = self._own_cpu()
         if lag.total_count:
             lag.reset()
         empty = not (
@@ -251,6 +335,8 @@ class McpStats:
             self.remote_counters[key] = self.remote_counters.get(key, 0) + int(n)
         if payload.get("lag"):
             self.remote_lag.merge(Histogram.from_dict(payload["lag"]))
+        if payload.get("cpu"):
+            self.remote_cpu[client_id] = payload["cpu"]
         if payload.get("final"):
             self.workers_final.add(client_id)
             if self._expected is not None and self._expected <= self.workers_final:
@@ -325,31 +411,70 @@ class McpStats:
                 "checked": counters["validate.checked"],
                 "violations": counters["validate.violations"],
             },
+            "generator": self.generator(duration),
             "histograms": entries(self.ok),
             "failed_histograms": entries(self.failed),
         }
 
-    def output_path(self) -> str:
-        return output_prefix(self.environment) + "_histograms.json"
+    def _own_cpu(self) -> dict[str, Any]:
+        return {"cpu_s": self.cpu_s, "engine_cpu_s": self.engine_cpu_s,
+                "python_thread_cpu_s": self.python_thread_cpu_s, "cores": _cores()}
 
-    def write_output(self, complete: bool = True) -> str:
-        """Write the JSON file and log the percentile table; returns the path."""
+    def generator(self, duration: float | None) -> dict[str, Any]:
+        """CPU the load generator used over the test: every process that sent (this one, or on a
+        master the workers' final figures), all threads (the native engine's included), against
+        the cores those processes could run on."""
+        procs = list(self.remote_cpu.values())
+        if not procs and self.cpu_s is not None:
+            procs = [self._own_cpu()]
+        cpu = sum(float(p["cpu_s"]) for p in procs)
+        cores = sum(int(p["cores"]) for p in procs) if procs else _cores()
+        share = cpu / (duration * cores) if (procs and duration) else None
+        return {
+            "processes": len(procs),
+            "cpu_s": round(cpu, 3),
+            "engine_cpu_s": round(sum(float(p["engine_cpu_s"]) for p in procs), 3),
+            "python_thread_cpu_s": round(sum(float(p.get("python_thread_cpu_s") or 0.0) for p in procs), 3),
+            "cores": cores,
+            "cpu_share": None if share is None else round(share, 4),
+        }
+
+    def output_path(self) -> str | None:
+        prefix = output_prefix(self.environment)
+        return None if prefix is None else prefix + "_histograms.json"
+
+    def write_output(self, complete: bool = True) -> str | None:
+        """Write ``<prefix>_histograms.json`` and ``<prefix>_histograms.hlog`` and log the
+        percentile table; returns the JSON path (None without --csv / --mcp-histogram-out: then
+        only the table is logged, nothing is written)."""
         if self.stop_time is None:
             self.stop_time = time.time()
+        self.stop_ticker()
+        self.tick(max(self.stop_time, self._last_tick or 0.0))
         path = self.output_path()
         data = self.to_dict(complete=complete)
-        if directory := os.path.dirname(path):
-            os.makedirs(directory, exist_ok=True)
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, separators=(",", ":"))
-        os.replace(tmp, path)
+        if path is not None:
+            if directory := os.path.dirname(path):
+                os.makedirs(directory, exist_ok=True)
+            tmp = path + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(data, fh, separators=(",", ":"))
+            os.replace(tmp, path)
+            self.hlog_path = self.intervals.write(path[: -len(".json")] + ".hlog")
         self.written_path = path
         if not complete:
             logger.warning("mcpfast: histograms written without the final data of workers %s", data["missing_workers"])
         table = render_table(self.ok, self.failed, data["pacer"], data["validation"])
-        _console(f"{table}\nmcpfast histograms: {path}")
+        where = f"{path} and {self.hlog_path}" if path else "not written (no --csv or --mcp-histogram-out)"
+        _console(f"{table}\nmcpfast histograms: {where}")
         return path
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
 
 
 def _mcpfast_version() -> str | None:
@@ -368,12 +493,14 @@ def _console(text: str) -> None:
         console_logger.info(line)
 
 
-def output_prefix(environment: Any) -> str:
+def output_prefix(environment: Any) -> str | None:
+    """``--mcp-histogram-out``, else the ``--csv`` prefix, else None (write no files)."""
     prefix = option(environment, "mcp_histogram_out")
     if not prefix:
         parsed = getattr(environment, "parsed_options", None)
-        prefix = getattr(parsed, "csv_prefix", None) or "mcpfast"
-    return str(prefix)
+        prefix = getattr(parsed, "csv_prefix", None)
+    return str(prefix) if prefix else None
+
 
 
 def summary(h: Histogram, percentiles: Iterable[float] = (50.0, 90.0, 99.0, 99.9, 99.99)) -> dict[str, Any]:
@@ -514,11 +641,24 @@ def install(environment: Any) -> McpStats:
                 runner.send_message(TOPOLOGY_MESSAGE, {"index": index, "count": len(ids)}, client_id)
         elif not isinstance(runner, WorkerRunner):
             stats.worker_index, stats.worker_count = 0, 1
+        if not isinstance(runner, WorkerRunner):
+            stats.start_ticker()
         stats.configure_pacer()
+
+    def on_reset_stats(**_kw: Any) -> None:
+        stats.reset_histograms()
+
+    def on_spawning_complete(**_kw: Any) -> None:
+        if getattr(stats.environment, "reset_stats", False):  # --reset-stats: Locust resets its tables
+            stats.reset_histograms()
 
     def on_test_stop(environment: Any, **_kw: Any) -> None:
         runner = environment.runner
+        for hook in list(stats.stop_hooks):
+            hook()  # e.g. the native engine: stop, final drain (before anything is written or sent)
         stats.stop_time = time.time()
+        stats.cpu_s = time.process_time() - stats._cpu_start
+        stats.python_thread_cpu_s = time.thread_time() - stats._thread_cpu_start
         if isinstance(runner, WorkerRunner):
             payload = stats.take_delta(final=True)
             runner.send_message(FINAL_MESSAGE, payload)
@@ -547,6 +687,8 @@ def install(environment: Any) -> McpStats:
     events.init.add_listener(on_init)
     events.test_start.add_listener(on_test_start)
     events.test_stop.add_listener(on_test_stop)
+    events.reset_stats.add_listener(on_reset_stats)
+    events.spawning_complete.add_listener(on_spawning_complete)
     events.report_to_master.add_listener(on_report_to_master)
     events.worker_report.add_listener(on_worker_report)
     events.quitting.add_listener(on_quitting)
@@ -558,7 +700,90 @@ def _on_global_init(environment: Any, **_kw: Any) -> None:
     install(environment)
 
 
+# -- Locust's --csv files: the final rows ------------------------------------------------------------
+def write_final_csv_rows(writer: Any) -> None:
+    """Rewrite ``_stats.csv``, ``_failures.csv`` and ``_exceptions.csv`` from the final tables and
+    append the last ``_stats_history.csv`` row.
+
+    Locust's CSV greenlet rewrites the files once a second and ``close_files`` only closes them,
+    so the CSV missed whatever happened after its last tick: the last second(s) of the run, the
+    users' ``on_stop`` requests (``DELETE``) and, on a master, the workers' final reports.  Locust
+    calls ``close_files`` at shutdown right after printing the final console table, so rows
+    written here count exactly what the console, the HTML report and the histograms count.
+    """
+    files = (
+        ("requests_csv_filehandle", "requests_csv_writer", "requests_csv_columns", "_requests_data_rows"),
+        ("failures_csv_filehandle", "failures_csv_writer", "failures_columns", "_failures_data_rows"),
+        ("exceptions_csv_filehandle", "exceptions_csv_writer", "exceptions_columns", "_exceptions_data_rows"),
+    )
+    for handle_attr, writer_attr, columns_attr, rows_attr in files:
+        fh = getattr(writer, handle_attr, None)
+        if fh is None or fh.closed:
+            continue
+        csv_writer = getattr(writer, writer_attr)
+        fh.seek(0)
+        csv_writer.writerow(getattr(writer, columns_attr))
+        getattr(writer, rows_attr)(csv_writer)
+        fh.truncate()
+        fh.flush()
+    history = getattr(writer, "stats_history_csv_filehandle", None)
+    if history is not None and not history.closed:
+        if history.tell() == 0:
+            writer.stats_history_csv_writer.writerow(writer.stats_history_csv_columns)
+        writer._stats_history_data_rows(writer.stats_history_csv_writer, time.time())
+        history.flush()
+
+
+_CSV_WRITERS: list[Any] = []  # Locust's CSV file writers of this process (one under the CLI)
+
+
+def _final_rows_once(writer: Any) -> None:
+    if getattr(writer, "_mcpfast_final_written", False):
+        return
+    writer._mcpfast_final_written = True
+    try:
+        write_final_csv_rows(writer)
+    except Exception:  # never lose the close over a failed final write
+        logger.exception("mcpfast: could not write the final CSV rows")
+
+
+def _patch_csv_writer() -> None:
+    """Final CSV rows at shutdown: when Locust closes the files, or earlier, just before
+    ``--json``/``--json-file`` serialise the stats - Locust's ``serialize_stats`` clears every
+    entry as it goes (``get_stripped_report``), so rows written after it would read zeros."""
+    import locust.stats as lstats
+    from locust.stats import StatsCSVFileWriter
+
+    original = StatsCSVFileWriter.close_files
+    if getattr(original, "_mcpfast_final_rows", False):
+        return
+    original_init = StatsCSVFileWriter.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        _CSV_WRITERS.append(self)
+
+    def close_files(self: Any) -> None:
+        _final_rows_once(self)
+        original(self)
+
+    def before_json(serialise: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            for writer in _CSV_WRITERS:
+                _final_rows_once(writer)
+            return serialise(*args, **kwargs)
+
+        return wrapper
+
+    close_files._mcpfast_final_rows = True  # type: ignore[attr-defined]
+    StatsCSVFileWriter.__init__ = __init__  # type: ignore[method-assign]
+    StatsCSVFileWriter.close_files = close_files  # type: ignore[method-assign]
+    lstats.save_stats_json = before_json(lstats.save_stats_json)
+    lstats.print_stats_json = before_json(lstats.print_stats_json)
+
+
 if not getattr(locust.events, "_mcpfast_registered", False):
     locust.events._mcpfast_registered = True  # type: ignore[attr-defined]
     locust.events.init_command_line_parser.add_listener(add_arguments)
     locust.events.init.add_listener(_on_global_init)
+    _patch_csv_writer()

@@ -33,7 +33,7 @@ from locust import User
 from mcpfast.client.base import McpClient
 from mcpfast.client.session import ClientSession
 from mcpfast.locust import stats as mstats
-from mcpfast.locust.options import option
+from mcpfast.locust.options import engine, option
 
 __all__ = ["LEGACY_SSE_VERSION", "McpHttpUser", "McpStdioUser", "McpUser", "REQUEST_TYPES"]
 
@@ -45,6 +45,7 @@ CANNED_SAMPLING = {  # the answer to sampling/createMessage (legacy request or 2
     "model": "mcpfast-swarm",
     "stopReason": "endTurn",
 }
+PYTHON_ONLY_VERSIONS = ("auto", LEGACY_SSE_VERSION)  # not spoken by the native engine
 FAILED_START_BACKOFF = 0.1  # s: a user whose server refuses the handshake does not spin
 
 
@@ -54,6 +55,9 @@ class McpUser(User):
     abstract = True
     transport: str | None = None  # None: from the options; "http" / "stdio" forces one
     auto_initialize = True  # initialize (or discover) in on_start and again after a lost session
+    # the native engine's family for this user's scenario (mcpfast.locust.native); None: a scenario
+    # written in Python, which always runs on the gevent users
+    native_family: str | None = None
 
     def __init__(self, environment: Any) -> None:
         super().__init__(environment)
@@ -148,6 +152,39 @@ class McpUser(User):
                 gevent.sleep(FAILED_START_BACKOFF)
                 return False
         return True
+
+    # -- native engine -----------------------------------------------------------------------------
+    def uses_native_engine(self) -> bool:
+        if self.native_family is None or engine(self.environment) != "native":
+            return False
+        if self.opt("mcp_engine") is None and str(self.opt("mcp_protocol_version")) in PYTHON_ONLY_VERSIONS:
+            return False  # native by default only: the auto probe and HTTP+SSE stay on the Python users
+        return True
+
+    def run(self) -> None:
+        """Python engine: Locust's task loop.  Native engine: this user is one unit of the
+        engine's concurrency for as long as it lives; it waits (killable at once, no task to
+        finish) while the engine's threads send."""
+        if not self.uses_native_engine():
+            return super().run()
+        from locust.exception import StopTest, StopUser
+        from locust.user.users import LOCUST_STATE_WAITING
+
+        from mcpfast.locust import native
+
+        self._state = LOCUST_STATE_WAITING  # a graceful stop kills an idle user at once
+        if self.resolved_transport() == "http" and not self.host:
+            raise ValueError("McpHttpUser needs --host (the MCP endpoint URL, e.g. http://127.0.0.1:8000/mcp)")
+        drv = native.driver(self.environment, self.native_family, self.host)
+        added = drv.add_user()
+        try:
+            while True:
+                gevent.sleep(3600)
+        except (gevent.GreenletExit, StopUser, StopTest):
+            pass
+        finally:
+            if added:
+                drv.remove_user()
 
     def on_start(self) -> None:
         self.mcp = self.make_client()

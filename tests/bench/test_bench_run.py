@@ -22,6 +22,7 @@ FAMILIES = ("handshake", "tools_call", "sse_streaming", "session_churn")
 PNG = b"\x89PNG\r\n\x1a\n"
 
 pytestmark = pytest.mark.slow
+ENGINE_ARGS = tuple(os.environ.get("MCPFAST_TEST_BENCH_ENGINE", "") and ("--engine", os.environ["MCPFAST_TEST_BENCH_ENGINE"]))
 
 
 def _env() -> dict[str, str]:
@@ -45,7 +46,7 @@ def _is_png(path: Path) -> bool:
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, subprocess.CompletedProcess[str], dict[str, Any]]]:
     out = tmp_path_factory.mktemp("bench") / "quick"
-    proc = _cli("bench", "--quick", "--transport", "stdio", "--out", str(out), timeout=170)
+    proc = _cli("bench", "--quick", "--transport", "stdio", "--out", str(out), *ENGINE_ARGS, timeout=170)
     summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
     yield out, proc, summary
 
@@ -66,6 +67,14 @@ def test_quick_bench_succeeds_and_writes_the_summary(quick_run: tuple[Path, Any,
     assert "p99.9 ms" in proc.stdout and "OK: every family ran" in proc.stdout
     for family in FAMILIES:
         assert f"{family}/stdio" in proc.stderr and "done" in proc.stderr
+    # the generator's CPU per family: the Locust process over the test, against its cores
+    assert "gen cpu" in proc.stdout
+    for fam in summary["families"]:
+        gen = fam["generator"]
+        assert gen["processes"] == 1 and gen["cores"] >= 1 and gen["cpu_s"] > 0, gen
+        assert 0 < gen["cpu_share"] < 1.5 and gen["bound"] == (gen["cpu_share"] > 0.9), gen
+        assert (gen["note"] == "generator-bound: this figure is a floor") == gen["bound"]
+        assert fam["engine"] == cfg["engine"]
 
 
 @pytest.mark.timeout(200)

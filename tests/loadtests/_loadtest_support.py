@@ -63,3 +63,92 @@ class Run:
 
 LOCUSTS_DIR = LOADTESTS
 
+
+
+COUNTING = str(Path(__file__).resolve().parent / "_counting_servers.py")
+
+
+def start_counting_server(kind: str, tmp: Path, *args: str, lifetime: int = 120) -> tuple[subprocess.Popen, str, Path]:
+    """``mcpfast`` or ``sdk`` (peers/python_sdk) HTTP server with the ``counted`` tool on a free
+    127.0.0.1 port; returns (process, endpoint URL, count file)."""
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    countfile = tmp / f"count-{kind}-{port}"
+    countfile.write_bytes(b"")
+    extra = ["--transport", "http", "--host", "127.0.0.1", "--port", str(port), *args]
+    cmd = ["timeout", str(lifetime), sys.executable, COUNTING, kind, str(countfile), *extra]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env())
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                stop(proc)
+                raise RuntimeError(f"counting server {kind} did not start") from None
+            time.sleep(0.1)
+    return proc, f"http://127.0.0.1:{port}/mcp", countfile
+
+
+def stdio_counting_command(countfile: Path) -> str:
+    return f"{sys.executable} {COUNTING} mcpfast {countfile} --transport stdio"
+
+
+def console_counts(output: str) -> dict[tuple[str, str], int]:
+    """``{(type, name): requests}`` from Locust's final console table (the last one printed)."""
+    import re
+
+    lines = output.splitlines()
+    starts = [i for i, line in enumerate(lines) if re.match(r"^Type\s+Name\s+# reqs", line.split("] ")[-1])]
+    if not starts:
+        return {}
+    out: dict[tuple[str, str], int] = {}
+    for line in lines[starts[-1] + 2:]:
+        line = line.split("] ")[-1] if "] " in line[:40] else line
+        if line.startswith("---") or not line.strip():
+            break
+        m = re.match(r"^(\S+)\s+(.+?)\s+(\d+)\s+\d+\(", line.split("|")[0])
+        if m:
+            out[(m.group(1), m.group(2))] = int(m.group(3))
+    return out
+
+
+def html_counts(path: Path) -> dict[tuple[str, str], int]:
+    """``{(type, name): requests}`` from Locust's HTML report (its embedded template arguments)."""
+    import re
+
+    text = path.read_text()
+    m = re.search(r"window\.templateArgs\s*=\s*(\{.*?\})\s*\n", text, re.S)
+    if not m:
+        raise AssertionError("no templateArgs in the HTML report")
+    data = json.loads(m.group(1))
+    return {(r["method"], r["name"]): int(r["num_requests"]) for r in data["requests_statistics"]
+            if r["name"] != "Aggregated"}
+
+
+def all_counts(run: Run, html: Path | None = None) -> dict[str, dict[tuple[str, str], int]]:
+    """The same run's request counts per (type, name) from every output: CSV, console, histograms
+    (successes + failures) and, if written, the HTML report."""
+    hist = run.histograms()
+    from_hist: dict[tuple[str, str], int] = {}
+    for h in hist["histograms"] + hist["failed_histograms"]:
+        key = (h["type"], h["name"])
+        from_hist[key] = from_hist.get(key, 0) + int(h["n"])
+    out = {
+        "csv": {k: int(r["Request Count"]) for k, r in run.stats().items()},
+        "console": console_counts(run.output),
+        "histograms": from_hist,
+    }
+    if not out["console"]:  # --json / --json-file: Locust prints no final table
+        del out["console"]
+    if html is not None:
+        out["html"] = html_counts(html)
+    json_file = Path(f"{run.prefix}_locust.json")
+    if json_file.exists():  # --json-file (what mcpfast bench reads)
+        out["json"] = {(e["method"], e["name"]): int(e["num_requests"]) for e in json.loads(json_file.read_text())}
+    return out

@@ -115,7 +115,7 @@ def test_distributed_run_merges_worker_histograms_exactly(run_scenario, tmp_path
 
 def test_output_prefix_and_waiting_for_final_deltas(run_scenario, tmp_path: Path) -> None:
     result = run_scenario("units")
-    assert result["prefixes"] == ["run/x", f"{tmp_path}/units", "mcpfast"]
+    assert result["prefixes"] == ["run/x", f"{tmp_path}/units", None]  # None: no files written
     assert result["after_one"] is None  # one of two workers reported: keep waiting
     assert result["incomplete"] == [False, ["w2"], 1]  # written at quitting, flagged
     assert result["complete"] == [True, [], 2]

@@ -1,0 +1,262 @@
+"""The swarm on the native engine against wrk, and its truth checks (``bench_results/swarm/native``).
+
+    flock /tmp/mcpfast-bench.lock python -m mcpfast.bench.swarm_native --out bench_results/swarm/native
+
+Server (``mcpfast serve --transport http``) pinned to core 0, the generator (wrk or one Locust
+process) to core 1, everything on 127.0.0.1.  Measured in the same run, interleaved round by round
+(the median round is reported, every round kept):
+
+* ``tools_call``: Locust ``loadtests/tools_call.py`` with ``--mcp-engine native``, 32 users, against
+  ``wrk -t1 -c32`` with ``bench_results/http/echo.lua`` (tools/call echo on one session);
+* ``handshake``: ``loadtests/handshake.py`` (native) against wrk with ``handshake.lua`` (full
+  lifecycles, initialize / initialized / tools/call / DELETE, one connection per wrk thread);
+  both rates count every request of a lifecycle;
+* Locust's own Python thread CPU during the tools_call runs (``time.thread_time`` of the hub);
+* truth: the demo ``stream`` tool with one 2 ms step read by 8 users, closed model, on both engines
+  (p50 should be 2.0-2.6 ms, and the engines within 10 % of each other at this rate both carry);
+  an open-model run at 1,000 calls/s with the server SIGSTOPped for 1 s (p99 must show the stall,
+  >= 500 ms).
+
+Rates are the µs histograms' counts over the Locust test's duration (ramp included, so a floor);
+wrk's are its ``Requests/sec``.  Writes ``results.json`` and ``results.md``; logs are not kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+LOADTESTS = ROOT / "loadtests"
+ECHO_LUA = ROOT / "bench_results" / "http" / "echo.lua"
+HANDSHAKE_LUA = ROOT / "bench_results" / "swarm" / "native" / "handshake.lua"
+SERVER_CORE, GENERATOR_CORE = "0", "1"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
+    return env
+
+
+class Server:
+    def __init__(self, python: str) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        cmd = ["taskset", "-c", SERVER_CORE, python, "-m", "mcpfast", "serve", "--transport", "http",
+               "--host", "127.0.0.1", "--port", str(self.port)]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return
+            except OSError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    self.stop()
+                    raise RuntimeError("mcpfast serve did not start") from None
+                time.sleep(0.1)
+
+    def session(self) -> str:
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}})
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        req = urllib.request.Request(self.url, body.encode(), headers)
+        with urllib.request.urlopen(req, timeout=5) as resp:  # noqa: S310 - 127.0.0.1
+            sid = resp.headers["mcp-session-id"]
+        note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+        req = urllib.request.Request(self.url, note, {**headers, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"})
+        urllib.request.urlopen(req, timeout=5).close()  # noqa: S310
+        return sid
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def wrk(url: str, script: Path, seconds: int, connections: int, threads: int, env: dict[str, str] | None = None) -> float:
+    cmd = ["taskset", "-c", GENERATOR_CORE, "wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s",
+           "-s", str(script), url]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 30, env={**os.environ, **(env or {})})
+    m = re.search(r"Requests/sec:\s+([0-9.]+)", out.stdout)
+    if not m:
+        raise RuntimeError(f"wrk printed no rate: {out.stdout[-500:]} {out.stderr[-500:]}")
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out.stdout)
+    if errors:
+        raise RuntimeError(f"wrk got {errors.group(1)} error responses")
+    return float(m.group(1))
+
+
+def locust(python: str, family: str, url: str, users: int, seconds: int, engine: str, *extra: str,
+           during: Any = None) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        prefix = Path(tmp) / "r"
+        cmd = ["taskset", "-c", GENERATOR_CORE, python, "-m", "locust", "-f", str(LOADTESTS / f"{family}.py"),
+               "--headless", "-u", str(users), "-r", str(users), "-t", f"{seconds}s", "--only-summary",
+               "--exit-code-on-error", "0", "--csv", str(prefix), "--host", url, "--mcp-engine", engine, *extra]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), cwd=tmp)
+        if during is not None:
+            threading.Thread(target=during, daemon=True).start()
+        output, _ = proc.communicate(timeout=seconds + 60)
+        if proc.returncode != 0:
+            raise RuntimeError(f"locust exited {proc.returncode}: {output[-2000:]}")
+        hist = json.loads(Path(f"{prefix}_histograms.json").read_text())
+    rows = {h["name"]: h["summary"] for h in hist["histograms"]}
+    failed = sum(h["n"] for h in hist["failed_histograms"])
+    total = sum(s["count"] for s in rows.values())
+    duration = hist["duration_s"]
+    return {"rows": rows, "failures": failed, "requests": total, "duration_s": duration,
+            "rps": total / duration, "generator": hist["generator"], "pacer": hist["pacer"]}
+
+
+def _loadavg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=str(ROOT / "bench_results" / "swarm" / "native"))
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--python", default=sys.executable)
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    py, secs = args.python, args.seconds
+    results: dict[str, Any] = {"command": "flock /tmp/mcpfast-bench.lock python -m mcpfast.bench.swarm_native "
+                               + " ".join(argv if argv is not None else sys.argv[1:]),
+                               "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                               "loadavg_start": _loadavg(), "rounds": []}
+    server = Server(py)
+    try:
+        sid = server.session()
+        for i in range(args.rounds):
+            r: dict[str, Any] = {"round": i, "loadavg": _loadavg()}
+            r["wrk_tools_call_rps"] = wrk(server.url, ECHO_LUA, secs, 32, 1, {"SID": sid})
+            tc = locust(py, "tools_call", server.url, 32, secs, "native")
+            r["native_tools_call_rps"] = tc["rps"]
+            r["native_tools_call_failures"] = tc["failures"]
+            r["native_tools_call_p50_us"] = tc["rows"]["tools/call:echo"]["p50"]
+            r["generator"] = tc["generator"]
+            r["python_thread_share"] = tc["generator"]["python_thread_cpu_s"] / tc["duration_s"]
+            r["wrk_handshake_rps"] = wrk(server.url, HANDSHAKE_LUA, secs, 32, 32)
+            hs = locust(py, "handshake", server.url, 32, secs, "native")
+            r["native_handshake_rps"] = hs["rps"]
+            r["native_handshake_failures"] = hs["failures"]
+            r["tools_call_ratio"] = r["native_tools_call_rps"] / r["wrk_tools_call_rps"]
+            r["handshake_ratio"] = r["native_handshake_rps"] / r["wrk_handshake_rps"]
+            results["rounds"].append(r)
+            print(json.dumps(r), flush=True)
+        truth: dict[str, Any] = {"loadavg": _loadavg()}
+        agree: dict[str, Any] = {}
+        for engine in ("native", "python"):  # the 2 ms tool, 8 users, closed model: a rate both carry
+            run = locust(py, "tools_call", server.url, 8, secs, engine, "--mcp-tool", "stream",
+                         "--mcp-tool-args", '{"n": 1, "delay": 0.002}')
+            agree[engine] = {"p50_us": run["rows"]["tools/call:stream"]["p50"], "rps": run["rps"],
+                             "failures": run["failures"]}
+        agree["p50_ratio_native_over_python"] = agree["native"]["p50_us"] / agree["python"]["p50_us"]
+        truth["sleep_2ms"] = agree
+
+        def stall() -> None:
+            time.sleep(4.0)
+            server.proc.send_signal(signal.SIGSTOP)  # the coreutils-free server: its own pid
+            time.sleep(1.0)
+            server.proc.send_signal(signal.SIGCONT)
+
+        stalled = locust(py, "tools_call", server.url, 64, secs, "native", "--mcp-rate", "1000", during=stall)
+        s = stalled["rows"]["tools/call:echo"]
+        truth["stall_open_model"] = {"p50_us": s["p50"], "p99_us": s["p99"], "max_us": s["max"],
+                                     "count": s["count"], "failures": stalled["failures"],
+                                     "sent": stalled["pacer"]["sent"], "late": stalled["pacer"]["late"]}
+        results["truth"] = truth
+    finally:
+        server.stop()
+    rounds = results["rounds"]
+
+    def med(key: str) -> float:
+        return statistics.median(r[key] for r in rounds)
+
+    results["median"] = {k: med(k) for k in ("wrk_tools_call_rps", "native_tools_call_rps", "tools_call_ratio",
+                                             "wrk_handshake_rps", "native_handshake_rps", "handshake_ratio",
+                                             "python_thread_share")}
+    results["loadavg_end"] = _loadavg()
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out / "results.md").write_text(render(results))
+    print(render(results))
+    return 0
+
+
+def _spread(rounds: list[dict[str, Any]]) -> str:
+    def rng(key: str) -> str:
+        values = [r[key] for r in rounds]
+        return f"{min(values):.2f}-{max(values):.2f}"
+
+    wrk = [r["wrk_tools_call_rps"] for r in rounds]
+    return (f"Per-round ratios: tools/call {rng('tools_call_ratio')}, lifecycles {rng('handshake_ratio')}; wrk's own "
+            f"tools/call rate went from {min(wrk):,.0f} to {max(wrk):,.0f}/s between rounds, so on this shared "
+            "machine a single round says little and the medians are the figure.")
+
+
+def render(res: dict[str, Any]) -> str:
+    m, t = res["median"], res.get("truth", {})
+    lines = [
+        "# Swarm on the native engine vs wrk, and truth checks", "",
+        f"Command: `{res['command']}` (started {res['started']}, load average at start {res['loadavg_start']}, "
+        f"end {res['loadavg_end']}). Server on core 0, generator on core 1; {len(res['rounds'])} interleaved rounds, "
+        "every round in `results.json`. Each column is its own median (the ratio is the median of the "
+        "per-round ratios, each round's wrk and Locust runs back to back). " + _spread(res["rounds"]), "",
+        "| measure | wrk | Locust + native engine | ratio | target |",
+        "| --- | ---: | ---: | ---: | --- |",
+        f"| tools/call echo, 32 connections/users (req/s) | {m['wrk_tools_call_rps']:,.0f} | "
+        f"{m['native_tools_call_rps']:,.0f} | {m['tools_call_ratio']:.2f} | >= 0.9 |",
+        f"| full lifecycles, 32 connections/users (req/s, 4 requests each) | {m['wrk_handshake_rps']:,.0f} | "
+        f"{m['native_handshake_rps']:,.0f} | {m['handshake_ratio']:.2f} | >= 0.85 |",
+        "",
+        f"Locust's Python thread during the tools/call runs: {100 * m['python_thread_share']:.1f} % of a core "
+        "(target < 20 %).", "",
+    ]
+    if t:
+        st = t["stall_open_model"]
+        ag = t["sleep_2ms"]
+        lines += [
+            "Truth checks (load average " + str(t["loadavg"]) + "):", "",
+            f"- 2 ms sleeping tool (demo `stream`, one 2 ms step), 8 users, closed model: p50 native "
+            f"{ag['native']['p50_us'] / 1000:.3f} ms (target 2.0-2.6 ms, {ag['native']['rps']:,.0f} calls/s), python "
+            f"{ag['python']['p50_us'] / 1000:.3f} ms ({ag['python']['rps']:,.0f} calls/s): ratio "
+            f"{ag['p50_ratio_native_over_python']:.2f} (target within 10 %); failures {ag['native']['failures']} / "
+            f"{ag['python']['failures']}.",
+            f"- open model 1,000 calls/s, server SIGSTOPped for 1 s: p99 {st['p99_us'] / 1000:.1f} ms, max "
+            f"{st['max_us'] / 1000:.1f} ms (target p99 >= 500 ms), {st['count']} calls, late {st['late']}, "
+            f"{st['failures']} failures.",
+            "",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,396 @@
+"""Locust drives the native load engine (``mcpfast._core.NativeEngine``).
+
+With ``--mcp-engine native`` (the default when the compiled core has the engine) a family user
+sends nothing itself: Locust's user count is the engine's concurrency.  Each user that starts
+adds one to the engine's target (one HTTP session with its own keep-alive connection, or one
+stdio child process), each user that stops takes one away, so spawn rate, ``--run-time``, stop,
+``LoadTestShape`` classes, ``--processes N`` and master/worker work unchanged.
+
+One :class:`NativeDriver` per Locust process and family, made by the first user that starts
+(after ``--processes`` forked, so no engine thread crosses a fork).  No greenlet waits on the
+engine: every call but ``stop`` returns in microseconds, and
+
+* once a second :meth:`NativeDriver.poll` drains the engine's per-thread windows and feeds them
+  into Locust's own statistics in bulk (:func:`feed_locust`: ``StatsEntry.extend`` per name,
+  failures merged into ``stats.errors`` under ``StatsError.create_key``), and the engine's
+  cumulative µs histograms into :mod:`mcpfast.locust.stats` (exact deltas);
+* urgent events (a stdio child that exited, a connection error, a fatal engine error) wake a
+  greenlet through ``gevent.socket.wait_read(engine.fileno())``;
+* ``stop`` (blocking, GIL released) runs in the hub's thread pool, from the ``test_stop`` hook of
+  :class:`mcpfast.locust.stats.McpStats`, followed by the final drain, so every output of the
+  run (console, CSV, HTML, ``_histograms.json``/``.hlog``, the master's merge) counts the same
+  requests.
+
+Locust's CPU monitor reads the whole process (engine threads included) and would warn at 90 %
+of one core while the engine is merely busy; the driver replaces it with one that reports the
+Python side only (process CPU minus the engine threads' ``status()["cpu_s"]``).
+"""
+
+from __future__ import annotations
+
+import locust  # noqa: F401, I001 - first: Locust's import gevent-patches the stdlib
+
+import json
+import logging
+import os
+import shlex
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import gevent
+from locust.stats import RequestStats, StatsEntry, StatsError
+
+from mcpfast.locust import stats as mstats
+from mcpfast.locust.options import option
+
+__all__ = ["FAMILIES", "NativeDriver", "config_for", "driver", "feed_locust"]
+
+logger = logging.getLogger(__name__)
+
+FAMILIES = ("tools_call", "handshake", "session_churn", "sse_streaming", "mixed")
+POLL_INTERVAL = 1.0  # s between drains (the issue: once a second per name)
+STOP_GRACE = 2.0  # s the engine may spend finishing in-flight requests at stop
+FAILED_SUFFIX = " (failed)"  # NativeEngine.histograms(): failures under name + this
+MIXED_WEIGHTS = ((None, 10), ("tools/list", 3))  # the Python mixed user's tool/list task weights
+
+
+# -- Locust statistics in bulk ---------------------------------------------------------------------
+def feed_locust(stats: RequestStats, rows: Iterable[tuple], now: float | None = None) -> int:
+    """Add drained engine windows to Locust's ``RequestStats``; returns the requests added.
+
+    One ``StatsEntry`` per row is filled from the window and merged with ``extend`` into the
+    named entry and into ``stats.total`` (what ``log_request`` would have done request by
+    request).  Response times keep Locust's unit (ms) and bucketing: each µs bucket goes through
+    ``locust.stats.bucket_response_time`` - looked up at call time, so a locustfile that replaces
+    it (custom bucketing) is honoured.  Failure reasons become ``StatsError`` rows keyed like
+    Locust's own (``StatsError.create_key``), so the Failures tab and ``_failures.csv`` show them.
+    """
+    bucket = locust.stats.bucket_response_time
+    now = time.time() if now is None else now
+    added = 0
+    for row in rows:
+        (rtype, name, num, num_none, num_fail, total_ms, min_ms, max_ms, length, buckets, per_second, last_ts,
+         errors) = row[:13]  # row[13], failed_buckets, feeds the µs histograms
+        if not num and not num_fail:
+            continue
+        window = StatsEntry(stats, name, rtype, use_response_times_cache=False)
+        window.start_time = min(window.start_time, min((s for s, _, _ in per_second), default=now))
+        window.num_requests = num
+        window.num_none_requests = num_none
+        window.num_failures = num_fail
+        window.total_response_time = total_ms
+        window.min_response_time = min_ms
+        window.max_response_time = max_ms
+        window.total_content_length = length
+        window.last_request_timestamp = last_ts
+        times = window.response_times
+        for us, count in buckets:
+            times[bucket(us / 1000.0)] += count
+        reqs, fails = window.num_reqs_per_sec, window.num_fail_per_sec
+        for second, n, f in per_second:
+            reqs[second] += n
+            if f:
+                fails[second] += f
+        stats.entries[(name, rtype)].extend(window)
+        stats.total.extend(window)
+        for reason, count in errors:
+            key = StatsError.create_key(rtype, name, reason)
+            entry = stats.errors.get(key)
+            if entry is None:
+                entry = stats.errors[key] = StatsError(rtype, name, reason)
+            entry.occurrences += count
+            if entry.first_seen is None:
+                entry.first_seen = now
+            entry.last_seen = now
+        added += num
+    return added
+
+
+# -- engine configuration ----------------------------------------------------------------------------
+def config_for(environment: Any, family: str, host: str | None) -> dict[str, Any]:
+    """The engine's JSON config for ``family`` from the ``--mcp-*`` options and ``--host``."""
+    if family not in FAMILIES:
+        raise ValueError(f"no native engine family {family!r} (one of {', '.join(FAMILIES)})")
+    command = option(environment, "mcp_command")
+    tool = str(option(environment, "mcp_tool"))
+    args = json.loads(option(environment, "mcp_tool_args"))
+    cfg: dict[str, Any] = {
+        "family": family,
+        "protocol_version": str(option(environment, "mcp_protocol_version")),
+        "client_capabilities": json.loads(option(environment, "mcp_client_capabilities")),
+        "tool": tool,
+        "arguments": args,
+        "stream_tool": str(option(environment, "mcp_stream_tool")),
+        "stream_arguments": {"n": int(option(environment, "mcp_stream_count"))},
+        "churn_delete_share": float(option(environment, "mcp_churn_delete_share")),
+        "threads": int(option(environment, "mcp_engine_threads")),
+        "timeout_s": float(option(environment, "mcp_timeout")),
+        "rate": None,
+    }
+    if family == "mixed":
+        cfg["mix"] = [
+            {"tool": tool, "arguments": args, "weight": w} if method is None else {"method": method, "weight": w}
+            for method, w in MIXED_WEIGHTS
+        ]
+    if command:
+        cfg.update(transport="stdio", command=shlex.split(command), request_type="mcp-stdio",
+                   inflight_per_process=int(option(environment, "mcp_stdio_inflight")))
+    else:
+        if not host:
+            raise ValueError("the native engine needs --host (the MCP endpoint URL, e.g. http://127.0.0.1:8000/mcp)")
+        cfg.update(transport="http", url=host, request_type="mcp-http")
+        token = option(environment, "mcp_token")
+        if token:
+            cfg["headers"] = {"Authorization": f"Bearer {token}"}
+    return cfg
+
+
+# -- the driver ------------------------------------------------------------------------------------------
+class NativeDriver:
+    """One engine for one family in one Locust process; users are its concurrency."""
+
+    def __init__(self, environment: Any, family: str, host: str | None) -> None:
+        self.environment = environment
+        self.family = family
+        self.host = host
+        self.pid = os.getpid()
+        self.users = 0
+        self.engine: Any = None
+        self.error: str | None = None
+        self.last_status: dict[str, Any] = {}
+        self._greenlets: list[Any] = []
+        self._hist_seen: dict[tuple[str, str], dict[int, int]] = {}
+        # requests and failures per name since the test started (for counters such as session churn's;
+        # Locust's own tables are reset on a worker after every report)
+        self.totals: dict[str, list[int]] = {}
+        self._stopping = False
+        self.stats = mstats.get(environment)
+        self.stats.stop_hooks.append(self.finish)
+        self.stats.reset_hooks.append(self.reset)
+
+    # -- users ---------------------------------------------------------------------------------
+    def add_user(self) -> bool:
+        if self.engine is None and not self._start():
+            return False
+        self.users += 1
+        self.engine.set_users(self.users)
+        return True
+
+    def remove_user(self) -> None:
+        if self.users <= 0:
+            return
+        self.users -= 1
+        if self.engine is not None and not self._stopping:
+            self.engine.set_users(self.users)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def _start(self) -> bool:
+        if self.error is not None:
+            return False
+        from mcpfast.core import native_engine
+
+        try:
+            cfg = config_for(self.environment, self.family, self.host)
+            schedule = self.stats.schedule
+            if schedule.enabled:
+                cfg["rate"] = schedule.runner_rate  # this process's share of --mcp-rate
+            engine = native_engine(json.dumps(cfg).encode())
+            engine.start()
+        except (ValueError, OSError, RuntimeError) as exc:
+            self.error = str(exc)
+            logger.error("mcpfast native engine (%s): %s", self.family, exc)
+            self.environment.process_exit_code = 2  # a run that could not send fails visibly
+            return False
+        self.engine = engine
+        self._stopping = False
+        self._hist_seen.clear()
+        self.totals.clear()
+        self._greenlets = [gevent.spawn(self._poll_loop), gevent.spawn(self._event_loop)]
+        _replace_cpu_monitor(self.environment.runner)
+        logger.info("mcpfast native engine started: family %s, %s, %d thread(s)", self.family,
+                    cfg["transport"], cfg["threads"])
+        return True
+
+    def finish(self) -> None:
+        """``test_stop`` hook: stop the engine (in the hub's thread pool) and drain the rest."""
+        engine = self.engine
+        if engine is None:
+            return
+        self._stopping = True
+        for g in self._greenlets:
+            g.kill(block=False)
+        self._greenlets = []
+        gevent.get_hub().threadpool.apply(engine.stop, (STOP_GRACE,))
+        self.poll()
+        self._events()
+        self.stats.engine_cpu_s += float(self.last_status.get("cpu_s") or 0.0)
+        self.engine = None
+        self.users = 0
+
+    def reset(self) -> None:
+        """``reset_stats``: windows drained so far are dropped with Locust's tables, histograms restart."""
+        if self.engine is not None:
+            self.engine.drain()
+            self.engine.reset()
+        self._hist_seen.clear()
+        self.totals.clear()
+
+    # -- polling -----------------------------------------------------------------------------------
+    def _poll_loop(self) -> None:
+        while True:
+            gevent.sleep(POLL_INTERVAL)
+            self.poll()
+
+    def poll(self) -> int:
+        engine = self.engine
+        if engine is None:
+            return 0
+        rows = engine.drain()
+        for row in rows:
+            t = self.totals.setdefault(row[1], [0, 0])
+            t[0] += row[2]
+            t[1] += row[4]
+        added = feed_locust(self.environment.stats, rows)
+        if rows and len(rows[0]) > 13:
+            self._feed_window_histograms(rows)  # the same windows as Locust's tables: exact, reset included
+        else:
+            self._feed_histograms(engine.histograms())
+        self.last_status = engine.status()
+        return added
+
+    def succeeded(self, name: str) -> int:
+        num, failed = self.totals.get(name, (0, 0))
+        return num - failed
+
+    def failed(self, name: str) -> int:
+        return self.totals.get(name, (0, 0))[1]
+
+    def _feed_window_histograms(self, rows: Iterable[tuple]) -> None:
+        """Rows with ``failed_buckets`` (row[13]): successes are the buckets minus the failures'."""
+        for row in rows:
+            rtype, name, buckets, failed_buckets = row[0], row[1], row[9], row[13]
+            failed_counts: dict[int, int] = dict(failed_buckets)
+            if failed_counts:
+                h = self.stats.histogram(rtype, name, failed=True)
+                for us, count in failed_buckets:
+                    h.record(us, count)
+            h = self.stats.histogram(rtype, name)
+            for us, count in buckets:
+                ok = count - failed_counts.get(us, 0)
+                if ok:
+                    h.record(us, ok)
+
+    def _feed_histograms(self, cumulative: Iterable[tuple[str, str, list[tuple[int, int]]]]) -> None:
+        """The engine's cumulative histograms, as deltas since the last poll, into McpStats."""
+        for rtype, name, buckets in cumulative:
+            failed = name.endswith(FAILED_SUFFIX)
+            base = name[: -len(FAILED_SUFFIX)] if failed else name
+            seen = self._hist_seen.setdefault((rtype, name), {})
+            h = self.stats.histogram(rtype, base, failed=failed)
+            for us, count in buckets:
+                before = seen.get(us, 0)
+                if count != before:
+                    h.record(us, count - before)
+                    seen[us] = count
+
+    def _event_loop(self) -> None:
+        from gevent.socket import wait_read
+
+        fd = self.engine.fileno()
+        while True:
+            wait_read(fd)
+            self._events()
+
+    def _events(self) -> None:
+        engine = self.engine
+        if engine is None:
+            return
+        for kind, message in engine.events():
+            if kind == "fatal":
+                logger.error("mcpfast native engine: %s", message)
+            elif kind in ("child_exited", "connect_error", "limit"):
+                logger.warning("mcpfast native engine %s: %s", kind.replace("_", " "), message)
+            else:
+                logger.info("mcpfast native engine %s: %s", kind, message)
+
+
+_ATTR = "_mcpfast_native"
+
+
+def driver(environment: Any, family: str, host: str | None) -> NativeDriver:
+    """This process's driver for ``family`` (made on first use; a fork gets its own)."""
+    drivers = getattr(environment, _ATTR, None)
+    if drivers is None or drivers.get("pid") != os.getpid():
+        drivers = {"pid": os.getpid()}
+        setattr(environment, _ATTR, drivers)
+    d = drivers.get(family)
+    if d is None:
+        d = drivers[family] = NativeDriver(environment, family, host)
+    return d
+
+
+def drivers(environment: Any) -> list[NativeDriver]:
+    found = getattr(environment, _ATTR, None) or {}
+    return [d for k, d in found.items() if k != "pid" and d.pid == os.getpid()]
+
+
+# -- Locust's CPU warning ------------------------------------------------------------------------------
+def engine_cpu_seconds(environment: Any) -> float:
+    total = 0.0
+    for d in drivers(environment):
+        if d.engine is not None:
+            total += float(d.engine.status().get("cpu_s") or 0.0)
+        else:
+            total += float(d.last_status.get("cpu_s") or 0.0)
+    return total
+
+
+def _replace_cpu_monitor(runner: Any) -> None:
+    """Swap Locust's CPU monitor for one that leaves the engine's threads out (once per runner)."""
+    if runner is None or getattr(runner, "_mcpfast_cpu_monitor", False):
+        return
+    runner._mcpfast_cpu_monitor = True
+    group = getattr(runner, "greenlet", None)
+    for g in list(group or ()):
+        run = getattr(g, "_run", None)
+        if getattr(run, "__name__", "") == "monitor_cpu_and_memory" and getattr(run, "__self__", None) is runner:
+            g.kill(block=False)
+            break
+    else:
+        return
+    group.spawn(_python_cpu_monitor, runner)
+
+
+def _python_cpu_monitor(runner: Any) -> None:
+    import psutil
+    from locust.runners import CPU_MONITOR_INTERVAL, CPU_WARNING_THRESHOLD
+
+    process = psutil.Process()
+    environment = runner.environment
+    last_wall, last_cpu, last_engine = time.monotonic(), _process_cpu(process), engine_cpu_seconds(environment)
+    while True:
+        gevent.sleep(CPU_MONITOR_INTERVAL)
+        wall, cpu, engine = time.monotonic(), _process_cpu(process), engine_cpu_seconds(environment)
+        # engine seconds restart with each engine: never let a new engine make the share negative
+        engine_delta = engine - last_engine if engine >= last_engine else engine
+        python_cpu = max((cpu - last_cpu) - engine_delta, 0.0)
+        runner.current_cpu_usage = 100.0 * python_cpu / max(wall - last_wall, 1e-9)
+        runner.current_memory_usage = process.memory_info().rss
+        last_wall, last_cpu, last_engine = wall, cpu, engine
+        if runner.current_cpu_usage > CPU_WARNING_THRESHOLD:
+            environment.events.cpu_warning.fire(environment=environment, cpu_usage=runner.current_cpu_usage)
+            if not runner.cpu_warning_emitted:
+                logging.warning(
+                    f"CPU usage of Locust's Python thread above {CPU_WARNING_THRESHOLD}% (the native engine's "
+                    "threads not counted): it may fall behind in stats and the web UI"
+                )
+                runner.cpu_warning_emitted = True
+        environment.events.usage_monitor.fire(
+            environment=environment, cpu_usage=runner.current_cpu_usage, memory_usage=runner.current_memory_usage
+        )
+
+
+def _process_cpu(process: Any) -> float:
+    t = process.cpu_times()
+    return float(t.user + t.system)

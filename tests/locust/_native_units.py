@@ -1,0 +1,110 @@
+"""Checks of :mod:`mcpfast.locust.native` and the interval log on synthetic engine windows, run in a
+child interpreter (Locust's import gevent-patches the process; see conftest.py).  Prints one JSON
+line: what the bulk path put into Locust's tables next to what request-by-request logging puts
+there for the same requests."""
+
+from __future__ import annotations
+
+import locust  # noqa: I001 - first
+
+import json
+import random
+import sys
+from collections import defaultdict
+
+import locust.stats
+from locust.stats import RequestStats
+
+from mcpfast.locust.native import feed_locust
+
+REASONS = ("HTTP 503", "JSON-RPC -32603: boom")
+
+
+def synthetic(seed: int, n: int, t0: int) -> tuple[list[tuple], list[tuple]]:
+    """(requests, engine rows): requests = (type, name, µs, length, reason|None, epoch s)."""
+    r = random.Random(seed)
+    names = [("mcp-http", "tools/call:echo"), ("mcp-http", "DELETE"), ("mcp-stdio", "initialize")]
+    reqs = []
+    for i in range(n):
+        rtype, name = names[r.randrange(3)]
+        us = int(r.lognormvariate(6, 1.6)) + 1
+        reason = REASONS[r.randrange(2)] if r.random() < 0.05 else None
+        reqs.append((rtype, name, us, r.randrange(0, 500), reason, t0 + i * 3 // n))
+    rows = []
+    by_key = defaultdict(list)
+    for q in reqs:
+        by_key[(q[0], q[1])].append(q)
+    for (rtype, name), qs in by_key.items():
+        buckets = defaultdict(int)
+        per_second = defaultdict(lambda: [0, 0])
+        errors = defaultdict(int)
+        for _, _, us, _, reason, sec in qs:
+            buckets[us] += 1
+            per_second[sec][0] += 1
+            if reason:
+                per_second[sec][1] += 1
+                errors[reason] += 1
+        ms = [q[2] / 1000.0 for q in qs]
+        rows.append((rtype, name, len(qs), 0, sum(1 for q in qs if q[4]), sum(ms), min(ms), max(ms),
+                     sum(q[3] for q in qs), sorted(buckets.items()),
+                     sorted((s, a, b) for s, (a, b) in per_second.items()), float(max(q[5] for q in qs)) + 0.5,
+                     sorted(errors.items())))
+    return reqs, rows
+
+
+def table(stats: RequestStats) -> dict:
+    out = {}
+    for (name, rtype), e in sorted(stats.entries.items()):
+        out[f"{rtype} {name}"] = {
+            "num_requests": e.num_requests, "num_failures": e.num_failures,
+            "total_ms": round(e.total_response_time, 6), "min": e.min_response_time, "max": e.max_response_time,
+            "length": e.total_content_length, "times": sorted(e.response_times.items()),
+            "per_sec": sorted(e.num_reqs_per_sec.items()), "fail_per_sec": sorted(e.num_fail_per_sec.items()),
+            "median": e.median_response_time, "p99": e.get_response_time_percentile(0.99),
+        }
+    t = stats.total
+    out["Aggregated"] = {"num_requests": t.num_requests, "num_failures": t.num_failures,
+                         "times": sorted(t.response_times.items()), "per_sec": sorted(t.num_reqs_per_sec.items())}
+    out["errors"] = sorted((e.method, e.name, str(e.error), e.occurrences) for e in stats.errors.values())
+    return out
+
+
+def by_request(reqs: list[tuple]) -> RequestStats:
+    stats = RequestStats(use_response_times_cache=False)
+    for rtype, name, us, length, reason, sec in reqs:
+        # what Locust's request event does, with the request's own second
+        for entry in (stats.total, stats.entries[(name, rtype)]):
+            entry.num_requests += 1
+            entry.num_reqs_per_sec[sec] += 1
+            entry._log_response_time(us / 1000.0)
+            entry.total_content_length += length
+            if reason:
+                entry.num_failures += 1
+                entry.num_fail_per_sec[sec] += 1
+        if reason:
+            key = locust.stats.StatsError.create_key(rtype, name, reason)
+            stats.errors.setdefault(key, locust.stats.StatsError(rtype, name, reason)).occurred()
+    return stats
+
+
+def main() -> None:
+    t0 = 1_800_000_000
+    reqs, rows = synthetic(7, 5000, t0)
+    bulk = RequestStats(use_response_times_cache=False)
+    # two drains: the rows split in halves by key, as two poll windows would
+    added = feed_locust(bulk, rows[:1]) + feed_locust(bulk, rows[1:])
+    result = {"added": added, "n": len(reqs), "bulk": table(bulk), "single": table(by_request(reqs))}
+
+    # custom bucketing set by a locustfile after import is honoured (looked up at call time)
+    original = locust.stats.bucket_response_time
+    locust.stats.bucket_response_time = lambda ms: 7
+    custom = RequestStats(use_response_times_cache=False)
+    feed_locust(custom, rows)
+    locust.stats.bucket_response_time = original
+    result["custom_keys"] = sorted({k for e in custom.entries.values() for k in e.response_times})
+    json.dump(result, sys.stdout)
+    print()
+
+
+if __name__ == "__main__":
+    main()
