@@ -20,7 +20,7 @@ import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("locust", "gevent", "geventhttpclient", "matplotlib", "numpy", "uvicorn")
+HEAVY = ("locust", "gevent", "geventhttpclient", "matplotlib", "numpy", "uvicorn", "httptools")
 INIT = {
     "jsonrpc": "2.0",
     "id": 1,
