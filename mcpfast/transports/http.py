@@ -455,9 +455,11 @@ class HttpTransport:
         except Exception:
             logger.exception("unexpected failure handling a POST")
             return _reply(500, _error_body(INTERNAL_ERROR, "internal error"))
-        if stream.answered_alone() and self.json_response:  # answered by the engine or a sync handler
-            return (_session_status(stream.answer), _JSON, stream.buf[0])
-        if not stream.closed and not stream.buf and not conn.session.answering(stream):
+        if stream.closed and self.json_response:
+            buf, answer = stream.buf, stream.answer
+            if len(buf) == 1 and answer is not None and answer.data is buf[0]:  # answered alone: inline or by the engine
+                return (_session_status(answer) if answer.kind == ERROR else 200, _JSON, buf[0])
+        elif not stream.buf and not conn.session.answering(stream):
             return _ACCEPTED  # a notification or a response: nothing is owed
         if not stream.closed:
             streams = sess.streams
