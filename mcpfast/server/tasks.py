@@ -35,6 +35,8 @@ from mcpfast.protocol.errors import (
     McpError,
 )
 from mcpfast.protocol.meta import TASKS_EXTENSION
+from mcpfast.protocol.schema import SchemaError, validate_result
+from mcpfast.protocol.versions import V2026_07_28
 from mcpfast.store.tasks import (
     CANCELLED,
     COMPLETED,
@@ -318,7 +320,7 @@ class Tasks:
         """``tasks/update``: record the answers to outstanding input requests; an empty ack.
 
         Answers to keys that are not outstanding are ignored, and so is an update to a task that
-        is not waiting for input.
+        is not waiting for input; an answer that is not a valid result of its request is -32602.
         """
         given = params.get("inputResponses")
         if not isinstance(given, dict):
@@ -326,6 +328,12 @@ class Tasks:
         record = await self._find(owner, params)
         if record.status == INPUT_REQUIRED and record.input_requests:
             taken = {k: v for k, v in given.items() if k in record.input_requests}
+            for key, answer in taken.items():  # checked here, so a bad answer fails the update, not the task
+                method = record.input_requests[key].get("method")
+                try:
+                    validate_result(answer, method, V2026_07_28)
+                except SchemaError as exc:
+                    raise McpError(INVALID_PARAMS, f"inputResponses[{key!r}] is not a valid {method} result: {exc}") from None
             if taken:
                 record.answers.update(taken)
                 record.input_requests = {k: v for k, v in record.input_requests.items() if k not in taken}

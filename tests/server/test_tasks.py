@@ -289,6 +289,10 @@ async def test_input_required_partial_updates_and_resume(client: Stdio) -> None:
     assert ack["resultType"] == "complete" and not {"taskId", "status", "inputRequests"} & ack.keys()
     still = await client.result("tasks/get", {"taskId": created["taskId"]})
     assert still["status"] == "input_required" and list(still["inputRequests"]) == ["b"]
+    # An answer that is no ElicitResult is refused and recorded nowhere.
+    err = await client.error("tasks/update", {"taskId": created["taskId"], "inputResponses": {"b": {"action": "maybe"}}})
+    assert err["code"] == -32602 and "inputResponses['b']" in err["message"]
+    assert list((await client.result("tasks/get", {"taskId": created["taskId"]}))["inputRequests"]) == ["b"]
     # An answer to a key already answered is ignored (the first one stands).
     await client.result("tasks/update", {"taskId": created["taskId"], "inputResponses": {
         "a": {"action": "accept", "content": {"ok": False}}, "b": {"action": "accept", "content": {"ok": False}}}})  # fmt: skip
@@ -475,3 +479,39 @@ async def test_memory_store_counts_sweeps_and_copies() -> None:
     await store.save(loaded)  # a swept record is not brought back
     assert await store.load("t1") is None
     assert TaskRecord.decode("t1", rec.encode()) == rec
+
+
+# ------------------------------------------------ engine and wire facts (no I/O)
+
+
+def test_engine_admits_tasks_methods_only_in_2026() -> None:
+    from mcpfast.engine import RequestReceived, ServerSession
+
+    meta = {"io.modelcontextprotocol/protocolVersion": M2026, "io.modelcontextprotocol/clientCapabilities": {}}
+    session = ServerSession({"name": "t", "version": "1"}, {"tools": {}})
+    for rid, method in enumerate(["tasks/get", "tasks/update", "tasks/cancel"], 1):
+        (event,) = session.receive(orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": {"taskId": "x", "_meta": meta}}))
+        assert isinstance(event, RequestReceived) and event.request.method == method and event.request.stateless
+    for rid, method in [(7, "tasks/result"), (8, "tasks/list")]:
+        assert session.receive(orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": {"_meta": meta}})) == []
+        assert orjson.loads(session.data_to_send()[-1])["error"]["code"] == -32601
+    old = ServerSession({"name": "t", "version": "1"}, {"tools": {}})
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
+    old.receive(orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}))
+    old.receive(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    old.data_to_send()
+    assert old.receive(orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"taskId": "x"}})) == []
+    assert orjson.loads(old.data_to_send()[-1])["error"]["code"] == -32601
+
+
+def test_mcp_name_of_tasks_methods_is_the_task_id() -> None:
+    from mcpfast.protocol import http as wire
+
+    for method in ("tasks/get", "tasks/update", "tasks/cancel"):
+        assert wire.name_of(method, {"taskId": "abc"}) == "abc"
+        base = {b"mcp-protocol-version": M2026.encode(), b"mcp-method": method.encode()}
+        param = {"taskId": "abc"}.get
+        assert wire.check_request_headers({**base, b"mcp-name": b"abc"}, method, param, M2026) is None
+        assert "does not match" in (wire.check_request_headers({**base, b"mcp-name": b"xyz"}, method, param, M2026) or "")
+        assert "missing Mcp-Name" in (wire.check_request_headers(base, method, param, M2026) or "")
+    assert wire.stateless_request_headers(M2026, "tasks/get", "abc")["Mcp-Name"] == "abc"
