@@ -172,9 +172,10 @@ class Server:
         task_ttl: (tasks extension) seconds a task is kept from its creation; a handler still
             running then is cancelled.
         task_poll_interval: seconds suggested to clients between ``tasks/get`` polls.
-        max_tasks: tasks kept at once by the server (more are refused with -32600).
-        max_tasks_per_session: tasks kept at once for one session (a stdio connection, or an
-            HTTP principal; unauthenticated HTTP callers share one count).
+        max_tasks: tasks kept at once by the server, finished ones until their TTL passes
+            (more are refused with -32600).
+        max_tasks_per_session: unfinished tasks at once for one session (a stdio connection,
+            or an HTTP principal; unauthenticated HTTP callers share one count).
         task_store: where tasks live (``mcpfast.store.tasks``; this process's memory by default).
 
     Example::
@@ -200,7 +201,7 @@ class Server:
         logging: bool = True,
         validate_output: bool = True,
         blocking_workers: int = 8,
-        task_ttl: float = 3600.0,
+        task_ttl: float = 600.0,
         task_poll_interval: float = 0.5,
         max_tasks: int = 10_000,
         max_tasks_per_session: int = 100,

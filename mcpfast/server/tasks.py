@@ -123,16 +123,16 @@ class Tasks:
         ttl: seconds a task is kept from its creation; a handler still running then is
             cancelled and the record dropped (``ttlMs`` on the wire).
         poll_interval: seconds suggested between polls (``pollIntervalMs``).
-        max_tasks: tasks kept at once in the whole server (running and finished until swept).
-        max_tasks_per_session: tasks kept at once for one owner: a stdio connection, or over
-            HTTP the authenticated principal (unauthenticated callers count as one owner).
+        max_tasks: tasks kept at once in the whole server (running, and finished until swept).
+        max_tasks_per_session: unfinished tasks at once for one owner: a stdio connection, or
+            over HTTP the authenticated principal (unauthenticated callers count as one owner).
     """
 
     def __init__(
         self,
         store: TaskStore | None = None,
         *,
-        ttl: float = 3600.0,
+        ttl: float = 600.0,
         poll_interval: float = 0.5,
         max_tasks: int = 10_000,
         max_tasks_per_session: int = 100,

@@ -8,7 +8,8 @@ while it waits for input and before it writes an outcome, so an answer or a canc
 elsewhere reaches it.
 
 The store owns the counting limits (a shared store must count across processes): ``create``
-refuses a task over ``max_total`` kept tasks or over ``max_per_owner`` for one owner.
+refuses a task over ``max_total`` kept tasks (finished ones count until they are swept) or over
+``max_per_owner`` unfinished tasks of one owner.
 """
 
 from __future__ import annotations
@@ -88,7 +89,8 @@ class TaskStore(Protocol):
     shared: bool
 
     async def create(self, record: TaskRecord, max_total: int, max_per_owner: int) -> str | None:
-        """Keep ``record``; returns ``None``, or which limit refused it (``"total"``/``"owner"``)."""
+        """Keep ``record``; returns ``None``, or which limit refused it (``"total"``: records kept,
+        ``"owner"``: unfinished records of ``record.owner``)."""
         ...
 
     async def load(self, task_id: str) -> TaskRecord | None:
@@ -104,7 +106,7 @@ class TaskStore(Protocol):
         ...
 
     async def count(self, owner: str | None = None) -> int:
-        """Records kept (of ``owner``, or all)."""
+        """Records kept (``owner=None``), or unfinished records of ``owner``."""
         ...
 
 
@@ -115,17 +117,19 @@ class MemoryTaskStore:
 
     def __init__(self) -> None:
         self._records: dict[str, bytes] = {}
-        self._owners: dict[str, str] = {}
-        self._per_owner: dict[str, int] = {}
+        self._expiry: dict[str, float] = {}
+        self._live: dict[str, set[str]] = {}  # owner -> ids of its unfinished records
 
     async def create(self, record: TaskRecord, max_total: int, max_per_owner: int) -> str | None:
         if len(self._records) >= max_total:
             return "total"
-        if self._per_owner.get(record.owner, 0) >= max_per_owner:
+        live = self._live.get(record.owner)
+        if live is not None and len(live) >= max_per_owner:
             return "owner"
         self._records[record.id] = record.encode()
-        self._owners[record.id] = record.owner
-        self._per_owner[record.owner] = self._per_owner.get(record.owner, 0) + 1
+        self._expiry[record.id] = record.expires
+        if record.status not in TERMINAL:
+            self._live.setdefault(record.owner, set()).add(record.id)
         return None
 
     async def load(self, task_id: str) -> TaskRecord | None:
@@ -135,21 +139,26 @@ class MemoryTaskStore:
     async def save(self, record: TaskRecord) -> None:
         if record.id in self._records:
             self._records[record.id] = record.encode()
+            if record.status in TERMINAL:
+                self._finished(record.owner, record.id)
+
+    def _finished(self, owner: str, task_id: str) -> None:
+        live = self._live.get(owner)
+        if live is not None:
+            live.discard(task_id)
+            if not live:
+                del self._live[owner]
 
     async def sweep(self, now: float) -> list[TaskRecord]:
         gone = []
-        for task_id, data in list(self._records.items()):
-            record = TaskRecord.decode(task_id, data)
-            if record.expires <= now:
-                del self._records[task_id]
-                owner = self._owners.pop(task_id)
-                left = self._per_owner[owner] - 1
-                if left:
-                    self._per_owner[owner] = left
-                else:
-                    del self._per_owner[owner]
-                gone.append(record)
+        for task_id in [t for t, expires in self._expiry.items() if expires <= now]:
+            record = TaskRecord.decode(task_id, self._records.pop(task_id))
+            del self._expiry[task_id]
+            self._finished(record.owner, task_id)
+            gone.append(record)
         return gone
 
     async def count(self, owner: str | None = None) -> int:
-        return len(self._records) if owner is None else self._per_owner.get(owner, 0)
+        if owner is None:
+            return len(self._records)
+        return len(self._live.get(owner, ()))

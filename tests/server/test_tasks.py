@@ -332,22 +332,30 @@ async def test_deferred_task_asks_in_the_request_first(client: Stdio) -> None:
 
 
 async def test_limits_per_session_and_per_server(probe: Probe) -> None:
-    app = make_app(probe, max_tasks=3, max_tasks_per_session=2)
+    app = make_app(probe, max_tasks=4, max_tasks_per_session=2)
     one, two = Stdio(app), Stdio(app)
     try:
         made = [await one.call("gated", {"label": f"s{i}"}) for i in range(2)]
         err = await one.error("tools/call", {"name": "gated", "arguments": {"label": "s2"}})
         assert err["code"] == -32600 and "max_tasks_per_session" in err["message"]
         assert err["data"] == {"limit": "max_tasks_per_session", "max": 2}
+        assert (await one.call("plain", {"text": "still served"}))["content"][0]["text"] == "still served"
         await two.call("gated", {"label": "t0"})  # another session has its own count
-        err = await two.error("tools/call", {"name": "gated", "arguments": {"label": "t1"}})
-        assert err["code"] == -32600 and err["data"] == {"limit": "max_tasks", "max": 3}
+        await two.call("gated", {"label": "t1"})
+        err = await two.error("tools/call", {"name": "gated", "arguments": {"label": "t2"}})
+        assert err["code"] == -32600 and err["data"] == {"limit": "max_tasks", "max": 4}
         # The refused calls never ran; the others are intact, and another session cannot see them.
-        assert sorted(probe.started) == ["s0", "s1", "t0"]
+        assert sorted(probe.started) == ["s0", "s1", "t0", "t1"]
         assert (await two.error("tasks/get", {"taskId": made[0]["taskId"]}))["code"] == -32602
         assert (await one.result("tasks/get", {"taskId": made[0]["taskId"]}))["status"] == "working"
         probe.gate.set()
-        await one.until(made[0]["taskId"], "completed")
+        for task in made:
+            await one.until(task["taskId"], "completed")
+        # Finished tasks are kept (the server bound) until their TTL; the store test shows they
+        # stop counting for their session.
+        assert await app.tasks.store.count() == 4
+        err = await one.error("tools/call", {"name": "gated", "arguments": {"label": "s3"}})
+        assert err["data"] == {"limit": "max_tasks", "max": 4}
     finally:
         await one.close()
         await two.close()
@@ -473,12 +481,17 @@ async def test_memory_store_counts_sweeps_and_copies() -> None:
     await store.save(loaded)
     assert (await store.load("t1")).answers == {"k": {"action": "accept"}}
     assert await store.count() == 2 and await store.count("o1") == 1
+    loaded.status = "completed"
+    await store.save(loaded)  # finished: no longer counted for its owner, still kept
+    assert await store.count("o1") == 0 and await store.count() == 2
+    assert await store.create(TaskRecord("t5", "o1", "working", 100.0, 100.0, 10.0, 0.5), 3, 1) is None
+    assert await store.count() == 3
     assert [r.id for r in await store.sweep(109.0)] == []
-    assert sorted(r.id for r in await store.sweep(110.0)) == ["t1", "t3"]
+    assert sorted(r.id for r in await store.sweep(110.0)) == ["t1", "t3", "t5"]
     assert await store.load("t1") is None and await store.count() == 0
     await store.save(loaded)  # a swept record is not brought back
     assert await store.load("t1") is None
-    assert TaskRecord.decode("t1", rec.encode()) == rec
+    assert TaskRecord.decode("t1", rec.encode()) == rec and await store.count("o1") == 0
 
 
 # ------------------------------------------------ engine and wire facts (no I/O)
