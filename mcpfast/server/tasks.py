@@ -365,17 +365,19 @@ class Tasks:
         if now - self._last_sweep < _SWEEP_EVERY:
             return
         self._last_sweep = now
-        for record in await self.store.sweep(now):
-            self._stop(record.id)  # its TTL passed while it still ran
+        for task_id in await self.store.sweep(now):
+            self._stop(task_id)  # its TTL passed while it still ran
 
     def running(self) -> int:
         """Handlers running as tasks in this process."""
         return len(self._runs)
 
-    def aclose(self) -> None:
-        """Cancel every task handler of this process (server shutdown)."""
+    async def aclose(self) -> None:
+        """Cancel every task handler of this process and wait for them (server shutdown)."""
+        running = [run.task for run in self._runs.values() if run.task is not None]
         for task_id in list(self._runs):
             self._stop(task_id)
+        await asyncio.gather(*running, return_exceptions=True)
 
 
 def _error_object(exc: McpError) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from typing import Any, Final, Protocol
 
 import orjson
 
-__all__ = ["TERMINAL", "MemoryTaskStore", "TaskRecord", "TaskStore"]
+__all__ = ["TERMINAL", "MemoryTaskStore", "TaskRecord", "TaskStore", "open_task_store"]
 
 WORKING: Final = "working"
 INPUT_REQUIRED: Final = "input_required"
@@ -101,8 +101,8 @@ class TaskStore(Protocol):
         """Replace the record (a swept one is not brought back)."""
         ...
 
-    async def sweep(self, now: float) -> list[TaskRecord]:
-        """Drop every record whose TTL has passed; returns them."""
+    async def sweep(self, now: float) -> list[str]:
+        """Drop every record whose TTL has passed; returns their ids."""
         ...
 
     async def count(self, owner: str | None = None) -> int:
@@ -149,16 +149,26 @@ class MemoryTaskStore:
             if not live:
                 del self._live[owner]
 
-    async def sweep(self, now: float) -> list[TaskRecord]:
-        gone = []
-        for task_id in [t for t, expires in self._expiry.items() if expires <= now]:
+    async def sweep(self, now: float) -> list[str]:
+        gone = [t for t, expires in self._expiry.items() if expires <= now]
+        for task_id in gone:
             record = TaskRecord.decode(task_id, self._records.pop(task_id))
             del self._expiry[task_id]
             self._finished(record.owner, task_id)
-            gone.append(record)
         return gone
 
     async def count(self, owner: str | None = None) -> int:
         if owner is None:
             return len(self._records)
         return len(self._live.get(owner, ()))
+
+
+def open_task_store(url: str, **options: object) -> TaskStore:
+    """The task store named by ``url``: ``memory``, or ``redis://HOST:PORT/DB`` (shared by every process using it)."""
+    if url == "memory":
+        return MemoryTaskStore()
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        from mcpfast.store.redis_tasks import RedisTaskStore
+
+        return RedisTaskStore(url, **options)  # type: ignore[arg-type]
+    raise ValueError(f"unknown task store {url!r}: use 'memory' or 'redis://HOST:PORT/DB'")

@@ -171,7 +171,7 @@ async def client(probe: Probe) -> AsyncIterator[Stdio]:
     c = Stdio(app)
     yield c
     await c.close()
-    app.tasks.aclose()
+    await app.tasks.aclose()
     await asyncio.sleep(0)
 
 
@@ -359,7 +359,7 @@ async def test_limits_per_session_and_per_server(probe: Probe) -> None:
     finally:
         await one.close()
         await two.close()
-        app.tasks.aclose()
+        await app.tasks.aclose()
 
 
 async def test_ttl_drops_finished_tasks_and_stops_overdue_ones(probe: Probe) -> None:
@@ -381,7 +381,7 @@ async def test_ttl_drops_finished_tasks_and_stops_overdue_ones(probe: Probe) -> 
         assert await app.tasks.store.count() == 0
     finally:
         await c.close()
-        app.tasks.aclose()
+        await app.tasks.aclose()
 
 
 def test_bad_registrations() -> None:
@@ -461,7 +461,7 @@ async def test_tasks_over_http_across_posts(runner: str, probe: Probe) -> None:
                     await run(c)
     finally:
         await transport.aclose()
-        app.tasks.aclose()
+        await app.tasks.aclose()
 
 
 # ------------------------------------------------------------------ the store
@@ -486,8 +486,8 @@ async def test_memory_store_counts_sweeps_and_copies() -> None:
     assert await store.count("o1") == 0 and await store.count() == 2
     assert await store.create(TaskRecord("t5", "o1", "working", 100.0, 100.0, 10.0, 0.5), 3, 1) is None
     assert await store.count() == 3
-    assert [r.id for r in await store.sweep(109.0)] == []
-    assert sorted(r.id for r in await store.sweep(110.0)) == ["t1", "t3", "t5"]
+    assert await store.sweep(109.0) == []
+    assert sorted(await store.sweep(110.0)) == ["t1", "t3", "t5"]
     assert await store.load("t1") is None and await store.count() == 0
     await store.save(loaded)  # a swept record is not brought back
     assert await store.load("t1") is None
