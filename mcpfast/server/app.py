@@ -315,6 +315,8 @@ class Server:
             if tool_name in self._tools:
                 raise ValueError(f"tool {tool_name!r} is already registered")
             callable_ = _Callable(fn, describe=input_schema is None, blocking=blocking)
+            if defer_task and callable_.context_param is None:
+                raise ValueError(f"tool {tool_name!r}: defer_task=True needs a Context parameter (it calls ctx.start_task())")
             definition: dict[str, Any] = {"name": tool_name}
             if title is not None:
                 definition["title"] = title

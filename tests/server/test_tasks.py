@@ -394,6 +394,12 @@ def test_bad_registrations() -> None:
         app.tool(task="sometimes")
     with pytest.raises(ValueError, match="defer_task"):
         app.tool(defer_task=True)
+    with pytest.raises(ValueError, match="needs a Context parameter"):
+
+        @app.tool(task=True, defer_task=True)
+        async def no_context() -> str:
+            return "never a task"
+
     with pytest.raises(ValueError):
         Tasks(ttl=0)
     with pytest.raises(ValueError):
