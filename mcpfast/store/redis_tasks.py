@@ -38,7 +38,7 @@ class RedisTaskStore:
     shared = True
 
     def __init__(self, url: str, *, prefix: str = "mcpfast:tasks:") -> None:
-        import redis.asyncio
+        import redis.asyncio  # type: ignore[import-not-found,unused-ignore]  # the redis extra
 
         self._redis: Any = redis.asyncio.Redis.from_url(url)
         self._prefix = prefix
