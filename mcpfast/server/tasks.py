@@ -49,7 +49,7 @@ from mcpfast.store.tasks import (
     TaskStore,
 )
 
-__all__ = ["TASK_SUPPORT", "Tasks", "negotiated", "tasks_required", "wire_task"]
+__all__ = ["TASK_SUPPORT", "Tasks", "negotiated", "open_task_store", "tasks_required", "wire_task"]
 
 logger = logging.getLogger("mcpfast.server")
 
@@ -57,6 +57,17 @@ TASK_SUPPORT: Final = frozenset({"optional", "required"})
 """``taskSupport`` values a tool may register with (absent: the tool never becomes a task)."""
 _SWEEP_EVERY: Final = 1.0
 _owners = itertools.count(1)
+
+
+def open_task_store(url: str, **options: object) -> TaskStore:
+    """The task store named by ``url``: ``memory``, or ``redis://HOST:PORT/DB`` (shared by every process using it)."""
+    if url == "memory":
+        return MemoryTaskStore()
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        from mcpfast.store.redis_tasks import RedisTaskStore
+
+        return RedisTaskStore(url, **options)  # type: ignore[arg-type]
+    raise ValueError(f"unknown task store {url!r}: use 'memory' or 'redis://HOST:PORT/DB'")
 
 
 def negotiated(request: InboundRequest) -> bool:

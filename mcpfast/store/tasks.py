@@ -19,7 +19,7 @@ from typing import Any, Final, Protocol
 
 import orjson
 
-__all__ = ["TERMINAL", "MemoryTaskStore", "TaskRecord", "TaskStore", "open_task_store"]
+__all__ = ["TERMINAL", "MemoryTaskStore", "TaskRecord", "TaskStore"]
 
 WORKING: Final = "working"
 INPUT_REQUIRED: Final = "input_required"
@@ -161,14 +161,3 @@ class MemoryTaskStore:
         if owner is None:
             return len(self._records)
         return len(self._live.get(owner, ()))
-
-
-def open_task_store(url: str, **options: object) -> TaskStore:
-    """The task store named by ``url``: ``memory``, or ``redis://HOST:PORT/DB`` (shared by every process using it)."""
-    if url == "memory":
-        return MemoryTaskStore()
-    if url.startswith(("redis://", "rediss://", "unix://")):
-        from mcpfast.store.redis_tasks import RedisTaskStore
-
-        return RedisTaskStore(url, **options)  # type: ignore[arg-type]
-    raise ValueError(f"unknown task store {url!r}: use 'memory' or 'redis://HOST:PORT/DB'")

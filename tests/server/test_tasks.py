@@ -18,8 +18,8 @@ import pytest
 from mcpfast import Context, Server
 from mcpfast.protocol.errors import INTERNAL_ERROR, McpError
 from mcpfast.protocol.meta import TASKS_EXTENSION
-from mcpfast.server.tasks import Tasks
-from mcpfast.store.tasks import MemoryTaskStore, TaskRecord, open_task_store
+from mcpfast.server.tasks import Tasks, open_task_store
+from mcpfast.store.tasks import MemoryTaskStore, TaskRecord
 from mcpfast.transports.http import asgi_app
 from mcpfast.transports.http_testing import serve_in_thread
 from mcpfast.transports.stdio import serve_stdio
