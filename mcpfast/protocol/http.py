@@ -78,7 +78,10 @@ SSE: Final = "text/event-stream"
 ACCEPT_BOTH: Final = f"{JSON}, {SSE}"
 """What a client's POST accepts: a request is answered with either."""
 
-NAMED_METHODS: Final[Mapping[str, str]] = {m.TOOLS_CALL: "name", m.PROMPTS_GET: "name", m.RESOURCES_READ: "uri"}
+NAMED_METHODS: Final[Mapping[str, str]] = {
+    m.TOOLS_CALL: "name", m.PROMPTS_GET: "name", m.RESOURCES_READ: "uri",
+    m.TASKS_GET: "taskId", m.TASKS_UPDATE: "taskId", m.TASKS_CANCEL: "taskId",
+}  # fmt: skip
 """Methods whose ``Mcp-Name`` header (2026-07-28) carries one param, and which param."""
 
 DEFAULT_MAX_BODY: Final = 4 * 1024 * 1024

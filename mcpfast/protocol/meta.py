@@ -11,6 +11,7 @@ __all__ = [
     "META_PROTOCOL_VERSION",
     "META_SERVER_INFO",
     "META_SUBSCRIPTION_ID",
+    "TASKS_EXTENSION",
 ]
 
 META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
@@ -25,3 +26,5 @@ META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
 """2026-07-28: the server's ``Implementation`` on a result."""
 META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 """2026-07-28: which ``subscriptions/listen`` stream a notification belongs to."""
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+"""2026-07-28 extension id of tasks (SEP-2663), under ``capabilities.extensions`` on both sides."""

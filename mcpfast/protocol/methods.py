@@ -32,6 +32,10 @@ RESOURCES_UNSUBSCRIBE: Final = "resources/unsubscribe"
 SUBSCRIPTIONS_LISTEN: Final = "subscriptions/listen"
 COMPLETION_COMPLETE: Final = "completion/complete"
 LOGGING_SET_LEVEL: Final = "logging/setLevel"
+# The tasks extension (io.modelcontextprotocol/tasks, 2026-07-28; tasks/result and tasks/list are gone).
+TASKS_GET: Final = "tasks/get"
+TASKS_UPDATE: Final = "tasks/update"
+TASKS_CANCEL: Final = "tasks/cancel"
 
 # Server -> client requests (handshake era only).
 SAMPLING_CREATE_MESSAGE: Final = "sampling/createMessage"
@@ -68,6 +72,9 @@ CLIENT_REQUESTS: Final[frozenset[str]] = frozenset(
         SUBSCRIPTIONS_LISTEN,
         COMPLETION_COMPLETE,
         LOGGING_SET_LEVEL,
+        TASKS_GET,
+        TASKS_UPDATE,
+        TASKS_CANCEL,
     }
 )
 """Every request a client may send (in some revision); anything else is -32601."""
@@ -107,6 +114,9 @@ INTRODUCED_IN: Final[dict[str, str]] = {
     NOTIFICATION_ELICITATION_COMPLETE: "2025-11-25",
     SERVER_DISCOVER: "2026-07-28",
     SUBSCRIPTIONS_LISTEN: "2026-07-28",
+    TASKS_GET: "2026-07-28",
+    TASKS_UPDATE: "2026-07-28",
+    TASKS_CANCEL: "2026-07-28",
 }
 """Methods that do not exist before a revision (all others exist from 2024-11-05)."""
 

@@ -27,6 +27,7 @@ from mcpfast.engine.mrtr import InputRequired, StateSealer, input_required_resul
 from mcpfast.engine.rules import DEFAULT_PAGE_SIZE, completion_result, input_errors_are_tool_errors, paginate
 from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, McpError, resource_not_found_code
+from mcpfast.protocol.meta import TASKS_EXTENSION
 from mcpfast.protocol.schema import known_fields
 from mcpfast.protocol.versions import V2025_06_18, supports
 from mcpfast.server._typeschema import function_schema, type_schema
@@ -34,7 +35,9 @@ from mcpfast.server._validate import ArgumentValidator
 from mcpfast.server.content import ToolResult
 from mcpfast.server.connection import Connection
 from mcpfast.server.context import Context
+from mcpfast.server.tasks import TASK_SUPPORT, Tasks, negotiated, tasks_required
 from mcpfast.server.uri_template import UriTemplate, is_template
+from mcpfast.store.tasks import TaskStore
 
 __all__ = ["Server"]
 
@@ -106,10 +109,17 @@ def _is_context(hint: Any) -> bool:
 
 
 class _Tool:
-    __slots__ = ("callable", "check", "definition", "output_schema", "output_validator", "validator", "wrap_output")
+    __slots__ = (
+        "callable", "check", "defer_task", "definition", "output_schema", "output_validator", "task", "validator", "wrap_output",
+    )  # fmt: skip
 
-    def __init__(self, callable_: _Callable, definition: dict[str, Any], output_schema: dict[str, Any] | None, wrap: bool):
+    def __init__(
+        self, callable_: _Callable, definition: dict[str, Any], output_schema: dict[str, Any] | None, wrap: bool,
+        task: str | None = None, defer_task: bool = False,
+    ) -> None:  # fmt: skip
         self.callable = callable_
+        self.task = task  # taskSupport: None (never a task), "optional" or "required"
+        self.defer_task = defer_task
         self.definition = definition
         self.output_schema = output_schema
         self.wrap_output = wrap
@@ -159,6 +169,14 @@ class Server:
         validate_output: check ``structuredContent`` against the tool's ``outputSchema``.
         blocking_workers: threads of the pool that runs handlers registered with
             ``blocking=True`` (created on first use).
+        task_ttl: (tasks extension) seconds a task is kept from its creation; a handler still
+            running then is cancelled.
+        task_poll_interval: seconds suggested to clients between ``tasks/get`` polls.
+        max_tasks: tasks kept at once by the server, finished ones until their TTL passes
+            (more are refused with -32600).
+        max_tasks_per_session: unfinished tasks at once for one session (a stdio connection,
+            or an HTTP principal; unauthenticated HTTP callers share one count).
+        task_store: where tasks live (``mcpfast.store.tasks``; this process's memory by default).
 
     Example::
 
@@ -183,6 +201,11 @@ class Server:
         logging: bool = True,
         validate_output: bool = True,
         blocking_workers: int = 8,
+        task_ttl: float = 600.0,
+        task_poll_interval: float = 0.5,
+        max_tasks: int = 10_000,
+        max_tasks_per_session: int = 100,
+        task_store: TaskStore | None = None,
     ) -> None:
         self.name = name
         self.version = version
@@ -197,11 +220,16 @@ class Server:
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._roots_changed: Callable[..., Any] | None = None
         self._tools: dict[str, _Tool] = {}
+        self._task_tools: set[str] = set()  # names of the tools registered with task=
         self._resources: dict[str, _Resource] = {}
         self._templates: list[_Resource] = []
         self._prompts: dict[str, _Prompt] = {}
         self._completion: Callable[..., Any] | None = None
         self.sealer = StateSealer()
+        self.tasks = Tasks(
+            task_store, ttl=task_ttl, poll_interval=task_poll_interval, max_tasks=max_tasks,
+            max_tasks_per_session=max_tasks_per_session,
+        )  # fmt: skip
         self._list_cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._connections: set[Connection] = set()
         self._session_shared: tuple[tuple[Any, ...], dict[str, Any], dict[str, Any]] | None = None
@@ -216,6 +244,9 @@ class Server:
             m.PROMPTS_LIST: self._prompts_list,
             m.PROMPTS_GET: self._prompts_get,
             m.COMPLETION_COMPLETE: self._complete,
+            m.TASKS_GET: self._tasks_method,
+            m.TASKS_UPDATE: self._tasks_method,
+            m.TASKS_CANCEL: self._tasks_method,
         }
 
     # ------------------------------------------------------------ registration
@@ -233,6 +264,8 @@ class Server:
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         blocking: bool = False,
+        task: bool | str = False,
+        defer_task: bool = False,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register a sync or async function as a tool.
 
@@ -255,11 +288,25 @@ class Server:
             blocking: the (sync) function blocks (I/O, sleeps, heavy CPU): run it in the
                 server's thread pool instead of inline on the event loop. Plain sync tools run
                 inline, which is the fastest path but stalls every other request while they run.
+            task: (tasks extension, 2026-07-28) the tool may run as a task: ``True`` or
+                ``"optional"`` (a client that did not declare the extension gets a plain
+                result), ``"required"`` (such a client gets -32021). A task's handler runs in
+                an asyncio task of its own; ``tasks/cancel`` cancels it.
+            defer_task: the call becomes a task only when the handler awaits
+                ``Context.start_task()`` (questions before that are plain MRTR rounds); by
+                default it becomes one before the handler starts.
 
         Raises:
-            ValueError: an invalid or duplicate name, or ``blocking=True`` on an ``async def``.
+            ValueError: an invalid or duplicate name, ``blocking=True`` on an ``async def``, or
+                an unknown ``task`` value.
             TypeError: a parameter or return type with no JSON Schema.
         """
+
+        support = "optional" if task is True else (task or None)
+        if support is not None and support not in TASK_SUPPORT:
+            raise ValueError(f"task must be True, False, 'optional' or 'required', not {task!r}")
+        if defer_task and support is None:
+            raise ValueError("defer_task=True needs task=")
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             tool_name = name or fn.__name__
@@ -268,6 +315,8 @@ class Server:
             if tool_name in self._tools:
                 raise ValueError(f"tool {tool_name!r} is already registered")
             callable_ = _Callable(fn, describe=input_schema is None, blocking=blocking)
+            if defer_task and callable_.context_param is None:
+                raise ValueError(f"tool {tool_name!r}: defer_task=True needs a Context parameter (it calls ctx.start_task())")
             definition: dict[str, Any] = {"name": tool_name}
             if title is not None:
                 definition["title"] = title
@@ -286,7 +335,9 @@ class Server:
                 definition["icons"] = icons
             if meta is not None:
                 definition["_meta"] = meta
-            self._tools[tool_name] = _Tool(callable_, definition, out_schema, wrap)
+            self._tools[tool_name] = _Tool(callable_, definition, out_schema, wrap, support, defer_task)
+            if support is not None:
+                self._task_tools.add(tool_name)
             self._list_cache.clear()
             return fn
 
@@ -435,6 +486,8 @@ class Server:
             caps["completions"] = {}
         if self.offer_logging:
             caps["logging"] = {}
+        if self._task_tools:
+            caps["extensions"] = {TASKS_EXTENSION: {}}
         return caps
 
     def server_info(self) -> dict[str, Any]:
@@ -454,6 +507,7 @@ class Server:
         key = (
             self.name, self.version, self.title, bool(self._tools), bool(self._resources or self._templates),
             bool(self._prompts), self._completion is not None, self.offer_logging, self.offer_subscribe,
+            bool(self._task_tools),
         )
         shared = self._session_shared
         if shared is None or shared[0] != key:
@@ -502,6 +556,7 @@ class Server:
         """
         found = self._tools.pop(name, None) is not None
         if found:
+            self._task_tools.discard(name)
             self._list_cache.clear()
         return found
 
@@ -652,6 +707,13 @@ class Server:
             if input_errors_are_tool_errors(request.version):
                 return {"content": [{"type": "text", "text": f"invalid arguments for tool {name}: {problem}"}], "isError": True}
             raise McpError(INVALID_PARAMS, f"invalid arguments for tool {name}: {problem}")
+        if tool.task is not None:
+            if negotiated(request):
+                return self._tools_call_task(tool, args, request, conn)
+            if tool.task == "required":
+                if request.stateless:
+                    raise tasks_required(f"tool {name}")
+                raise McpError(INVALID_PARAMS, f"tool {name} runs only as a task ({TASKS_EXTENSION}, 2026-07-28)")
         callable_ = tool.callable
         if callable_.context_param is None:
             ctx = None
@@ -688,6 +750,49 @@ class Server:
         except Exception as exc:  # CancelledError is a BaseException: it is not caught here
             return self._tool_failed(tool.definition["name"], exc)
         return self._tool_result(tool, value, version)
+
+    async def _tools_call_task(self, tool: _Tool, args: dict[str, Any], request: InboundRequest, conn: Any) -> Any:
+        """A tools/call that may become a task (the client declared the extension)."""
+        callable_ = tool.callable
+        name = tool.definition["name"]
+        binding = f"tools/call:{name}"
+        given: dict[str, Any] = {}  # answers this request carries (MRTR rounds before the task)
+        resumed = False
+        if callable_.context_param is not None:
+            first = self._context(conn, request, callable_, binding)  # -32602 for a forged requestState
+            assert first is not None
+            given, resumed = first._responses, first.resumed
+        tasks = self.tasks
+        executor = self.executor() if callable_.blocking else None
+
+        async def invoke(run: Any, answers: dict[str, Any]) -> Any:
+            ctx = None
+            if callable_.context_param is not None:
+                ctx = Context(conn, request, {**given, **answers}, resumed=resumed)
+                ctx._start_task = functools.partial(tasks.start, run)
+            return await callable_.call(args, ctx, executor)
+
+        def ask(answers: dict[str, Any], need: InputRequired) -> dict[str, Any]:
+            return input_required_result(need.requests, self.sealer.seal(binding, {**given, **answers}))
+
+        return await tasks.run(
+            tasks.owner_of(conn), not tool.defer_task, invoke,
+            lambda value: self._tool_result(tool, value, request.version), lambda exc: self._tool_failed(name, exc), ask,
+        )  # fmt: skip
+
+    def _tasks_method(self, request: InboundRequest, conn: Any) -> Any:
+        """``tasks/get``, ``tasks/update`` and ``tasks/cancel`` (-32021 unless the request declares the extension)."""
+        if not negotiated(request):
+            raise tasks_required(request.method)
+        params = request.params
+        if not isinstance(params, dict):
+            raise McpError(INVALID_PARAMS, f"{request.method} needs params")
+        owner = self.tasks.owner_of(conn)
+        if request.method == m.TASKS_GET:
+            return self.tasks.get(owner, params)
+        if request.method == m.TASKS_UPDATE:
+            return self.tasks.update(owner, params)
+        return self.tasks.cancel(owner, params)
 
     @staticmethod
     def _tool_failed(name: str, exc: Exception) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import struct
 import zlib
 from typing import Any
 
+from mcpfast.protocol.errors import INTERNAL_ERROR, McpError
 from mcpfast.server.app import Server
 from mcpfast.server.content import ToolResult, audio, embedded_resource, image, text
 from mcpfast.server.context import Context
@@ -455,3 +456,61 @@ def complete(ref: dict[str, Any], argument: dict[str, Any], context: dict[str, A
         candidates = {"arg1": ["paris", "park", "party", "test-value"], "arg2": ["value1", "value2"]}.get(argument["name"], [])
         return [c for c in candidates if c.startswith(argument["value"])] or candidates
     return []
+
+
+# ------------------------------------------------ the tasks extension (SEP-2663, tasks-* scenarios)
+
+_CONFIRM_SCHEMA = {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}
+
+
+@app.tool()
+def greet(name: str) -> str:
+    """Sync only (never a task): says hello."""
+    return f"Hello, {name}!"
+
+
+@app.tool(task=True)
+async def slow_compute(seconds: float, label: str | None = None) -> str:
+    """A task: sleeps ``seconds`` then answers (tasks/cancel stops the sleep: status cancelled)."""
+    await asyncio.sleep(seconds)
+    return f"computed {label or 'result'} after {seconds} s"
+
+
+@app.tool(task="required")
+async def failing_job() -> str:
+    """A task only (-32021 without the extension) whose tool fails after about a second (completed, isError)."""
+    await asyncio.sleep(1.0)
+    raise RuntimeError("failing_job failed, as it always does")
+
+
+@app.tool(task=True)
+async def protocol_error_job() -> str:
+    """A task that ends in a protocol error (status failed with an inlined JSON-RPC error)."""
+    await asyncio.sleep(0.1)
+    raise McpError(INTERNAL_ERROR, "protocol_error_job: internal failure")
+
+
+@app.tool(task=True)
+async def confirm_delete(filename: str, ctx: Context) -> str:
+    """A task that asks one confirmation (input_required until tasks/update answers it)."""
+    answer = await ctx.elicit(f"Delete {filename}?", _CONFIRM_SCHEMA, key="confirm")
+    return f"deleted {filename}" if _content_of(answer, "confirm") else f"kept {filename}"
+
+
+@app.tool(task=True)
+async def multi_input(ctx: Context) -> str:
+    """A task that asks two questions at once (both pending until each is answered)."""
+    answers = await ctx.ask({
+        "first": ("elicitation/create", {"message": "First name?", "requestedSchema": _NAME_SCHEMA}),
+        "second": ("elicitation/create", {"message": "Confirm?", "requestedSchema": _CONFIRM_SCHEMA}),
+    })  # fmt: skip
+    return "answered: " + ", ".join(sorted(answers))
+
+
+@app.tool(task="required", defer_task=True)
+async def test_tool_with_task(ctx: Context) -> str:
+    """Asks user_name as a plain MRTR round, then becomes a task whose result greets that name."""
+    answer = await ctx.elicit("What is your name?", _NAME_SCHEMA, key="user_name")
+    await ctx.start_task()
+    await asyncio.sleep(0.2)
+    return f"Hello, {_content_of(answer, 'name')}! (from a task)"

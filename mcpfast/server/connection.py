@@ -48,6 +48,8 @@ class Connection:
 
     Attributes:
         session: the engine session.
+        task_owner: who owns the tasks this connection creates (``None``: this connection; the
+            HTTP transport names the caller, as each 2026 POST is a connection of its own).
     """
 
     def __init__(
@@ -69,6 +71,7 @@ class Connection:
         self._waiters: dict[int | str, asyncio.Future[ReplyReceived]] = {}
         self._settled: asyncio.Event | None = None  # made by wait_for_slot (stdio): idle HTTP sessions stay small
         self._closed = False
+        self.task_owner: str | None = None
 
     @property
     def in_flight(self) -> int:

@@ -39,7 +39,7 @@ class Context:
             (a forged or expired one never reaches the handler: the request gets -32602).
     """
 
-    __slots__ = ("_asked", "_conn", "_loop", "_responses", "_thread", "request", "resumed")
+    __slots__ = ("_asked", "_conn", "_loop", "_responses", "_start_task", "_thread", "request", "resumed")
 
     def __init__(
         self, conn: Connection, request: InboundRequest, responses: dict[str, Any] | None = None, *, resumed: bool = False
@@ -49,6 +49,7 @@ class Context:
         self._responses = responses or {}
         self.resumed = resumed  # (2026) this round carried a requestState whose seal the server verified
         self._asked = 0
+        self._start_task: Callable[[], Any] | None = None  # set when this call may become a task
         # A blocking=True handler runs in a worker thread: its progress/log calls are handed
         # to the event loop's thread (the engine is not thread-safe).
         self._thread = threading.get_ident()
@@ -86,6 +87,22 @@ class Context:
     def client_capabilities(self) -> dict[str, Any]:
         """The client capabilities that apply to this request."""
         return self.request.client_capabilities
+
+    async def start_task(self) -> str | None:
+        """(tasks extension) Answer the request with a ``CreateTaskResult`` now; the rest runs as the task.
+
+        For a tool registered with ``task=`` and ``defer_task=True``: questions asked before
+        this call are plain MRTR rounds of the request. Returns the task id, or ``None`` when
+        the call cannot become a task (the client did not declare the extension, an older
+        revision): the handler then simply goes on as a plain request.
+
+        Raises:
+            McpError: the task limits are reached (the request gets the error).
+        """
+        if self._start_task is None:
+            return None
+        task_id: str = await self._start_task()
+        return task_id
 
     def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
         """Send a progress notification if the client asked for progress on this request.

@@ -421,7 +421,7 @@ class HttpTransport:
             modern = META_PROTOCOL_VERSION in meta or decoded.method == m.SERVER_DISCOVER
         if not modern:
             return _reply(400, _error_body(INVALID_REQUEST, "bad request: missing Mcp-Session-Id header"))
-        return self._post_stateless(decoded, headers, version)
+        return self._post_stateless(decoded, headers, version, principal)
 
     # ------------------------------------------------------ handshake era
 
@@ -697,7 +697,7 @@ class HttpTransport:
 
     # --------------------------------------------------------- 2026-07-28
 
-    def _post_stateless(self, decoded: Any, headers: dict[bytes, bytes], version: str | None) -> Reply | Deferred:
+    def _post_stateless(self, decoded: Any, headers: dict[bytes, bytes], version: str | None, principal: str | None = None) -> Reply | Deferred:
         kind = decoded.kind
         if kind != "request":
             if kind == "notification":
@@ -723,6 +723,8 @@ class HttpTransport:
             return _reply(400, _error_body(refused.code, refused.message, rid=rid))
         stream = Stream()
         conn = connect(self.server, stream)
+        # Every POST is a connection of its own: tasks belong to the caller (one owner for all anonymous ones).
+        conn.task_owner = f"principal:{principal}" if principal is not None else "anonymous"
         self._stateless.add(conn)
         conn.feed_message(decoded, stream)
         if stream.answered_alone() and self.json_response:  # answered by the engine or a sync handler
