@@ -69,6 +69,8 @@ def _http_arguments(serve: argparse.ArgumentParser) -> None:
     group.add_argument("--max-sessions", type=int, default=None, help="open sessions at most (default 10000)")
     group.add_argument("--session-idle-timeout", type=float, default=None, help="seconds before an idle session ends")
     group.add_argument("--keepalive", type=float, default=None, help="seconds between SSE keep-alive comments")
+    group.add_argument("--store", default=None, help="where sessions live: memory (default) or redis://HOST:PORT/DB (shared)")
+    group.add_argument("--secret", default=None, help="key sealing 2026 requestState (default: shared through --store, else random)")
     group.add_argument("--no-legacy-sse", action="store_true", help="do not serve the 2024-11-05 /sse endpoints")
     group.add_argument("--auth-jwks", help="JWKS (file path or https URL) that signs accepted access tokens")
     group.add_argument("--auth-issuer", help="required token issuer (iss)")
@@ -95,7 +97,7 @@ def _serve_http(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {}
     if args.allowed_origin:
         options["allowed_origins"] = args.allowed_origin
-    for name in ("max_body", "max_sessions", "session_idle_timeout", "keepalive"):
+    for name in ("max_body", "max_sessions", "session_idle_timeout", "keepalive", "store", "secret"):
         value = getattr(args, name)
         if value is not None:
             options[name] = value

@@ -28,7 +28,23 @@ def build_app(spec: str, options: dict[str, Any]) -> Any:
         from mcpfast.auth import ResourceServer
 
         opts["auth"] = ResourceServer(**auth_opts)
-    return asgi_app(load_app(spec), **opts)
+    return asgi_app(_scaled(load_app(spec), opts), **opts)
+
+
+def _scaled(server: Server, opts: dict[str, Any]) -> Server:
+    """``store`` (a URL) becomes a ``SessionStore``; ``secret`` (or the store's shared key) seals 2026 state."""
+    from mcpfast.engine.mrtr import StateSealer
+    from mcpfast.store import open_store
+
+    url = opts.pop("store", None)
+    secret = opts.pop("secret", None)
+    store = open_store(url) if isinstance(url, str) else url
+    if store is not None:
+        opts["store"] = store
+    key = secret.encode() if isinstance(secret, str) else (store.shared_secret() if store is not None else None)
+    if key is not None:
+        server.sealer = StateSealer(key, ttl=server.sealer.ttl)
+    return server
 
 
 def granian_factory() -> Any:
@@ -84,4 +100,5 @@ def run(server: Server | str, host: str, port: int, *, runner: str = DEFAULT_RUN
 def _direct(server: Server, options: dict[str, Any]) -> Any:
     from mcpfast.transports.http import asgi_app
 
-    return asgi_app(server, **options)
+    opts = dict(options)
+    return asgi_app(_scaled(server, opts), **opts)
