@@ -96,6 +96,8 @@ class SharedSessions:
         self.origin = secrets.token_hex(6) + ":"
         self.flush_period = max(0.05, min(transport.session_idle_timeout / 10, 2.0))
         self._levels: dict[str, str | None] = {}
+        self.flushes = 0
+        """Batched last-seen updates sent (each one store round trip, whatever the traffic)."""
         self._looked_up: str | None = None
         self._loading: dict[str, asyncio.Future[SessionRecord | None]] = {}
         self._verify: set[str] = set()
@@ -330,6 +332,7 @@ class SharedSessions:
             del self._levels[sid]
         if not seen:
             return
+        self.flushes += 1
         try:
             gone = await self.store.refresh(seen, self.transport.session_idle_timeout)
         except StoreUnavailable:

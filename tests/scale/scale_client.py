@@ -24,7 +24,10 @@ class Sse:
         eid: str | None = None
         data: list[str] = []
         while True:
-            line = self.resp.readline()
+            try:
+                line = self.resp.readline()
+            except (http.client.IncompleteRead, ConnectionError):
+                return None  # the server went away mid-stream
             if not line:
                 return None
             text = line.decode().rstrip("\r\n")
