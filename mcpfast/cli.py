@@ -4,35 +4,16 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import importlib
 import logging
 import sys
 from typing import Any
+
+from mcpfast.server.loader import load_app
 
 __all__ = ["load_app", "main"]
 
 _FIXTURES = {"conformance": "mcpfast.server.conformance:app"}
 _DEMO = "mcpfast.server.demo:app"
-
-
-def load_app(spec: str) -> Any:
-    """Import ``module:attribute`` (or ``module``, meaning its ``app``) and return the Server.
-
-    Raises:
-        SystemExit: the module or attribute cannot be found.
-    """
-    module_name, _, attr = spec.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise SystemExit(f"mcpfast: cannot import {module_name!r}: {exc}") from exc
-    obj: Any = module
-    for part in (attr or "app").split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise SystemExit(f"mcpfast: {module_name!r} has no attribute {attr or 'app'!r}") from None
-    return obj
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -22,7 +22,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 import orjson
 
 from mcpfast._version import __version__
-from mcpfast.engine import InboundRequest, ServerSession
+from mcpfast.engine import InboundRequest, NotificationReceived, ServerSession
 from mcpfast.engine.mrtr import InputRequired, StateSealer, input_required_result
 from mcpfast.engine.rules import DEFAULT_PAGE_SIZE, completion_result, input_errors_are_tool_errors, paginate
 from mcpfast.protocol import methods as m
@@ -32,6 +32,7 @@ from mcpfast.protocol.versions import V2025_06_18, supports
 from mcpfast.server._typeschema import function_schema, type_schema
 from mcpfast.server._validate import ArgumentValidator
 from mcpfast.server.content import ToolResult
+from mcpfast.server.connection import Connection
 from mcpfast.server.context import Context
 from mcpfast.server.uri_template import UriTemplate, is_template
 
@@ -202,7 +203,7 @@ class Server:
         self._completion: Callable[..., Any] | None = None
         self.sealer = StateSealer()
         self._list_cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        self._connections: set[Any] = set()
+        self._connections: set[Connection] = set()
         self._session_shared: tuple[tuple[Any, ...], dict[str, Any], dict[str, Any]] | None = None
         self._routes: dict[str, Handler] = {
             m.TOOLS_LIST: self._tools_list,
@@ -459,11 +460,21 @@ class Server:
             shared = self._session_shared = (key, self.server_info(), self.capabilities())
         return ServerSession(shared[1], shared[2], instructions=self.instructions)
 
-    def connect(self) -> Any:
+    def connect(self) -> Connection:
         """A ``Connection`` (engine session + task runner) for one transport connection."""
-        from mcpfast.server.connection import Connection
+        conn = Connection(
+            self.new_session(),
+            self.handle,
+            request_timeout=self.request_timeout,
+            on_notification=self._notified,
+            on_close=self._connections.discard,
+        )
+        self._connections.add(conn)
+        return conn
 
-        return Connection(self)
+    def _notified(self, conn: Connection, event: NotificationReceived) -> None:
+        if event.method == m.NOTIFICATION_ROOTS_LIST_CHANGED and self._roots_changed is not None:
+            conn.run_hook(self._roots_changed, "roots/list_changed")
 
     def notify_resource_updated(self, uri: str) -> int:
         """Send ``notifications/resources/updated`` to every session subscribed to ``uri``.

@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from mcpfast.engine import (
     InboundRequest,
@@ -26,9 +27,6 @@ from mcpfast.engine import (
 from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import INTERNAL_ERROR, McpError
 
-if TYPE_CHECKING:
-    from mcpfast.server.app import Server
-
 __all__ = ["Connection"]
 
 logger = logging.getLogger("mcpfast.server")
@@ -37,21 +35,40 @@ logger = logging.getLogger("mcpfast.server")
 class Connection:
     """One client connection: an engine session and the tasks serving its requests.
 
-    Attributes:
-        server: the application.
+    It knows its collaborators only through what it is given (``Server.connect`` wires them):
+
+    Args:
         session: the engine session (its ``on_output`` hook is the transport's to set).
+        handle: serves one admitted request: ``handle(request, conn)`` returns the result or an
+            awaitable of it, or raises ``McpError`` (``Server.handle``: the one dispatch path).
+        request_timeout: seconds to wait for the client's answer to a server-to-client request.
+        on_notification: called as ``on_notification(conn, event)`` for each client
+            notification the engine hands over (``NotificationReceived``).
+        on_close: called with the connection once it is closed.
+
+    Attributes:
+        session: the engine session.
     """
 
-    def __init__(self, server: Server) -> None:
-        self.server = server
-        self.session: ServerSession = server.new_session()
+    def __init__(
+        self,
+        session: ServerSession,
+        handle: Callable[[InboundRequest, Connection], Any],
+        *,
+        request_timeout: float = 60.0,
+        on_notification: Callable[[Connection, NotificationReceived], None] | None = None,
+        on_close: Callable[[Connection], None] | None = None,
+    ) -> None:
+        self.session = session
+        self.request_timeout = request_timeout
+        self._handle = handle
+        self._on_notification = on_notification
+        self._on_close = on_close
         self._tasks: dict[int | str, asyncio.Task[None]] = {}
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._waiters: dict[int | str, asyncio.Future[ReplyReceived]] = {}
         self._settled: asyncio.Event | None = None  # made by wait_for_slot (stdio): idle HTTP sessions stay small
         self._closed = False
-        self._routes = server._routes
-        server._connections.add(self)
 
     @property
     def in_flight(self) -> int:
@@ -83,8 +100,8 @@ class Connection:
                 waiter = self._waiters.pop(event.request_id, None)  # type: ignore[union-attr]
                 if waiter is not None and not waiter.done():
                     waiter.set_result(event)  # type: ignore[arg-type]
-            elif kind is NotificationReceived:
-                self._notification(event)  # type: ignore[arg-type]
+            elif kind is NotificationReceived and self._on_notification is not None:
+                self._on_notification(self, event)  # type: ignore[arg-type]
 
     def feed_oversized(self, size: int, limit: int) -> None:
         """Report a message the framer dropped for its size."""
@@ -103,8 +120,7 @@ class Connection:
         session = self.session
         rid = request.id
         try:
-            route = self._routes.get(request.method)
-            outcome = route(request, self) if route is not None else self.server.handle(request, self)
+            outcome = self._handle(request, self)
         except McpError as exc:
             session.respond_error(rid, exc.code, exc.message, exc.data)
             return
@@ -149,13 +165,8 @@ class Connection:
             if self._settled is not None:
                 self._settled.set()
 
-    def _notification(self, event: NotificationReceived) -> None:
-        if event.method == m.NOTIFICATION_ROOTS_LIST_CHANGED:
-            hook = self.server._roots_changed
-            if hook is not None:
-                self._run_hook(hook, "roots/list_changed")
-
-    def _run_hook(self, hook: Any, what: str) -> None:
+    def run_hook(self, hook: Callable[[Connection], Any], what: str) -> None:
+        """Run an application hook for this connection (``hook(conn)``; an awaitable in a task of it)."""
         try:
             outcome = hook(self)
         except Exception:
@@ -188,7 +199,7 @@ class Connection:
         waiter: asyncio.Future[ReplyReceived] = asyncio.get_running_loop().create_future()
         self._waiters[request_id] = waiter
         try:
-            async with asyncio.timeout(timeout if timeout is not None else self.server.request_timeout):
+            async with asyncio.timeout(timeout if timeout is not None else self.request_timeout):
                 reply = await waiter
         except (asyncio.CancelledError, TimeoutError):
             self._waiters.pop(request_id, None)
@@ -219,7 +230,8 @@ class Connection:
         to wait until they have stopped (``close`` does).
         """
         self._closed = True
-        self.server._connections.discard(self)
+        if self._on_close is not None:
+            self._on_close(self)
         self.session.close_listens()
         tasks = [*self._tasks.values(), *self._side_tasks]
         for task in tasks:

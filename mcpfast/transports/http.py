@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from mcpfast.store import SessionStore
     from mcpfast.store.shared import SharedSessions
 
-__all__ = ["DEFAULT_MAX_BODY", "HttpTransport", "asgi_app", "run_http"]
+__all__ = ["DEFAULT_MAX_BODY", "HttpTransport", "asgi_app"]
 
 logger = logging.getLogger("mcpfast.transports.http")
 
@@ -778,20 +778,3 @@ async def _wait_disconnect(receive: Receive) -> None:
 def asgi_app(server: Server, **options: Any) -> HttpTransport:
     """The ASGI application serving ``server`` (options: see ``HttpTransport``)."""
     return HttpTransport(server, **options)
-
-
-def run_http(
-    server: Server | str,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    *,
-    runner: str = "uvicorn",
-    log_level: str = "warning",
-    **options: Any,
-) -> None:
-    """Serve ``server`` over HTTP until interrupted (``runner``: ``uvicorn`` or ``granian``)."""
-    from mcpfast.transports import http_runner
-
-    http_runner.run(server, host, port, runner=runner, log_level=log_level, **options)
-
-

@@ -19,7 +19,7 @@ _ENV: Final = "MCPFAST_HTTP_APP"
 
 def build_app(spec: str, options: dict[str, Any]) -> Any:
     """The ASGI app for a ``module:attr`` server spec and JSON-able options (incl. ``auth``)."""
-    from mcpfast.cli import load_app
+    from mcpfast.server.loader import load_app
     from mcpfast.transports.http import asgi_app
 
     opts = dict(options)

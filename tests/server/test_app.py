@@ -394,13 +394,14 @@ async def test_mrtr_input_required_rounds() -> None:
 
 
 async def test_mrtr_rejects_tampered_or_foreign_state_and_missing_capabilities() -> None:
-    c = Client(build())
+    app = build()
+    c = Client(app)
     meta = {**MODERN_META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "roots": {}}}
     first = (await c.call("interview", {}, _meta=meta))["result"]
     state = first["requestState"]
     forged = state[:-4] + ("AAAA" if not state.endswith("AAAA") else "BBBB")
     assert (await c.call("interview", {}, _meta=meta, requestState=forged))["error"]["code"] == -32602
-    foreign = c.conn.server.sealer.seal("tools/call:other", {})
+    foreign = app.sealer.seal("tools/call:other", {})
     assert (await c.call("interview", {}, _meta=meta, requestState=foreign))["error"]["code"] == -32602
     missing = (await c.call("interview", {}, _meta=MODERN_META))["error"]
     assert missing["code"] == -32021 and missing["data"] == {"requiredCapabilities": {"elicitation": {}}}

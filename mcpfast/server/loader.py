@@ -1,0 +1,28 @@
+"""Finding the application to serve: ``module:attribute`` to a ``Server`` (used by the CLI and the runners)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = ["load_app"]
+
+
+def load_app(spec: str) -> Any:
+    """Import ``module:attribute`` (or ``module``, meaning its ``app``) and return the Server.
+
+    Raises:
+        SystemExit: the module or attribute cannot be found.
+    """
+    module_name, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise SystemExit(f"mcpfast: cannot import {module_name!r}: {exc}") from exc
+    obj: Any = module
+    for part in (attr or "app").split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise SystemExit(f"mcpfast: {module_name!r} has no attribute {attr or 'app'!r}") from None
+    return obj

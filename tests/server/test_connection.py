@@ -1,0 +1,147 @@
+"""Connection: runs handlers for one engine session, given its collaborators explicitly."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+import pytest
+
+from mcpfast.engine import InboundRequest, NotificationReceived, ServerSession
+from mcpfast.protocol.errors import McpError
+from mcpfast.server import Connection
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(10)]
+
+CAPS = {"tools": {}}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def ready_session(caps: dict[str, Any] | None = None) -> ServerSession:
+    s = ServerSession({"name": "t", "version": "1"}, CAPS)
+    init = {"protocolVersion": "2025-11-25", "capabilities": caps or {}, "clientInfo": {"name": "c", "version": "1"}}
+    s.receive(orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}))
+    s.receive(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    s.data_to_send()
+    return s
+
+
+def call(rid: int, name: str) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": {}}})
+
+
+async def replies(session: ServerSession, count: int) -> list[dict[str, Any]]:
+    got: list[dict[str, Any]] = []
+    async with asyncio.timeout(5):
+        while len(got) < count:
+            got += [orjson.loads(b) for b in session.data_to_send()]
+            await asyncio.sleep(0.001)
+    return got
+
+
+async def test_sync_result_is_answered_inside_feed() -> None:
+    seen: list[str] = []
+
+    def handle(request: InboundRequest, conn: Connection) -> Any:
+        seen.append(request.method)
+        return {"content": []}
+
+    conn = Connection(ready_session(), handle)
+    conn.feed(call(1, "x"))
+    assert seen == ["tools/call"] and conn.in_flight == 0
+    assert [orjson.loads(b) for b in conn.session.data_to_send()] == [{"jsonrpc": "2.0", "id": 1, "result": {"content": []}}]
+
+
+@pytest.mark.parametrize(
+    ("outcome", "code"),
+    [
+        pytest.param(McpError(-32602, "bad"), -32602, id="mcp-error"),
+        pytest.param(RuntimeError("boom"), -32603, id="handler-bug"),
+    ],
+)
+async def test_handler_errors_become_error_replies(outcome: Exception, code: int) -> None:
+    def handle(request: InboundRequest, conn: Connection) -> Any:
+        raise outcome
+
+    conn = Connection(ready_session(), handle)
+    conn.feed(call(2, "x"))
+    (reply,) = [orjson.loads(b) for b in conn.session.data_to_send()]
+    assert reply["id"] == 2 and reply["error"]["code"] == code
+
+
+async def test_async_handlers_run_in_tasks_and_a_cancel_stops_them() -> None:
+    stopped: list[int | str] = []
+
+    async def work(request: InboundRequest) -> dict[str, Any]:
+        try:
+            await asyncio.sleep(0 if request.params["name"] == "quick" else 30)
+        except asyncio.CancelledError:
+            stopped.append(request.id)
+            raise
+        return {"content": []}
+
+    conn = Connection(ready_session(), lambda request, conn: work(request))
+    conn.feed(call(3, "slow"))
+    conn.feed(call(4, "quick"))
+    assert conn.in_flight == 2
+    (reply,) = await replies(conn.session, 1)
+    assert reply["id"] == 4
+    conn.feed(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}')
+    async with asyncio.timeout(5):
+        while conn.in_flight:
+            await asyncio.sleep(0.001)
+    assert stopped == [3]
+    assert conn.session.data_to_send() == []  # a cancelled request is never answered
+
+
+async def test_notifications_and_close_reach_the_given_callbacks() -> None:
+    notes: list[str] = []
+    closed: list[Connection] = []
+
+    def on_notification(conn: Connection, event: NotificationReceived) -> None:
+        notes.append(event.method)
+
+    conn = Connection(ready_session(), lambda r, c: {}, on_notification=on_notification, on_close=closed.append)
+    conn.feed(b'{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}')
+    assert notes == ["notifications/roots/list_changed"]
+    await conn.close()
+    assert closed == [conn]
+
+
+async def test_request_client_resolves_with_the_reply_and_times_out() -> None:
+    conn = Connection(ready_session({"roots": {}}), lambda r, c: {}, request_timeout=0.05)
+    waiting = asyncio.ensure_future(conn.request_client("roots/list", None))
+    await asyncio.sleep(0)
+    (sent,) = [orjson.loads(b) for b in conn.session.data_to_send()]
+    conn.feed(orjson.dumps({"jsonrpc": "2.0", "id": sent["id"], "result": {"roots": []}}))
+    assert await waiting == {"roots": []}
+    with pytest.raises(TimeoutError):
+        await conn.request_client("roots/list", None)  # no answer: request_timeout applies
+    (cancel,) = [orjson.loads(b) for b in conn.session.data_to_send()][-1:]
+    assert cancel["method"] == "notifications/cancelled"
+
+
+async def test_server_connect_wires_its_dispatch_and_registry() -> None:
+    from mcpfast import Server
+
+    app = Server("wired")
+
+    @app.tool()
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    conn = app.connect()
+    assert conn in app._connections
+    conn.session.receive(orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}))
+    conn.feed(orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}}))
+    out = [orjson.loads(b) for b in conn.session.data_to_send()]
+    assert out[-1]["result"]["content"][0]["text"] == "hi"
+    await conn.close()
+    assert conn not in app._connections
