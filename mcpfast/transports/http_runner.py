@@ -53,8 +53,13 @@ def granian_factory() -> Any:
     return build_app(config["spec"], config["options"])
 
 
-def run(server: Server | str, host: str, port: int, *, runner: str = DEFAULT_RUNNER, log_level: str = "warning", **options: Any) -> None:
-    """Serve until interrupted. ``server`` is a Server, or a ``module:attr`` spec (needed for granian)."""
+def run(server: Server | str, host: str, port: int, *, runner: str = DEFAULT_RUNNER, log_level: str = "warning",
+        grace: float = 5.0, sock: Any = None, **options: Any) -> None:
+    """Serve until interrupted. ``server`` is a Server, or a ``module:attr`` spec (needed for granian).
+
+    ``grace``: seconds SIGTERM lets requests in flight finish (native); ``sock``: a bound socket
+    to serve instead of binding ``host:port`` (a ``--workers`` worker's SO_REUSEPORT socket).
+    """
     if runner not in RUNNERS:
         raise ValueError(f"unknown runner {runner!r} (one of {', '.join(RUNNERS)})")
     if runner == "native":
@@ -66,7 +71,7 @@ def run(server: Server | str, host: str, port: int, *, runner: str = DEFAULT_RUN
 
         logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
         app = build_app(server, options) if isinstance(server, str) else _direct(server, options)
-        uvloop.run(serve(app, host, port, freeze_gc=True))
+        uvloop.run(serve(app, host, port, freeze_gc=True, sock=sock, grace=grace))
         return
     if runner == "granian" and isinstance(server, str):
         try:
