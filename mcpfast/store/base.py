@@ -93,6 +93,10 @@ class SessionStore(Protocol):
         """Call ``callback`` for every message; ``on_reconnect`` after a lost subscription came back."""
         ...
 
+    def event_store(self, max_events: int, ttl: float) -> Any:
+        """An ``EventStore`` every process of this store reads (``None``: keep the transport's own)."""
+        ...
+
     def shared_secret(self) -> bytes | None:
         """A key every process of this store shares (sealing 2026 ``requestState``); ``None``: none."""
         ...

@@ -77,6 +77,9 @@ class MemoryStore:
     def subscribe(self, callback: Callable[[Message], None], on_reconnect: Callable[[], None]) -> None:
         self._subscribers.append(callback)
 
+    def event_store(self, max_events: int, ttl: float) -> None:
+        return None  # the transport's own event store
+
     def shared_secret(self) -> bytes | None:
         return None
 

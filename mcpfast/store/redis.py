@@ -34,7 +34,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the extra is part of `make install`
     raise ImportError("--store redis://… needs redis-py: pip install 'mcpfast[redis]'") from exc
 
-__all__ = ["RedisStore"]
+__all__ = ["RedisEvents", "RedisStore"]
 
 logger = logging.getLogger("mcpfast.store")
 
@@ -203,6 +203,10 @@ class RedisStore:
                 except Exception:  # noqa: S110 - closing a dead connection
                     pass
 
+    def event_store(self, max_events: int, ttl: float) -> RedisEvents:
+        """Where this store keeps SSE events, so a stream resumes on any process."""
+        return RedisEvents(self, max_events=max_events, ttl=ttl)
+
     def shared_secret(self) -> bytes | None:
         """The sealing key every process shares: made by the first one (``SET NX``), read by all.
 
@@ -229,3 +233,138 @@ class RedisStore:
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
+
+
+_DELETE_EVENTS: Final = """
+local streams = redis.call('SMEMBERS', KEYS[1])
+for _, key in ipairs(streams) do redis.call('DEL', key) end
+redis.call('DEL', KEYS[1])
+return #streams
+"""
+
+
+class RedisEvents:
+    """An ``EventStore`` (``mcpfast.transports.event_store``) in Redis, for resuming on any process.
+
+    Each stream of a session is a list ``<prefix>ev:<session>:<stream>`` of ``<id> <data>``
+    entries, at most ``max_events`` long (the oldest dropped), expiring ``ttl`` seconds after
+    its last event. An event id is ``<stream>-<origin><seq>``: unique across processes, so a
+    stream several processes write (the GET stream) keeps one order, Redis's.
+
+    ``append`` is synchronous (the transport's contract): it names the event at once and
+    queues the write; the queue goes out in one pipeline per event-loop turn. ``replay`` reads
+    what ``prefetch`` fetched (the transport's GET with ``Last-Event-ID`` is sync too), so the
+    shared-session layer prefetches before the transport looks.
+    """
+
+    def __init__(self, store: RedisStore, *, max_events: int = 1000, ttl: float = 600.0) -> None:
+        self.store = store
+        self.max_events = max_events
+        self.ttl = ttl
+        self.origin = secrets.token_hex(4) + "."
+        self._seq = 0
+        self._queue: list[tuple[str, str, bytes]] = []
+        self._flushing = False
+        self._fetched: dict[tuple[str, str], tuple[str, list[tuple[str, bytes]]] | None] = {}
+        self._forwarded: dict[int, tuple[bytes, str]] = {}
+
+    def _list(self, session: str, stream: str) -> str:
+        return f"{self.store.prefix}ev:{session}:{stream}"
+
+    def _index(self, session: str) -> str:
+        return f"{self.store.prefix}evs:{session}"
+
+    def append(self, session: str, stream: str, data: bytes) -> str:
+        known = self._forwarded.pop(id(data), None)
+        if known is not None and known[0] is data:
+            return known[1]  # kept by the process that made it: sent here under its id
+        self._seq += 1
+        eid = f"{stream}-{self.origin}{self._seq}"
+        self._queue.append((self._list(session, stream), session, eid.encode() + b" " + data))
+        if not self._flushing:
+            self._flushing = True
+            asyncio.get_running_loop().create_task(self._flush())
+        return eid
+
+    def forwarded(self, data: bytes, eid: str) -> None:
+        """``data`` came from another process, already kept as ``eid``: ``append`` must not keep it again."""
+        if len(self._forwarded) > 4096:
+            self._forwarded.clear()
+        self._forwarded[id(data)] = (data, eid)
+
+    async def _flush(self) -> None:
+        try:
+            while self._queue:
+                batch, self._queue = self._queue, []
+                ms = max(1, int(self.ttl * 1000))
+
+                async def run(batch: list[tuple[str, str, bytes]] = batch) -> Any:
+                    async with self.store.client.pipeline(transaction=False) as pipe:
+                        for key, session, entry in batch:
+                            pipe.rpush(key, entry)
+                            pipe.ltrim(key, -self.max_events, -1)
+                            pipe.pexpire(key, ms)
+                            pipe.sadd(self._index(session), key)
+                            pipe.pexpire(self._index(session), ms)
+                        return await pipe.execute()
+
+                try:
+                    await self.store._call(run)
+                except StoreUnavailable as exc:
+                    logger.warning("%d SSE events not kept: %s", len(batch), exc)
+        finally:
+            self._flushing = False
+
+    async def prefetch(self, session: str, last_event_id: str) -> None:
+        """Fetch what ``replay(session, last_event_id)`` will return (raises ``StoreUnavailable``)."""
+        stream, sep, _ = last_event_id.rpartition("-")
+        found: tuple[str, list[tuple[str, bytes]]] | None = None
+        if sep:
+            entries = await self.store._call(lambda: self.store.client.lrange(self._list(session, stream), 0, -1))
+            events = [(e[:i].decode(), e[i + 1:]) for e in entries if (i := e.find(b" ")) > 0]
+            ids = [eid for eid, _ in events]
+            if last_event_id in ids:
+                found = (stream, events[ids.index(last_event_id) + 1:])
+            else:
+                at = _after_lost(ids, last_event_id)
+                if at is not None:
+                    found = (stream, events[at:])
+        self._fetched[(session, last_event_id)] = found
+        if len(self._fetched) > 1024:
+            self._fetched.pop(next(iter(self._fetched)))
+
+    def replay(self, session: str, last_event_id: str) -> tuple[str, list[tuple[str, bytes]]] | None:
+        return self._fetched.pop((session, last_event_id), None)
+
+    def forget(self, session: str) -> None:
+        """Nothing: a process dropping its copy of a session does not end it (``drop`` does)."""
+
+    async def drop(self, session: str) -> None:
+        """The session ended: delete its events everywhere."""
+        client = self.store.client
+        await self.store._call(lambda: client.eval(_DELETE_EVENTS, 1, self._index(session)))
+
+
+def _split(eid: str) -> tuple[str, int] | None:
+    """``(origin, seq)`` of an event id ``<stream>-<origin>.<seq>``."""
+    tail = eid.rpartition("-")[2]
+    origin, dot, seq = tail.rpartition(".")
+    return (origin, int(seq)) if dot and seq.isdigit() else None
+
+
+def _after_lost(ids: list[str], last_event_id: str) -> int | None:
+    """Where to resume after an event the client saw but the store never got.
+
+    A process killed right after writing an event to its client loses the (queued) write, so
+    the client's ``Last-Event-ID`` is missing. Its origin's events are kept in the order it
+    made them, so the resumption starts after that origin's last kept event before it;
+    ``None`` when there is none (an id this store cannot place: the caller answers 404).
+    """
+    lost = _split(last_event_id)
+    if lost is None:
+        return None
+    for index in range(len(ids) - 1, -1, -1):
+        here = _split(ids[index])
+        if here is not None and here[0] == lost[0]:
+            return index + 1 if here[1] < lost[1] else None
+    return None

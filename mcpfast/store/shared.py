@@ -13,6 +13,8 @@ transport keeps serving from its own session table (the per-process cache); this
 * pushes last-seen times to the store in one batch per ``flush_period`` (the idle expiry is
   the store's TTL) and drops cached sessions the store no longer has (expired, deleted while
   a message was lost, or a store restarted empty), so clients get 404 and re-initialize;
+* keeps SSE events in the store's event store, so a stream resumes (``Last-Event-ID``) on any
+  process: the events a GET resumes are fetched before the transport's sync replay reads them;
 * passes a client's reply to a server-to-client request on to the process that sent it, and
   a notification for the session's GET stream to the process whose GET stream is open.
 
@@ -70,8 +72,9 @@ class _ForwardingEvents:
         self.inner = inner
 
     def append(self, session: str, stream: str, data: bytes) -> str:
-        self.shared._spawn(self.shared.store.publish("get", session, self.shared.origin + data.decode()))
-        return self.inner.append(session, stream, data) if self.inner is not None else ""
+        eid = self.inner.append(session, stream, data) if self.inner is not None else ""
+        self.shared._spawn(self.shared.store.publish("get", session, f"{self.shared.origin}{eid} {data.decode()}"))
+        return eid
 
     def replay(self, session: str, last_event_id: str) -> Any:
         return self.inner.replay(session, last_event_id) if self.inner is not None else None
@@ -103,6 +106,12 @@ class SharedSessions:
         self._verify: set[str] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._flusher: asyncio.Task[None] | None = None
+        self.events = store.event_store(1000, transport.session_idle_timeout)
+        """The shared SSE event store (``None``: the transport keeps its own, or resumability is off)."""
+        if self.events is not None and transport.event_store is not None:
+            transport.event_store = self.events
+        else:
+            self.events = None
         self._started = False
         self._closing = False
 
@@ -143,6 +152,9 @@ class SharedSessions:
     def _cached(self, sess: _Session) -> None:
         """Install a session in this process's table, its GET stream offering events to others."""
         sess.get.store = _ForwardingEvents(self, self.transport.event_store)  # type: ignore[assignment]
+        # POST streams are named by a counter per session; each process starts its own far
+        # from the others', so stream names (and event ids) never meet in the shared store.
+        sess.next_stream = secrets.randbelow(1 << 40) * 1000 + 1
         self._levels[sess.id] = sess.conn.session.log_level
         self.transport._install(sess)
 
@@ -171,26 +183,33 @@ class SharedSessions:
 
         return deferred
 
-    def prepare(self, headers: dict[bytes, bytes], principal: str | None, then: Any) -> Deferred | None:
-        """``None`` when the request needs nothing from the store; else load its session, then ``then()``."""
+    def prepare(self, method: str, headers: dict[bytes, bytes], principal: str | None, then: Any) -> Deferred | None:
+        """``None`` when the request needs nothing from the store; else fetch what it needs
+        (its session, the events a ``Last-Event-ID`` resumes), then ``then()``."""
         raw = headers.get(b"mcp-session-id")
         if raw is None:
             return None
         session_id = raw.decode("latin-1")
-        if session_id in self.transport.sessions or session_id == self._looked_up:
+        if session_id == self._looked_up:
+            return None
+        last = headers.get(b"last-event-id") if method == "GET" and self.events is not None else None
+        if last is None and session_id in self.transport.sessions:
             return None
 
         async def deferred(receive: Receive, send: Send) -> None:
             self._start()
             try:
-                record = await self._load(session_id)
+                if session_id not in self.transport.sessions:
+                    record = await self._load(session_id)
+                    if record is not None and record.principal == principal and session_id not in self.transport.sessions:
+                        sess = self._rebuild(record)
+                        if sess is not None:
+                            self._cached(sess)
+                if last is not None and self.events is not None and session_id in self.transport.sessions:
+                    await self.events.prefetch(session_id, last.decode("latin-1"))
             except StoreUnavailable:
                 await _send(send, _unavailable())
                 return
-            if record is not None and record.principal == principal and session_id not in self.transport.sessions:
-                sess = self._rebuild(record)
-                if sess is not None:
-                    self._cached(sess)
             self._looked_up = session_id  # then() comes back through prepare: do not look again
             try:
                 outcome = then()  # served as if it had been here all along (404 if it was not found)
@@ -248,6 +267,8 @@ class SharedSessions:
         async def deferred(receive: Receive, send: Send) -> None:
             try:
                 await self.store.delete(sess.id)
+                if self.events is not None:
+                    await self.events.drop(sess.id)
             except StoreUnavailable:
                 await _send(send, _unavailable())
                 return
@@ -308,7 +329,11 @@ class SharedSessions:
             if not isinstance(decoded, list) and decoded.id in sess.conn.session.pending_requests():
                 sess.conn.feed(raw)
         elif kind == "get" and sess.get.attached:
-            sess.get.push(data.encode())
+            eid, _, message = data.partition(" ")
+            raw = message.encode()
+            if self.events is not None:
+                self.events.forwarded(raw, eid)  # kept already, under that id: sent here, not kept twice
+            sess.get.push(raw)
 
     def _on_reconnect(self) -> None:
         """Messages may have been lost (a DELETE among them): check every cached session at the next flush."""

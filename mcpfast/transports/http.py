@@ -336,7 +336,7 @@ class HttpTransport:
                                      {"supported": [*HANDSHAKE_VERSIONS, *STATELESS_VERSIONS]})
                 )
         if self.shared is not None and version not in _STATELESS:  # a session cached elsewhere: load it first
-            loading = self.shared.prepare(headers, principal, functools.partial(self._mcp, method, headers, body, principal))
+            loading = self.shared.prepare(method, headers, principal, functools.partial(self._mcp, method, headers, body, principal))
             if loading is not None:
                 return loading
         if method == "POST":

@@ -7,10 +7,23 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
+from collections.abc import Callable
 from typing import Any
 
 VERSION = "2025-11-25"
 ACCEPT = "application/json, text/event-stream"
+
+
+def until(check: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
+    """Poll ``check`` until it returns something true (an AssertionError after ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"{what} not reached within {timeout}s")
 
 
 class Sse:
@@ -52,6 +65,15 @@ class Sse:
             assert event is not None, "the stream ended"
             if event[1] is not None:
                 return event
+
+    def drain(self) -> list[tuple[str | None, Any]]:
+        """Every message event until the stream ends (then closed)."""
+        events = []
+        while (event := self.next()) is not None:
+            if event[1] is not None:
+                events.append(event)
+        self.close()
+        return events
 
     def close(self) -> None:
         self.conn.close()
@@ -118,6 +140,25 @@ class Mcp:
         status, _, _ = self.raw("POST", {"jsonrpc": "2.0", "method": "notifications/initialized"})
         assert status == 202
         return json.loads(data)
+
+    def get_stream(self, last_event_id: str | None = None) -> Sse:
+        """The session's GET stream (resumed after ``last_event_id`` when given)."""
+        status, sse = self.open("GET", headers={"last-event-id": last_event_id} if last_event_id else None)
+        assert status == 200 and not isinstance(sse, bytes), (status, sse)
+        return sse
+
+    def ask_me(self) -> Sse:
+        """Call the fixture's ``test_elicitation`` tool: its answer streams (the question first)."""
+        status, stream = self.open("POST", self.request_body(
+            "tools/call", {"name": "test_elicitation", "arguments": {"message": "who?"}}))
+        assert status == 200 and not isinstance(stream, bytes), (status, stream)
+        return stream
+
+    @staticmethod
+    def accept(ask: dict[str, Any], username: str) -> dict[str, Any]:
+        """The client's answer to an ``elicitation/create`` request."""
+        return {"jsonrpc": "2.0", "id": ask["id"],
+                "result": {"action": "accept", "content": {"username": username, "email": f"{username}@example.test"}}}
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> tuple[int, Any]:
         status, _, data = self.raw("POST", self.request_body(method, params))

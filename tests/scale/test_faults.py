@@ -7,19 +7,10 @@ import time
 
 import pytest
 
-from scale_client import Mcp
+from scale_client import Mcp, until
 
 pytestmark = pytest.mark.timeout(120)
 
-
-def _until(check, timeout: float = 15.0, what: str = "condition"):  # noqa: ANN001, ANN202
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"{what} not reached within {timeout}s")
 
 
 def test_redis_down_then_back(servers, redis) -> None:  # noqa: ANN001
@@ -41,7 +32,7 @@ def test_redis_down_then_back(servers, redis) -> None:  # noqa: ANN001
     assert cached.on(b.port).call("ping")[0] == 503
     assert a.proc.poll() is None and b.proc.poll() is None
     redis.start()  # same port, empty: the old session is gone, new ones work without a restart
-    fresh = _until(lambda: _try_initialize(b.port), what="initialize after Redis came back")
+    fresh = until(lambda: _try_initialize(b.port), what="initialize after Redis came back")
     assert fresh.on(a.port).call("ping")[0] == 200
 
 
@@ -62,8 +53,8 @@ def test_redis_restarted_empty_gives_404_then_reinitialize(servers, redis) -> No
     redis.stop()
     redis.start()
     # Both processes notice the session is gone (lost subscription, then the batched refresh).
-    _until(lambda: client.call("ping")[0] == 404, what="404 on a")
-    _until(lambda: client.on(b.port).call("ping")[0] == 404, what="404 on b")
+    until(lambda: client.call("ping")[0] == 404, what="404 on a")
+    until(lambda: client.on(b.port).call("ping")[0] == 404, what="404 on b")
     again = Mcp(a.port)
     again.initialize()
     assert again.on(b.port).call("tools/list")[0] == 200
@@ -73,17 +64,15 @@ def test_sigkilled_process_sessions_go_on_elsewhere(servers) -> None:  # noqa: A
     a, b = servers(2)
     client = a.client()
     client.initialize()
-    status, get = client.open("GET")  # a stream open on a when it dies
-    assert status == 200 and not isinstance(get, bytes)
+    get = client.get_stream()  # a stream open on a when it dies
+    priming = get.next()
+    assert priming is not None and priming[1] is None  # the priming event (2025-11-25): the stream is live
     a.kill()
-    assert get.next() == ("0-0", None)  # the priming event (2025-11-25)
     assert get.next() is None  # then the stream ended with the process
     get.close()
     status, reply = client.on(b.port).call("tools/call", {"name": "test_simple_text", "arguments": {}})
     assert status == 200 and reply["result"]["content"]
-    status, get = client.on(b.port).open("GET")  # the session's GET stream opens again, on b
-    assert status == 200 and not isinstance(get, bytes)
-    get.close()
+    client.on(b.port).get_stream().close()  # the session's GET stream opens again, on b
 
 
 def test_session_cap_is_global(servers) -> None:  # noqa: ANN001

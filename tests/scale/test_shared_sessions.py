@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
 
 import pytest
 
-from scale_client import Mcp
+from scale_client import Mcp, until
 
 pytestmark = pytest.mark.timeout(120)
 
-
-def _until(check, timeout: float = 10.0, what: str = "condition"):  # noqa: ANN001, ANN202
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"{what} not reached within {timeout}s")
 
 
 def test_session_hops_between_processes(servers) -> None:  # noqa: ANN001
@@ -68,30 +57,19 @@ def test_log_level_set_on_one_process_holds_on_the_other(servers) -> None:  # no
     def quiet_on_b() -> bool:
         status, out = client.on(b.port).open(
             "POST", client.request_body("tools/call", {"name": "test_tool_with_logging", "arguments": {}}))
-        messages = []
-        if isinstance(out, bytes):
-            messages.append(json.loads(out))
-        else:
-            while (event := out.next()) is not None:
-                if event[1] is not None:
-                    messages.append(event[1])
-            out.close()
+        messages = [json.loads(out)] if isinstance(out, bytes) else [e[1] for e in out.drain()]
         return all("method" not in msg for msg in messages) and messages[-1].get("result") is not None
-    _until(quiet_on_b, what="log level reaching b")
+    until(quiet_on_b, what="log level reaching b")
 
 
 def test_elicitation_answer_crosses_over(servers) -> None:  # noqa: ANN001
     a, b = servers(2)
     client = a.client()
     client.initialize({"elicitation": {}})
-    status, stream = client.open("POST", client.request_body(
-        "tools/call", {"name": "test_elicitation", "arguments": {"message": "who?"}}))
-    assert status == 200 and not isinstance(stream, bytes)
+    stream = client.ask_me()
     _, ask = stream.message()
     assert ask["method"] == "elicitation/create"
-    answer = {"jsonrpc": "2.0", "id": ask["id"],
-              "result": {"action": "accept", "content": {"username": "ada", "email": "ada@example.test"}}}
-    status, _, _ = client.on(b.port).raw("POST", answer)  # to the process that did not ask
+    status, _, _ = client.on(b.port).raw("POST", Mcp.accept(ask, "ada"))  # to the process that did not ask
     assert status == 202
     _, final = stream.message()
     stream.close()
@@ -102,17 +80,13 @@ def test_get_stream_notification_crosses_over(servers) -> None:  # noqa: ANN001
     a, b = servers(2)
     client = a.client()
     client.initialize()
-    status, get = client.open("GET")
-    assert status == 200 and not isinstance(get, bytes)
-    got: list = []
-    reader = threading.Thread(target=lambda: got.append(get.message()), daemon=True)
-    reader.start()
-    time.sleep(0.2)  # the GET stream is open on a; the change happens on b
+    get = client.get_stream()
+    get.next()  # the priming event: the stream is open on a; the change happens on b
     status, reply = client.on(b.port).call("tools/call", {"name": "test_trigger_tool_change", "arguments": {}})
     assert status == 200, reply
-    reader.join(10)
+    _, notification = get.message()
     get.close()
-    assert got and got[0][1]["method"] == "notifications/tools/list_changed"
+    assert notification["method"] == "notifications/tools/list_changed"
 
 
 def test_sealed_2026_state_crosses_over(servers) -> None:  # noqa: ANN001
