@@ -10,7 +10,7 @@ STAMP := $(VENV)/.mcpfast-installed
 RUST_SRC := $(shell find rust -name '*.rs' -o -name Cargo.toml 2>/dev/null) Cargo.toml Cargo.lock
 PYTEST_ARGS ?=
 
-.PHONY: help install redis-install build demo test test-rust test-python bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
+.PHONY: help install build demo test test-rust test-python check-light redis-install bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
 
 # The official MCP conformance suite (npm), with Node 22 from npm (docs: /work/shared/docs/CONFORMANCE.md).
 CONFORMANCE_VERSION ?= 0.1.16
@@ -31,7 +31,7 @@ $(VENV)/bin/python:
 
 $(STAMP): $(VENV)/bin/python pyproject.toml $(RUST_SRC)
 	$(PY) -m pip install --quiet "maturin>=1.9,<2"
-	$(VENV)/bin/maturin develop --release --extras test,redis --quiet
+	$(VENV)/bin/maturin develop --release --extras test,swarm,bench,redis --quiet
 	@touch $(STAMP)
 
 install: $(STAMP) ## Virtualenv in .venv, release build of the Rust core, all Python deps
@@ -44,7 +44,7 @@ demo: install ## The main job on the embedded server: mcpfast bench --quick (std
 	$(PY) -m mcpfast.bench.core_demo
 	MCPFAST_CORE=rust $(VENV)/bin/mcpfast bench --quick --out bench_results/demo
 
-test: install conformance-install peers-install redis-install test-rust test-python ## Every test: cargo tests of the core crate, then the Python suite
+test: install conformance-install peers-install redis-install test-rust test-python check-light ## Every test: cargo tests of the core crate, the Python suite, the light package check
 
 test-rust: ## cargo tests of the pure-Rust core crate and of the HTTP load generator
 	cargo test --release -p mcpfast-core -p mcpfast-load --quiet
@@ -54,6 +54,9 @@ test-python: install peers-install redis-install ## The Python suite (both core 
 
 redis-install: ## Debian's redis-server for the scale-out tests (tests/scale start it on a free port)
 	@command -v redis-server >/dev/null || (apt-get update && apt-get install -y redis-server)
+
+check-light: install ## `pip install .` into a fresh venv (.cache/light): no swarm/bench/uvicorn deps, `mcpfast serve` answers
+	timeout 1800 $(PY) tests/packaging/light_install.py .cache/light
 
 bench: bench-core ## Every benchmark (results in bench_results/)
 

@@ -14,6 +14,23 @@ from mcpfast.server.loader import load_app
 __all__ = ["load_app", "main"]
 
 _FIXTURES = {"conformance": "mcpfast.server.conformance:app"}
+_EXTRAS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    "bench": (("swarm", ("locust", "gevent", "geventhttpclient")), ("bench", ("matplotlib", "numpy"))),
+    "report": (("bench", ("matplotlib", "numpy")),),
+    "compare": (("bench", ("matplotlib", "numpy")),),
+    "uvicorn": (("uvicorn", ("uvicorn",)),),
+    "granian": (("granian", ("granian",)),),
+}
+"""What a command (or an HTTP runner) needs beyond ``pip install mcpfast``: extra -> its modules."""
+
+
+def missing_extra(need: str) -> str | None:
+    """The message naming the extra to install when ``need`` lacks one of its modules, else ``None``."""
+    for extra, modules in _EXTRAS.get(need, ()):
+        absent = [name for name in modules if importlib.util.find_spec(name) is None]
+        if absent:
+            return f"mcpfast: {need} needs {', '.join(absent)}: pip install 'mcpfast[{extra}]'"
+    return None
 _DEMO = "mcpfast.server.demo:app"
 
 
@@ -113,8 +130,9 @@ def _serve_http(args: argparse.Namespace, argv: list[str]) -> int:
         }
     spec = _FIXTURES[args.fixture] if args.fixture else (args.app or _DEMO)
     load_app(spec)  # fail early, in this process, on a bad spec
-    if args.runner == "granian" and importlib.util.find_spec("granian") is None:
-        print("mcpfast: --runner granian needs granian: pip install 'mcpfast[granian]'", file=sys.stderr)
+    problem = missing_extra(args.runner)
+    if problem is not None:
+        print(problem.replace(f"mcpfast: {args.runner}", f"mcpfast: --runner {args.runner}", 1), file=sys.stderr)
         return 2
     if worker is not None:
         options["sock"] = serve_workers.reuse_port_socket(args.host, args.port)
@@ -149,6 +167,10 @@ def main(argv: list[str] | None = None) -> int:
 
         return token_command(args)
     if args.command in ("bench", "report", "compare"):
+        problem = missing_extra(args.command)
+        if problem is not None:
+            print(problem, file=sys.stderr)
+            return 2
         from mcpfast.bench.cli import run_subcommand
 
         return run_subcommand(args)

@@ -65,3 +65,28 @@ pub fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
         }
     }
 }
+
+/// orjson's recursion limit when serialising.
+pub const MAX_ENCODE_DEPTH: u32 = 254;
+
+/// The encoder's refusals, worded as orjson words them (so both core implementations agree).
+pub const NOT_UTF8: &str = "str is not valid UTF-8: surrogates not allowed";
+pub const INT_RANGE: &str = "Integer exceeds 64-bit range";
+pub const RECURSION: &str = "Recursion limit reached";
+pub const KEY_NOT_STR: &str = "Dict key must be str";
+
+/// A `TypeError`: what the encoders raise for a value JSON cannot hold.
+#[cold]
+#[inline(never)]
+pub fn type_error(msg: impl Into<String>) -> PyErr {
+    pyo3::exceptions::PyTypeError::new_err(msg.into())
+}
+
+/// The depth guard of both encoders: one more container level, or the recursion error.
+#[inline]
+pub fn enter(depth: u32) -> PyResult<u32> {
+    if depth >= MAX_ENCODE_DEPTH {
+        return Err(type_error(RECURSION));
+    }
+    Ok(depth + 1)
+}

@@ -10,16 +10,10 @@ use std::os::raw::c_int;
 use std::ptr::addr_of_mut;
 
 use mcpfast_core::write;
-use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 
-/// orjson's recursion limit when serialising.
-pub const MAX_ENCODE_DEPTH: u32 = 254;
-
-fn type_error(msg: &str) -> PyErr {
-    PyTypeError::new_err(msg.to_owned())
-}
+use crate::errors::{enter, type_error, INT_RANGE, KEY_NOT_STR, NOT_UTF8};
 
 /// Appends the JSON of `obj`.
 ///
@@ -124,7 +118,7 @@ pub unsafe fn write_unicode(out: &mut Vec<u8>, obj: *mut ffi::PyObject) -> PyRes
             Ok(())
         }
         // A lone surrogate: not encodable as UTF-8.
-        None => Err(type_error("str is not valid UTF-8: surrogates not allowed")),
+        None => Err(type_error(NOT_UTF8)),
     }
 }
 
@@ -246,7 +240,7 @@ unsafe fn write_long(py: Python<'_>, out: &mut Vec<u8>, obj: *mut ffi::PyObject)
         }
         drop(PyErr::take(py));
     }
-    Err(type_error("Integer exceeds 64-bit range"))
+    Err(type_error(INT_RANGE))
 }
 
 /// Holds a strong reference while a container is read, so Python code run by the slow path
@@ -268,13 +262,6 @@ impl Drop for Held {
         // SAFETY: balances the increment in `new`; the GIL is still held (same call).
         unsafe { ffi::Py_DECREF(self.0) };
     }
-}
-
-fn enter(depth: u32) -> PyResult<u32> {
-    if depth >= MAX_ENCODE_DEPTH {
-        return Err(type_error("Recursion limit reached"));
-    }
-    Ok(depth + 1)
 }
 
 #[inline(never)]
@@ -306,7 +293,7 @@ unsafe fn write_dict(
                 put_short(out, k, comma, true);
             } else {
                 if ffi::PyUnicode_Check(key) == 0 {
-                    return Err(type_error("Dict key must be str"));
+                    return Err(type_error(KEY_NOT_STR));
                 }
                 if comma {
                     out.push(b',');
@@ -427,7 +414,7 @@ impl Drop for Obj {
     }
 }
 
-use crate::pyjson::{BuildError, KeyCache};
+use crate::pyjson::BuildError;
 use mcpfast_core::json::{Builder, Number};
 
 /// Builds Python values straight through the C API.
@@ -495,13 +482,47 @@ impl Builder for RawBuilder<'_, '_> {
     }
 }
 
+// Object keys repeat from message to message ("name", "arguments", "type", ...). A small
+// direct-mapped cache hands back the same str object, whose hash CPython has already computed.
+const KEY_CACHE_SLOTS: usize = 1024;
+const KEY_CACHE_MAX_LEN: usize = 64;
+
+/// The decoder's cache of object-key str objects (one per thread).
+pub struct KeyCache {
+    slots: Vec<Option<(Box<str>, Py<pyo3::types::PyString>)>>,
+}
+
+thread_local! {
+    static KEYS: std::cell::RefCell<KeyCache> =
+        std::cell::RefCell::new(KeyCache { slots: (0..KEY_CACHE_SLOTS).map(|_| None).collect() });
+}
+
+fn key_hash(s: &str) -> usize {
+    // FNV-1a: short keys, no need for a keyed hash (a collision only costs a cache miss).
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in s.as_bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h as usize % KEY_CACHE_SLOTS
+}
+
 impl KeyCache {
+    /// Runs `f` with this thread's cache: one thread-local access per build, not per key
+    /// (`None` while a nested build holds it).
+    pub fn with<R>(f: impl FnOnce(Option<&mut KeyCache>) -> R) -> R {
+        KEYS.with(|cache| match cache.try_borrow_mut() {
+            Ok(mut cache) => f(Some(&mut cache)),
+            Err(_) => f(None),
+        })
+    }
+
     /// The cached str for an object key (a new reference), creating and caching it on a miss.
     fn get(&mut self, py: Python<'_>, key: &str) -> Result<Obj, BuildError> {
-        if key.len() > crate::pyjson::KEY_CACHE_MAX_LEN {
+        if key.len() > KEY_CACHE_MAX_LEN {
             return RawBuilder { py, keys: None }.string(key);
         }
-        let slot = crate::pyjson::key_hash(key);
+        let slot = key_hash(key);
         if let Some((k, v)) = &self.slots[slot] {
             if **k == *key {
                 // SAFETY: the cache keeps `v` alive; the GIL is held.

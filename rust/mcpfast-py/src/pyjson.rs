@@ -4,14 +4,12 @@
 use mcpfast_core::envelope::Id;
 use mcpfast_core::json::{self, Reader};
 use mcpfast_core::write;
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 
-use crate::errors;
-
-use crate::fastjson::MAX_ENCODE_DEPTH;
+use crate::errors::{self, enter, type_error, INT_RANGE, KEY_NOT_STR, NOT_UTF8};
+use crate::fastjson::KeyCache;
 
 pub enum BuildError {
     Json(json::Error),
@@ -30,30 +28,6 @@ impl From<PyErr> for BuildError {
     }
 }
 
-// Object keys repeat from message to message ("name", "arguments", "type", ...). A small
-// direct-mapped cache hands back the same str object, whose hash CPython has already computed.
-const KEY_CACHE_SLOTS: usize = 1024;
-pub const KEY_CACHE_MAX_LEN: usize = 64;
-
-pub struct KeyCache {
-    pub slots: Vec<Option<(Box<str>, Py<PyString>)>>,
-}
-
-thread_local! {
-    static KEYS: std::cell::RefCell<KeyCache> =
-        std::cell::RefCell::new(KeyCache { slots: (0..KEY_CACHE_SLOTS).map(|_| None).collect() });
-}
-
-pub fn key_hash(s: &str) -> usize {
-    // FNV-1a: short keys, no need for a keyed hash (a collision only costs a cache miss).
-    let mut h: u32 = 0x811c_9dc5;
-    for &b in s.as_bytes() {
-        h ^= u32::from(b);
-        h = h.wrapping_mul(0x0100_0193);
-    }
-    h as usize % KEY_CACHE_SLOTS
-}
-
 /// Builds the Python value of the JSON text at the start of `text` (already validated; what
 /// follows the value is not read).
 pub fn build_value<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
@@ -61,11 +35,7 @@ pub fn build_value<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAn
         let mut reader = Reader::new(text, usize::MAX);
         reader.build(&mut crate::fastjson::RawBuilder { py, keys }, 1)
     };
-    // One thread-local access per build, not per key.
-    let built = KEYS.with(|cache| match cache.try_borrow_mut() {
-        Ok(mut cache) => run(Some(&mut cache)),
-        Err(_) => run(None),
-    });
+    let built = KeyCache::with(run);
     match built {
         Ok(v) => Ok(v.into_bound(py)),
         Err(BuildError::Py(e)) => Err(e),
@@ -85,13 +55,8 @@ pub fn id_to_py<'py>(py: Python<'py>, id: &Id<'_>) -> PyResult<Bound<'py, PyAny>
     })
 }
 
-fn type_error(msg: String) -> PyErr {
-    PyTypeError::new_err(msg)
-}
-
 fn str_of<'a>(s: &'a Bound<'_, PyString>) -> PyResult<&'a str> {
-    s.to_str()
-        .map_err(|_| type_error("str is not valid UTF-8: surrogates not allowed".to_owned()))
+    s.to_str().map_err(|_| type_error(NOT_UTF8))
 }
 
 fn write_int(out: &mut Vec<u8>, obj: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -100,7 +65,7 @@ fn write_int(out: &mut Vec<u8>, obj: &Bound<'_, PyAny>) -> PyResult<()> {
     } else if let Ok(v) = obj.extract::<u64>() {
         write::write_u64(out, v);
     } else {
-        return Err(type_error("Integer exceeds 64-bit range".to_owned()));
+        return Err(type_error(INT_RANGE));
     }
     Ok(())
 }
@@ -145,13 +110,6 @@ pub fn write_other(out: &mut Vec<u8>, obj: &Bound<'_, PyAny>, depth: u32) -> PyR
     Ok(())
 }
 
-fn enter(depth: u32) -> PyResult<u32> {
-    if depth >= MAX_ENCODE_DEPTH {
-        return Err(type_error("Recursion limit reached".to_owned()));
-    }
-    Ok(depth + 1)
-}
-
 fn write_dict(out: &mut Vec<u8>, d: &Bound<'_, PyDict>, depth: u32) -> PyResult<()> {
     let depth = enter(depth)?;
     out.push(b'{');
@@ -161,9 +119,7 @@ fn write_dict(out: &mut Vec<u8>, d: &Bound<'_, PyDict>, depth: u32) -> PyResult<
             out.push(b',');
         }
         first = false;
-        let key = k
-            .cast::<PyString>()
-            .map_err(|_| type_error("Dict key must be str".to_owned()))?;
+        let key = k.cast::<PyString>().map_err(|_| type_error(KEY_NOT_STR))?;
         write::write_str(out, str_of(key)?);
         out.push(b':');
         write_obj(out, &v, depth)?;
