@@ -86,6 +86,10 @@ class RedisStore:
     def _key(self, session_id: str) -> str:
         return f"{self.prefix}s:{session_id}"
 
+    def events_index(self, session_id: str) -> str:
+        """The set naming a session's SSE event lists (``RedisEvents``), deleted with it."""
+        return f"{self.prefix}evs:{session_id}"
+
     @property
     def client(self) -> aredis.Redis:
         client = self._client
@@ -125,6 +129,7 @@ class RedisStore:
             async with self.client.pipeline(transaction=False) as pipe:
                 pipe.delete(self._key(session_id))
                 pipe.zrem(self._live, session_id)
+                pipe.eval(_DELETE_EVENTS, 1, self.events_index(session_id))  # its SSE events (RedisEvents)
                 pipe.publish(self._channel, orjson.dumps(("del", session_id, "")))
                 return await pipe.execute()
 
@@ -271,9 +276,6 @@ class RedisEvents:
     def _list(self, session: str, stream: str) -> str:
         return f"{self.store.prefix}ev:{session}:{stream}"
 
-    def _index(self, session: str) -> str:
-        return f"{self.store.prefix}evs:{session}"
-
     def append(self, session: str, stream: str, data: bytes) -> str:
         known = self._forwarded.pop(id(data), None)
         if known is not None and known[0] is data:
@@ -304,8 +306,8 @@ class RedisEvents:
                             pipe.rpush(key, entry)
                             pipe.ltrim(key, -self.max_events, -1)
                             pipe.pexpire(key, ms)
-                            pipe.sadd(self._index(session), key)
-                            pipe.pexpire(self._index(session), ms)
+                            pipe.sadd(self.store.events_index(session), key)
+                            pipe.pexpire(self.store.events_index(session), ms)
                         return await pipe.execute()
 
                 try:
@@ -337,12 +339,7 @@ class RedisEvents:
         return self._fetched.pop((session, last_event_id), None)
 
     def forget(self, session: str) -> None:
-        """Nothing: a process dropping its copy of a session does not end it (``drop`` does)."""
-
-    async def drop(self, session: str) -> None:
-        """The session ended: delete its events everywhere."""
-        client = self.store.client
-        await self.store._call(lambda: client.eval(_DELETE_EVENTS, 1, self._index(session)))
+        """Nothing: a process dropping its copy of a session does not end it (``RedisStore.delete`` does)."""
 
 
 def _split(eid: str) -> tuple[str, int] | None:

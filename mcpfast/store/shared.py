@@ -266,9 +266,7 @@ class SharedSessions:
 
         async def deferred(receive: Receive, send: Send) -> None:
             try:
-                await self.store.delete(sess.id)
-                if self.events is not None:
-                    await self.events.drop(sess.id)
+                await self.store.delete(sess.id)  # with its SSE events
             except StoreUnavailable:
                 await _send(send, _unavailable())
                 return
