@@ -70,6 +70,7 @@ def _http_arguments(serve: argparse.ArgumentParser) -> None:
     group.add_argument("--keepalive", type=float, default=None, help="seconds between SSE keep-alive comments")
     group.add_argument("--store", default=None, help="where sessions live: memory (default) or redis://HOST:PORT/DB (shared)")
     group.add_argument("--secret", default=None, help="key sealing 2026 requestState (default: shared through --store, else random)")
+    group.add_argument("--metrics", action="store_true", help="serve Prometheus metrics at /metrics (summed over --workers)")
     group.add_argument("--workers", type=int, default=1, help="processes serving the port (SO_REUSEPORT; >1 needs --store redis://)")
     group.add_argument("--grace", type=float, default=5.0, help="seconds SIGTERM lets requests in flight finish")
     group.add_argument("--no-legacy-sse", action="store_true", help="do not serve the 2024-11-05 /sse endpoints")
@@ -106,7 +107,7 @@ def _serve_http(args: argparse.Namespace, argv: list[str]) -> int:
             print("mcpfast: --workers needs the native runner", file=sys.stderr)
             return 2
         load_app(_FIXTURES[args.fixture] if args.fixture else (args.app or _DEMO))  # fail early, here
-        return serve_workers.supervise(argv, args.workers, args.grace)
+        return serve_workers.supervise(argv, args.workers, args.grace, metrics=args.metrics)
 
     options: dict[str, Any] = {}
     if args.allowed_origin:
@@ -115,6 +116,8 @@ def _serve_http(args: argparse.Namespace, argv: list[str]) -> int:
         value = getattr(args, name)
         if value is not None:
             options[name] = value
+    if args.metrics:
+        options["metrics"] = True
     if args.no_legacy_sse:
         options["sse_path"] = None
     if args.auth_jwks:

@@ -56,8 +56,24 @@ def reuse_port_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def supervise(argv: list[str], workers: int, grace: float) -> int:
-    """Run ``mcpfast <argv>`` ``workers`` times (each a worker) until SIGTERM/SIGINT; the exit code."""
+def supervise(argv: list[str], workers: int, grace: float, *, metrics: bool = False) -> int:
+    """Run ``mcpfast <argv>`` ``workers`` times (each a worker) until SIGTERM/SIGINT; the exit code.
+
+    ``metrics``: the workers share one prometheus-client multiprocess directory (made here,
+    removed at the end), so ``/metrics`` on any of them sums them all.
+    """
+    if metrics:
+        import shutil
+        import tempfile
+
+        from mcpfast.metrics import MULTIPROC_ENV
+
+        shared = tempfile.mkdtemp(prefix="mcpfast-metrics-")
+        os.environ[MULTIPROC_ENV] = shared
+        try:
+            return supervise(argv, workers, grace)
+        finally:
+            shutil.rmtree(shared, ignore_errors=True)
     stopping = False
 
     def stop(signum: int, frame: object) -> None:

@@ -20,7 +20,6 @@ _ENV: Final = "MCPFAST_HTTP_APP"
 def build_app(spec: str, options: dict[str, Any]) -> Any:
     """The ASGI app for a ``module:attr`` server spec and JSON-able options (incl. ``auth``)."""
     from mcpfast.server.loader import load_app
-    from mcpfast.transports.http import asgi_app
 
     opts = dict(options)
     auth_opts = opts.pop("auth", None)
@@ -28,7 +27,20 @@ def build_app(spec: str, options: dict[str, Any]) -> Any:
         from mcpfast.auth import ResourceServer
 
         opts["auth"] = ResourceServer(**auth_opts)
-    return asgi_app(_scaled(load_app(spec), opts), **opts)
+    return _transport(load_app(spec), opts)
+
+
+def _transport(server: Server, opts: dict[str, Any]) -> Any:
+    """The transport for ``server``: scaled out (``store``, ``secret``), counted (``metrics``)."""
+    from mcpfast.transports.http import asgi_app
+
+    metrics = opts.pop("metrics", False)
+    app = asgi_app(_scaled(server, opts), **opts)
+    if metrics:
+        from mcpfast.metrics import with_metrics
+
+        return with_metrics(app)
+    return app
 
 
 def _scaled(server: Server, opts: dict[str, Any]) -> Server:
@@ -103,7 +115,4 @@ def run(server: Server | str, host: str, port: int, *, runner: str = DEFAULT_RUN
 
 
 def _direct(server: Server, options: dict[str, Any]) -> Any:
-    from mcpfast.transports.http import asgi_app
-
-    opts = dict(options)
-    return asgi_app(_scaled(server, opts), **opts)
+    return _transport(server, dict(options))

@@ -78,3 +78,42 @@ def test_workers_share_a_port_restart_and_drain(redis) -> None:  # noqa: ANN001
             sup.wait()
         if sup.stderr is not None:
             sup.stderr.close()
+
+
+def _metric(text: str, name: str, **labels: str) -> float:
+    """The value of one sample of Prometheus text (0 when absent)."""
+    for line in text.splitlines():
+        if line.startswith("#") or not line.startswith(name):
+            continue
+        head, _, value = line.rpartition(" ")
+        if all(f'{k}="{v}"' in head for k, v in labels.items()) and (labels or head == name):
+            return float(value)
+    return 0.0
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_metrics_count_every_request_once(redis, workers: str) -> None:  # noqa: ANN001
+    import urllib.request
+
+    port = free_port()
+    sup = _serve(port, "--workers", workers, "--store", redis.url, "--metrics")
+    try:
+        _wait_port(port, sup, "mcpfast serve --workers 2 --metrics")
+        client = Mcp(port)
+        client.initialize()
+        for _ in range(30):
+            assert client.call("tools/call", {"name": "test_simple_text", "arguments": {}})[0] == 200
+        assert client.call("tools/list")[0] == 200
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+            assert resp.headers["content-type"].startswith("text/plain")
+            text = resp.read().decode()
+        # initialize + initialized + 31 calls, whichever worker served them: counted once each
+        assert _metric(text, "mcpfast_http_requests_total", method="POST", status="200") == 32
+        assert _metric(text, "mcpfast_http_requests_total", method="POST", status="202") == 1
+        assert _metric(text, "mcpfast_http_request_seconds_count") == 33
+        assert _metric(text, "mcpfast_store_round_trips_total") >= 1  # at least the session's creation
+    finally:
+        sup.send_signal(signal.SIGTERM)
+        sup.wait(30)
+        if sup.stderr is not None:
+            sup.stderr.close()
