@@ -10,9 +10,9 @@ STAMP := $(VENV)/.mcpfast-installed
 RUST_SRC := $(shell find rust -name '*.rs' -o -name Cargo.toml 2>/dev/null) Cargo.toml Cargo.lock
 PYTEST_ARGS ?=
 
-.PHONY: help install build demo test test-rust test-python check-light redis-install bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
+.PHONY: help install build demo test test-rust test-python check-light redis-install fmt bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
 
-# The official MCP conformance suite (npm), with Node 22 from npm (docs: /work/shared/docs/CONFORMANCE.md).
+# The official MCP conformance suite (npm), with Node 22 from npm (how it runs: tests/conformance/test_conformance.py).
 CONFORMANCE_VERSION ?= 0.1.16
 CONFORMANCE_NEXT_VERSION ?= 0.2.0-alpha.12
 CONFORMANCE_STAMP := .cache/conformance-$(CONFORMANCE_VERSION)-$(CONFORMANCE_NEXT_VERSION).stamp
@@ -44,7 +44,7 @@ demo: install ## The main job on the embedded server: mcpfast bench --quick (std
 	$(PY) -m mcpfast.bench.core_demo
 	MCPFAST_CORE=rust $(VENV)/bin/mcpfast bench --quick --out bench_results/demo
 
-test: install conformance-install peers-install redis-install test-rust test-python check-light ## Every test: cargo tests of the core crate, the Python suite, the light package check
+test: install conformance-install peers-install lint redis-install test-rust test-python check-light ## Every check: lint, cargo tests of the core crate, the Python suite, the light package check
 
 test-rust: ## cargo tests of the pure-Rust core crate and of the HTTP load generator
 	cargo test --release -p mcpfast-core -p mcpfast-load --quiet
@@ -62,7 +62,7 @@ bench: bench-core ## Every benchmark (results in bench_results/)
 
 bench-core: install ## Rust core vs pure-Python twin (pytest-benchmark) -> bench_results/core/
 	mkdir -p bench_results/core
-	MCPFAST_CORE=rust $(PY) -m pytest tests/benchmarks/test_core_bench.py --benchmark-enable \
+	MCPFAST_CORE=rust $(PY) -m pytest tests/bench/test_core_bench.py --benchmark-enable \
 		--benchmark-only --benchmark-disable-gc --benchmark-min-time=0.05 --benchmark-warmup=on \
 		--benchmark-json=bench_results/core/benchmark.json -q -p no:randomly
 	$(PY) -m mcpfast.bench.core_report bench_results/core/benchmark.json bench_results/core \
@@ -102,9 +102,20 @@ conformance-install: $(CONFORMANCE_STAMP) ## Install Node 22 and the conformance
 conformance: install conformance-install ## The official conformance suite against serve --fixture conformance --transport http
 	MCPFAST_CORE=rust $(PY) -m pytest tests/conformance -v $(PYTEST_ARGS)
 
-lint: install ## cargo clippy and fmt check
+LINT_PATHS := mcpfast tests loadtests
+
+lint: install ## ruff (format check + lint), mypy on the package, stubtest of _core.pyi, cargo fmt --check and clippy
+	$(VENV)/bin/ruff format --check $(LINT_PATHS)
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/mypy
+	$(PY) -m mypy.stubtest mcpfast._core --allowlist .mypy-stubtest-allowlist
 	cargo fmt --all --check
 	cargo clippy --all-targets -- -D warnings
+
+fmt: install ## Format and autofix: ruff format, ruff check --fix, cargo fmt
+	$(VENV)/bin/ruff format $(LINT_PATHS)
+	$(VENV)/bin/ruff check --fix $(LINT_PATHS)
+	cargo fmt --all
 
 clean: ## Remove build products and the virtualenv
 	rm -rf $(VENV) target .pytest_cache .hypothesis .benchmarks

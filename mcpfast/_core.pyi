@@ -11,7 +11,7 @@ outside the 64-bit range becomes a float *inside* params/result (as orjson does)
 """
 
 from collections.abc import Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, final
 
 from mcpfast._errors import FrameTooLarge, JsonRpcError
 
@@ -28,6 +28,7 @@ DEFAULT_MAX_EVENT: Final[int]
 Id = int | str
 Kind = Literal["request", "notification", "result", "error"]
 
+@final
 class Message:
     """One decoded JSON-RPC message. Immutable; ``params``/``result``/``error`` are parsed lazily.
 
@@ -120,6 +121,7 @@ def scan_reply(data: bytes | bytearray | memoryview | str, max_depth: int = ...)
             (a request, a notification, a batch, or a malformed reply).
     """
 
+@final
 class LineFramer:
     """Splits a byte stream into newline-delimited messages (stdio framing).
 
@@ -128,7 +130,7 @@ class LineFramer:
     item whose ``size`` is the full line length; framing resumes after its LF.
     """
 
-    def __init__(self, max_size: int = ...) -> None: ...
+    def __new__(cls, max_size: int = ...) -> LineFramer: ...
     @property
     def max_size(self) -> int: ...
     @property
@@ -152,6 +154,7 @@ def parse_http(
 def frame_lines(messages: Sequence[bytes]) -> bytes:
     """Join messages into one newline-terminated write (each message followed by ``\\n``)."""
 
+@final
 class SseEvent:
     """One dispatched server-sent event."""
 
@@ -169,6 +172,7 @@ class SseEvent:
         """The ``retry`` value given in this event's block, if any."""
     def __repr__(self) -> str: ...
 
+@final
 class SseEncoder:
     """Encodes server-sent events (``text/event-stream``)."""
 
@@ -186,6 +190,7 @@ class SseEncoder:
     def retry(self, ms: int) -> bytes:
         """A block setting only the reconnection time."""
 
+@final
 class SseDecoder:
     """Incremental ``text/event-stream`` parser following the WHATWG rules.
 
@@ -197,7 +202,7 @@ class SseDecoder:
     ends it; fields read before the limit was crossed keep their effect on the stream state.
     """
 
-    def __init__(self, max_event_size: int = ...) -> None: ...
+    def __new__(cls, max_event_size: int = ...) -> SseDecoder: ...
     @property
     def last_event_id(self) -> str: ...
     @property

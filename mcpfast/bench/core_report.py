@@ -5,7 +5,7 @@ Usage::
     python -m mcpfast.bench.core_report BENCH_JSON OUTDIR [--command "make bench-core"]
 
 reads a pytest-benchmark JSON file (``--benchmark-json``) produced by
-``tests/benchmarks/test_core_bench.py`` and writes
+``tests/bench/test_core_bench.py`` and writes
 
 * ``OUTDIR/results.md``: one row per group with the python median, the rust median and the
   speed-up (python / rust);
@@ -136,7 +136,7 @@ def render_chart(rows: list[Row], out: Path) -> None:
     fig, ax = plt.subplots(figsize=(9, 0.5 * max(len(plotted), 1) + 1.8))
     if plotted:
         labels = [r.group for r in plotted]
-        values = [r.speedup for r in plotted]
+        values = [r.speedup for r in plotted if r.speedup is not None]
         colors = ["#2a9d8f" if v >= TARGETS[-1] else "#e9c46a" if v >= TARGETS[0] else "#e76f51" for v in values]
         ypos = list(range(len(plotted)))
         ax.barh(ypos, values, color=colors)

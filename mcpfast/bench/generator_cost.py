@@ -20,7 +20,7 @@ Rates are ``tools/call:echo`` requests over the run time; the ratio A/B is taken
 (same conditions) and summarised by its median.
 
 Writes ``generator_cost.json``, ``generator_cost.md``, ``generator_cost.png`` and the two
-locustfiles it ran into ``--out``.
+locustfiles it ran into ``--out``/logs/ (generated from this module, so not kept in git).
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from mcpfast.bench import procs
 
 __all__ = ["main", "run_benchmark", "serve"]
 
@@ -217,15 +219,6 @@ KINDS = {"mcp": ("McpHttpUser (mcpfast)", MCP_LOCUSTFILE + PROBE),
 
 # -- measuring ------------------------------------------------------------------------------------
 
-def _cpu_ticks(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])  # utime + stime
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 class CpuSampler:
     """Samples a process's CPU ticks every ``interval`` s in a thread: ``[(monotonic, ticks)]``."""
 
@@ -239,7 +232,7 @@ class CpuSampler:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            ticks = _cpu_ticks(self.pid)
+            ticks = procs.cpu_ticks(self.pid)
             if ticks is None:
                 return
             self.samples.append((time.monotonic(), ticks))
@@ -254,21 +247,11 @@ class CpuSampler:
         inside = [s for s in self.samples if start <= s[0] <= end]
         if len(inside) < 2 or inside[-1][0] - inside[0][0] <= 0:
             return None
-        hz = os.sysconf("SC_CLK_TCK")
-        return round(100.0 * (inside[-1][1] - inside[0][1]) / hz / (inside[-1][0] - inside[0][0]), 1)
+        return round(100.0 * (inside[-1][1] - inside[0][1]) / procs.CLOCK_TICKS / (inside[-1][0] - inside[0][0]), 1)
 
 
 def _pin(cpu: int | None) -> list[str]:
-    if cpu is None or shutil.which("taskset") is None:
-        return []
-    return ["taskset", "-c", str(cpu)]
-
-
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover
-        return os.cpu_count() or 1
+    return procs.pinned([], cpu) if cpu is not None and shutil.which("taskset") is not None else []
 
 
 def start_server(cpu: int | None, env: dict[str, str], lifetime: float = 900.0) -> tuple[subprocess.Popen, int]:
@@ -284,24 +267,17 @@ def start_server(cpu: int | None, env: dict[str, str], lifetime: float = 900.0) 
 
 def start_reference_server(cpu: int | None, env: dict[str, str], lifetime: float = 900.0) -> tuple[subprocess.Popen, int]:
     """``mcpfast serve --transport http`` (the reference server) on a free port, for comparison."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = procs.free_port()
     cmd = [*_pin(cpu), "timeout", f"{lifetime:g}", sys.executable, "-m", "mcpfast", "serve", "--transport", "http",
            "--host", "127.0.0.1", "--port", str(port)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     deadline = time.monotonic() + 30
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return proc, port
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError("mcpfast serve --transport http did not start") from None
-            time.sleep(0.1)
+    while not procs.port_open("127.0.0.1", port):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError("mcpfast serve --transport http did not start")
+        time.sleep(0.1)
+    return proc, port
 
 
 def _leaf_pid(pid: int) -> int:
@@ -333,7 +309,7 @@ def run_one(kind: str, locustfile: Path, url: str, users: int, seconds: float, p
             cpu: int | None, env: dict[str, str], server_pid: int | None = None,
             profile: Path | None = None) -> dict[str, Any]:
     cmd = locust_command(locustfile, url, users, seconds, prefix, cpu)
-    log = open(f"{prefix}.log", "w")
+    log = open(procs.log_path(prefix.parent, f"{prefix.name}.log"), "w")
     probe = Path(f"{prefix}_probe.json")
     probe.unlink(missing_ok=True)
     env = dict(env, GENERATOR_COST_OUT=str(probe))
@@ -360,7 +336,7 @@ def run_one(kind: str, locustfile: Path, url: str, users: int, seconds: float, p
         if spy is not None:
             spy.wait(timeout=seconds + 30)
     if not probe.exists():
-        tail = Path(f"{prefix}.log").read_text(errors="replace")[-3000:]
+        tail = procs.log_path(prefix.parent, f"{prefix.name}.log").read_text(errors="replace")[-3000:]
         raise RuntimeError(f"locust run {kind} exited {proc.returncode} without its probe; log tail:\n{tail}")
     measured = json.loads(probe.read_text())
     # the server's CPU over the steady part: from 1 s after the test start to 0.5 s before its end
@@ -385,29 +361,9 @@ def run_one(kind: str, locustfile: Path, url: str, users: int, seconds: float, p
 
 
 def machine_info() -> dict[str, Any]:
-    model = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    versions: dict[str, str] = {}
-    for mod in ("locust", "gevent", "geventhttpclient", "uvloop"):
-        try:
-            from importlib.metadata import version
-
-            versions[mod] = version(mod)
-        except Exception:  # pragma: no cover
-            versions[mod] = "?"
-    try:
-        load = os.getloadavg()
-    except OSError:  # pragma: no cover
-        load = (0.0, 0.0, 0.0)
-    return {"cpu_model": model, "cpus": _cpus(), "python": platform.python_version(),
-            "platform": platform.platform(), "loadavg_at_start": [round(x, 2) for x in load], **versions}
+    info = procs.machine_info(("locust", "gevent", "geventhttpclient", "uvloop"))
+    versions = {mod: info[f"{mod}_version"] or "?" for mod in ("locust", "gevent", "geventhttpclient", "uvloop")}
+    return {**info, "cpus": procs.cpus_available(), **versions}
 
 
 def run_benchmark(out: Path, users: int = 64, seconds: float = 10.0, repeats: int = 3,
@@ -416,13 +372,14 @@ def run_benchmark(out: Path, users: int = 64, seconds: float = 10.0, repeats: in
     out.mkdir(parents=True, exist_ok=True)
     files = {}
     for kind, (_label, source) in KINDS.items():
-        path = out / f"generator_cost_{kind}_locustfile.py"
+        # Generated from the sources above, so kept with the logs (not in git): one copy, here.
+        path = procs.log_path(out, f"generator_cost_{kind}_locustfile.py")
         path.write_text(source)
         files[kind] = path
     env = dict(os.environ)
     repo = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = repo + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    pinned = pin and _cpus() >= 2 and shutil.which("taskset") is not None
+    pinned = pin and procs.cpus_available() >= 2 and shutil.which("taskset") is not None
     gen_cpu, srv_cpu = (0, 1) if pinned else (None, None)
     info = machine_info()
     lifetime = repeats * 2 * (seconds + 75) + 60

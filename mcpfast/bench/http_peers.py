@@ -47,6 +47,7 @@ from typing import Any
 
 from mcpfast._argtypes import int_at_least
 from mcpfast.bench.peer_servers import PEERS, PeerNotAvailable, RunningServer, peer_versions, start_http
+from mcpfast.bench.procs import cpu_seconds, log_path, machine_info, process_tree, rss_kib
 from mcpfast.transports.http_runner import DEFAULT_RUNNER, RUNNERS
 
 __all__ = ["main", "run"]
@@ -56,7 +57,6 @@ LOAD_BIN = ROOT / "target" / "release" / "mcpfast-load"
 SERVERS = ("mcpfast", "python-sdk", "typescript-sdk")
 SERVER_CPU = "0"
 GENERATOR_CPU = "1"
-TICKS = os.sysconf("SC_CLK_TCK")
 TARGETS = {"calls_per_second": 40_000, "handshakes_per_second": 10_000, "kb_per_session": 4.0}
 
 
@@ -69,33 +69,12 @@ def load_binary() -> Path:
     return LOAD_BIN
 
 
-def process_tree(pid: int) -> list[int]:
-    """``pid`` and every process below it (granian serves from a worker process it forks)."""
-    found = [pid]
-    for tid in sorted(os.listdir(f"/proc/{pid}/task")) if os.path.isdir(f"/proc/{pid}/task") else ():
-        try:
-            children = Path(f"/proc/{pid}/task/{tid}/children").read_text().split()
-        except OSError:
-            continue
-        for child in children:
-            found.extend(process_tree(int(child)))
-    return found
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process and its children (all their threads) so far."""
-    total = 0
-    for proc in process_tree(pid):
-        fields = Path(f"/proc/{proc}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
-    return total / TICKS
-
-
 def rss_kb(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS for pid {pid}")
+    """The server's VmRSS in KiB; a server that is gone is an error here, not a zero."""
+    value = rss_kib(pid)
+    if value is None:
+        raise RuntimeError(f"no VmRSS for pid {pid}")
+    return value
 
 
 def _generator(mode: str, url: str, *args: str) -> list[str]:
@@ -120,11 +99,11 @@ def measure_rate(server: RunningServer, mode: str, args: list[str], timeout: flo
     measured window (``server_cpu``); the CPU over the whole generator run is recorded too."""
     pids = [arg for pid in process_tree(server.pid) for arg in ("--server-pid", str(pid))]
     argv = _generator(mode, server.url, *args, *pids)
-    before = cpu_seconds(server.pid)
+    before = cpu_seconds(server.pid, tree=True)
     started = time.monotonic()
     result = _run_json(argv, timeout)
     wall = time.monotonic() - started
-    result["server_cpu_seconds"] = round(cpu_seconds(server.pid) - before, 3)
+    result["server_cpu_seconds"] = round(cpu_seconds(server.pid, tree=True) - before, 3)
     result["run_wall_seconds"] = round(wall, 3)
     result["command"] = shlex.join(argv)
     return result
@@ -173,7 +152,7 @@ def measure_churn(server: RunningServer, cycles: int, timeout: float) -> dict[st
     every = max(1, cycles // 10)
     argv = _generator("churn", server.url, "--cycles", str(cycles), "--connections", "32", "--report-every", str(every))
     start_rss = rss_kb(server.pid)
-    before = cpu_seconds(server.pid)
+    before = cpu_seconds(server.pid, tree=True)
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     samples: list[tuple[int, int]] = []
@@ -204,33 +183,13 @@ def measure_churn(server: RunningServer, cycles: int, timeout: float) -> dict[st
         "growth_kb": last[1] - first[1],
         "growth_from_cycle": first[0],
         "growth_to_cycle": last[0],
-        "server_cpu_seconds": round(cpu_seconds(server.pid) - before, 3),
+        "server_cpu_seconds": round(cpu_seconds(server.pid, tree=True) - before, 3),
         "command": shlex.join(argv),
     }
 
 
 def machine() -> dict[str, Any]:
-    model = ""
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    mem = ""
-    meminfo = Path("/proc/meminfo")
-    if meminfo.exists():
-        mem = meminfo.read_text().splitlines()[0].split(":", 1)[1].strip()
-    return {
-        "cpu": model,
-        "cores": os.cpu_count(),
-        "memory": mem,
-        "kernel": platform.release(),
-        "python": platform.python_version(),
-        "load_average_at_start": os.getloadavg(),
-        "server_cpu": SERVER_CPU,
-        "generator_cpu": GENERATOR_CPU,
-    }
+    return {**machine_info(()), "server_cpu": SERVER_CPU, "generator_cpu": GENERATOR_CPU}
 
 
 RATE_KEYS = {"calls": "calls_per_second", "handshakes": "handshakes_per_second"}
@@ -259,7 +218,7 @@ def measure_on_fresh_server(
     """One scenario against a freshly started server ``name`` (mcpfast under ``runner``)."""
     tag = f"{name}{f' --runner {runner}' if runner else ''}: {scenario}{label}"
     print(f"[bench-http] {tag} ...", file=sys.stderr, flush=True)
-    log = out / (f"server-{name}-runner-{runner}.log" if runner else f"server-{name}-{scenario}.log")
+    log = log_path(out, f"server-{name}-runner-{runner}.log" if runner else f"server-{name}-{scenario}.log")
     try:
         with start_http(name, cpus=SERVER_CPU, json_response=True, runner=runner, log_path=log) as server:
             result = _scenario(name, scenario, opts)(server)
@@ -276,6 +235,7 @@ def median_round(rounds: list[dict[str, Any]], key: str) -> dict[str, Any]:
     round's figures under ``rounds`` and any failing round under ``round_problems``."""
     ok = [r for r in rounds if "error" not in r and isinstance(r.get(key), int | float)]
     problems = [r.get("error") or f"{_failures(r)} failures" for r in rounds if "error" in r or _failures(r)]
+    chosen: dict[str, Any]
     if not ok:
         chosen = dict(rounds[0]) if rounds else {"error": "no round ran"}
     else:
@@ -308,13 +268,13 @@ def bench_all(opts: argparse.Namespace, out: Path) -> tuple[list[dict[str, Any]]
                 rounds[name][scenario].append(measure_on_fresh_server(name, scenario, opts, out, label=label))
         for runner in opts.runners:
             if runner == "granian" and importlib.util.find_spec("granian") is None:
-                result = {"error": "granian is not installed (pip install 'mcpfast[granian]'; make bench-http does)"}
+                result: dict[str, Any] = {"error": "granian is not installed (pip install 'mcpfast[granian]'; make bench-http does)"}
             else:
                 result = measure_on_fresh_server("mcpfast", "calls", opts, out, runner=runner, label=label)
             runner_rounds[runner].append(result)
     servers = []
     for name in opts.servers:
-        result: dict[str, Any] = {"server": name, "reply_mode": PEERS[name].reply_mode(True)}
+        result = {"server": name, "reply_mode": PEERS[name].reply_mode(True)}
         for scenario in rate:
             result[scenario] = median_round(rounds[name][scenario], RATE_KEYS[scenario])
         for scenario in once:
@@ -460,7 +420,7 @@ def report(summary: dict[str, Any], out: Path) -> str:
         "## Commands",
         "",
         "Each server was started by `mcpfast.bench.peer_servers.start_http` (its command is the first line of",
-        "`server-<name>-<scenario>.log`); the generator commands, per server and scenario, are in `summary.json`",
+        "`logs/server-<name>-<scenario>.log`, not kept in git); the generator commands, per server and scenario, are in `summary.json`",
         "(`command` fields). Regenerate everything with:",
         "",
         "```sh",

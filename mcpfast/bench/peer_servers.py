@@ -43,6 +43,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import IO, Any
 
+from mcpfast.bench import procs
+
 __all__ = [
     "PEERS",
     "Peer",
@@ -50,7 +52,6 @@ __all__ = [
     "RunningServer",
     "node_executable",
     "peer_versions",
-    "pinned",
     "start_http",
     "stop",
     "wait_ready",
@@ -66,8 +67,8 @@ PROTOCOL = "2025-11-25"
 ACCEPT = "application/json, text/event-stream"
 
 
-class PeerNotAvailable(RuntimeError):
-    """A peer cannot run here (its packages are not installed, no node, no taskset...)."""
+PeerNotAvailable = procs.Unavailable
+"""A peer cannot run here (its packages are not installed, no node, no taskset...)."""
 
 
 def node_executable() -> str:
@@ -83,16 +84,6 @@ def node_executable() -> str:
     if cached.is_file():
         return str(cached)
     raise PeerNotAvailable("no node executable (install Node.js >= 18, or run `make conformance-install`)")
-
-
-def pinned(argv: Sequence[str], cpus: str | None) -> list[str]:
-    """``argv`` behind ``taskset -c CPUS`` (unchanged when ``cpus`` is None)."""
-    if cpus is None:
-        return list(argv)
-    taskset = shutil.which("taskset")
-    if taskset is None:
-        raise PeerNotAvailable("taskset not found (util-linux): cannot pin the server to a CPU")
-    return [taskset, "-c", cpus, *argv]
 
 
 @dataclass(frozen=True)
@@ -134,10 +125,8 @@ class Peer:
         """The argv serving Streamable HTTP at ``http://host:port/mcp`` (not pinned); ``runner``
         (mcpfast only): the HTTP server under the app (``mcpfast serve --runner``)."""
         if self.name == "mcpfast":
-            from mcpfast.bench.run import HttpServer
-
             # the same command as `mcpfast bench` (with --max-sessions when the CLI has it)
-            argv = HttpServer(sys.executable, Path(os.devnull), host=host, port=port).argv()
+            argv = procs.ReferenceServer(sys.executable, Path(os.devnull), host=host, port=port).argv()
             return argv + (["--runner", runner] if runner else [])
         if runner:
             raise ValueError(f"{self.name} has no --runner")
@@ -150,7 +139,7 @@ class Peer:
 
     def stdio_command(self, cpus: str | None = None) -> str:
         """:meth:`stdio_argv` pinned to ``cpus``, as one shell-quoted command line."""
-        return shlex.join(pinned(self.stdio_argv(), cpus))
+        return shlex.join(procs.pinned(self.stdio_argv(), cpus))
 
 
 PEERS: dict[str, Peer] = {
@@ -198,12 +187,6 @@ class RunningServer:
         self.stop()
 
 
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
 def start_http(
     name: str,
     port: int | None = None,
@@ -224,20 +207,17 @@ def start_http(
     """
     peer = PEERS[name]
     peer.check()
-    port = port or _free_port(host)
-    argv = pinned(peer.http_argv(port, host, json_response=json_response, runner=runner), cpus)
+    port = port or procs.free_port(host)
+    argv = procs.pinned(peer.http_argv(port, host, json_response=json_response, runner=runner), cpus)
     log: IO[str] | None = None
     if log_path is not None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed by stop()
         log.write("$ " + shlex.join(argv) + "\n")
         log.flush()
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env.setdefault("PYTHONUNBUFFERED", "1")
     proc = subprocess.Popen(
         argv, stdin=subprocess.DEVNULL, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
-        cwd=str(ROOT), env=env,
+        cwd=str(ROOT), env=procs.child_env(),
     )  # fmt: skip
     server = RunningServer(peer, proc, host, port, argv, cpus, peer.reply_mode(json_response), log_path, log)
     try:
@@ -289,30 +269,18 @@ def wait_ready(server: RunningServer, timeout: float = READY_TIMEOUT) -> None:
 
 
 def _log_tail(server: RunningServer, lines: int = 8) -> str:
-    if server.log_path is None:
-        return "(output discarded)"
     if server._log is not None:
         server._log.flush()
-    try:
-        return " | ".join(server.log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-lines:])
-    except OSError:
-        return ""
+    return procs.log_tail(server.log_path, lines, sep=" | ")
 
 
 def stop(server: RunningServer, timeout: float = 5.0) -> int | None:
     """terminate, wait, kill; close the log; returns the exit code."""
-    proc = server.proc
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=timeout)
+    code = procs.stop_process(server.proc, timeout)
     if server._log is not None:
         server._log.close()
         server._log = None
-    return proc.returncode
+    return code
 
 
 # ----------------------------------------------------------------------------------- versions

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mcpfast._argtypes import finite_positive, int_at_least
+from mcpfast.bench.procs import log_path, machine_info
 
 __all__ = ["PeersConfig", "main", "parse_cpus", "ratio_rows", "render_readme", "run_peers"]
 
@@ -196,7 +197,7 @@ def run_one(cfg: PeersConfig, server: str, transport: str, family: str, log: Tex
         if transport == "http":
             json_response = family in JSON_FAMILIES
             running = start_http(server, cpus=cfg.server_cpus, json_response=json_response,
-                                 log_path=sdir / f"server-{family}-http.log")
+                                 log_path=log_path(sdir, f"server-{family}-http.log"))
             bench.target, bench.server_pid = running.url, running.pid
             entry.update(reply_mode=running.reply_mode, server_argv=shlex.join(running.argv))
         else:
@@ -219,13 +220,13 @@ def run_one(cfg: PeersConfig, server: str, transport: str, family: str, log: Tex
     entry.update({k: v for k, v in fam.items() if k not in ("family", "transport", "duration_s")})
     entry["duration_s"] = fam.get("duration_s") or duration
     entry["rows"] = [{k: v for k, v in r.items() if k not in ("family", "transport")} for r in summary.get("rows", [])]
-    entry["locust_argv"] = _first_line(sdir / f"{family}-{transport}.log")
+    entry["locust_argv"] = _first_line(log_path(sdir, f"{family}-{transport}.log"))
     main = _main_request(family, entry["rows"])
     if family in CALL_FAMILIES and main is not None:
         entry["steady"] = steady_rate(sdir / f"{family}-{transport}_stats_history.csv", main["name"], cfg.users)
     problems = list(entry.get("problems") or [])
     if exited is not None:
-        problems.append(f"the server exited during the run (code {exited}); see server-{family}-http.log")
+        problems.append(f"the server exited during the run (code {exited}); see logs/server-{family}-http.log")
     entry["problems"] = problems
     if problems and entry.get("status") in (None, "ok"):
         entry["status"] = "failed"
@@ -236,7 +237,8 @@ def _merge_server_summary(cfg: PeersConfig, server: str, runs: list[dict[str, An
     """``<out>/<server>/summary.json`` in ``mcpfast bench`` format, from its per-family runs."""
     from mcpfast.bench.run import SUMMARY_FORMAT, SUMMARY_VERSION
 
-    families, rows = [], []
+    families: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
     for r in runs:
         fam = {k: v for k, v in r.items() if k not in ("server", "rows")}
         families.append(fam)
@@ -515,7 +517,7 @@ def render_readme(summary: dict[str, Any]) -> str:
     example = next((r for r in summary["runs"] if r.get("locust_argv")), None)
     if example is not None:
         lines.append(f"# the swarm, e.g. {example['family']}/{example['transport']} against {example['server']} "
-                     f"(every run's command is the first line of <server>/<family>-<transport>.log)")
+                     f"(every run's command is in summary.json, and the first line of <server>/logs/<family>-<transport>.log)")
         lines.append(example["locust_argv"])
     lines += ["```", ""]
     return "\n".join(lines)
@@ -562,7 +564,7 @@ def run_peers(cfg: PeersConfig, stream: TextIO | None = None) -> int:
     """Run every scenario on every server; write ``summary.json``, ``README.md`` and the plots;
     print the ratio table; return 0 when everything ran without failures, else 1."""
     from mcpfast.bench.peer_servers import PEERS, PeerNotAvailable, peer_versions
-    from mcpfast.bench.run import _write_summary, machine_info
+    from mcpfast.bench.run import _write_summary
 
     out_stream = sys.stdout if stream is None else stream
     cfg.out.mkdir(parents=True, exist_ok=True)
@@ -582,7 +584,7 @@ def run_peers(cfg: PeersConfig, stream: TextIO | None = None) -> int:
         except PeerNotAvailable as exc:
             unavailable[s] = str(exc)
     runs: list[dict[str, Any]] = []
-    with open(cfg.out / "bench.log", "w", encoding="utf-8") as log:
+    with open(log_path(cfg.out, "bench.log"), "w", encoding="utf-8") as log:
         for transport in cfg.transports:
             for family in cfg.families:
                 for server in cfg.servers:

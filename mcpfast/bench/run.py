@@ -23,9 +23,7 @@ import csv
 import datetime as _dt
 import json
 import os
-import platform
 import shlex
-import socket
 import subprocess
 import sys
 import threading
@@ -34,10 +32,22 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from mcpfast.bench.procs import (
+    ReferenceServer,
+    child_env,
+    child_pids,
+    log_path,
+    log_tail,
+    machine_info,
+    repo_root,
+    rss_kib,
+    stop_process,
+)
+
 __all__ = [
     "FAMILIES",
     "BenchConfig",
-    "HttpServer",
+    "ReferenceServer",
     "family_result",
     "machine_info",
     "render_table",
@@ -58,12 +68,8 @@ LOCUST_GRACE = 45.0  # seconds past --duration before a locust subprocess is kil
 MEMORY_INTERVAL = 0.25
 
 
-def _repo_root() -> Path:
-    return Path(__file__).resolve().parents[2]
-
-
 def default_loadtests() -> Path:
-    return _repo_root() / "loadtests"
+    return repo_root() / "loadtests"
 
 
 @dataclass
@@ -90,100 +96,7 @@ class BenchConfig:
 # ------------------------------------------------------------------------------------ machine
 
 
-def machine_info() -> dict[str, Any]:
-    cpu = None
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    mem_kib = None
-    try:
-        with open("/proc/meminfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("MemTotal:"):
-                    mem_kib = int(line.split()[1])
-                    break
-    except (OSError, ValueError):
-        pass
-    try:
-        affinity = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        affinity = None
-    info: dict[str, Any] = {
-        "nproc": affinity or os.cpu_count(),
-        "cpu_count": os.cpu_count(),
-        "cpu_model": cpu or platform.processor() or None,
-        "mem_total_kib": mem_kib,
-        "platform": platform.platform(),
-        "hostname": platform.node(),
-        "python": platform.python_version(),
-        "python_implementation": platform.python_implementation(),
-        "python_executable": sys.executable,
-    }
-    try:
-        info["loadavg"] = list(os.getloadavg())
-    except OSError:
-        info["loadavg"] = None
-    try:
-        from mcpfast._version import __version__
-
-        info["mcpfast_version"] = __version__
-    except Exception:  # pragma: no cover
-        info["mcpfast_version"] = None
-    info["mcpfast_core_env"] = os.environ.get("MCPFAST_CORE") or None
-    try:
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            from mcpfast.core import IMPLEMENTATION
-
-        info["mcpfast_core"] = IMPLEMENTATION
-    except Exception as exc:  # pragma: no cover - broken core
-        info["mcpfast_core"] = f"unavailable: {exc}"
-    for mod in ("locust", "gevent"):
-        try:
-            from importlib.metadata import version
-
-            info[f"{mod}_version"] = version(mod)
-        except Exception:  # pragma: no cover
-            info[f"{mod}_version"] = None
-    return info
-
-
 # ---------------------------------------------------------------------------------- processes
-
-
-def rss_kib(pid: int) -> int | None:
-    """VmRSS of a process in KiB (None when it is gone or unreadable)."""
-    try:
-        with open(f"/proc/{pid}/status", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"VmRSS:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def child_pids(pid: int) -> list[int]:
-    """Direct children of ``pid`` (Linux ``/proc/PID/task/*/children``)."""
-    out: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as fh:
-                out.extend(int(x) for x in fh.read().split())
-        except (OSError, ValueError):
-            continue
-    return out
 
 
 class MemorySampler(threading.Thread):
@@ -226,132 +139,6 @@ class MemorySampler(threading.Thread):
             w.writerow(["timestamp", "rss_kib", "processes"])
             for t, rss, n in self.rows:
                 w.writerow([f"{t:.3f}", rss, n])
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-def _port_open(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
-def _stop_process(proc: subprocess.Popen[Any], timeout: float = 5.0) -> int | None:
-    """terminate, wait, kill."""
-    if proc.poll() is None:
-        try:
-            proc.terminate()
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:  # pragma: no cover
-                pass
-        except ProcessLookupError:  # pragma: no cover
-            pass
-    return proc.returncode
-
-
-def _tail(path: Path, lines: int = 6) -> str:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.strip().splitlines()[-lines:])
-
-
-class HttpServer:
-    """The embedded reference server over Streamable HTTP on 127.0.0.1:<free port>.
-
-    :meth:`start` doubles as the probe: it returns ``(False, message)`` when the process exits
-    (for example while ``--transport http`` is not built) or the port never opens.
-    """
-
-    def __init__(self, python: str, log_path: Path, host: str = "127.0.0.1", port: int | None = None) -> None:
-        self.python = python
-        self.host = host
-        self.port = port or free_port(host)
-        self.log_path = log_path
-        self.proc: subprocess.Popen[Any] | None = None
-        self._log: TextIO | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}/mcp"
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid if self.proc is not None else 0
-
-    def argv(self) -> list[str]:
-        argv = [self.python, "-m", "mcpfast", "serve", "--transport", "http", "--host", self.host, "--port", str(self.port)]
-        # Churn abandons sessions on purpose: lift the session cap when the CLI has the option.
-        if "--max-sessions" in _serve_help(self.python):
-            argv += ["--max-sessions", "1000000"]
-        return argv
-
-    def start(self, timeout: float = SERVER_START_TIMEOUT) -> tuple[bool, str]:
-        self._log = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in stop()
-        argv = self.argv()
-        self._log.write("$ " + shlex.join(argv) + "\n")
-        self._log.flush()
-        self.proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, cwd=str(_repo_root()), env=_child_env()
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                self._log.flush()
-                msg = _tail(self.log_path) or f"exit code {self.proc.returncode}"
-                return False, f"`mcpfast serve --transport http` exited ({self.proc.returncode}): {msg}"
-            if _port_open(self.host, self.port):
-                return True, f"embedded HTTP server pid {self.proc.pid} at {self.url}"
-            time.sleep(0.1)
-        self.stop()
-        return False, f"`mcpfast serve --transport http` did not open {self.host}:{self.port} within {timeout:g} s"
-
-    def stop(self) -> int | None:
-        code = _stop_process(self.proc) if self.proc is not None else None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-        return code
-
-    def __enter__(self) -> HttpServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-_HELP_CACHE: dict[str, str] = {}
-
-
-def _serve_help(python: str) -> str:
-    if python not in _HELP_CACHE:
-        try:
-            out = subprocess.run(
-                [python, "-m", "mcpfast", "serve", "--help"], capture_output=True, text=True, timeout=30, env=_child_env()
-            )
-            _HELP_CACHE[python] = out.stdout + out.stderr
-        except (OSError, subprocess.TimeoutExpired):
-            _HELP_CACHE[python] = ""
-    return _HELP_CACHE[python]
-
-
-def _child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    root = str(_repo_root())
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    return env
 
 
 # ------------------------------------------------------------------------------------ progress
@@ -587,14 +374,14 @@ def run_family(
     for stale in cfg.out.glob(f"{family}-{transport}[._]*"):
         stale.unlink()
     argv = locust_argv(cfg, family, transport, prefix, host=host, command=command, server_pid=server_pid)
-    log_path = Path(f"{prefix}.log")
+    log_file = log_path(cfg.out, f"{family}-{transport}.log")
     progress.update(label, "starting")
     t0 = time.monotonic()
-    with open(log_path, "w", encoding="utf-8") as log:
+    with open(log_file, "w", encoding="utf-8") as log:
         log.write("$ " + shlex.join(argv) + "\n")
         log.flush()
         proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=str(cfg.out), env=_child_env()
+            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=str(cfg.out), env=child_env()
         )
         if transport == "http" and server_pid:
             sampler = MemorySampler(lambda: [server_pid])
@@ -606,7 +393,7 @@ def run_family(
         try:
             while proc.poll() is None:
                 if time.monotonic() > deadline:
-                    _stop_process(proc)
+                    stop_process(proc)
                     killed = True
                     break
                 live = _live_counts(Path(f"{prefix}_stats.csv"))
@@ -622,7 +409,7 @@ def run_family(
                     pass
         finally:  # Ctrl-C or any error: the locust child (and its stdio servers) must not outlive us
             if proc.poll() is None:
-                _stop_process(proc)
+                stop_process(proc)
             sampler.stop()
     wall = time.monotonic() - t0
     if sampler.rows:
@@ -639,7 +426,7 @@ def run_family(
         names = ", ".join(f"{r['name']} ({r['failures']})" for r in result["rows"] if r["failures"])
         problems.append(f"{result['failures']} failures: {names}")
     if proc.returncode not in (0, 1) or (proc.returncode == 1 and not result["failures"]):
-        problems.append(f"locust exited with code {proc.returncode}: {_tail(log_path, 3)}")
+        problems.append(f"locust exited with code {proc.returncode}: {log_tail(log_file, 3)}")
     churn = _read_json(Path(f"{prefix}_churn.json"))
     status = "ok" if not problems else "failed"
     p50 = p99 = None
@@ -715,14 +502,14 @@ def run_bench(cfg: BenchConfig, stream: TextIO | None = None, make_plots: bool =
     transports_run: list[str] = []
     stdio_command = cfg.target_command or f"{shlex.quote(cfg.python)} -m mcpfast serve --transport stdio"
     for transport in _resolve_transports(cfg):
-        server: HttpServer | None = None
+        server: ReferenceServer | None = None
         host = None
         pid = 0
         if transport == "http":
             if cfg.target:
                 host, pid = cfg.target, cfg.server_pid
             else:
-                server = HttpServer(cfg.python, cfg.out / "server-http.log")
+                server = ReferenceServer(cfg.python, log_path(cfg.out, "server-http.log"))
                 progress.update("server/http", f"starting on 127.0.0.1:{server.port}")
                 ok, message = server.start()
                 if not ok:
@@ -743,7 +530,7 @@ def run_bench(cfg: BenchConfig, stream: TextIO | None = None, make_plots: bool =
                     run_family(cfg, family, transport, progress, host=host, command=stdio_command, server_pid=pid)
                 )
                 if server is not None and server.proc is not None and server.proc.poll() is not None:
-                    note = f"the embedded HTTP server exited during {family} ({server.proc.returncode}): {_tail(server.log_path, 3)}"
+                    note = f"the embedded HTTP server exited during {family} ({server.proc.returncode}): {log_tail(server.log_path, 3)}"
                     notes.append(note)
                     progress.note(note)
                     for rest in cfg.families[cfg.families.index(family) + 1 :]:

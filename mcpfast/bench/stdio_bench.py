@@ -37,12 +37,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mcpfast.bench.procs import cpu_seconds, machine_info, pinned
+
 __all__ = ["SERVERS", "main", "run_server", "server_command"]
 
 ECHO_TEXT = "hello from the stdio benchmark"
 PROTOCOL = "2025-11-25"
 _READ = 1 << 20
-_CLK = os.sysconf("SC_CLK_TCK")
 
 SERVERS: dict[str, str] = {
     "mcpfast": "mcpfast serve --transport stdio (demo app, echo)",
@@ -63,9 +64,7 @@ def server_command(name: str, cpu: int | None) -> list[str]:
         argv = [sys.executable, "-m", "mcpfast.bench.stdio_bench", "--sdk-server"]
     else:
         raise ValueError(f"unknown server {name!r}")
-    if cpu is not None:
-        argv = ["taskset", "-c", str(cpu), *argv]
-    return argv
+    return pinned(argv, cpu)
 
 
 def sdk_server() -> None:
@@ -100,16 +99,6 @@ def sdk_server() -> None:
 
 
 # ---------------------------------------------------------------------- client
-
-
-def _proc_cpu(pid: int) -> float:
-    """User + system CPU seconds of a process (0.0 once it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / _CLK
 
 
 class BenchError(RuntimeError):
@@ -238,12 +227,12 @@ def run_server(
                 measuring = True
                 wall0 = now
                 cpu_client0 = time.process_time()
-                cpu_server0 = _proc_cpu(proc.pid)
+                cpu_server0 = cpu_seconds(proc.pid)
             if sending and now >= t_stop:
                 sending = False
                 wall1 = now
                 cpu_client1 = time.process_time()
-                cpu_server1 = _proc_cpu(proc.pid)
+                cpu_server1 = cpu_seconds(proc.pid)
             done = 0
             for line in lines:
                 if isinstance(line, core.FrameTooLarge):
@@ -323,36 +312,8 @@ def _stderr_tail(errlog: Any) -> str:
 
 def machine() -> dict[str, Any]:
     """Where the numbers were taken."""
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        load = os.getloadavg()
-    except OSError:
-        load = (float("nan"),) * 3
-    from mcpfast import core
-
-    try:
-        import importlib.metadata as md
-
-        sdk_version = md.version("mcp")
-    except Exception:
-        sdk_version = "?"
-    return {
-        "nproc": os.cpu_count(),
-        "cpu_model": model,
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "mcpfast_core": core.IMPLEMENTATION,
-        "mcp_sdk": sdk_version,
-        "loadavg_at_start": [round(x, 2) for x in load],
-    }
+    info = machine_info(("mcp",))
+    return {**info, "implementation": info["python_implementation"], "mcp_sdk": info["mcp_version"] or "?"}
 
 
 def summarise(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:

@@ -70,7 +70,7 @@ CALL_SMALL = orjson.dumps(
 def _big_arguments(size: int) -> dict[str, Any]:
     rnd = random.Random(64)
     words = ["model", "context", "protocol", "server", "tool", "résumé", "naïve", "日本語", "\"quoted\"", "tab\there"]
-    rows = []
+    rows: list[dict[str, Any]] = []
     text_parts: list[str] = []
     while sum(len(p) for p in text_parts) < size // 2:
         text_parts.append(" ".join(rnd.choice(words) for _ in range(12)) + ".\n")

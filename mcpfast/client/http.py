@@ -77,7 +77,7 @@ class HttpClient(McpClient):
         self.token = token
         self.connection_timeout = connection_timeout
         self.network_timeout = network_timeout if network_timeout is not None else self.timeout
-        self._kw = dict(
+        self._kw: dict[str, Any] = dict(
             connection_timeout=connection_timeout,
             network_timeout=self.network_timeout,
             ssl=parts.scheme == "https",

@@ -137,7 +137,7 @@ class LegacySseClient(InFlight, McpClient):
                 why = "connection error"
                 return
             try:
-                ctype = (resp.get("content-type") or "").split(";")[0].strip().lower()
+                ctype = str(resp.get("content-type") or "").split(";")[0].strip().lower()
                 if resp.status_code != 200:
                     endpoint.set_exception(HttpStatusError(resp.status_code, resp.read()[:2000]))
                     why = f"HTTP {resp.status_code}"

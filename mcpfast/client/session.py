@@ -11,7 +11,7 @@ is fed by id, and keeps the lifecycle state of one MCP connection in either era:
   ``server/discover`` is the (optional) first call; on HTTP every POST carries
   ``MCP-Protocol-Version``, ``Mcp-Method`` and, for ``tools/call``/``prompts/get``/``resources/read``,
   ``Mcp-Name`` (:meth:`ClientSession.http_headers`).
-* **auto**: the DIGEST 4.2/6.3 probe: ``server/discover`` in the modern form; a ``DiscoverResult``
+* **auto**: the 2026-07-28 probe (lifecycle and Streamable HTTP backward compatibility): ``server/discover`` in the modern form; a ``DiscoverResult``
   or a recognised modern error (-32020/-32021/-32022) means modern (on -32022 retry with a version
   the server lists); any other error, an unrecognised HTTP 4xx body or a timeout means legacy, so
   fall back to ``initialize``.  The decision is never keyed on one specific legacy error code.
@@ -356,7 +356,7 @@ class ClientSession:
         self.server_capabilities = result.get("capabilities") or {}
         self.server_info = ((result.get("_meta") or {}).get(META_SERVER_INFO))
 
-    # -- era detection (DIGEST 4.2 / 6.3) ---------------------------------------------------
+    # -- era detection (2026-07-28 backward compatibility) ---------------------------------------------------
     def detect(self, reply: CallResult | None, *, http_status: int | None = None, body: bytes = b"") -> str:
         """Interpret the ``server/discover`` probe; returns ``"modern"``, ``"retry"`` or ``"legacy"``.
 
@@ -366,9 +366,9 @@ class ClientSession:
         """
         if reply is None and body:
             try:
-                id_, is_error, code = core.scan_reply(body)
+                _id, is_error, code = core.scan_reply(body)
             except core.JsonRpcError:
-                id_, is_error, code = None, False, None
+                is_error, code = False, None
             if is_error and code in MODERN_ERROR_CODES:
                 reply = self._orphan_reply(body, code)
         if reply is not None and not reply.is_error:

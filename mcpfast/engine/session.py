@@ -359,7 +359,7 @@ class ServerSession:
         meta = _meta_of(msg)
         if META_PROTOCOL_VERSION in meta:
             # A request in the 2026 envelope is served statelessly, on its own terms, whether or
-            # not this process also serves a handshake-era session (DIGEST 4.2, dual-era servers).
+            # not this process also serves a handshake-era session (2026-07-28 lifecycle: dual-era servers).
             self._stateless_request(msg, meta, events, batch, tag)
             return
         if self.state is State.NEW:
@@ -372,7 +372,7 @@ class ServerSession:
                 return
             self._error(rid, INVALID_REQUEST, "the session is not initialized: send initialize first", batch, tag)
             return
-        # After the initialize reply the client may send anything (DIGEST 4.1: it only had to
+        # After the initialize reply the client may send anything (lifecycle spec, initialization: it only had to
         # hold back until it had the reply), so INITIALIZING serves requests like READY.
         version = self.version
         assert version is not None
@@ -602,8 +602,7 @@ class ServerSession:
         if rid in self._listens:
             # Closing a listen stream: no reply is owed and the application never saw it.
             del self._listens[rid]
-            entry = self._inflight.pop(rid)
-            self._end(rid, entry)
+            self._end(rid, self._inflight.pop(rid))
             return
         entry = self._inflight.get(rid)
         if entry is None or entry.cancelled:
@@ -765,7 +764,7 @@ class ServerSession:
         filter opted in, tagged with the stream's ``subscriptionId``.
 
         Between the ``initialize`` reply and ``notifications/initialized`` the server may send
-        only responses, pings and log messages (DIGEST 4.1), so a change notification is held
+        only responses, pings and log messages (lifecycle spec, initialization), so a change notification is held
         (once per method and URI) and goes out when ``initialized`` arrives.
 
         Returns:

@@ -40,11 +40,11 @@ def type_schema(tp: Any) -> dict[str, Any]:
     origin = get_origin(tp)
     args = get_args(tp)
     if origin is typing.Annotated:
-        schema = type_schema(args[0])
+        annotated = type_schema(args[0])
         for extra in args[1:]:
             if isinstance(extra, str):
-                schema["description"] = extra
-        return schema
+                annotated["description"] = extra
+        return annotated
     if origin in (typing.Union, types.UnionType):
         non_null = [a for a in args if a is not type(None)]
         options = [type_schema(a) for a in non_null]

@@ -100,7 +100,11 @@ def compile_check(schema: Any, *, top: bool = True) -> Check | None:
             checks.append(_TYPE_CHECKS[names[0]])
         else:
             alternatives = tuple(_TYPE_CHECKS[n] for n in names)
-            checks.append(lambda v, alts=alternatives: any(check(v) for check in alts))
+
+            def any_of(v: Any, alts: tuple[Callable[[Any], bool], ...] = alternatives) -> bool:
+                return any(check(v) for check in alts)
+
+            checks.append(any_of)
 
     if "enum" in schema:
         values = schema["enum"]

@@ -530,12 +530,11 @@ class HttpTransport:
             await send({"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, *headers]})
         chunk = bytearray()
         if replay:
-            for eid, data in replay:
+            for replayed_id, data in replay:
                 if data:
-                    chunk += _SSE.encode(data, id=eid)
+                    chunk += _SSE.encode(data, id=replayed_id)
         elif store is not None and sess is not None and sess.version is not None and supports(sess.version, V2025_11_25):
-            eid = store.append(sess.id, stream.key, b"")
-            chunk += _SSE.encode(b"", id=eid, retry=self.retry_ms)
+            chunk += _SSE.encode(b"", id=store.append(sess.id, stream.key, b""), retry=self.retry_ms)
         event = "message" if sess is not None and sess.legacy else None
         keepalive = self.keepalive
         try:

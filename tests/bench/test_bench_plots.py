@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from mcpfast.bench import plots, report, run
+from mcpfast.bench import plots, procs, report, run
 from mcpfast.bench.cli import COMMANDS, add_subcommands, run_subcommand
 from mcpfast.locust.histogram import Histogram
 
@@ -303,7 +303,7 @@ def test_subcommands_register_and_dispatch(synthetic_run: Path, capsys: pytest.C
 
 
 def test_http_server_probe_reports_a_server_that_exits(tmp_path: Path) -> None:
-    server = run.HttpServer("/bin/false", tmp_path / "server.log")
+    server = procs.ReferenceServer("/bin/false", tmp_path / "server.log")
     ok, message = server.start(timeout=5)
     server.stop()
     assert not ok and "exited" in message

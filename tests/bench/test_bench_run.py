@@ -100,9 +100,12 @@ def test_quick_bench_numbers_are_non_zero_and_consistent(quick_run: tuple[Path, 
 def test_quick_bench_keeps_locust_files_and_draws_every_plot(quick_run: tuple[Path, Any, dict[str, Any]]) -> None:
     out, _proc, summary = quick_run
     for family in FAMILIES:
-        for suffix in ("_stats.csv", "_stats_history.csv", "_failures.csv", ".html", "_histograms.json", "_locust.json", ".log"):
+        for suffix in ("_stats.csv", "_stats_history.csv", "_failures.csv", ".html", "_histograms.json", "_locust.json"):
             path = out / f"{family}-stdio{suffix}"
             assert path.exists() and path.stat().st_size > 0, path
+        # The log goes to the ignored logs/ folder, not beside the results.
+        assert (out / "logs" / f"{family}-stdio.log").stat().st_size > 0
+        assert not (out / f"{family}-stdio.log").exists()
     assert (out / "session_churn-stdio_memory.csv").stat().st_size > 0
     expected = {f"{kind}-{family}-stdio.png" for kind in ("latency", "timeline") for family in FAMILIES}
     expected |= {"handshake-phases.png", "sse.png", "churn-memory.png"}
@@ -142,9 +145,9 @@ def test_bench_exits_non_zero_and_names_the_failing_family(tmp_path: Path) -> No
 
 
 def _http_available() -> bool:
-    from mcpfast.bench.run import HttpServer
+    from mcpfast.bench.procs import ReferenceServer
 
-    server = HttpServer(sys.executable, Path(os.devnull))
+    server = ReferenceServer(sys.executable, Path(os.devnull))
     try:
         ok, _ = server.start(timeout=15)
     finally:

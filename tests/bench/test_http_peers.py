@@ -54,7 +54,7 @@ def test_http_peers_quick_run(tmp_path: Path) -> None:
         assert data["calls"] > 0 and data["failures"]["total"] == 0, name
         assert "--runner" in data["command"] or "--server-pid" in data["command"]
         assert f"| {name} | {data['calls_per_second']:,.0f} |" in table
-    log = (out / "server-mcpfast-runner-uvicorn.log").read_text()
+    log = (out / "logs" / "server-mcpfast-runner-uvicorn.log").read_text()
     assert "--runner uvicorn" in log.splitlines()[0]
 
 

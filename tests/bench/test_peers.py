@@ -24,7 +24,8 @@ from typing import Any
 import pytest
 
 from mcpfast.bench import peers as runner
-from mcpfast.bench.peer_servers import PEERS, peer_versions, pinned, start_http
+from mcpfast.bench.peer_servers import PEERS, peer_versions, start_http
+from mcpfast.bench.procs import pinned
 
 ROOT = Path(__file__).resolve().parents[2]
 PNG = b"\x89PNG\r\n\x1a\n"

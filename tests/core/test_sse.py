@@ -335,9 +335,9 @@ def test_input_types(core: ModuleType) -> None:
 
 def test_many_events_in_one_chunk(core: ModuleType) -> None:
     enc = core.SseEncoder()
-    stream = b"".join(enc.encode('{"i":%d}' % i, id=str(i)) for i in range(500))
+    stream = b"".join(enc.encode(f'{{"i":{i}}}', id=str(i)) for i in range(500))
     out = run(core, [stream])
-    assert out == [ev('{"i":%d}' % i, str(i)) for i in range(500)]
+    assert out == [ev(f'{{"i":{i}}}', str(i)) for i in range(500)]
 
 
 # ------------------------------------------------------------------------------------- limits

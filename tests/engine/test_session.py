@@ -443,7 +443,7 @@ def test_cancelling_a_listen_closes_it_without_reply() -> None:
     assert out[0]["error"]["code"] == -32602
 
 
-# ------------------------------------------- the initialize window (DIGEST 4.1)
+# ------------------------------------------- the initialize window (spec: lifecycle, 2025-11-25)
 
 
 def test_initialize_window_serves_requests_and_holds_change_notifications() -> None:
@@ -494,7 +494,7 @@ def test_held_update_is_dropped_if_unsubscribed_before_initialized() -> None:
     assert out == []
 
 
-# ------------------------------- the 2026 envelope on a handshake session (DIGEST 4.2)
+# ------------------------------- the 2026 envelope on a handshake session (spec: lifecycle, 2026-07-28)
 
 
 def test_2026_request_on_a_handshake_session_is_served_statelessly() -> None:

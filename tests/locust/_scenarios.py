@@ -118,7 +118,7 @@ def distributed(out_dir: str) -> dict:
 
     result: dict = {"runs": []}
     # run 1 ends with stop() (web-UI path), run 2 with quit() (--run-time / headless path)
-    for run, finish in enumerate(("stop", "quit")):
+    for _run, finish in enumerate(("stop", "quit")):
         before = {id(env): RECORDS.get(id(env), 0) for env, _ in workers}
         master.start(4, spawn_rate=100)
         gevent.sleep(1.2)

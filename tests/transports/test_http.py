@@ -225,12 +225,6 @@ async def test_stateless_2026_statuses(client: httpx.AsyncClient, transport: Htt
     r = await client.post("/mcp", json={"jsonrpc": "2.0", "id": 5, "method": "nope/x", "params": {"_meta": META}},
                           headers=modern_headers("nope/x"))
     assert (r.status_code, r.json()["error"]["code"]) == (404, -32601)
-    # resources/subscribe and unsubscribe do not exist in 2026-07-28 (subscriptions/listen replaced
-    # them), so they carry no Mcp-Name and are unknown methods.
-    for method in ("resources/subscribe", "resources/unsubscribe"):
-        sub = {"jsonrpc": "2.0", "id": 9, "method": method, "params": {"uri": "test://r", "_meta": META}}
-        r = await client.post("/mcp", json=sub, headers=modern_headers(method))
-        assert (r.status_code, r.json()["error"]["code"]) == (404, -32601)
     r = await client.post("/mcp", json={"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": {}},
                           headers=modern_headers("tools/list"))
     assert (r.status_code, r.json()["error"]["code"]) == (400, -32602)
@@ -246,6 +240,15 @@ async def test_stateless_2026_statuses(client: httpx.AsyncClient, transport: Htt
     assert (await client.get("/mcp", headers=modern_headers("x"))).status_code == 405
     assert (await client.delete("/mcp", headers=modern_headers("x"))).status_code == 405
     assert not transport.sessions and not transport._stateless
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("method", ["resources/subscribe", "resources/unsubscribe"], ids=["subscribe", "unsubscribe"])
+async def test_2026_has_no_resource_subscriptions(client: httpx.AsyncClient, method: str) -> None:
+    # subscriptions/listen replaced them in 2026-07-28: no Mcp-Name, an unknown method (404, -32601).
+    sub = {"jsonrpc": "2.0", "id": 9, "method": method, "params": {"uri": "test://r", "_meta": META}}
+    r = await client.post("/mcp", json=sub, headers=modern_headers(method))
+    assert (r.status_code, r.json()["error"]["code"], r.json()["id"]) == (404, -32601, 9)
 
 
 @pytest.mark.anyio

@@ -39,7 +39,7 @@ def test_short_run_both_servers(tmp_path: Path) -> None:
     summary = stdio_bench.summarise(runs)
     assert summary["ratio_mcpfast_over_sdk"] > 1, summary
     data = {
-        "command": "pytest tests/benchmarks/test_stdio_bench.py",
+        "command": "pytest tests/bench/test_stdio_bench.py",
         "config": {"duration": 1.5, "warmup": 0.3, "inflight": 32, "rounds": 1, "server_cpu": 1, "client_cpu": -1},
         "commands": {n: stdio_bench.server_command(n, _cpu(1)) for n in runs},
         "machine": stdio_bench.machine(),

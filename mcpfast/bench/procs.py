@@ -1,0 +1,343 @@
+"""The benchmarks' process helpers, once: machine info, CPU time, RSS, free ports, pinning, logs.
+
+Every benchmark (``mcpfast bench``, the HTTP and stdio peer comparisons, the generator cost)
+measures processes the same way, so the figures they print are comparable:
+
+* :func:`machine_info`: where the numbers were taken (CPU, memory, load, versions);
+* :func:`cpu_ticks` / :func:`cpu_seconds`: user + system CPU from ``/proc/<pid>/stat``;
+* :func:`rss_kib` (the client's): ``VmRSS`` from ``/proc/<pid>/status``; :func:`process_tree` / :func:`child_pids`;
+* :func:`free_port`, :func:`port_open`; :func:`pinned` (``taskset -c``); :func:`stop_process`;
+* :func:`log_path` (logs go to an ignored ``logs/`` folder beside the results) and :func:`log_tail`;
+* :class:`ReferenceServer`: the embedded reference server over Streamable HTTP, as a process.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from mcpfast.client.base import rss_kib  # the swarm measures it too; one definition
+
+__all__ = [
+    "CLOCK_TICKS",
+    "ReferenceServer",
+    "Unavailable",
+    "child_env",
+    "child_pids",
+    "cpu_model",
+    "cpus_available",
+    "cpu_seconds",
+    "cpu_ticks",
+    "free_port",
+    "log_path",
+    "log_tail",
+    "machine_info",
+    "pinned",
+    "port_open",
+    "process_tree",
+    "repo_root",
+    "rss_kib",
+    "stop_process",
+]
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+SERVER_START_TIMEOUT = 20.0
+LOGS = "logs"
+"""The folder (beside a run's results) that takes its logs; ``.gitignore`` keeps it out of git."""
+
+
+class Unavailable(RuntimeError):
+    """A tool or a peer server this machine lacks (the measurement is skipped, not faked)."""
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+def child_env() -> dict[str, str]:
+    """The environment of a benchmark's child process: this checkout first on ``PYTHONPATH``."""
+    env = dict(os.environ)
+    root = str(repo_root())
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+# ------------------------------------------------------------------------------------ machine
+
+
+def cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _mem_total_kib() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def cpus_available() -> int:
+    """CPUs this process may run on (its affinity), else the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover
+        return os.cpu_count() or 1
+
+
+def machine_info(modules: Sequence[str] = ("locust", "gevent")) -> dict[str, Any]:
+    """Where the numbers were taken: CPUs, memory, load average now, Python, mcpfast, versions.
+
+    ``modules``: distributions whose versions are recorded (as ``<name>_version``).
+    """
+    try:
+        load: list[float] | None = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        load = None
+    info: dict[str, Any] = {
+        "nproc": cpus_available(),
+        "cpu_count": os.cpu_count(),
+        "cpu_model": cpu_model(),
+        "mem_total_kib": _mem_total_kib(),
+        "platform": platform.platform(),
+        "kernel": platform.release(),
+        "hostname": platform.node(),
+        "python": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+        "python_executable": sys.executable,
+        "loadavg": load,
+        "loadavg_at_start": load,
+    }
+    from mcpfast._version import __version__
+
+    info["mcpfast_version"] = __version__
+    info["mcpfast_core_env"] = os.environ.get("MCPFAST_CORE") or None
+    try:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from mcpfast.core import IMPLEMENTATION
+
+        info["mcpfast_core"] = IMPLEMENTATION
+    except Exception as exc:  # pragma: no cover - broken core
+        info["mcpfast_core"] = f"unavailable: {exc}"
+    from importlib.metadata import PackageNotFoundError, version
+
+    for mod in modules:
+        try:
+            info[f"{mod}_version"] = version(mod)
+        except PackageNotFoundError:
+            info[f"{mod}_version"] = None
+    return info
+
+
+# ---------------------------------------------------------------------------------- processes
+
+
+def cpu_ticks(pid: int) -> int | None:
+    """User + system CPU of one process in clock ticks (``None`` once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def cpu_seconds(pid: int, *, tree: bool = False) -> float:
+    """User + system CPU seconds of a process (``tree``: and every process below it); 0.0 once gone."""
+    pids = process_tree(pid) if tree else [pid]
+    return sum(cpu_ticks(p) or 0 for p in pids) / CLOCK_TICKS
+
+
+def child_pids(pid: int) -> list[int]:
+    """Direct children of ``pid`` (Linux ``/proc/PID/task/*/children``)."""
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as fh:
+                out.extend(int(x) for x in fh.read().split())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every process below it (granian serves from a worker process it forks)."""
+    found = [pid]
+    for child in child_pids(pid):
+        found.extend(process_tree(child))
+    return found
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def port_open(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def pinned(argv: Sequence[str], cpus: str | int | None) -> list[str]:
+    """``argv`` behind ``taskset -c CPUS`` (unchanged when ``cpus`` is None).
+
+    Raises:
+        Unavailable: ``taskset`` (util-linux) is not installed.
+    """
+    if cpus is None:
+        return list(argv)
+    taskset = shutil.which("taskset")
+    if taskset is None:
+        raise Unavailable("taskset not found (util-linux): cannot pin the server to a CPU")
+    return [taskset, "-c", str(cpus), *argv]
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout: float = 5.0) -> int | None:
+    """terminate, wait, kill."""
+    if proc.poll() is None:
+        try:
+            proc.terminate()
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:  # pragma: no cover
+                pass
+        except ProcessLookupError:  # pragma: no cover
+            pass
+    return proc.returncode
+
+
+# --------------------------------------------------------------------------------------- logs
+
+
+def log_path(out: Path, name: str) -> Path:
+    """Where a run's log ``name`` goes: ``<out>/logs/<name>`` (ignored by git), the folder made."""
+    folder = out / LOGS
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / name
+
+
+def log_tail(path: Path | None, lines: int = 6, sep: str = "\n") -> str:
+    """The last ``lines`` lines of a log, joined by ``sep`` (``""`` when unreadable)."""
+    if path is None:
+        return "(output discarded)"
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return sep.join(text.strip().splitlines()[-lines:])
+
+
+# ------------------------------------------------------------------------------ the server
+
+
+class ReferenceServer:
+    """The embedded reference server over Streamable HTTP on 127.0.0.1:<free port>, as a process.
+
+    :meth:`start` doubles as the probe: it returns ``(False, message)`` when the process exits
+    (for example while ``--transport http`` is not built) or the port never opens.
+    """
+
+    def __init__(self, python: str, log_path: Path, host: str = "127.0.0.1", port: int | None = None) -> None:
+        self.python = python
+        self.host = host
+        self.port = port or free_port(host)
+        self.log_path = log_path
+        self.proc: subprocess.Popen[Any] | None = None
+        self._log: TextIO | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/mcp"
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid if self.proc is not None else 0
+
+    def argv(self) -> list[str]:
+        argv = [self.python, "-m", "mcpfast", "serve", "--transport", "http", "--host", self.host, "--port", str(self.port)]
+        # Churn abandons sessions on purpose: lift the session cap when the CLI has the option.
+        if "--max-sessions" in _serve_help(self.python):
+            argv += ["--max-sessions", "1000000"]
+        return argv
+
+    def start(self, timeout: float = SERVER_START_TIMEOUT) -> tuple[bool, str]:
+        self._log = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in stop()
+        argv = self.argv()
+        self._log.write("$ " + shlex.join(argv) + "\n")
+        self._log.flush()
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, cwd=str(repo_root()), env=child_env()
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                self._log.flush()
+                msg = log_tail(self.log_path) or f"exit code {self.proc.returncode}"
+                return False, f"`mcpfast serve --transport http` exited ({self.proc.returncode}): {msg}"
+            if port_open(self.host, self.port):
+                return True, f"embedded HTTP server pid {self.proc.pid} at {self.url}"
+            time.sleep(0.1)
+        self.stop()
+        return False, f"`mcpfast serve --transport http` did not open {self.host}:{self.port} within {timeout:g} s"
+
+    def stop(self) -> int | None:
+        code = stop_process(self.proc) if self.proc is not None else None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        return code
+
+    def __enter__(self) -> ReferenceServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+_HELP_CACHE: dict[str, str] = {}
+
+
+def _serve_help(python: str) -> str:
+    if python not in _HELP_CACHE:
+        try:
+            out = subprocess.run(
+                [python, "-m", "mcpfast", "serve", "--help"], capture_output=True, text=True, timeout=30, env=child_env()
+            )
+            _HELP_CACHE[python] = out.stdout + out.stderr
+        except (OSError, subprocess.TimeoutExpired):
+            _HELP_CACHE[python] = ""
+    return _HELP_CACHE[python]
