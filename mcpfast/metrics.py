@@ -23,8 +23,7 @@ import time
 from typing import Any, Final
 
 try:
-    from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-    from prometheus_client import multiprocess
+    from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
 except ImportError as exc:  # pragma: no cover - the extra is part of `make install`
     raise ImportError("--metrics needs prometheus-client: pip install 'mcpfast[metrics]'") from exc
 
@@ -49,11 +48,15 @@ class Metrics:
         if self.multiprocess:
             multiprocess.MultiProcessCollector(self.registry)
         self.requests = Counter("mcpfast_http_requests", "HTTP requests answered", ["method", "status"], registry=registry)
-        self.latency = Histogram("mcpfast_http_request_seconds", "request to the end of its answer", registry=registry,
-                                 buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0))
-        live = {"multiprocess_mode": "livesum"} if self.multiprocess else {}
-        self.sessions = Gauge("mcpfast_sessions_open", "handshake-era sessions held", registry=registry, **live)
-        self.streams = Gauge("mcpfast_streams_open", "SSE answers being written", registry=registry, **live)
+        self.latency = Histogram(
+            "mcpfast_http_request_seconds",
+            "request to the end of its answer",
+            registry=registry,
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0),
+        )
+        # livesum: summed over the live workers in multiprocess mode (ignored otherwise)
+        self.sessions = Gauge("mcpfast_sessions_open", "handshake-era sessions held", registry=registry, multiprocess_mode="livesum")
+        self.streams = Gauge("mcpfast_streams_open", "SSE answers being written", registry=registry, multiprocess_mode="livesum")
         self.store_ops = Counter("mcpfast_store_round_trips", "round trips to the shared session store", registry=registry)
         self.store_errors = Counter("mcpfast_store_errors", "failed round trips to the shared session store", registry=registry)
         self._children: dict[tuple[str, int], Any] = {}
@@ -123,7 +126,9 @@ class Metrics:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["path"] == self.path:
             status, headers, body = self._render()
-            await send({"type": "http.response.start", "status": status, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+            await send(
+                {"type": "http.response.start", "status": status, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
+            )
             await send({"type": "http.response.body", "body": body})
             return
         await self.transport(scope, receive, send)

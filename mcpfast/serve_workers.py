@@ -39,8 +39,10 @@ def check(workers: int, store: str | None) -> str | None:
     if workers < 1:
         return "--workers must be at least 1"
     if workers > 1 and (store is None or store == "memory"):
-        return (f"--workers {workers} needs a shared session store: with --store memory a session made by one "
-                "worker is unknown to the others (add --store redis://HOST:PORT/DB)")
+        return (
+            f"--workers {workers} needs a shared session store: with --store memory a session made by one "
+            "worker is unknown to the others (add --store redis://HOST:PORT/DB)"
+        )
     return None
 
 

@@ -34,8 +34,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
-import platform
 import shlex
 import subprocess
 import sys

@@ -72,8 +72,22 @@ class Redis:
         binary = shutil.which("redis-server")
         if binary is None:
             raise SystemExit("redis-server is not installed (make redis-install)")
-        self.argv = ["taskset", "-c", GENERATOR_CPU, binary, "--port", str(self.port), "--bind", "127.0.0.1",
-                     "--save", "", "--appendonly", "no", "--dir", str(workdir)]
+        self.argv = [
+            "taskset",
+            "-c",
+            GENERATOR_CPU,
+            binary,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+        ]
         self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         _wait(self.port, self.proc)
 
@@ -92,8 +106,20 @@ class Redis:
 
 def _serve(store: str, workers: int, pinned: bool, log: Path) -> tuple[subprocess.Popen[bytes], Served, list[str]]:
     port = _free_port()
-    argv = [sys.executable, "-m", "mcpfast", "serve", "--transport", "http", "--port", str(port),
-            "--max-sessions", "1000000", "--store", store]
+    argv = [
+        sys.executable,
+        "-m",
+        "mcpfast",
+        "serve",
+        "--transport",
+        "http",
+        "--port",
+        str(port),
+        "--max-sessions",
+        "1000000",
+        "--store",
+        store,
+    ]
     if workers > 1:
         argv += ["--workers", str(workers)]
     if pinned:
@@ -167,9 +193,14 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
                 rounds.append(entry)
         finally:
             redis.stop()
-    summary = {"rounds": rounds, "machine": machine(), "load_before": load_before, "load_after": os.getloadavg(),
-               "command": shlex.join([sys.executable, "-m", "mcpfast.bench.scale", *sys.argv[1:]]),
-               "redis": redis.argv}
+    summary = {
+        "rounds": rounds,
+        "machine": machine(),
+        "load_before": load_before,
+        "load_after": os.getloadavg(),
+        "command": shlex.join([sys.executable, "-m", "mcpfast.bench.scale", *sys.argv[1:]]),
+        "redis": redis.argv,
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     (out / "results.md").write_text(report(summary))
     return summary
@@ -182,14 +213,19 @@ def _median(rounds: list[dict[str, Any]], key: str, value: Any) -> float | None:
 
 def report(summary: dict[str, Any]) -> str:
     rounds = summary["rounds"]
-    lines = ["# Scale-out: the Redis session store against the memory store", "",
-             f"Command: `{summary['command']}` (under `flock /tmp/mcpfast-bench.lock`).",
-             f"Load average before/after: {summary['load_before']} / {summary['load_after']} "
-             "(2 cores shared with other work: see the note below).", "",
-             "Server pinned to core 0; generator (`mcpfast-load`) and `redis-server` pinned to core 1. "
-             f"Median of {len(rounds)} interleaved rounds (every round in summary.json).", "",
-             "| scenario | store | server CPU µs/op | rate (ops/s) | Redis commands/op | Redis CPU µs/op | ratio redis/memory (CPU) |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Scale-out: the Redis session store against the memory store",
+        "",
+        f"Command: `{summary['command']}` (under `flock /tmp/mcpfast-bench.lock`).",
+        f"Load average before/after: {summary['load_before']} / {summary['load_after']} "
+        "(2 cores shared with other work: see the note below).",
+        "",
+        "Server pinned to core 0; generator (`mcpfast-load`) and `redis-server` pinned to core 1. "
+        f"Median of {len(rounds)} interleaved rounds (every round in summary.json).",
+        "",
+        "| scenario | store | server CPU µs/op | rate (ops/s) | Redis commands/op | Redis CPU µs/op | ratio redis/memory (CPU) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for kind in ("calls", "handshakes"):
         base = _median(rounds, f"{kind}/memory", _per_op_us)
         for store in ("memory", "redis"):
@@ -202,10 +238,18 @@ def report(summary: dict[str, Any]) -> str:
             lines.append(f"| {kind} | {store} | {_f(cpu, 1)} | {_f(rate, 0)} | {_f(cmds, 3)} | {_f(rcpu, 1)} | {ratio} |")
     w1 = _median(rounds, "calls/redis/workers1", _rate)
     w2 = _median(rounds, "calls/redis/workers2", _rate)
-    lines += ["", "## --workers 2 against --workers 1 (Redis store, unpinned)", "",
-              "The generator and Redis run on the same 2 cores as the workers, so this shows what a second "
-              "worker adds on a machine that also generates the load, not the scaling on dedicated cores.", "",
-              "| workers | calls/s |", "|---|---|", f"| 1 | {_f(w1, 0)} |", f"| 2 | {_f(w2, 0)} |"]
+    lines += [
+        "",
+        "## --workers 2 against --workers 1 (Redis store, unpinned)",
+        "",
+        "The generator and Redis run on the same 2 cores as the workers, so this shows what a second "
+        "worker adds on a machine that also generates the load, not the scaling on dedicated cores.",
+        "",
+        "| workers | calls/s |",
+        "|---|---|",
+        f"| 1 | {_f(w1, 0)} |",
+        f"| 2 | {_f(w2, 0)} |",
+    ]
     if w1 and w2:
         lines.append(f"\nRatio 2/1: {w2 / w1:.2f}x")
     return "\n".join(lines) + "\n"

@@ -26,7 +26,6 @@ import argparse
 import contextlib
 import json
 import os
-import platform
 import shlex
 import statistics
 import subprocess

@@ -37,8 +37,7 @@ class SessionRecord:
 
     def encode(self) -> bytes:
         return orjson.dumps(
-            {"v": self.version, "c": self.capabilities, "i": self.client_info, "p": self.principal,
-             "t": self.created, "l": self.log_level}
+            {"v": self.version, "c": self.capabilities, "i": self.client_info, "p": self.principal, "t": self.created, "l": self.log_level}
         )
 
     @classmethod
@@ -101,5 +100,4 @@ class SessionStore(Protocol):
         """A key every process of this store shares (sealing 2026 ``requestState``); ``None``: none."""
         ...
 
-    async def aclose(self) -> None:
-        ...
+    async def aclose(self) -> None: ...

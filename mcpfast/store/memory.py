@@ -53,8 +53,10 @@ class MemoryStore:
         found = self._records.get(session_id)
         if found is not None:
             rec, deadline = found
-            self._records[session_id] = (SessionRecord(rec.id, rec.version, rec.capabilities, rec.client_info,
-                                                       rec.principal, rec.created, level), deadline)
+            self._records[session_id] = (
+                SessionRecord(rec.id, rec.version, rec.capabilities, rec.client_info, rec.principal, rec.created, level),
+                deadline,
+            )
         await self.publish("lvl", session_id, level)
 
     async def refresh(self, session_ids: list[str], ttl: float) -> list[str]:

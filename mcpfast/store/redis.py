@@ -8,9 +8,11 @@ Keys (``prefix`` defaults to ``mcpfast:``):
 * ``<prefix>secret``: the key that seals 2026 ``requestState`` (made once, by the first process).
 * channel ``<prefix>bus``: messages between processes (``SessionStore.publish``).
 
-Uses redis-py's asyncio client (hiredis parses replies when installed). Every call is one
-round trip: ``create`` is one script (cap check + insert, atomic), ``refresh`` one pipeline
-for any number of sessions, ``delete`` one pipeline (delete + publish).
+Uses redis-py's asyncio client (hiredis parses replies when installed). ``create`` is one
+script (cap check + insert, atomic), ``delete`` four commands (record, cap, SSE events,
+publish); the ``create`` and ``delete`` calls made in one event-loop turn share one pipeline
+(one round trip for many concurrent handshakes); ``refresh`` is one pipeline for any number
+of sessions.
 """
 
 from __future__ import annotations
@@ -77,11 +79,12 @@ class RedisStore:
         self._live = f"{prefix}live"
         self._channel = f"{prefix}bus"
         self._client: aredis.Redis | None = None
-        self._create: Any = None
         self._set_level: Any = None
         self._listener: asyncio.Task[None] | None = None
         self._callbacks: list[tuple[Callable[[Message], None], Callable[[], None]]] = []
         self._secret: bytes | None = None
+        self._queue: list[tuple[Callable[[Any], None], int, asyncio.Future[list[Any]]]] = []
+        self._sending: set[asyncio.Task[None]] = set()
 
     def _key(self, session_id: str) -> str:
         return f"{self.prefix}s:{session_id}"
@@ -95,10 +98,12 @@ class RedisStore:
         client = self._client
         if client is None:
             client = self._client = aredis.Redis.from_url(
-                self.url, socket_timeout=self.timeout, socket_connect_timeout=self.timeout,
-                retry=Retry(NoBackoff(), 0), health_check_interval=0,
+                self.url,
+                socket_timeout=self.timeout,
+                socket_connect_timeout=self.timeout,
+                retry=Retry(NoBackoff(), 0),
+                health_check_interval=0,
             )
-            self._create = client.register_script(_CREATE)
             self._set_level = client.register_script(_SET_LEVEL)
         return client
 
@@ -110,14 +115,55 @@ class RedisStore:
             self.errors += 1
             raise StoreUnavailable(f"session store unavailable: {exc.__class__.__name__}") from exc
 
+    async def _batched(self, add: Callable[[Any], None], count: int) -> list[Any]:
+        """Queue ``count`` commands (``add(pipeline)``); every command queued in one event-loop turn
+        goes out in one pipeline, so concurrent handshakes share their round trips."""
+        future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+        self._queue.append((add, count, future))
+        if len(self._queue) == 1:
+            asyncio.get_running_loop().call_soon(self._send_batch)
+        return await future
+
+    def _send_batch(self) -> None:
+        batch, self._queue = self._queue, []
+
+        async def run() -> Any:
+            async with self.client.pipeline(transaction=False) as pipe:
+                for add, _, _ in batch:
+                    add(pipe)
+                return await pipe.execute(raise_on_error=False)
+
+        async def deliver() -> None:
+            try:
+                results = await self._call(run)
+            except StoreUnavailable as exc:
+                for _, _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                return
+            at = 0
+            for _, count, future in batch:
+                part, at = results[at : at + count], at + count
+                failed = next((r for r in part if isinstance(r, Exception)), None)
+                if future.done():
+                    continue
+                if failed is not None:
+                    self.errors += 1
+                    future.set_exception(StoreUnavailable(f"session store: {failed}"))
+                else:
+                    future.set_result(part)
+
+        task = asyncio.get_running_loop().create_task(deliver())
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
     async def create(self, record: SessionRecord, max_sessions: int, ttl: float) -> bool:
-        client = self.client
         now = time.time()
-        done = await self._call(lambda: self._create(
-            keys=[self._live, self._key(record.id)],
-            args=[now - ttl, max_sessions, now, record.id, record.encode(), max(1, int(ttl * 1000))],
-            client=client,
-        ))
+        keys_args = (
+            self._live, self._key(record.id),
+            now - ttl, max_sessions, now, record.id, record.encode(), max(1, int(ttl * 1000)),
+        )  # fmt: skip
+        (done,) = await self._batched(lambda pipe: pipe.eval(_CREATE, 2, *keys_args), 1)
         return bool(done)
 
     async def load(self, session_id: str) -> SessionRecord | None:
@@ -125,15 +171,13 @@ class RedisStore:
         return None if data is None else SessionRecord.decode(session_id, data)
 
     async def delete(self, session_id: str) -> bool:
-        async def run() -> Any:
-            async with self.client.pipeline(transaction=False) as pipe:
-                pipe.delete(self._key(session_id))
-                pipe.zrem(self._live, session_id)
-                pipe.eval(_DELETE_EVENTS, 1, self.events_index(session_id))  # its SSE events (RedisEvents)
-                pipe.publish(self._channel, orjson.dumps(("del", session_id, "")))
-                return await pipe.execute()
+        def add(pipe: Any) -> None:
+            pipe.delete(self._key(session_id))
+            pipe.zrem(self._live, session_id)
+            pipe.eval(_DELETE_EVENTS, 1, self.events_index(session_id))  # its SSE events (RedisEvents)
+            pipe.publish(self._channel, orjson.dumps(("del", session_id, "")))
 
-        results = await self._call(run)
+        results = await self._batched(add, 4)
         return bool(results[0])
 
     async def set_level(self, session_id: str, level: str) -> None:
@@ -227,6 +271,8 @@ class RedisStore:
                 raise StoreUnavailable(f"session store unavailable at start-up: {exc}") from exc
             finally:
                 sync.close()
+            if not isinstance(value, bytes):
+                raise StoreUnavailable(f"session store: {key} holds no key")
             self._secret = bytes.fromhex(value.decode())
         return self._secret
 
@@ -300,7 +346,7 @@ class RedisEvents:
                 batch, self._queue = self._queue, []
                 ms = max(1, int(self.ttl * 1000))
 
-                async def run(batch: list[tuple[str, str, bytes]] = batch) -> Any:
+                async def run(batch: list[tuple[str, str, bytes]] = batch, ms: int = ms) -> Any:
                     async with self.store.client.pipeline(transaction=False) as pipe:
                         for key, session, entry in batch:
                             pipe.rpush(key, entry)
@@ -323,10 +369,10 @@ class RedisEvents:
         found: tuple[str, list[tuple[str, bytes]]] | None = None
         if sep:
             entries = await self.store._call(lambda: self.store.client.lrange(self._list(session, stream), 0, -1))
-            events = [(e[:i].decode(), e[i + 1:]) for e in entries if (i := e.find(b" ")) > 0]
+            events = [(e[:i].decode(), e[i + 1 :]) for e in entries if (i := e.find(b" ")) > 0]
             ids = [eid for eid, _ in events]
             if last_event_id in ids:
-                found = (stream, events[ids.index(last_event_id) + 1:])
+                found = (stream, events[ids.index(last_event_id) + 1 :])
             else:
                 at = _after_lost(ids, last_event_id)
                 if at is not None:

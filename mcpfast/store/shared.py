@@ -24,7 +24,6 @@ On the hot path (a request for a cached session) nothing here makes a round trip
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import secrets
 import time
@@ -56,8 +55,7 @@ def _unavailable(rid: Any = None) -> Reply:
 
 async def _send(send: Send, reply: Reply) -> None:
     status, headers, body = reply
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-length", str(len(body)).encode()), *headers]})
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-length", str(len(body)).encode()), *headers]})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -162,8 +160,7 @@ class SharedSessions:
         """Keep a new session in the store, then answer its ``initialize`` (503 when full or unreachable)."""
         transport = self.transport
         engine = sess.conn.session
-        record = SessionRecord(sess.id, engine.version or "", engine.client_capabilities, engine.client_info,
-                               sess.principal, time.time())
+        record = SessionRecord(sess.id, engine.version or "", engine.client_capabilities, engine.client_info, sess.principal, time.time())
 
         async def deferred(receive: Receive, send: Send) -> None:
             self._start()
@@ -243,11 +240,20 @@ class SharedSessions:
 
     def _rebuild(self, record: SessionRecord) -> _Session | None:
         """The engine session of ``record``: its handshake replayed through the engine's input."""
-        init = core.decode(orjson.dumps({
-            "jsonrpc": "2.0", "id": 0, "method": m.INITIALIZE,
-            "params": {"protocolVersion": record.version, "capabilities": record.capabilities,
-                       "clientInfo": record.client_info or {}},
-        }))
+        init = core.decode(
+            orjson.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": m.INITIALIZE,
+                    "params": {
+                        "protocolVersion": record.version,
+                        "capabilities": record.capabilities,
+                        "clientInfo": record.client_info or {},
+                    },
+                }
+            )
+        )
         sess, _ = self.transport._open_session(record.id, init, record.principal)
         if sess is None or sess.version != record.version:
             if sess is not None:
@@ -256,8 +262,7 @@ class SharedSessions:
         conn = sess.conn
         conn.feed(_INITIALIZED)
         if record.log_level is not None:
-            conn.feed(orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": m.LOGGING_SET_LEVEL,
-                                    "params": {"level": record.log_level}}))
+            conn.feed(orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": m.LOGGING_SET_LEVEL, "params": {"level": record.log_level}}))
         conn.session.records_to_send()  # the replayed handshake's answers: nobody's to read
         return sess
 
@@ -327,8 +332,8 @@ class SharedSessions:
             if not isinstance(decoded, list) and decoded.id in sess.conn.session.pending_requests():
                 sess.conn.feed(raw)
         elif kind == "get" and sess.get.attached:
-            eid, _, message = data.partition(" ")
-            raw = message.encode()
+            eid, _, text = data.partition(" ")
+            raw = text.encode()
             if self.events is not None:
                 self.events.forwarded(raw, eid)  # kept already, under that id: sent here, not kept twice
             sess.get.push(raw)

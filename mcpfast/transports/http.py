@@ -422,7 +422,7 @@ class HttpTransport:
 
     # ------------------------------------------------------ handshake era
 
-    def _initialize(self, decoded: Any, principal: str | None) -> Reply:
+    def _initialize(self, decoded: Any, principal: str | None) -> Reply | Deferred:
         if len(self.sessions) >= self.max_sessions:
             return _reply(
                 503, _error_body(INTERNAL_ERROR, "server busy: too many sessions", rid=decoded.id), [(b"retry-after", b"1")]

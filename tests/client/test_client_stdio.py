@@ -6,7 +6,6 @@ import json
 import sys
 
 import pytest
-
 from _client_support import FAKE, SDK
 
 

@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
 from scale_client import Mcp
 
 
@@ -58,9 +57,23 @@ class RedisServer:
         if binary is None:
             pytest.fail("redis-server is not installed (make test installs Debian's redis-server)")
         self.proc = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(self.workdir), "--protected-mode", "yes"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.workdir),
+                "--protected-mode",
+                "yes",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         _wait_port(self.port, self.proc, "redis-server")
 
@@ -91,8 +104,19 @@ class Serve:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        cmd = [sys.executable, "-m", "mcpfast", "serve", "--transport", "http", "--fixture", "conformance",
-               "--port", str(self.port), *self.args]
+        cmd = [
+            sys.executable,
+            "-m",
+            "mcpfast",
+            "serve",
+            "--transport",
+            "http",
+            "--fixture",
+            "conformance",
+            "--port",
+            str(self.port),
+            *self.args,
+        ]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         with self.log.open("ab") as log:  # the process's stderr, for a failing test to show
             self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log)
@@ -121,8 +145,10 @@ def servers(redis: RedisServer, tmp_path: Path) -> Iterator[Callable[..., list[S
     started: list[Serve] = []
 
     def start(n: int = 2, *extra: str) -> list[Serve]:
-        batch = [Serve(["--store", redis.url, "--session-idle-timeout", "30", *extra], tmp_path / f"serve{len(started) + i}.log")
-                 for i in range(n)]
+        batch = [
+            Serve(["--store", redis.url, "--session-idle-timeout", "30", *extra], tmp_path / f"serve{len(started) + i}.log")
+            for i in range(n)
+        ]
         for s in batch:
             s.start()
             started.append(s)

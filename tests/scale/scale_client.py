@@ -132,9 +132,13 @@ class Mcp:
         return body
 
     def initialize(self, capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
-        status, headers, data = self.raw("POST", self.request_body("initialize", {
-            "protocolVersion": VERSION, "capabilities": capabilities or {},
-            "clientInfo": {"name": "scale-test", "version": "1"}}))
+        status, headers, data = self.raw(
+            "POST",
+            self.request_body(
+                "initialize",
+                {"protocolVersion": VERSION, "capabilities": capabilities or {}, "clientInfo": {"name": "scale-test", "version": "1"}},
+            ),
+        )
         assert status == 200, (status, data)
         self.session = headers["mcp-session-id"]
         status, _, _ = self.raw("POST", {"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -149,16 +153,18 @@ class Mcp:
 
     def ask_me(self) -> Sse:
         """Call the fixture's ``test_elicitation`` tool: its answer streams (the question first)."""
-        status, stream = self.open("POST", self.request_body(
-            "tools/call", {"name": "test_elicitation", "arguments": {"message": "who?"}}))
+        status, stream = self.open("POST", self.request_body("tools/call", {"name": "test_elicitation", "arguments": {"message": "who?"}}))
         assert status == 200 and not isinstance(stream, bytes), (status, stream)
         return stream
 
     @staticmethod
     def accept(ask: dict[str, Any], username: str) -> dict[str, Any]:
         """The client's answer to an ``elicitation/create`` request."""
-        return {"jsonrpc": "2.0", "id": ask["id"],
-                "result": {"action": "accept", "content": {"username": username, "email": f"{username}@example.test"}}}
+        return {
+            "jsonrpc": "2.0",
+            "id": ask["id"],
+            "result": {"action": "accept", "content": {"username": username, "email": f"{username}@example.test"}},
+        }
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> tuple[int, Any]:
         status, _, data = self.raw("POST", self.request_body(method, params))

@@ -29,8 +29,11 @@ def proxied(servers, tmp_path: Path) -> Iterator[tuple[str, Path]]:  # noqa: ANN
     port = free_port()
     log = tmp_path / "proxy.log"
     with log.open("wb") as out:
-        proxy = subprocess.Popen([sys.executable, str(Path(__file__).parent / "rr_proxy.py"), str(port), str(a.port), str(b.port)],
-                                 stdout=out, stderr=subprocess.STDOUT)
+        proxy = subprocess.Popen(
+            [sys.executable, str(Path(__file__).parent / "rr_proxy.py"), str(port), str(a.port), str(b.port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         _wait_port(port, proxy, "rr_proxy")
         yield f"http://127.0.0.1:{port}/mcp", log

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
-
 from scale_client import Mcp, until
 
 pytestmark = pytest.mark.timeout(120)
-
 
 
 def test_redis_down_then_back(servers, redis) -> None:  # noqa: ANN001
@@ -20,8 +17,12 @@ def test_redis_down_then_back(servers, redis) -> None:  # noqa: ANN001
     redis.stop()
     # A new session cannot be kept: 503 with a JSON-RPC error body, and the process lives on.
     for s in (a, b):
-        status, headers, data = Mcp(s.port).raw("POST", Mcp(s.port).request_body("initialize", {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}))
+        status, headers, data = Mcp(s.port).raw(
+            "POST",
+            Mcp(s.port).request_body(
+                "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+            ),
+        )
         assert status == 503
         error = json.loads(data)
         assert error["jsonrpc"] == "2.0" and error["error"]["code"] == -32603 and "store" in error["error"]["message"]
@@ -82,6 +83,10 @@ def test_session_cap_is_global(servers) -> None:  # noqa: ANN001
     Mcp(a.port).initialize()
     for s in (a, b):
         probe = Mcp(s.port)
-        status, _, data = probe.raw("POST", probe.request_body("initialize", {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}))
+        status, _, data = probe.raw(
+            "POST",
+            probe.request_body(
+                "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+            ),
+        )
         assert status == 503 and "too many sessions" in json.loads(data)["error"]["message"]

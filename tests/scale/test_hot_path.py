@@ -18,9 +18,17 @@ CALLS = 300
 
 
 def _post(url: str, session: str, body: dict) -> int:  # type: ignore[type-arg]
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST", headers={
-        "accept": "application/json, text/event-stream", "content-type": "application/json",
-        "mcp-protocol-version": "2025-11-25", "mcp-session-id": session})
+    req = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={
+            "accept": "application/json, text/event-stream",
+            "content-type": "application/json",
+            "mcp-protocol-version": "2025-11-25",
+            "mcp-session-id": session,
+        },
+    )
     with urllib.request.urlopen(req, timeout=10) as resp:
         resp.read()
         return resp.status

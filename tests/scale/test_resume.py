@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from scale_client import Mcp
 
 pytestmark = pytest.mark.timeout(120)

@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from scale_client import Mcp, until
 
 pytestmark = pytest.mark.timeout(120)
-
 
 
 def test_session_hops_between_processes(servers) -> None:  # noqa: ANN001
@@ -53,12 +51,13 @@ def test_log_level_set_on_one_process_holds_on_the_other(servers) -> None:  # no
     assert client.on(b.port).call("ping")[0] == 200  # b caches the session before the change
     status, reply = client.call("logging/setLevel", {"level": "error"})
     assert status == 200 and reply["result"] == {}
+
     # test_tool_with_logging logs at info: below "error", so nothing but the answer comes back
     def quiet_on_b() -> bool:
-        status, out = client.on(b.port).open(
-            "POST", client.request_body("tools/call", {"name": "test_tool_with_logging", "arguments": {}}))
+        status, out = client.on(b.port).open("POST", client.request_body("tools/call", {"name": "test_tool_with_logging", "arguments": {}}))
         messages = [json.loads(out)] if isinstance(out, bytes) else [e[1] for e in out.drain()]
         return all("method" not in msg for msg in messages) and messages[-1].get("result") is not None
+
     until(quiet_on_b, what="log level reaching b")
 
 
@@ -91,19 +90,19 @@ def test_get_stream_notification_crosses_over(servers) -> None:  # noqa: ANN001
 
 def test_sealed_2026_state_crosses_over(servers) -> None:  # noqa: ANN001
     a, b = servers(2)
-    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
-            "io.modelcontextprotocol/clientInfo": {"name": "scale-test", "version": "1"}}
-    headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call",
-               "mcp-name": "test_input_required_result_request_state"}
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "scale-test", "version": "1"},
+    }
+    headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "test_input_required_result_request_state"}
     first = Mcp(a.port)
     params = {"name": "test_input_required_result_request_state", "arguments": {}, "_meta": meta}
     status, _, data = first.raw("POST", first.request_body("tools/call", params), headers)
     assert status == 200, data
     result = json.loads(data)["result"]
     assert result["resultType"] == "input_required"
-    retry = dict(params, inputResponses={"confirm": {"action": "accept", "content": {"ok": True}}},
-                 requestState=result["requestState"])
+    retry = dict(params, inputResponses={"confirm": {"action": "accept", "content": {"ok": True}}}, requestState=result["requestState"])
     second = Mcp(b.port)
     status, _, data = second.raw("POST", second.request_body("tools/call", retry), headers)
     assert status == 200, data

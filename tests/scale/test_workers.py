@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from conftest import _wait_port, free_port
-
 from scale_client import Mcp
 
 pytestmark = pytest.mark.timeout(120)
@@ -31,8 +30,7 @@ def _children(pid: int) -> set[int]:
 
 
 def _serve(port: int, *args: str) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, "-m", "mcpfast", "serve", "--transport", "http", "--fixture", "conformance",
-           "--port", str(port), *args]
+    cmd = [sys.executable, "-m", "mcpfast", "serve", "--transport", "http", "--fixture", "conformance", "--port", str(port), *args]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
