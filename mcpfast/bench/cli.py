@@ -91,7 +91,7 @@ def _bench(args: argparse.Namespace) -> int:
     else:
         transports = ("stdio", "http") if args.transport == "both" else (args.transport,)
         explicit = True
-    out = Path(args.out) if args.out else Path("bench_results") / _dt.datetime.now(_dt.UTC).strftime("%Y%m%d-%H%M%S")
+    out = Path(args.out) if args.out else Path("bench_results") / _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
     families = tuple(f for f in FAMILIES if f in args.family) if args.family else FAMILIES
     loadtests = Path(args.loadtests).resolve() if args.loadtests else default_loadtests()
     if not (loadtests / "handshake.py").is_file():

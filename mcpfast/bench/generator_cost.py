@@ -29,6 +29,7 @@ import argparse
 import csv
 import json
 import os
+import platform
 import shutil
 import statistics
 import subprocess
@@ -133,7 +134,7 @@ def serve(host: str = "127.0.0.1", port: int = 0, lifetime: float = 900.0) -> No
         print(f"PORT {srv.sockets[0].getsockname()[1]}", flush=True)
         try:
             await asyncio.wait_for(srv.serve_forever(), lifetime)
-        except (TimeoutError, asyncio.CancelledError):
+        except (asyncio.TimeoutError, asyncio.CancelledError):
             pass
 
     asyncio.run(main())

@@ -34,6 +34,8 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
+import platform
 import shlex
 import subprocess
 import sys

@@ -404,7 +404,7 @@ def render_console(summary: dict[str, Any]) -> str:
     def fmt(cells: list[str]) -> str:
         return "  ".join(c.ljust(widths[i]) if i < 2 else c.rjust(widths[i]) for i, c in enumerate(cells)).rstrip()
 
-    lines = ["mcpfast ÷ peer (rps > 1: mcpfast serves more; p50/p99 < 1: mcpfast answers sooner)", fmt(header)]
+    lines = [f"mcpfast ÷ peer (rps > 1: mcpfast serves more; p50/p99 < 1: mcpfast answers sooner)", fmt(header)]
     lines.append(fmt(["-" * w for w in widths]))
     lines.extend(fmt(b) for b in body)
     return "\n".join(lines)
@@ -661,7 +661,7 @@ def run_peers(cfg: PeersConfig, stream: TextIO | None = None) -> int:
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "command_line": cfg.command_line,
-        "started_at": _dt.datetime.fromtimestamp(started, _dt.UTC).isoformat(timespec="seconds"),
+        "started_at": _dt.datetime.fromtimestamp(started, _dt.timezone.utc).isoformat(timespec="seconds"),
         "wall_time_s": None,
         "loadavg_start": loadavg_start,
         "loadavg_end": loadavg_end,

@@ -551,7 +551,7 @@ def run_bench(cfg: BenchConfig, stream: TextIO | None = None, make_plots: bool =
         "format_version": SUMMARY_VERSION,
         "run": cfg.out.name,
         "command_line": cfg.command_line,
-        "started_at": _dt.datetime.fromtimestamp(started, _dt.UTC).isoformat(timespec="seconds"),
+        "started_at": _dt.datetime.fromtimestamp(started, _dt.timezone.utc).isoformat(timespec="seconds"),
         "wall_time_s": None,
         "machine": machine_info(),
         "config": {

@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import json
 import os
+import platform
 import shlex
 import statistics
 import subprocess

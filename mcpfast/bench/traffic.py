@@ -6,10 +6,11 @@ lines)."""
 from __future__ import annotations
 
 import random
-from types import ModuleType
 from typing import Any
 
 import orjson
+
+from types import ModuleType
 
 from mcpfast.core import load
 

@@ -45,6 +45,7 @@ from mcpfast.protocol.meta import META_CLIENT_INFO, META_SERVER_INFO
 from mcpfast.protocol.meta import META_PROTOCOL_VERSION as META_VERSION
 from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, STATELESS_VERSIONS
 
+
 __all__ = [
     "AUTO",
     "CallResult",

@@ -40,23 +40,23 @@ from mcpfast.engine.events import (
 from mcpfast.engine.request import InboundRequest
 from mcpfast.engine.rules import log_level_rank
 from mcpfast.protocol import methods as m
-from mcpfast.protocol.errors import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
-    URL_ELICITATION_REQUIRED,
-    McpError,
-    meta_required,
-    unsupported_version,
-)
 from mcpfast.protocol.meta import (
     META_CLIENT_CAPABILITIES,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
     META_SUBSCRIPTION_ID,
+)
+from mcpfast.protocol.errors import (
+    INTERNAL_ERROR,
+    URL_ELICITATION_REQUIRED,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    McpError,
+    meta_required,
+    unsupported_version,
 )
 from mcpfast.protocol.versions import (
     BATCH_VERSIONS,

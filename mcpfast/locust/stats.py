@@ -36,6 +36,8 @@ percentile table; ``<prefix>`` is ``--mcp-histogram-out``, else the ``--csv`` pr
 
 from __future__ import annotations
 
+import locust  # first: Locust's import gevent-patches the stdlib, before anything else imports it
+
 import json
 import logging
 import os
@@ -43,7 +45,6 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-import locust  # first: Locust's import gevent-patches the stdlib, before anything else imports it
 from locust.runners import MasterRunner, WorkerRunner
 
 from mcpfast.locust.histogram import Histogram, HistogramSet

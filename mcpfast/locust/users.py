@@ -22,11 +22,12 @@ Nothing is spawned or connected at import or construction: the client is built i
 
 from __future__ import annotations
 
+import locust  # noqa: F401, I001 - first: Locust's import gevent-patches the stdlib
+
 import json
 from typing import Any
 
 import gevent
-import locust  # noqa: F401, I001 - first: Locust's import gevent-patches the stdlib
 from locust import User
 
 from mcpfast.client.base import McpClient

@@ -31,8 +31,8 @@ from mcpfast.protocol.schema import known_fields
 from mcpfast.protocol.versions import V2025_06_18, supports
 from mcpfast.server._typeschema import function_schema, type_schema
 from mcpfast.server._validate import ArgumentValidator
-from mcpfast.server.connection import Connection
 from mcpfast.server.content import ToolResult
+from mcpfast.server.connection import Connection
 from mcpfast.server.context import Context
 from mcpfast.server.uri_template import UriTemplate, is_template
 

@@ -6,6 +6,7 @@ Names, arguments and results follow the "Fixture contract" exactly; change both 
 from __future__ import annotations
 
 import asyncio
+import base64
 import struct
 import zlib
 from typing import Any

@@ -6,6 +6,7 @@ import json
 import sys
 
 import pytest
+
 from _client_support import FAKE, SDK
 
 

@@ -9,6 +9,8 @@ collecting the file.)
 
 from __future__ import annotations
 
+import locust  # noqa: I001 - first, so gevent patches the stdlib before anything else imports it
+
 import argparse
 import json
 import logging
@@ -17,13 +19,12 @@ import sys
 import time
 
 import gevent
-import locust  # noqa: I001 - first, so gevent patches the stdlib before anything else imports it
-import locust.runners
 from locust import User, constant, task
 from locust.argument_parser import get_parser
 from locust.env import Environment
 from locust.event import Events
 
+import locust.runners
 from mcpfast.locust import stats as mstats
 
 RECORDS: dict[int, int] = {}  # id(environment) -> records made by that environment's users
