@@ -99,6 +99,15 @@ class Redis:
         out = subprocess.run(["redis-cli", "-p", str(self.port), "info", "stats"], capture_output=True, text=True, check=True).stdout
         return next(int(line.split(":")[1]) for line in out.splitlines() if line.startswith("total_commands_processed:"))
 
+    def command_usec(self) -> int:
+        """Microseconds Redis spent executing commands so far (``INFO commandstats``; no I/O)."""
+        out = subprocess.run(["redis-cli", "-p", str(self.port), "info", "commandstats"], capture_output=True, text=True, check=True).stdout
+        total = 0
+        for line in out.splitlines():
+            if line.startswith("cmdstat_") and "usec=" in line:
+                total += int(line.split("usec=")[1].split(",")[0])
+        return total
+
     def stop(self) -> None:
         self.proc.kill()
         self.proc.wait()
@@ -155,9 +164,11 @@ def one(kind: str, store_name: str, redis: Redis, workers: int, pinned: bool, op
     try:
         redis_cpu = cpu_seconds(redis.proc.pid)
         commands = redis.commands()
+        usec = redis.command_usec()
         result = measure_rate(served, kind, _scenario(kind, opts.duration, opts.warmup), opts.duration + opts.warmup + 60)  # type: ignore[arg-type]
         result["redis_cpu_seconds"] = round(cpu_seconds(redis.proc.pid) - redis_cpu, 3)
-        result["redis_commands"] = redis.commands() - commands - 1  # minus the first INFO itself
+        result["redis_command_usec"] = redis.command_usec() - usec
+        result["redis_commands"] = redis.commands() - commands - 3  # minus the INFO calls counted in between
         result["server_argv"] = shlex.join(argv)
         result["server_processes"] = len(process_tree(proc.pid))
     finally:
@@ -236,6 +247,7 @@ def report(summary: dict[str, Any]) -> str:
             rcpu = _median(rounds, key, lambda r: r["redis_cpu_seconds"] * 1e6 / max(1, _ops(r)))
             ratio = f"{cpu / base:.2f}x" if cpu and base and store == "redis" else ""
             lines.append(f"| {kind} | {store} | {_f(cpu, 1)} | {_f(rate, 0)} | {_f(cmds, 3)} | {_f(rcpu, 1)} | {ratio} |")
+    lines += ["", "## How much one Redis carries (estimate from the measured Redis CPU)", ""] + _estimate(rounds)
     w1 = _median(rounds, "calls/redis/workers1", _rate)
     w2 = _median(rounds, "calls/redis/workers2", _rate)
     lines += [
@@ -253,6 +265,47 @@ def report(summary: dict[str, Any]) -> str:
     if w1 and w2:
         lines.append(f"\nRatio 2/1: {w2 / w1:.2f}x")
     return "\n".join(lines) + "\n"
+
+
+FLUSH_PERIOD = 2.0
+"""``SharedSessions.flush_period`` at the default idle timeout: one refresh per period per process."""
+
+
+def _estimate(rounds: list[dict[str, Any]]) -> list[str]:
+    """Handshakes/s and live sessions one Redis core carries, from Redis's own CPU per operation.
+
+    A tools/call makes no Redis round trip; what calls cost Redis is the batched refresh of
+    the sessions they keep alive (one PEXPIRE per session and one ZADD per process per flush
+    period), so the calls a Redis carries are bounded by sessions, not by calls/s.
+    """
+    hs = _median(rounds, "handshakes/redis", lambda r: r["redis_command_usec"] / max(1, _ops(r)))
+    # the calls run: 32 sessions made and deleted (their share measured by the handshakes run)
+    # and refreshed once per flush period; the rest of Redis's command time is the refreshes
+    per_hs = hs or 0.0
+    refresh = _median(
+        rounds,
+        "calls/redis",
+        lambda r: max(0.0, r["redis_command_usec"] - 32 * per_hs) / max(1.0, 32 * r["run_wall_seconds"] / FLUSH_PERIOD),
+    )
+    out = []
+    if hs:
+        out.append(
+            f"- handshake (create + DELETE): {hs:.1f} µs of Redis command time -> about {1e6 / hs:,.0f} handshakes/s per Redis "
+            "core, shared by all N processes (N does not change the Redis work per handshake)."
+        )
+    if refresh:
+        out.append(
+            f"- keeping one session alive: {refresh:.2f} µs of Redis command time per flush period ({FLUSH_PERIOD:.0f} s) -> "
+            f"about {FLUSH_PERIOD * 1e6 / refresh:,.0f} live sessions per Redis core, whatever their calls/s; "
+            "calls/s then scale with N processes (each call costs Redis nothing)."
+        )
+    out.append(
+        "- command time is Redis's own `INFO commandstats` accounting (execution only, not socket I/O, which "
+        "typically costs Redis as much again or more): read these as upper bounds for one Redis core to itself; "
+        "here Redis shares core 1 with the generator. A DELETE also fans out one pub/sub message per subscribed "
+        "process, so the handshake cost grows slowly with N."
+    )
+    return out
 
 
 def _ops(result: dict[str, Any]) -> int:
