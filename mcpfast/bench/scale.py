@@ -234,7 +234,7 @@ def report(summary: dict[str, Any]) -> str:
         "Server pinned to core 0; generator (`mcpfast-load`) and `redis-server` pinned to core 1. "
         f"Median of {len(rounds)} interleaved rounds (every round in summary.json).",
         "",
-        "| scenario | store | server CPU µs/op | rate (ops/s) | Redis commands/op | Redis CPU µs/op | ratio redis/memory (CPU) |",
+        "| scenario | store | server CPU µs/op | rate (ops/s) | Redis commands/op | Redis CPU µs/op (10 ms ticks: coarse) | ratio redis/memory (CPU) |",
         "|---|---|---|---|---|---|---|",
     ]
     for kind in ("calls", "handshakes"):
@@ -247,7 +247,7 @@ def report(summary: dict[str, Any]) -> str:
             rcpu = _median(rounds, key, lambda r: r["redis_cpu_seconds"] * 1e6 / max(1, _ops(r)))
             ratio = f"{cpu / base:.2f}x" if cpu and base and store == "redis" else ""
             lines.append(f"| {kind} | {store} | {_f(cpu, 1)} | {_f(rate, 0)} | {_f(cmds, 3)} | {_f(rcpu, 1)} | {ratio} |")
-    lines += ["", "## How much one Redis carries (estimate from the measured Redis CPU)", ""] + _estimate(rounds)
+    lines += ["", "## How much one Redis carries (estimate from Redis's measured command time)", ""] + _estimate(rounds)
     w1 = _median(rounds, "calls/redis/workers1", _rate)
     w2 = _median(rounds, "calls/redis/workers2", _rate)
     lines += [
