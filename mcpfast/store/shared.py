@@ -27,6 +27,7 @@ import asyncio
 import logging
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
@@ -38,7 +39,15 @@ from mcpfast.store.base import Message, SessionRecord, StoreUnavailable
 
 if TYPE_CHECKING:
     from mcpfast.store.base import SessionStore
-    from mcpfast.transports.http import Deferred, HttpTransport, Receive, Reply, Send, _Session
+
+# The transport's types, loosely: this module is imported by mcpfast.transports.http and must
+# not import it back (tests/test_import_cycles.py).
+HttpTransport = Any
+_Session = Any
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+Reply = tuple[int, Any, bytes]
+Deferred = Callable[[Receive, Send], Awaitable[None]]
 
 __all__ = ["SharedSessions"]
 
