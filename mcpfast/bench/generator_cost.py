@@ -29,7 +29,6 @@ import argparse
 import csv
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -460,7 +459,7 @@ def run_benchmark(out: Path, users: int = 64, seconds: float = 10.0, repeats: in
         },
     }
     result["summary"]["meets_target"] = bool(valid) and statistics.median(valid) >= 0.8
-    (out / "generator_cost.json").write_text(json.dumps(result, indent=2) + "\n")
+    procs.write_json(out / "generator_cost.json", result)
     (out / "generator_cost.md").write_text(render_markdown(result))
     try:
         plot(result, out / "generator_cost.png")

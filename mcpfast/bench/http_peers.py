@@ -34,8 +34,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
-import platform
 import shlex
 import subprocess
 import sys
@@ -47,7 +45,7 @@ from typing import Any
 
 from mcpfast._argtypes import int_at_least
 from mcpfast.bench.peer_servers import PEERS, PeerNotAvailable, RunningServer, peer_versions, start_http
-from mcpfast.bench.procs import cpu_seconds, log_path, machine_info, process_tree, rss_kib
+from mcpfast.bench.procs import cpu_seconds, log_path, machine_info, process_tree, rss_kib, write_summary
 from mcpfast.transports.http_runner import DEFAULT_RUNNER, RUNNERS
 
 __all__ = ["main", "run"]
@@ -550,7 +548,7 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
     if runners:
         summary["runners"] = runners
     summary["finished"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S")
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_summary(out, summary)
     print(report(summary, out))
     if not opts.no_plots:
         plot(summary, out)

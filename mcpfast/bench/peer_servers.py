@@ -33,11 +33,9 @@ import os
 import platform
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path

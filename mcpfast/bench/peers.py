@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mcpfast._argtypes import finite_positive, int_at_least
-from mcpfast.bench.procs import log_path, machine_info
+from mcpfast.bench.procs import log_path, machine_info, write_summary
 
 __all__ = ["PeersConfig", "main", "parse_cpus", "ratio_rows", "render_readme", "run_peers"]
 
@@ -564,7 +564,6 @@ def run_peers(cfg: PeersConfig, stream: TextIO | None = None) -> int:
     """Run every scenario on every server; write ``summary.json``, ``README.md`` and the plots;
     print the ratio table; return 0 when everything ran without failures, else 1."""
     from mcpfast.bench.peer_servers import PEERS, PeerNotAvailable, peer_versions
-    from mcpfast.bench.run import _write_summary
 
     out_stream = sys.stdout if stream is None else stream
     cfg.out.mkdir(parents=True, exist_ok=True)
@@ -600,7 +599,7 @@ def run_peers(cfg: PeersConfig, stream: TextIO | None = None) -> int:
         sruns = [r for r in runs if r["server"] == s]
         merged = _merge_server_summary(cfg, s, sruns, machine)
         (cfg.out / s).mkdir(parents=True, exist_ok=True)
-        _write_summary(cfg.out / s, merged)
+        write_summary(cfg.out / s, merged)
         if cfg.make_plots and cfg.server_plots and any(r.get("rows") for r in sruns):
             from mcpfast.bench.report import generate_plots
 
@@ -608,7 +607,7 @@ def run_peers(cfg: PeersConfig, stream: TextIO | None = None) -> int:
                 merged["plots"] = [p.name for p in generate_plots(cfg.out / s, merged)]
             except Exception as exc:  # a plotting bug must not lose the measurements
                 merged["problems"].append(f"plots: {type(exc).__name__}: {exc}")
-            _write_summary(cfg.out / s, merged)
+            write_summary(cfg.out / s, merged)
     scenarios = ratio_rows(runs, cfg.servers)
     problems = [f"{r['server']} {r['family']}/{r['transport']}: {p}" for r in runs for p in r.get("problems", [])]
     for sc in scenarios:
@@ -688,7 +687,7 @@ def run_peers(cfg: PeersConfig, stream: TextIO | None = None) -> int:
         "plots": [],
     }
     summary["wall_time_s"] = round(time.monotonic() - t0, 2)
-    _write_summary(cfg.out, summary)
+    write_summary(cfg.out, summary)
     if cfg.make_plots:
         try:
             summary["plots"] = [p.name for p in draw_plots(cfg.out, summary)]
@@ -696,7 +695,7 @@ def run_peers(cfg: PeersConfig, stream: TextIO | None = None) -> int:
             summary["problems"].append(f"plots: {type(exc).__name__}: {exc}")
             summary["ok"] = False
     summary["wall_time_s"] = round(time.monotonic() - t0, 2)
-    _write_summary(cfg.out, summary)
+    write_summary(cfg.out, summary)
     (cfg.out / "README.md").write_text(render_readme(summary), encoding="utf-8")
     out_stream.write(render_console(summary) + "\n")
     for p in summary["problems"]:

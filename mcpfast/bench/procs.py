@@ -8,11 +8,14 @@ measures processes the same way, so the figures they print are comparable:
 * :func:`rss_kib` (the client's): ``VmRSS`` from ``/proc/<pid>/status``; :func:`process_tree` / :func:`child_pids`;
 * :func:`free_port`, :func:`port_open`; :func:`pinned` (``taskset -c``); :func:`stop_process`;
 * :func:`log_path` (logs go to an ignored ``logs/`` folder beside the results) and :func:`log_tail`;
+* :func:`write_json` / :func:`write_summary`: every benchmark's results file, written the same
+  way (atomically, indented, paths and dataclasses as JSON);
 * :class:`ReferenceServer`: the embedded reference server over Streamable HTTP, as a process.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import shlex
@@ -22,6 +25,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -47,6 +51,8 @@ __all__ = [
     "repo_root",
     "rss_kib",
     "stop_process",
+    "write_json",
+    "write_summary",
 ]
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -259,6 +265,31 @@ def log_tail(path: Path | None, lines: int = 6, sep: str = "\n") -> str:
     except OSError:
         return ""
     return sep.join(text.strip().splitlines()[-lines:])
+
+
+# ----------------------------------------------------------------------------------- results
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "__dataclass_fields__"):
+        return asdict(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write a results file atomically (a reader never sees half of it): indented, newline-ended."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=2, default=_json_default)
+        fh.write("\n")
+    os.replace(tmp, path)
+
+
+def write_summary(out: Path, summary: dict[str, Any]) -> None:
+    """``<out>/summary.json``."""
+    write_json(out / "summary.json", summary)
 
 
 # ------------------------------------------------------------------------------ the server

@@ -22,13 +22,12 @@ from __future__ import annotations
 import csv
 import datetime as _dt
 import json
-import os
 import shlex
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -42,6 +41,7 @@ from mcpfast.bench.procs import (
     repo_root,
     rss_kib,
     stop_process,
+    write_summary,
 )
 
 __all__ = [
@@ -578,7 +578,7 @@ def run_bench(cfg: BenchConfig, stream: TextIO | None = None, make_plots: bool =
         "plots": [],
     }
     summary["wall_time_s"] = round(time.monotonic() - t0, 2)
-    _write_summary(cfg.out, summary)
+    write_summary(cfg.out, summary)
     if make_plots:
         try:
             from mcpfast.bench.report import generate_plots
@@ -588,7 +588,7 @@ def run_bench(cfg: BenchConfig, stream: TextIO | None = None, make_plots: bool =
             summary["problems"].append(f"plots: {type(exc).__name__}: {exc}")
             summary["ok"] = False
         summary["wall_time_s"] = round(time.monotonic() - t0, 2)
-        _write_summary(cfg.out, summary)
+        write_summary(cfg.out, summary)
     out.write(format_summary(summary) + "\n")
     out.flush()
     return 0 if summary["ok"] else 1
@@ -644,19 +644,3 @@ def _skipped_family(family: str, transport: str, why: str) -> dict[str, Any]:
         "churn": None,
         "_rows": [],
     }
-
-
-def _write_summary(out: Path, summary: dict[str, Any]) -> None:
-    tmp = out / "summary.json.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(summary, fh, indent=2, default=_json_default)
-        fh.write("\n")
-    os.replace(tmp, out / "summary.json")
-
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, Path):
-        return str(obj)
-    if hasattr(obj, "__dataclass_fields__"):
-        return asdict(obj)
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")

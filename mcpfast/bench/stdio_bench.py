@@ -26,7 +26,6 @@ import argparse
 import contextlib
 import json
 import os
-import platform
 import shlex
 import statistics
 import subprocess
@@ -37,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mcpfast.bench.procs import cpu_seconds, machine_info, pinned
+from mcpfast.bench.procs import cpu_seconds, machine_info, pinned, write_json
 
 __all__ = ["SERVERS", "main", "run_server", "server_command"]
 
@@ -347,7 +346,7 @@ def summarise(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
 
 def write_report(out_dir: Path, data: dict[str, Any]) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "results.json").write_text(json.dumps(data, indent=2) + "\n")
+    write_json(out_dir / "results.json", data)
     s, mach = data["summary"], data["machine"]
     ratio = s.get("ratio_mcpfast_over_sdk")
     lines = [

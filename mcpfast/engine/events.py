@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from mcpfast.engine.request import InboundRequest
 
@@ -86,7 +86,7 @@ END: Final = "end"
 """No bytes: ``request_id`` ended without an answer (it was cancelled, so none is sent)."""
 
 
-class Outgoing:
+class Outgoing(NamedTuple):
     """One message the engine wants written, saying what it is (the h11 way: nobody re-parses it).
 
     Attributes:
@@ -99,15 +99,9 @@ class Outgoing:
             record answers or is sent for (e.g. the HTTP stream of the POST); ``None`` otherwise.
     """
 
-    __slots__ = ("code", "data", "final", "kind", "request_id", "tag")
-
-    def __init__(self, data: bytes, kind: str, request_id: int | str | None, code: int | None, final: bool, tag: Any) -> None:
-        self.data = data
-        self.kind = kind
-        self.request_id = request_id
-        self.code = code
-        self.final = final
-        self.tag = tag
-
-    def __repr__(self) -> str:
-        return f"Outgoing({self.kind}, id={self.request_id!r}, code={self.code}, final={self.final}, {self.data!r})"
+    data: bytes
+    kind: str
+    request_id: int | str | None
+    code: int | None
+    final: bool
+    tag: Any

@@ -80,6 +80,10 @@ class StateSealer:
             raw = base64.urlsafe_b64decode(token.encode("ascii")) if isinstance(token, str) else b""
         except (ValueError, UnicodeEncodeError):
             raw = b""
+        # base64 decoding ignores the unused low bits of the last character, so a token whose
+        # last character was changed can decode to the sealed bytes: only the exact token counts.
+        if raw and base64.urlsafe_b64encode(raw).decode("ascii") != token:
+            raw = b""
         mac, body = raw[:_MAC_SIZE], raw[_MAC_SIZE:]
         if not body or not hmac.compare_digest(mac, hmac.new(self._key, body, hashlib.sha256).digest()[:_MAC_SIZE]):
             raise McpError(INVALID_PARAMS, "invalid requestState")

@@ -125,6 +125,8 @@ class _Batch:
 _INIT_RESULTS: dict[tuple[str, int, int, str | None], tuple[dict[str, Any], dict[str, Any], bytes]] = {}
 """Encoded ``initialize`` results; an entry holds the dicts it was made from, so a reused id is caught."""
 _EMPTY: Final[frozenset[str]] = frozenset()
+_record: Final = tuple.__new__
+"""Builds an ``Outgoing`` without a Python-level call (it is made once per message sent)."""
 _NO_OPEN: Final[dict[Any, int]] = {}
 """Shared by every session with no tagged input unanswered (an idle session holds no dict)."""
 _METHODS: dict[frozenset[str], frozenset[str]] = {}
@@ -212,6 +214,9 @@ class ServerSession:
     def data_to_send(self) -> list[bytes]:
         """Take every message waiting to be written, in order (each without a newline)."""
         out, self._outbox = self._outbox, []
+        if len(out) == 1:  # the usual case: one reply (a list display is cheaper than a comprehension)
+            data = out[0][0]
+            return [data] if data else []
         return [record.data for record in out if record.data]
 
     def answering(self, tag: Any) -> bool:
@@ -225,12 +230,12 @@ class ServerSession:
             self.on_output()
 
     def _notify_out(self, method: str, params: dict[str, Any] | None, related: int | str | None = None, tag: Any = None) -> None:
-        self._emit(Outgoing(core.encode_notification(method, params), NOTIFICATION, related, None, False, tag))
+        self._emit(_record(Outgoing, (core.encode_notification(method, params), NOTIFICATION, related, None, False, tag)))
 
     def _reply(self, rid: int | str | None, data: bytes, code: int | None, batch: int | None, tag: Any) -> None:
         """Emit a reply (``code``: an error's), or keep it for its batch's array."""
         if batch is None:
-            self._emit(Outgoing(data, RESULT if code is None else ERROR, rid, code, True, tag))
+            self._emit(_record(Outgoing, (data, RESULT if code is None else ERROR, rid, code, True, tag)))
             return
         # A batch is answered by one array once every member is settled (JSON-RPC 2.0 §6).
         group = self._batches[batch]
@@ -244,9 +249,9 @@ class ServerSession:
             del self._batches[batch]
             tag = group.tag
             if group.replies:
-                self._emit(Outgoing(b"[" + b",".join(group.replies) + b"]", BATCH, None, None, True, tag))
+                self._emit(_record(Outgoing, (b"[" + b",".join(group.replies) + b"]", BATCH, None, None, True, tag)))
             elif group.owed:
-                self._emit(Outgoing(b"", END, None, None, True, tag))
+                self._emit(_record(Outgoing, (b"", END, None, None, True, tag)))
             self._close_tag(tag)
 
     def _open_tag(self, tag: Any) -> None:
@@ -262,6 +267,8 @@ class ServerSession:
                 self._open[tag] = left
             elif tag in self._open:
                 del self._open[tag]
+                if not self._open:
+                    self._open = _NO_OPEN  # an idle session holds no dict of its own
 
     # ------------------------------------------------------------------ input
 
@@ -344,7 +351,10 @@ class ServerSession:
                 request = InboundRequest(msg, self.version, False, self.client_capabilities, self.log_level, batch)  # type: ignore[arg-type]
                 self._inflight[rid] = _Inflight(request, tag)
                 if tag is not None and batch is None:
-                    self._open_tag(tag)
+                    if self._open is _NO_OPEN:  # the common case, inline: one request per tag
+                        self._open = {tag: 1}
+                    else:
+                        self._open_tag(tag)
                 events.append(RequestReceived(request))
                 return
         if rid in self._inflight:
@@ -655,9 +665,13 @@ class ServerSession:
         if entry.batch is None:
             tag = entry.tag
             outbox = self._outbox
-            outbox.append(Outgoing(data, RESULT, request_id, None, True, tag))
+            outbox.append(_record(Outgoing, (data, RESULT, request_id, None, True, tag)))
             if tag is not None:
-                self._close_tag(tag)
+                opened = self._open
+                if len(opened) == 1 and opened.get(tag) == 1:  # the common case, inline
+                    self._open = _NO_OPEN
+                else:
+                    self._close_tag(tag)
             if len(outbox) == 1 and self.on_output is not None:
                 self.on_output()
         else:
@@ -681,7 +695,7 @@ class ServerSession:
             self._settle_batch_member(entry.batch)
             return
         self._close_tag(entry.tag)
-        self._emit(Outgoing(b"", END, request_id, None, True, entry.tag))
+        self._emit(_record(Outgoing, (b"", END, request_id, None, True, entry.tag)))
 
     # --------------------------------------------------- notifications out
 
@@ -863,7 +877,7 @@ class ServerSession:
             self._url_elicitations.add(elicitation_id)  # type: ignore[union-attr]
         entry = self._inflight.get(related) if related is not None else None
         tag = entry.tag if entry is not None else None
-        self._emit(Outgoing(core.encode_request(request_id, method, params), REQUEST, related, None, False, tag))
+        self._emit(_record(Outgoing, (core.encode_request(request_id, method, params), REQUEST, related, None, False, tag)))
         return request_id
 
     # ------------------------------------------------- URL-mode elicitation

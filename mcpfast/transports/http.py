@@ -103,7 +103,8 @@ class _Session:
         self.id = session_id
         self.conn = conn
         self.get = get
-        self.streams: list[Stream] = []  # POST streams still open after their POST was answered or left
+        # POST streams still open after their POST was answered or left (a list from the first one)
+        self.streams: list[Stream] | tuple[()] = ()
         self.principal = principal
         self.legacy = legacy
         self.last_seen = time.monotonic()
@@ -468,15 +469,19 @@ class HttpTransport:
             return _reply(500, _error_body(INTERNAL_ERROR, "internal error"))
         if shared is not None:
             shared.after_post(sess)
-        if stream.answered_alone() and self.json_response:  # answered by the engine or a sync handler
-            return (_session_status(stream.answer), _JSON, stream.buf[0])
-        if not stream.closed and not stream.buf and not conn.session.answering(stream):
+        if stream.closed and self.json_response:
+            buf, answer = stream.buf, stream.answer
+            if len(buf) == 1 and answer is not None and answer.data is buf[0]:  # answered alone: inline or by the engine
+                return (_session_status(answer) if answer.kind == ERROR else 200, _JSON, buf[0])
+        elif not stream.buf and not conn.session.answering(stream):
             return _ACCEPTED  # a notification or a response: nothing is owed
         if not stream.closed:
             streams = sess.streams
-            if len(streams) >= 8:
+            if type(streams) is tuple:
+                streams = sess.streams = []
+            elif len(streams) >= 8:
                 streams[:] = [s for s in streams if not s.closed]
-            streams.append(stream)
+            streams.append(stream)  # type: ignore[union-attr]
         return functools.partial(self._respond, stream, sess, (), None)
 
     async def _respond(
@@ -628,7 +633,7 @@ class HttpTransport:
         finally:
             for stream in sess.streams:
                 stream.finish()
-            sess.streams.clear()
+            sess.streams = ()
             sess.get.finish()
             if self.event_store is not None:
                 self.event_store.forget(sess.id)

@@ -36,6 +36,23 @@ def test_tampered_state_is_refused(mutate: Any, why: str) -> None:
     assert info.value.code == INVALID_PARAMS and why in info.value.message
 
 
+def test_a_changed_last_character_is_refused_even_when_it_decodes_the_same() -> None:
+    sealer = StateSealer(b"k" * 32)
+    for size in range(6):  # a body length whose base64 ends with unused bits
+        token = sealer.seal("tools/call:x", {"pad": "x" * size})
+        if not token.endswith("="):
+            continue
+        body = token.rstrip("=")
+        last = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+        twin = last[last.index(body[-1]) ^ 1]  # differs only in the lowest bit, unused here
+        forged = body[:-1] + twin + token[len(body):]
+        assert forged != token
+        with pytest.raises(McpError, match="invalid"):
+            sealer.open("tools/call:x", forged)
+        return
+    pytest.fail("no padded token was produced")
+
+
 def test_state_is_bound_to_its_request_and_key_and_expires() -> None:
     sealer = StateSealer(b"k" * 32)
     token = sealer.seal("tools/call:x", {})
