@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import logging
+import os
 import sys
 from typing import Any
 
@@ -74,6 +75,11 @@ def _http_arguments(serve: argparse.ArgumentParser) -> None:
     group.add_argument("--max-sessions", type=int, default=None, help="open sessions at most (default 10000)")
     group.add_argument("--session-idle-timeout", type=float, default=None, help="seconds before an idle session ends")
     group.add_argument("--keepalive", type=float, default=None, help="seconds between SSE keep-alive comments")
+    group.add_argument("--store", default=None, help="where sessions live: memory (default) or redis://HOST:PORT/DB (shared)")
+    group.add_argument("--secret", default=None, help="key sealing 2026 requestState (default: shared through --store, else random)")
+    group.add_argument("--metrics", action="store_true", help="serve Prometheus metrics at /metrics (summed over --workers)")
+    group.add_argument("--workers", type=int, default=1, help="processes serving the port (SO_REUSEPORT; >1 needs --store redis://)")
+    group.add_argument("--grace", type=float, default=5.0, help="seconds SIGTERM lets requests in flight finish")
     group.add_argument("--no-legacy-sse", action="store_true", help="do not serve the 2024-11-05 /sse endpoints")
     group.add_argument("--auth-jwks", help="JWKS (file path or https URL) that signs accepted access tokens")
     group.add_argument("--auth-issuer", help="required token issuer (iss)")
@@ -94,9 +100,22 @@ def _token_parser(sub: Any) -> None:
     token.add_argument("--ttl", type=int, default=3600, help="lifetime in seconds")
 
 
-def _serve_http(args: argparse.Namespace) -> int:
+def _serve_http(args: argparse.Namespace, argv: list[str]) -> int:
+    from mcpfast import serve_workers
     from mcpfast.protocol.host import default_allowed_hosts
     from mcpfast.transports.http_runner import run
+
+    problem = serve_workers.check(args.workers, args.store)
+    if problem is not None:
+        print(f"mcpfast: {problem}", file=sys.stderr)
+        return 2
+    worker = os.environ.get(serve_workers.WORKER_ENV)
+    if args.workers > 1 and worker is None:
+        if args.runner != "native":
+            print("mcpfast: --workers needs the native runner", file=sys.stderr)
+            return 2
+        load_app(_FIXTURES[args.fixture] if args.fixture else (args.app or _DEMO))  # fail early, here
+        return serve_workers.supervise(argv, args.workers, args.grace, metrics=args.metrics)
 
     options: dict[str, Any] = {}
     if args.allowed_origin:
@@ -105,10 +124,12 @@ def _serve_http(args: argparse.Namespace) -> int:
     if allowed_hosts is not None:
         options["allowed_hosts"] = list(allowed_hosts)
     server_options = {name: getattr(args, name) for name in ("max_connections", "head_timeout") if getattr(args, name) is not None}
-    for name in ("max_body", "max_sessions", "session_idle_timeout", "keepalive"):
+    for name in ("max_body", "max_sessions", "session_idle_timeout", "keepalive", "store", "secret"):
         value = getattr(args, name)
         if value is not None:
             options[name] = value
+    if args.metrics:
+        options["metrics"] = True
     if args.no_legacy_sse:
         options["sse_path"] = None
     if args.auth_jwks:
@@ -128,7 +149,10 @@ def _serve_http(args: argparse.Namespace) -> int:
     if problem is not None:
         print(problem.replace(f"mcpfast: {args.runner}", f"mcpfast: --runner {args.runner}", 1), file=sys.stderr)
         return 2
-    run(spec, args.host, args.port, runner=args.runner, log_level=args.log_level, server_options=server_options, **options)
+    if worker is not None:
+        options["sock"] = serve_workers.reuse_port_socket(args.host, args.port)
+    run(spec, args.host, args.port, runner=args.runner, log_level=args.log_level, grace=args.grace,
+        server_options=server_options, **options)
     return 0
 
 
@@ -138,11 +162,12 @@ def main(argv: list[str] | None = None) -> int:
     Returns:
         The process exit code.
     """
+    argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
     if args.command == "serve":
         if args.transport == "http":
             logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
-            return _serve_http(args)
+            return _serve_http(args, argv)
         # stdout belongs to the protocol: every log line goes to stderr.
         logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
         app = load_app(_FIXTURES[args.fixture] if args.fixture else (args.app or _DEMO))

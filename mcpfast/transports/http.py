@@ -51,6 +51,8 @@ if TYPE_CHECKING:
     from mcpfast.auth import Principal, ResourceServer
     from mcpfast.server.app import Server
     from mcpfast.server.connection import Connection
+    from mcpfast.store import SessionStore
+    from mcpfast.store.shared import SharedSessions
 
 __all__ = ["DEFAULT_MAX_BODY", "HttpTransport", "asgi_app"]
 
@@ -151,6 +153,8 @@ class HttpTransport:
             ``MemoryEventStore``; ``False`` turns resumability off).
         auth: an OAuth resource server (``mcpfast.auth.ResourceServer``); ``None``: no auth.
         json_response: answer requests that emit nothing before their reply as JSON (else SSE).
+        store: where handshake-era sessions are kept (``mcpfast.store``): ``None`` or a
+            ``MemoryStore``, this process; a ``RedisStore``, every process that shares it.
     """
 
     direct_http: Final = True
@@ -173,6 +177,7 @@ class HttpTransport:
         event_store: EventStore | None | bool = None,
         auth: ResourceServer | None = None,
         json_response: bool = True,
+        store: SessionStore | None = None,
     ) -> None:
         self.server = server
         self.path = path
@@ -196,6 +201,12 @@ class HttpTransport:
         self._reaper: asyncio.Task[None] | None = None
         self._stateless: set[Connection] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.shared: SharedSessions | None = None
+        """Sessions shared with other processes through ``store`` (``None``: this process only)."""
+        if store is not None and store.shared:
+            from mcpfast.store.shared import SharedSessions
+
+            self.shared = SharedSessions(self, store)
 
     # ---------------------------------------------------------------- entry
 
@@ -287,6 +298,8 @@ class HttpTransport:
 
     async def aclose(self) -> None:
         """Close every session and stateless connection (server shutdown)."""
+        if self.shared is not None:
+            await self.shared.aclose()  # the sessions stay in the store for the other processes
         for sess in list(self.sessions.values()):
             await self._end_session(sess)
         for conn in list(self._stateless):
@@ -342,6 +355,10 @@ class HttpTransport:
                     400, _error_body(INVALID_REQUEST, f"unsupported MCP-Protocol-Version: {version!r}",
                                      {"supported": [*HANDSHAKE_VERSIONS, *STATELESS_VERSIONS]})
                 )
+        if self.shared is not None and version not in _STATELESS:  # a session cached elsewhere: load it first
+            loading = self.shared.prepare(method, headers, principal, functools.partial(self._mcp, method, headers, body, principal))
+            if loading is not None:
+                return loading
         if method == "POST":
             return self._post(headers, body, version, principal)
         if method == "GET":
@@ -425,12 +442,21 @@ class HttpTransport:
 
     # ------------------------------------------------------ handshake era
 
-    def _initialize(self, decoded: Any, principal: str | None) -> Reply:
+    def _initialize(self, decoded: Any, principal: str | None) -> Reply | Deferred:
         if len(self.sessions) >= self.max_sessions:
             return _reply(
                 503, _error_body(INTERNAL_ERROR, "server busy: too many sessions", rid=decoded.id), [(b"retry-after", b"1")]
             )
-        session_id = secrets.token_urlsafe(24)
+        sess, body = self._open_session(secrets.token_urlsafe(24), decoded, principal)
+        if sess is None:  # refused: no session is kept
+            return (200 if body else 202, _JSON if body else (), body)
+        if self.shared is not None:  # kept in the shared store first (mcpfast/store/shared.py)
+            return self.shared.initialize(sess, body)
+        self._install(sess)
+        return (200, [(b"mcp-session-id", sess.id.encode()), *_JSON], body)
+
+    def _open_session(self, session_id: str, decoded: Any, principal: str | None) -> tuple[_Session | None, bytes]:
+        """Feed ``initialize`` to a new connection: the session (``None`` if refused) and the reply."""
         get = Stream("0", keep=True, session_id=session_id, store=self.event_store)
         get.attached = False
         get.sse = True
@@ -438,23 +464,30 @@ class HttpTransport:
         stream = Stream()
         conn.feed_message(decoded, stream)
         body = stream.buf.pop(0) if stream.buf else b""
-        if conn.session.version is None:  # refused: no session is kept
+        if conn.session.version is None:
             self._finish(conn.close_now())
-            return (200 if body else 202, _JSON if body else (), body)
+            return None, body
         sess = _Session(session_id, conn, get, principal, legacy=False)
         sess.version = conn.session.version
-        self.sessions[session_id] = sess
+        return sess, body
+
+    def _install(self, sess: _Session) -> None:
+        self.sessions[sess.id] = sess
         self._ensure_reaper()
-        return (200, [(b"mcp-session-id", session_id.encode()), *_JSON], body)
 
     def _post_session(self, sess: _Session, body: bytes) -> Reply | Deferred:
         conn = sess.conn
+        shared = self.shared
+        if shared is not None and shared.forward_reply(sess, body):
+            return _ACCEPTED  # a reply for a request another process sent: passed on to it
         stream = Stream()
         try:
             conn.feed(body, stream)
         except Exception:
             logger.exception("unexpected failure handling a POST")
             return _reply(500, _error_body(INTERNAL_ERROR, "internal error"))
+        if shared is not None:
+            shared.after_post(sess)
         if stream.closed and self.json_response:
             buf, answer = stream.buf, stream.answer
             if len(buf) == 1 and answer is not None and answer.data is buf[0]:  # answered alone: inline or by the engine
@@ -598,6 +631,8 @@ class HttpTransport:
         if sess is None:
             return _reply(404, _error_body(INVALID_REQUEST, "session not found"))
         assert isinstance(sess, _Session)
+        if self.shared is not None:  # ended in the shared store, then on every process
+            return self.shared.delete(sess)
         tasks = self._end_session_now(sess)
         if not tasks:
             return _OK_EMPTY

@@ -20,7 +20,6 @@ _ENV: Final = "MCPFAST_HTTP_APP"
 def build_app(spec: str, options: dict[str, Any]) -> Any:
     """The ASGI app for a ``module:attr`` server spec and JSON-able options (incl. ``auth``)."""
     from mcpfast.server.loader import load_app
-    from mcpfast.transports.http import asgi_app
 
     opts = dict(options)
     auth_opts = opts.pop("auth", None)
@@ -28,7 +27,36 @@ def build_app(spec: str, options: dict[str, Any]) -> Any:
         from mcpfast.auth import ResourceServer
 
         opts["auth"] = ResourceServer(**auth_opts)
-    return asgi_app(load_app(spec), **opts)
+    return _transport(load_app(spec), opts)
+
+
+def _transport(server: Server, opts: dict[str, Any]) -> Any:
+    """The transport for ``server``: scaled out (``store``, ``secret``), counted (``metrics``)."""
+    from mcpfast.transports.http import asgi_app
+
+    metrics = opts.pop("metrics", False)
+    app = asgi_app(_scaled(server, opts), **opts)
+    if metrics:
+        from mcpfast.metrics import with_metrics
+
+        return with_metrics(app)
+    return app
+
+
+def _scaled(server: Server, opts: dict[str, Any]) -> Server:
+    """``store`` (a URL) becomes a ``SessionStore``; ``secret`` (or the store's shared key) seals 2026 state."""
+    from mcpfast.engine.mrtr import StateSealer
+    from mcpfast.store import open_store
+
+    url = opts.pop("store", None)
+    secret = opts.pop("secret", None)
+    store = open_store(url) if isinstance(url, str) else url
+    if store is not None:
+        opts["store"] = store
+    key = secret.encode() if isinstance(secret, str) else (store.shared_secret() if store is not None else None)
+    if key is not None:
+        server.sealer = StateSealer(key, ttl=server.sealer.ttl)
+    return server
 
 
 def granian_factory() -> Any:
@@ -44,6 +72,8 @@ def run(
     *,
     runner: str = DEFAULT_RUNNER,
     log_level: str = "warning",
+    grace: float = 5.0,
+    sock: Any = None,
     server_options: dict[str, Any] | None = None,
     **options: Any,
 ) -> None:
@@ -51,7 +81,9 @@ def run(
 
     ``options`` configure the transport (``HttpTransport``); ``server_options`` the native
     server (``HttpServer``: ``max_connections``, ``head_timeout``); under uvicorn
-    ``max_connections`` becomes its ``limit_concurrency``.
+    ``max_connections`` becomes its ``limit_concurrency``. ``grace``: seconds SIGTERM lets
+    requests in flight finish (native); ``sock``: a bound socket to serve instead of binding
+    ``host:port`` (a ``--workers`` worker's SO_REUSEPORT socket).
     """
     server_options = dict(server_options or {})
     if runner not in RUNNERS:
@@ -65,7 +97,7 @@ def run(
 
         logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
         app = build_app(server, options) if isinstance(server, str) else _direct(server, options)
-        uvloop.run(serve(app, host, port, freeze_gc=True, **server_options))
+        uvloop.run(serve(app, host, port, freeze_gc=True, sock=sock, grace=grace, **server_options))
         return
     if runner == "granian" and isinstance(server, str):
         try:
@@ -100,6 +132,4 @@ def run(
 
 
 def _direct(server: Server, options: dict[str, Any]) -> Any:
-    from mcpfast.transports.http import asgi_app
-
-    return asgi_app(server, **options)
+    return _transport(server, dict(options))

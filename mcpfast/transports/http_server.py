@@ -665,15 +665,20 @@ async def serve(
     *,
     ready: Callable[[HttpServer], None] | None = None,
     freeze_gc: bool = False,
+    sock: socket.socket | None = None,
+    grace: float = 5.0,
     **options: Any,
 ) -> None:
     """Serve ``app`` until SIGINT/SIGTERM (see ``HttpServer`` for the options).
+
+    ``sock``: serve this bound socket instead of binding ``host:port``; ``grace``: seconds a
+    SIGTERM lets answers in flight finish.
 
     ``freeze_gc``: after start-up, move every object alive to the collector's permanent
     generation (``gc.freeze``), for a process that does nothing but serve.
     """
     server = HttpServer(app, **options)
-    await server.start(host, port)
+    await server.start(host, port, sock=sock)
     if freeze_gc:
         # Everything alive now (modules, the app) lives as long as the process: keep it out of
         # the collector's way, so full collections walk only what requests and sessions made.
@@ -690,4 +695,4 @@ async def serve(
     try:
         await stop.wait()
     finally:
-        await server.close()
+        await server.close(grace)

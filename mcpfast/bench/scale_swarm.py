@@ -1,0 +1,150 @@
+"""``python -m mcpfast.bench.scale_swarm``: the swarm (``loadtests/``) against two processes behind a proxy.
+
+Starts a ``redis-server``, two ``mcpfast serve --transport http --store redis://…`` processes (the
+demo app) and ``tests/scale/rr_proxy.py`` in front of them (every request to the other process),
+then runs ``locust -f loadtests/`` headless against the proxy once per core implementation
+(``MCPFAST_CORE=rust``, ``python``), bounded in users and time, and reports Locust's own totals
+(from its CSV), the failures by kind, and how many requests each process got (the proxy's
+count), into ``--out`` (``bench_results/scale/swarm.md`` and ``swarm.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from mcpfast.bench.scale import ROOT, Redis, _free_port, _stop, _wait
+
+__all__ = ["main"]
+
+
+def _serve(redis: Redis, log: Path) -> subprocess.Popen[bytes]:
+    port = _free_port()
+    argv = [
+        sys.executable,
+        "-m",
+        "mcpfast",
+        "serve",
+        "--transport",
+        "http",
+        "--port",
+        str(port),
+        "--store",
+        redis.url,
+        "--max-sessions",
+        "1000000",
+    ]
+    with log.open("a") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=str(ROOT))
+    _wait(port, proc)
+    proc.port = port  # type: ignore[attr-defined]
+    return proc
+
+
+EVENT_METRICS = (":gap", ":first-event")
+"""Locust entries that time SSE events, not HTTP requests (``mcpfast/locust``)."""
+
+
+def _totals(prefix: Path) -> dict[str, Any]:
+    rows = list(csv.DictReader((prefix.parent / f"{prefix.name}_stats.csv").open()))
+    agg = next(r for r in rows if r["Name"] == "Aggregated")
+    failures = list(csv.DictReader((prefix.parent / f"{prefix.name}_failures.csv").open()))
+    return {
+        "requests": int(agg["Request Count"]),
+        "failures": int(agg["Failure Count"]),
+        "http_requests": sum(int(r["Request Count"]) for r in rows if r["Name"] != "Aggregated" and not r["Name"].endswith(EVENT_METRICS)),
+        "by_name": {f"{r['Type']} {r['Name']}": int(r["Request Count"]) for r in rows if r["Name"] != "Aggregated"},
+        "failure_kinds": {f"{r['Name']}: {r['Error']}": int(r["Occurrences"]) for r in failures},
+    }
+
+
+def run(opts: argparse.Namespace) -> dict[str, Any]:
+    out = Path(opts.out)
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp())
+    results: dict[str, Any] = {"load_before": os.getloadavg()}
+    redis = Redis(work)
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        procs = [_serve(redis, work / f"serve{i}.log") for i in range(2)]
+        for core in ("rust", "python"):
+            port = _free_port()
+            proxy_log = work / f"proxy-{core}.log"
+            with proxy_log.open("wb") as plog:
+                proxy = subprocess.Popen(
+                    [sys.executable, str(ROOT / "tests" / "scale" / "rr_proxy.py"), str(port), *(str(p.port) for p in procs)],  # type: ignore[attr-defined]
+                    stdout=plog,
+                    stderr=subprocess.STDOUT,
+                )
+            _wait(port, proxy)
+            prefix = work / f"swarm-{core}"
+            argv = [sys.executable, "-m", "locust", "-f", str(ROOT / "loadtests"), "--headless", "-u", str(opts.users), "-r", str(opts.users),
+                    "-t", f"{opts.duration}s", "--host", f"http://127.0.0.1:{port}/mcp", "--csv", str(prefix), "--only-summary"]  # fmt: skip
+            started = time.monotonic()
+            done = subprocess.run(
+                argv, env={**os.environ, "MCPFAST_CORE": core}, capture_output=True, text=True, timeout=opts.duration + 120, cwd=str(ROOT)
+            )
+            _stop(proxy)  # type: ignore[arg-type]
+            proxied = [line.split() for line in proxy_log.read_text().splitlines() if line[:1].isdigit()]
+            backends = [fields[0] for fields in proxied]
+            methods = [fields[1] for fields in proxied if len(fields) > 1]
+            session_not_found = (done.stdout + done.stderr).lower().count("session not found")
+            results[core] = {
+                "command": f"MCPFAST_CORE={core} " + shlex.join(argv),
+                "exit": done.returncode,
+                "wall_seconds": round(time.monotonic() - started, 1),
+                **_totals(prefix),
+                "session_not_found_in_output": session_not_found,
+                "proxied_requests": len(backends),
+                "proxied_by_method": {m: methods.count(m) for m in sorted(set(methods))},
+                "per_process": {b: backends.count(b) for b in sorted(set(backends))},
+                "consecutive_same_process": sum(1 for x, y in zip(backends, backends[1:], strict=False) if x == y),
+            }
+    finally:
+        for p in procs:
+            _stop(p)
+        redis.stop()
+    results["load_after"] = os.getloadavg()
+    (out / "swarm.json").write_text(json.dumps(results, indent=1))
+    lines = ["# The swarm against two processes sharing one Redis, behind a round-robin proxy", "",
+             f"Command: `{shlex.join([sys.executable, '-m', 'mcpfast.bench.scale_swarm', *sys.argv[1:]])}`; "
+             f"load average before/after {results['load_before']} / {results['load_after']} (2 shared cores).", "",
+             "| core | Locust entries (incl. SSE event timings) | of them HTTP requests | failures | \"session not found\" | proxied requests (by method) | per process | same process twice in a row |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for core in ("rust", "python"):
+        r = results.get(core)
+        if r:
+            lines.append(
+                f"| {core} | {r['requests']} | {r['http_requests']} | {r['failures']} | {r['session_not_found_in_output']} "
+                f"| {r['proxied_requests']} {r['proxied_by_method']} | {r['per_process']} | {r['consecutive_same_process']} |"
+            )
+    lines += ["", "The proxy sees a few per cent more HTTP requests than Locust reports (not reconciled here: "
+              "requests in flight when the run stops, and POSTs Locust does not time as requests, are candidates)."]  # fmt: skip
+    for core in ("rust", "python"):
+        r = results.get(core)
+        if r and r["failure_kinds"]:
+            lines += ["", f"Failures ({core}):", *(f"- {k}: {v}" for k, v in r["failure_kinds"].items())]
+    (out / "swarm.md").write_text("\n".join(lines) + "\n")
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mcpfast.bench.scale_swarm", description=__doc__.split("\n")[0])
+    parser.add_argument("--users", type=int, default=20)
+    parser.add_argument("--duration", type=int, default=30)
+    parser.add_argument("--out", default=str(ROOT / "bench_results" / "scale"))
+    run(parser.parse_args(argv))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

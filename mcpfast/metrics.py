@@ -1,0 +1,139 @@
+"""``mcpfast serve --transport http --metrics``: Prometheus text at ``/metrics`` (prometheus-client).
+
+``with_metrics(transport)`` wraps an ``HttpTransport`` (the native server's direct path and
+ASGI alike) and counts, per process:
+
+* ``mcpfast_http_requests_total{method, status}``: HTTP requests answered;
+* ``mcpfast_http_request_seconds``: from the request's body read to its answer's end (a
+  stream's whole life for SSE);
+* ``mcpfast_sessions_open``, ``mcpfast_streams_open``: handshake-era sessions held by this
+  process, SSE streams being written;
+* ``mcpfast_store_round_trips_total``, ``mcpfast_store_errors_total``: round trips to a shared
+  session store (``--store redis://…``) and those that failed.
+
+With ``--workers N`` the supervisor gives every worker one ``PROMETHEUS_MULTIPROC_DIR``, and
+``/metrics`` on any worker answers the sum over all of them (prometheus-client's multiprocess
+mode), each sample also labelled with its worker's ``pid``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Final
+
+try:
+    from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
+except ImportError as exc:  # pragma: no cover - the extra is part of `make install`
+    raise ImportError("--metrics needs prometheus-client: pip install 'mcpfast[metrics]'") from exc
+
+__all__ = ["MULTIPROC_ENV", "Metrics", "with_metrics"]
+
+MULTIPROC_ENV: Final = "PROMETHEUS_MULTIPROC_DIR"
+_TEXT: Final = ((b"content-type", b"text/plain; version=0.0.4; charset=utf-8"),)
+
+
+class Metrics:
+    """The wrapped transport (``handle``/``__call__`` as the transport's), counting as it goes."""
+
+    direct_http: Final = True
+
+    def __init__(self, transport: Any, path: str = "/metrics") -> None:
+        self.transport = transport
+        self.path = path
+        self.max_body = transport.max_body
+        self.multiprocess = bool(os.environ.get(MULTIPROC_ENV))
+        self.registry = CollectorRegistry()
+        registry = None if self.multiprocess else self.registry
+        if self.multiprocess:
+            multiprocess.MultiProcessCollector(self.registry)
+        self.requests = Counter("mcpfast_http_requests", "HTTP requests answered", ["method", "status"], registry=registry)
+        self.latency = Histogram(
+            "mcpfast_http_request_seconds",
+            "request to the end of its answer",
+            registry=registry,
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0),
+        )
+        # livesum: summed over the live workers in multiprocess mode (ignored otherwise)
+        self.sessions = Gauge("mcpfast_sessions_open", "handshake-era sessions held", registry=registry, multiprocess_mode="livesum")
+        self.streams = Gauge("mcpfast_streams_open", "SSE answers being written", registry=registry, multiprocess_mode="livesum")
+        self.store_ops = Counter("mcpfast_store_round_trips", "round trips to the shared session store", registry=registry)
+        self.store_errors = Counter("mcpfast_store_errors", "failed round trips to the shared session store", registry=registry)
+        self._children: dict[tuple[str, int], Any] = {}
+        self._seen_ops = 0
+        self._seen_errors = 0
+
+    def __getattr__(self, name: str) -> Any:  # aclose, sessions... : the transport's
+        return getattr(self.transport, name)
+
+    def _count(self, method: str, status: int, started: float) -> None:
+        child = self._children.get((method, status))
+        if child is None:
+            child = self._children[(method, status)] = self.requests.labels(method, str(status))
+        child.inc()
+        self.latency.observe(time.perf_counter() - started)
+        self._sync()
+
+    def _sync(self) -> None:
+        """This process's gauges and store counters, brought up to date (each worker keeps its own)."""
+        transport = self.transport
+        self.sessions.set(len(transport.sessions))
+        shared = getattr(transport, "shared", None)
+        if shared is not None:
+            store = shared.store
+            if store.ops != self._seen_ops:
+                self.store_ops.inc(store.ops - self._seen_ops)
+                self._seen_ops = store.ops
+            if store.errors != self._seen_errors:
+                self.store_errors.inc(store.errors - self._seen_errors)
+                self._seen_errors = store.errors
+
+    def _render(self) -> tuple[int, Any, bytes]:
+        self._sync()
+        return (200, _TEXT, generate_latest(self.registry))
+
+    def handle(self, method: str, path: str, query: bytes, headers: dict[bytes, bytes], body: bytes, root: str = "") -> Any:
+        if path == self.path:
+            return self._render() if method == "GET" else (405, [(b"allow", b"GET")], b"")
+        started = time.perf_counter()
+        outcome = self.transport.handle(method, path, query, headers, body, root)
+        if type(outcome) is tuple:
+            self._count(method, outcome[0], started)
+            return outcome
+
+        async def deferred(receive: Any, send: Any) -> None:
+            status = 0
+            streaming = False
+
+            async def counted(message: dict[str, Any]) -> None:
+                nonlocal status, streaming
+                if message["type"] == "http.response.start":
+                    status = message["status"]
+                    streaming = any(k == b"content-type" and v.startswith(b"text/event-stream") for k, v in message["headers"])
+                    if streaming:
+                        self.streams.inc()
+                await send(message)
+
+            try:
+                await outcome(receive, counted)
+            finally:
+                if streaming:
+                    self.streams.dec()
+                self._count(method, status, started)
+
+        return deferred
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == self.path:
+            status, headers, body = self._render()
+            await send(
+                {"type": "http.response.start", "status": status, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.transport(scope, receive, send)
+
+
+def with_metrics(transport: Any) -> Metrics:
+    """``transport`` serving ``/metrics`` too (see the module doc)."""
+    return Metrics(transport)

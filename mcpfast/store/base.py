@@ -1,0 +1,103 @@
+"""The session-store interface: what a transport asks of the place sessions are kept.
+
+A handshake-era session is a ``SessionRecord`` once ``initialize`` has been answered: what was
+negotiated, who it is bound to, when it began. Records do not change afterwards except the log
+level (``logging/setLevel``) and the last-seen time, which stores batch (``refresh``). A store
+also carries small messages between the processes that share it (``publish``/``subscribe``):
+a session ended, a client's reply for a request another process sent, a notification for a
+GET stream another process holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import orjson
+
+__all__ = ["Message", "SessionRecord", "SessionStore", "StoreUnavailable"]
+
+
+class StoreUnavailable(Exception):
+    """The store cannot be reached (the transport answers 503)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """One session as every process sees it."""
+
+    id: str
+    version: str
+    capabilities: dict[str, Any]
+    client_info: dict[str, Any] | None
+    principal: str | None
+    created: float
+    log_level: str | None = None
+
+    def encode(self) -> bytes:
+        return orjson.dumps(
+            {"v": self.version, "c": self.capabilities, "i": self.client_info, "p": self.principal, "t": self.created, "l": self.log_level}
+        )
+
+    @classmethod
+    def decode(cls, session_id: str, data: bytes) -> SessionRecord:
+        d = orjson.loads(data)
+        return cls(session_id, d["v"], d["c"], d["i"], d["p"], d["t"], d.get("l"))
+
+
+Message = tuple[str, str, str]
+"""``(kind, session id, payload)`` sent between the processes of one store."""
+
+
+class SessionStore(Protocol):
+    """Where sessions are kept (``MemoryStore``, ``RedisStore``).
+
+    Attributes:
+        shared: other processes see these sessions (``False``: this process only, and the
+            transport keeps to its in-process table without asking the store).
+        ops: round trips made to the store so far (one pipeline or script counts once).
+        errors: round trips that failed.
+    """
+
+    shared: bool
+    ops: int
+    errors: int
+
+    async def create(self, record: SessionRecord, max_sessions: int, ttl: float) -> bool:
+        """Keep ``record`` for ``ttl`` idle seconds; ``False`` when ``max_sessions`` are open."""
+        ...
+
+    async def load(self, session_id: str) -> SessionRecord | None:
+        """The record, or ``None`` (never made, ended, or expired)."""
+        ...
+
+    async def delete(self, session_id: str) -> bool:
+        """End the session everywhere (every process is told); ``False`` if it was not kept."""
+        ...
+
+    async def set_level(self, session_id: str, level: str) -> None:
+        """Record a ``logging/setLevel`` (every process is told)."""
+        ...
+
+    async def refresh(self, session_ids: list[str], ttl: float) -> list[str]:
+        """Seen again: push each idle expiry ``ttl`` further (one batch); returns the ids gone."""
+        ...
+
+    async def publish(self, kind: str, session_id: str, payload: str = "") -> None:
+        """Send a message to every process of this store (this one included)."""
+        ...
+
+    def subscribe(self, callback: Callable[[Message], None], on_reconnect: Callable[[], None]) -> None:
+        """Call ``callback`` for every message; ``on_reconnect`` after a lost subscription came back."""
+        ...
+
+    def event_store(self, max_events: int, ttl: float) -> Any:
+        """An ``EventStore`` every process of this store reads (``None``: keep the transport's own)."""
+        ...
+
+    def shared_secret(self) -> bytes | None:
+        """A key every process of this store shares (sealing 2026 ``requestState``); ``None``: none."""
+        ...
+
+    async def aclose(self) -> None: ...

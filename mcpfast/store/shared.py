@@ -1,0 +1,379 @@
+"""Handshake-era sessions shared by several processes through a ``SessionStore``.
+
+``SharedSessions`` is what ``HttpTransport`` consults when its store is shared (Redis). The
+transport keeps serving from its own session table (the per-process cache); this module
+
+* keeps a new session in the store before its ``initialize`` is answered (the global cap;
+  503 with a JSON-RPC error body when the store cannot be reached);
+* loads a session another process made the first time a request names it here, and rebuilds
+  its engine session by replaying the handshake it stored (``initialize`` with the negotiated
+  version, ``notifications/initialized``, the last ``logging/setLevel``) through the engine's
+  public input, so no engine state is copied by hand;
+* ends a session everywhere on DELETE (the store tells every process; 404 afterwards);
+* pushes last-seen times to the store in one batch per ``flush_period`` (the idle expiry is
+  the store's TTL) and drops cached sessions the store no longer has (expired, deleted while
+  a message was lost, or a store restarted empty), so clients get 404 and re-initialize;
+* keeps SSE events in the store's event store, so a stream resumes (``Last-Event-ID``) on any
+  process: the events a GET resumes are fetched before the transport's sync replay reads them;
+* passes a client's reply to a server-to-client request on to the process that sent it, and
+  a notification for the session's GET stream to the process whose GET stream is open.
+
+On the hot path (a request for a cached session) nothing here makes a round trip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final
+
+import orjson
+
+from mcpfast import core
+from mcpfast.protocol import methods as m
+from mcpfast.protocol.errors import INTERNAL_ERROR
+from mcpfast.store.base import Message, SessionRecord, StoreUnavailable
+
+if TYPE_CHECKING:
+    from mcpfast.store.base import SessionStore
+
+# The transport's types, loosely: this module is imported by mcpfast.transports.http and must
+# not import it back (tests/test_import_cycles.py).
+HttpTransport = Any
+_Session = Any
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+Reply = tuple[int, Any, bytes]
+Deferred = Callable[[Receive, Send], Awaitable[None]]
+
+__all__ = ["SharedSessions"]
+
+logger = logging.getLogger("mcpfast.store")
+
+_JSON: Final = ((b"content-type", b"application/json"),)
+_INITIALIZED: Final = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+
+
+def _unavailable(rid: Any = None) -> Reply:
+    body = core.encode_error(rid, INTERNAL_ERROR, "session store unavailable, retry later")
+    return (503, [*_JSON, (b"retry-after", b"1")], body)
+
+
+async def _send(send: Send, reply: Reply) -> None:
+    status, headers, body = reply
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-length", str(len(body)).encode()), *headers]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class _ForwardingEvents:
+    """The event store of a shared session's GET stream while no reader is attached here:
+    each event is kept locally (``inner``) and offered to the process whose GET stream is open."""
+
+    __slots__ = ("inner", "shared")
+
+    def __init__(self, shared: SharedSessions, inner: Any) -> None:
+        self.shared = shared
+        self.inner = inner
+
+    def append(self, session: str, stream: str, data: bytes) -> str:
+        eid = self.inner.append(session, stream, data) if self.inner is not None else ""
+        self.shared._spawn(self.shared.store.publish("get", session, f"{self.shared.origin}{eid} {data.decode()}"))
+        return eid
+
+    def replay(self, session: str, last_event_id: str) -> Any:
+        return self.inner.replay(session, last_event_id) if self.inner is not None else None
+
+    def forget(self, session: str) -> None:
+        if self.inner is not None:
+            self.inner.forget(session)
+
+
+class SharedSessions:
+    """The transport's side of a shared store (see the module doc).
+
+    Attributes:
+        store: the store.
+        origin: this process's tag on the messages it sends (its own come back and are skipped).
+        flush_period: seconds between two batched last-seen updates.
+    """
+
+    def __init__(self, transport: HttpTransport, store: SessionStore) -> None:
+        self.transport = transport
+        self.store = store
+        self.origin = secrets.token_hex(6) + ":"
+        self.flush_period = max(0.05, min(transport.session_idle_timeout / 10, 2.0))
+        self._levels: dict[str, str | None] = {}
+        self.flushes = 0
+        """Batched last-seen updates sent (each one store round trip, whatever the traffic)."""
+        self._looked_up: str | None = None
+        self._loading: dict[str, asyncio.Future[SessionRecord | None]] = {}
+        self._verify: set[str] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._flusher: asyncio.Task[None] | None = None
+        self.events = store.event_store(1000, transport.session_idle_timeout)
+        """The shared SSE event store (``None``: the transport keeps its own, or resumability is off)."""
+        if self.events is not None and transport.event_store is not None:
+            transport.event_store = self.events
+        else:
+            self.events = None
+        self._started = False
+        self._closing = False
+
+    # ------------------------------------------------------------ plumbing
+
+    def _start(self) -> None:
+        if not self._started:
+            self._started = True
+            self.store.subscribe(self._on_message, self._on_reconnect)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush_loop())
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(self._quiet(coro))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    @staticmethod
+    async def _quiet(coro: Any) -> None:
+        try:
+            await coro
+        except StoreUnavailable as exc:
+            logger.warning("%s", exc)
+
+    async def aclose(self) -> None:
+        self._closing = True
+        flusher, self._flusher = self._flusher, None
+        if flusher is not None:
+            flusher.cancel()
+            await asyncio.gather(flusher, return_exceptions=True)
+        await self._flush_once()  # the last-seen times of this process's sessions
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.store.aclose()
+
+    # ------------------------------------------------------------ sessions
+
+    def _cached(self, sess: _Session) -> None:
+        """Install a session in this process's table, its GET stream offering events to others."""
+        sess.get.store = _ForwardingEvents(self, self.transport.event_store)  # type: ignore[assignment]
+        # POST streams are named by a counter per session; each process starts its own far
+        # from the others', so stream names (and event ids) never meet in the shared store.
+        sess.next_stream = secrets.randbelow(1 << 40) * 1000 + 1
+        self._levels[sess.id] = sess.conn.session.log_level
+        self.transport._install(sess)
+
+    def initialize(self, sess: _Session, body: bytes) -> Deferred:
+        """Keep a new session in the store, then answer its ``initialize`` (503 when full or unreachable)."""
+        transport = self.transport
+        engine = sess.conn.session
+        record = SessionRecord(sess.id, engine.version or "", engine.client_capabilities, engine.client_info, sess.principal, time.time())
+
+        async def deferred(receive: Receive, send: Send) -> None:
+            self._start()
+            try:
+                kept = await self.store.create(record, transport.max_sessions, transport.session_idle_timeout)
+            except StoreUnavailable:
+                transport._finish(sess.conn.close_now())
+                await _send(send, _unavailable())
+                return
+            if not kept:
+                transport._finish(sess.conn.close_now())
+                busy = core.encode_error(None, INTERNAL_ERROR, "server busy: too many sessions")
+                await _send(send, (503, [*_JSON, (b"retry-after", b"1")], busy))
+                return
+            self._cached(sess)
+            await _send(send, (200, [(b"mcp-session-id", sess.id.encode()), *_JSON], body))
+
+        return deferred
+
+    def prepare(self, method: str, headers: dict[bytes, bytes], principal: str | None, then: Any) -> Deferred | None:
+        """``None`` when the request needs nothing from the store; else fetch what it needs
+        (its session, the events a ``Last-Event-ID`` resumes), then ``then()``."""
+        raw = headers.get(b"mcp-session-id")
+        if raw is None:
+            return None
+        session_id = raw.decode("latin-1")
+        if session_id == self._looked_up:
+            return None
+        last = headers.get(b"last-event-id") if method == "GET" and self.events is not None else None
+        if last is None and session_id in self.transport.sessions:
+            return None
+
+        async def deferred(receive: Receive, send: Send) -> None:
+            self._start()
+            try:
+                if session_id not in self.transport.sessions:
+                    record = await self._load(session_id)
+                    if record is not None and record.principal == principal and session_id not in self.transport.sessions:
+                        sess = self._rebuild(record)
+                        if sess is not None:
+                            self._cached(sess)
+                if last is not None and self.events is not None and session_id in self.transport.sessions:
+                    await self.events.prefetch(session_id, last.decode("latin-1"))
+            except StoreUnavailable:
+                await _send(send, _unavailable())
+                return
+            self._looked_up = session_id  # then() comes back through prepare: do not look again
+            try:
+                outcome = then()  # served as if it had been here all along (404 if it was not found)
+            finally:
+                self._looked_up = None
+            if type(outcome) is tuple:
+                await _send(send, outcome)
+            else:
+                await outcome(receive, send)
+
+        return deferred
+
+    async def _load(self, session_id: str) -> SessionRecord | None:
+        """One round trip however many requests for the same session arrive meanwhile."""
+        pending = self._loading.get(session_id)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future[SessionRecord | None] = asyncio.get_running_loop().create_future()
+        self._loading[session_id] = future
+        try:
+            record = await self.store.load(session_id)
+        except StoreUnavailable as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: only the waiters care
+            raise
+        else:
+            future.set_result(record)
+            return record
+        finally:
+            del self._loading[session_id]
+
+    def _rebuild(self, record: SessionRecord) -> _Session | None:
+        """The engine session of ``record``: its handshake replayed through the engine's input."""
+        init = core.decode(
+            orjson.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": m.INITIALIZE,
+                    "params": {
+                        "protocolVersion": record.version,
+                        "capabilities": record.capabilities,
+                        "clientInfo": record.client_info or {},
+                    },
+                }
+            )
+        )
+        sess, _ = self.transport._open_session(record.id, init, record.principal)
+        if sess is None or sess.version != record.version:
+            if sess is not None:
+                self.transport._finish(sess.conn.close_now())
+            return None
+        conn = sess.conn
+        conn.feed(_INITIALIZED)
+        if record.log_level is not None:
+            conn.feed(orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": m.LOGGING_SET_LEVEL, "params": {"level": record.log_level}}))
+        conn.session.records_to_send()  # the replayed handshake's answers: nobody's to read
+        return sess
+
+    def delete(self, sess: _Session) -> Deferred:
+        """DELETE: end the session in the store, which tells every process (this one included)."""
+
+        async def deferred(receive: Receive, send: Send) -> None:
+            try:
+                await self.store.delete(sess.id)  # with its SSE events
+            except StoreUnavailable:
+                await _send(send, _unavailable())
+                return
+            tasks = self._end_here(sess.id)
+            if tasks:
+                await asyncio.gather(*tasks, return_exceptions=True)
+            await _send(send, (200, (), b""))
+
+        return deferred
+
+    def _end_here(self, session_id: str) -> list[asyncio.Task[Any]]:
+        self._levels.pop(session_id, None)
+        sess = self.transport.sessions.get(session_id)
+        return self.transport._end_session_now(sess) if sess is not None else []
+
+    def after_post(self, sess: _Session) -> None:
+        """A ``logging/setLevel`` served here goes to the store (and so to every process)."""
+        level = sess.conn.session.log_level
+        if level != self._levels.get(sess.id) and level is not None:
+            self._levels[sess.id] = level
+            self._spawn(self.store.set_level(sess.id, level))
+
+    def forward_reply(self, sess: _Session, body: bytes) -> bool:
+        """Pass on a client's reply to a request this process did not send (True when passed on)."""
+        if b'"result"' not in body and b'"error"' not in body:
+            return False  # not a response (cheap test; a request that mentions them is decoded once more)
+        try:
+            decoded = core.decode(body)
+        except core.JsonRpcError:
+            return False
+        if isinstance(decoded, list) or decoded.kind not in ("result", "error"):
+            return False
+        if decoded.id in sess.conn.session.pending_requests():
+            return False
+        self._spawn(self.store.publish("reply", sess.id, self.origin + body.decode()))
+        return True
+
+    # ------------------------------------------------------------ messages
+
+    def _on_message(self, message: Message) -> None:
+        kind, session_id, payload = message
+        if kind == "del":
+            self.transport._finish(self._end_here(session_id))
+            return
+        sess = self.transport.sessions.get(session_id)
+        if sess is None:
+            return
+        if kind == "lvl":
+            self._levels[session_id] = payload
+            sess.conn.session.log_level = payload
+            return
+        origin, _, data = payload.partition(":")
+        if origin + ":" == self.origin:
+            return
+        if kind == "reply":
+            raw = data.encode()
+            decoded = core.decode(raw)
+            if not isinstance(decoded, list) and decoded.id in sess.conn.session.pending_requests():
+                sess.conn.feed(raw)
+        elif kind == "get" and sess.get.attached:
+            eid, _, text = data.partition(" ")
+            raw = text.encode()
+            if self.events is not None:
+                self.events.forwarded(raw, eid)  # kept already, under that id: sent here, not kept twice
+            sess.get.push(raw)
+
+    def _on_reconnect(self) -> None:
+        """Messages may have been lost (a DELETE among them): check every cached session at the next flush."""
+        self._verify.update(self.transport.sessions)
+
+    # ------------------------------------------------------------ last seen
+
+    async def _flush_loop(self) -> None:
+        while not self._closing:
+            await asyncio.sleep(self.flush_period)
+            await self._flush_once()
+            if not self.transport.sessions and not self._verify:
+                self._flusher = None
+                return
+
+    async def _flush_once(self) -> None:
+        cutoff = time.monotonic() - self.flush_period * 1.5
+        sessions = self.transport.sessions
+        seen = [sid for sid, s in sessions.items() if not s.legacy and (s.last_seen >= cutoff or sid in self._verify)]
+        for sid in [s for s in self._levels if s not in sessions]:
+            del self._levels[sid]
+        if not seen:
+            return
+        self.flushes += 1
+        try:
+            gone = await self.store.refresh(seen, self.transport.session_idle_timeout)
+        except StoreUnavailable:
+            return  # kept for the next flush: the sessions stay cached meanwhile
+        self._verify.difference_update(seen)
+        for sid in gone:  # expired, deleted, or the store restarted empty
+            self.transport._finish(self._end_here(sid))

@@ -1,0 +1,163 @@
+"""Fixtures for scale-out tests: a real ``redis-server`` and real ``mcpfast serve`` processes.
+
+``redis`` starts Debian's ``redis-server`` on a free 127.0.0.1 port, without persistence, in a
+temporary directory (``make test`` installs the package when it is missing). ``servers``
+starts ``mcpfast serve --transport http --fixture conformance --store redis://…`` processes,
+each on its own port. Nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from scale_client import Mcp
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"{what} did not listen on {port} within {timeout}s")
+
+
+class RedisServer:
+    """One ``redis-server`` process (``stop``/``start`` keep the port: a restart comes back empty)."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.port = free_port()
+        self.workdir = workdir
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            pytest.fail("redis-server is not installed (make test installs Debian's redis-server)")
+        self.proc = subprocess.Popen(
+            [
+                binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.workdir),
+                "--protected-mode",
+                "yes",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        _wait_port(self.port, self.proc, "redis-server")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.proc = None
+
+
+@pytest.fixture
+def redis(tmp_path: Path) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+class Serve:
+    """One ``mcpfast serve --transport http`` process."""
+
+    def __init__(self, args: list[str], log: Path) -> None:
+        self.port = free_port()
+        self.args = args
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        cmd = [
+            sys.executable,
+            "-m",
+            "mcpfast",
+            "serve",
+            "--transport",
+            "http",
+            "--fixture",
+            "conformance",
+            "--port",
+            str(self.port),
+            *self.args,
+        ]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        with self.log.open("ab") as log:  # the process's stderr, for a failing test to show
+            self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log)
+        _wait_port(self.port, self.proc, "mcpfast serve")
+
+    def client(self) -> Mcp:
+        return Mcp(self.port)
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+@pytest.fixture
+def servers(redis: RedisServer, tmp_path: Path) -> Iterator[Callable[..., list[Serve]]]:
+    started: list[Serve] = []
+
+    def start(n: int = 2, *extra: str) -> list[Serve]:
+        batch = [
+            Serve(["--store", redis.url, "--session-idle-timeout", "30", *extra], tmp_path / f"serve{len(started) + i}.log")
+            for i in range(n)
+        ]
+        for s in batch:
+            s.start()
+            started.append(s)
+        return batch
+
+    try:
+        yield start
+    finally:
+        for s in started:
+            s.stop()
+        for s in started:  # shown with a failing test's captured output
+            sys.stderr.write(s.log.read_text(errors="replace")[-4000:])

@@ -1,0 +1,81 @@
+"""A small round-robin HTTP/1.1 proxy for the scale-out tests: each request to the next backend.
+
+``python rr_proxy.py LISTEN_PORT BACKEND_PORT [BACKEND_PORT ...]`` (127.0.0.1 only). Every
+request is sent to the next backend in turn on a fresh connection (``Connection: close``), its
+answer streamed back as it comes (SSE included) with ``Connection: close``, so no two
+consecutive requests reach the same process. It prints one line per request,
+``<backend index> <method>``, to stdout as it sends it on (the tests count them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import sys
+
+MAX_HEAD = 64 * 1024
+
+
+def _rewrite(head: bytes) -> bytes:
+    """The head with ``Connection: close`` instead of any connection header (and keep-alive)."""
+    lines = head.split(b"\r\n")
+    kept = [line for line in lines[1:] if line and not line.lower().startswith((b"connection:", b"keep-alive:"))]
+    return b"\r\n".join([lines[0], *kept, b"connection: close", b"", b""])
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while chunk := await reader.read(65536):
+            writer.write(chunk)
+            await writer.drain()
+    finally:
+        writer.close()
+
+
+async def main(listen: int, backends: list[int]) -> None:
+    turn = itertools.cycle(range(len(backends)))
+
+    async def serve(creader: asyncio.StreamReader, cwriter: asyncio.StreamWriter) -> None:
+        try:
+            head = await creader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+            cwriter.close()
+            return
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value.strip())
+        body = await creader.readexactly(length) if length else b""
+        index = next(turn)
+        print(index, head.split(b" ", 1)[0].decode(), flush=True)  # in the order requests are sent on
+        try:
+            breader, bwriter = await asyncio.open_connection("127.0.0.1", backends[index])
+        except OSError:
+            cwriter.write(b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            cwriter.close()
+            return
+        bwriter.write(_rewrite(head) + body)
+        await bwriter.drain()
+        try:
+            rhead = await breader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, ConnectionError):
+            cwriter.close()
+            bwriter.close()
+            return
+        cwriter.write(_rewrite(rhead))
+        watch = asyncio.ensure_future(creader.read(1))  # the client going away ends the answer
+        copy = asyncio.ensure_future(_pipe(breader, cwriter))
+        await asyncio.wait((watch, copy), return_when=asyncio.FIRST_COMPLETED)
+        for task in (watch, copy):
+            task.cancel()
+        bwriter.close()
+        cwriter.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", listen, limit=MAX_HEAD)
+    async with server:
+        await server.serve_forever()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(int(sys.argv[1]), [int(p) for p in sys.argv[2:]]))

@@ -1,0 +1,77 @@
+"""SSE streams resume on another process (GET + Last-Event-ID): every missed event exactly once."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from scale_client import Mcp
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _replay(client: Mcp, last: str) -> list[tuple[str, dict]]:  # type: ignore[type-arg]
+    """Resume with ``last``; the events until the stream ends (a replay of a stream not live here)."""
+    status, sse = client.open("GET", headers={"last-event-id": last})
+    assert status == 200, sse
+    assert not isinstance(sse, bytes)
+    return sse.drain()
+
+
+def test_dropped_post_stream_resumes_on_the_other_process(servers) -> None:  # noqa: ANN001
+    a, b = servers(2)
+    client = a.client()
+    client.initialize({"elicitation": {}})
+    stream = client.ask_me()
+    priming = stream.next()
+    assert priming is not None and priming[1] is None
+    ask_id, ask = stream.message()
+    assert ask["method"] == "elicitation/create"
+    stream.close()  # the client loses the stream (not a cancel in this era)
+    assert client.on(b.port).raw("POST", Mcp.accept(ask, "bo"))[0] == 202
+    on_b = client.on(b.port)
+    deadline = time.monotonic() + 15
+    while True:  # the answer is reached by a; the result lands in the shared event store
+        missed = _replay(on_b, ask_id)
+        if missed or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert len(missed) == 1, missed
+    assert "bo@example.test" in missed[0][1]["result"]["content"][0]["text"]
+    # From the priming event: the question and the answer, once each, in order, on either process.
+    for port in (b.port, a.port):
+        again = _replay(client.on(port), priming[0])
+        assert [e[0] for e in again] == [ask_id, missed[0][0]]
+        assert again[0][1]["method"] == "elicitation/create" and "result" in again[1][1]
+    assert len({ask_id, missed[0][0], priming[0]}) == 3
+
+
+def test_get_stream_of_a_killed_process_resumes_on_the_other(servers) -> None:  # noqa: ANN001
+    a, b = servers(2)
+    client = a.client()
+    client.initialize()
+    get = client.get_stream()
+    assert client.call("tools/call", {"name": "test_trigger_tool_change", "arguments": {}})[0] == 200
+    first_id, first = get.message()
+    assert first["method"] == "notifications/tools/list_changed"
+    a.kill()  # mid-stream
+    assert get.next() is None
+    get.close()
+    # While nobody holds the stream, b sends a notification for it: kept under its id.
+    assert client.on(b.port).call("tools/call", {"name": "test_trigger_tool_change", "arguments": {}})[0] == 200
+    resumed = client.on(b.port).get_stream(first_id)
+    second_id, second = resumed.message()
+    assert second["method"] == "notifications/tools/list_changed" and second_id != first_id
+    # The resumed stream is live on b: the next notification comes on it, once.
+    assert client.on(b.port).call("tools/call", {"name": "test_trigger_tool_change", "arguments": {}})[0] == 200
+    third_id, third = resumed.message()
+    assert third["method"] == "notifications/tools/list_changed" and third_id not in (first_id, second_id)
+    resumed.close()
+
+
+def test_unknown_last_event_id_is_404(servers) -> None:  # noqa: ANN001
+    a, b = servers(2)
+    client = a.client()
+    client.initialize()
+    status, _, _ = client.on(b.port).raw("GET", headers={"last-event-id": "0-nope.1"})
+    assert status == 404

@@ -1,0 +1,109 @@
+"""Two ``mcpfast serve`` processes sharing one real Redis act as one server, request by request."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from scale_client import Mcp, until
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_session_hops_between_processes(servers) -> None:  # noqa: ANN001
+    a, b = servers(2)
+    client = a.client()
+    init = client.initialize({"elicitation": {}})
+    assert init["result"]["protocolVersion"] == "2025-11-25"
+    # Every request lands on the other process than the one before.
+    for i in range(6):
+        here = client.on((a, b)[(i + 1) % 2].port)
+        status, reply = here.call("tools/call", {"name": "test_simple_text", "arguments": {}})
+        assert status == 200, reply
+        assert reply["result"]["content"][0]["text"]
+    status, reply = client.on(b.port).call("tools/list")
+    assert status == 200 and any(t["name"] == "test_elicitation" for t in reply["result"]["tools"])
+
+
+def test_unknown_session_is_404_on_every_process(servers) -> None:  # noqa: ANN001
+    a, b = servers(2)
+    for s in (a, b):
+        status, _ = Mcp(s.port, "no-such-session").call("tools/list")
+        assert status == 404
+
+
+def test_delete_on_one_process_ends_the_session_everywhere(servers) -> None:  # noqa: ANN001
+    a, b = servers(2)
+    client = a.client()
+    client.initialize()
+    assert client.on(b.port).call("ping")[0] == 200  # now cached on b too
+    status, _, _ = client.on(b.port).raw("DELETE")
+    assert status == 200
+    assert client.call("ping")[0] == 404  # a was told through pub/sub
+    assert client.on(b.port).call("ping")[0] == 404
+    assert client.raw("DELETE")[0] == 404
+
+
+def test_log_level_set_on_one_process_holds_on_the_other(servers) -> None:  # noqa: ANN001
+    a, b = servers(2)
+    client = a.client()
+    client.initialize()
+    assert client.on(b.port).call("ping")[0] == 200  # b caches the session before the change
+    status, reply = client.call("logging/setLevel", {"level": "error"})
+    assert status == 200 and reply["result"] == {}
+
+    # test_tool_with_logging logs at info: below "error", so nothing but the answer comes back
+    def quiet_on_b() -> bool:
+        status, out = client.on(b.port).open("POST", client.request_body("tools/call", {"name": "test_tool_with_logging", "arguments": {}}))
+        messages = [json.loads(out)] if isinstance(out, bytes) else [e[1] for e in out.drain()]
+        return all("method" not in msg for msg in messages) and messages[-1].get("result") is not None
+
+    until(quiet_on_b, what="log level reaching b")
+
+
+def test_elicitation_answer_crosses_over(servers) -> None:  # noqa: ANN001
+    a, b = servers(2)
+    client = a.client()
+    client.initialize({"elicitation": {}})
+    stream = client.ask_me()
+    _, ask = stream.message()
+    assert ask["method"] == "elicitation/create"
+    status, _, _ = client.on(b.port).raw("POST", Mcp.accept(ask, "ada"))  # to the process that did not ask
+    assert status == 202
+    _, final = stream.message()
+    stream.close()
+    assert "ada@example.test" in final["result"]["content"][0]["text"]
+
+
+def test_get_stream_notification_crosses_over(servers) -> None:  # noqa: ANN001
+    a, b = servers(2)
+    client = a.client()
+    client.initialize()
+    get = client.get_stream()
+    get.next()  # the priming event: the stream is open on a; the change happens on b
+    status, reply = client.on(b.port).call("tools/call", {"name": "test_trigger_tool_change", "arguments": {}})
+    assert status == 200, reply
+    _, notification = get.message()
+    get.close()
+    assert notification["method"] == "notifications/tools/list_changed"
+
+
+def test_sealed_2026_state_crosses_over(servers) -> None:  # noqa: ANN001
+    a, b = servers(2)
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "scale-test", "version": "1"},
+    }
+    headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "test_input_required_result_request_state"}
+    first = Mcp(a.port)
+    params = {"name": "test_input_required_result_request_state", "arguments": {}, "_meta": meta}
+    status, _, data = first.raw("POST", first.request_body("tools/call", params), headers)
+    assert status == 200, data
+    result = json.loads(data)["result"]
+    assert result["resultType"] == "input_required"
+    retry = dict(params, inputResponses={"confirm": {"action": "accept", "content": {"ok": True}}}, requestState=result["requestState"])
+    second = Mcp(b.port)
+    status, _, data = second.raw("POST", second.request_body("tools/call", retry), headers)
+    assert status == 200, data
+    assert json.loads(data)["result"]["content"][0]["text"].startswith("state-ok")
