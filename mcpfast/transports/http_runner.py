@@ -46,7 +46,9 @@ def _transport(server: Server, opts: dict[str, Any]) -> Any:
 def _scaled(server: Server, opts: dict[str, Any]) -> Server:
     """``store`` (a URL) becomes a ``SessionStore``; ``secret`` (or the store's shared key) seals 2026 state."""
     from mcpfast.engine.mrtr import StateSealer
+    from mcpfast.server.tasks import open_task_store
     from mcpfast.store import open_store
+    from mcpfast.store.tasks import MemoryTaskStore
 
     url = opts.pop("store", None)
     secret = opts.pop("secret", None)
@@ -56,6 +58,8 @@ def _scaled(server: Server, opts: dict[str, Any]) -> Server:
     key = secret.encode() if isinstance(secret, str) else (store.shared_secret() if store is not None else None)
     if key is not None:
         server.sealer = StateSealer(key, ttl=server.sealer.ttl)
+    if isinstance(url, str) and store is not None and store.shared and isinstance(server.tasks.store, MemoryTaskStore):
+        server.tasks.store = open_task_store(url)  # any process answers tasks/get for a task another runs
     return server
 
 
