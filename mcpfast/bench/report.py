@@ -26,6 +26,19 @@ __all__ = [
 
 HANDSHAKE_ORDER = ("initialize", "notifications/initialized", "server/discover", "first call", "DELETE")
 
+GENERATOR_BOUND_NOTE = "generator-bound: this figure is a floor"
+
+
+def generator_label(fam: dict[str, Any]) -> str:
+    """``"73% of 1 core"`` (+ the generator-bound note) for tables and plot titles."""
+    gen = fam.get("generator")
+    if not gen:
+        return ""
+    cores = gen.get("cores") or 1
+    text = f"generator {100 * gen['cpu_share']:.0f}% of {cores} core{'s' if cores != 1 else ''}"
+    return f"{text}, {GENERATOR_BOUND_NOTE}" if gen.get("bound") else text
+
+
 
 def load_summary(run: Path) -> dict[str, Any]:
     path = Path(run) / "summary.json"
@@ -179,8 +192,6 @@ def generate_plots(run: Path, summary: dict[str, Any] | None = None) -> list[Pat
         prefix = _prefix(run, fam)
         hists = load_histograms(prefix)
         curves = {name: h for (_t, name), h in hists.items()}
-        from mcpfast.bench.run import generator_label
-
         gen = generator_label(fam)
         title = f"{family} over {transport}: latency by percentile (µs HDR histograms)" + (f"\n{gen}" if gen else "")
         made.append(plots.percentile_plot(curves, run / f"latency-{family}-{transport}.png", title))

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from mcpfast.bench.report import GENERATOR_BOUND_NOTE, generator_label
 from mcpfast.bench.procs import (
     ReferenceServer,
     child_env,
@@ -65,7 +66,6 @@ SUMMARY_FORMAT = "mcpfast-bench"
 SUMMARY_VERSION = 1
 SERVER_START_TIMEOUT = 20.0
 GENERATOR_BOUND = 0.9  # share of its cores above which a family's generator limited the figure
-GENERATOR_BOUND_NOTE = "generator-bound: this figure is a floor"
 LOCUST_GRACE = 45.0  # seconds past --duration before a locust subprocess is killed
 MEMORY_INTERVAL = 0.25
 
@@ -492,16 +492,6 @@ def generator_use(gen: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     share = float(gen["cpu_share"])
     return {**gen, "bound": share > GENERATOR_BOUND, "note": GENERATOR_BOUND_NOTE if share > GENERATOR_BOUND else None}
-
-
-def generator_label(fam: dict[str, Any]) -> str:
-    """``"73% of 1 core"`` (+ the generator-bound note) for tables and plot titles."""
-    gen = fam.get("generator")
-    if not gen:
-        return ""
-    cores = gen.get("cores") or 1
-    text = f"generator {100 * gen['cpu_share']:.0f}% of {cores} core{'s' if cores != 1 else ''}"
-    return f"{text}, {GENERATOR_BOUND_NOTE}" if gen.get("bound") else text
 
 
 MAIN_REQUEST = {"handshake": "initialize", "session_churn": "initialize"}
