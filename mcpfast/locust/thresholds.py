@@ -198,3 +198,31 @@ def apply(environment: Any, data: dict[str, Any]) -> list[dict[str, Any]] | None
     elif getattr(environment, "process_exit_code", None) is None:
         environment.process_exit_code = 0
     return results
+
+
+def evaluate_runs(texts: list[str], runs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """``mcpfast bench``: every threshold on every run (family/transport) that reported its name
+    (a threshold without a name: on every run); a named threshold no run reported fails."""
+    out = []
+    for text in texts:
+        t = parse(text)
+        hits = []
+        for label, data in runs.items():
+            names = {e["name"] for e in (data.get("histograms") or []) + (data.get("failed_histograms") or [])}
+            if t.name is None or t.name in names:
+                hits.extend({**r, "run": label} for r in evaluate([text], data))
+        if not hits:
+            hits = [{"threshold": t.text, "name": t.name, "metric": t.metric, "measured": None,
+                     "measured_unit": None, "measured_text": "no requests in any run", "passed": False, "run": None}]
+        out.extend(hits)
+    return out
+
+
+def render_runs(results: list[dict[str, Any]]) -> str:
+    lines = ["thresholds:"]
+    for r in results:
+        where = f" [{r['run']}]" if r.get("run") else ""
+        lines.append(f"  {'pass' if r['passed'] else 'FAIL'}  {r['threshold']}{where}  (measured {r['measured_text']})")
+    failed = sum(1 for r in results if not r["passed"])
+    lines.append(f"  {len(results) - failed} passed, {failed} failed")
+    return "\n".join(lines)
