@@ -260,3 +260,40 @@ def test_scenario_file_runs_every_operation_kind(tmp_path: Path, counting: tuple
         assert ok.get(name, 0) > 0, (name, ok)
     assert ok["progress:gap"] == 2 * ok["tools/call:stream"]
     assert countfile.stat().st_size == ok["tools/call:counted"]  # the server's own count agrees
+
+
+# -- hold -----------------------------------------------------------------------------------------------------
+def test_hold_streams_and_fanout(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, os.path.join(LOADTESTS, "_broadcast_server.py"), "--transport", "http",
+                               "--host", "127.0.0.1", "--port", str(port)], env=child_env(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, "broadcast server did not start"
+                time.sleep(0.1)
+        proc, run = locust(tmp_path, os.path.join(LOADTESTS, "hold.py"), "-u", "3", "-r", "3", "-t", "6s",
+                           "--host", f"http://127.0.0.1:{port}/mcp", "--mcp-engine", "python",
+                           "--mcp-hold-per-user", "10", "--mcp-hold-trigger", "broadcast",
+                           "--mcp-hold-trigger-every", "1", "--mcp-server-pid", str(server.pid))
+    finally:
+        stop(server)
+    assert proc.returncode == 0, run.output[-4000:]
+    hold = json.loads(Path(f"{run.prefix}_hold.json").read_text())
+    assert hold["streams_held"] == 30 and hold["streams_failed"] == 0
+    assert hold["server_rss_kib_per_stream"] is not None
+    ok, failed = counts(run)
+    assert failed == {}, failed
+    assert ok["GET:open"] == 30
+    triggers = len(hold["fanout_all_us"])
+    assert triggers >= 1
+    # every trigger reached every held stream once (a trigger still in flight at the stop may add a partial round)
+    assert 30 * triggers <= ok["hold:fanout"] <= 30 * hold["triggers"]
+    assert ok["hold:fanout-all"] == triggers
