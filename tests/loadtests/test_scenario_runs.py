@@ -297,3 +297,20 @@ def test_hold_streams_and_fanout(tmp_path: Path) -> None:
     # every trigger reached every held stream once (a trigger still in flight at the stop may add a partial round)
     assert 30 * triggers <= ok["hold:fanout"] <= 30 * hold["triggers"]
     assert ok["hold:fanout-all"] == triggers
+
+
+# -- discover ---------------------------------------------------------------------------------------------------
+def test_discover_family_against_the_handshake(tmp_path: Path, counting: tuple[str, Path]) -> None:
+    url, countfile = counting
+    proc, run = locust(tmp_path, os.path.join(LOADTESTS, "discover.py"), "-u", "2", "-r", "2", "-t", "3s",
+                       "--host", url, "--mcp-engine", "python", "--mcp-tool", "counted",
+                       "--mcp-tool-args", '{"text": "x"}')
+    assert proc.returncode == 0, run.output[-4000:]
+    ok, failed = counts(run)
+    assert failed == {}, failed
+    d, i = ok["start:discover"], ok["start:initialize"]
+    assert d > 0 and i > 0 and abs(d - i) <= 2  # each user alternates the two starts
+    assert ok["server/discover"] == ok["tools/call:counted (first after discover)"] == d
+    assert ok["initialize"] == ok["notifications/initialized"] == ok["tools/call:counted (first after initialize)"] == i
+    assert ok["DELETE"] <= i
+    assert countfile.stat().st_size == d + i  # the server answered exactly the first calls the swarm counted
