@@ -314,3 +314,49 @@ def test_discover_family_against_the_handshake(tmp_path: Path, counting: tuple[s
     assert ok["initialize"] == ok["notifications/initialized"] == ok["tools/call:counted (first after initialize)"] == i
     assert ok["DELETE"] <= i
     assert countfile.stat().st_size == d + i  # the server answered exactly the first calls the swarm counted
+
+
+# -- tasks ------------------------------------------------------------------------------------------------------
+def test_tasks_family_polls_to_completion_and_cancels(tmp_path: Path) -> None:
+    from _loadtest_support import start_http_server  # noqa: F401 - same helpers as the other families
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "mcpfast", "serve", "--app", "mcpfast.server.conformance:app",
+                               "--transport", "http", "--host", "127.0.0.1", "--port", str(port)], env=child_env(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, "conformance server did not start"
+                time.sleep(0.1)
+        from mcpfast.client.http import HttpClient
+        from mcpfast.client.session import ClientSession
+
+        probe = HttpClient(url, ClientSession("2026-07-28", capabilities={"extensions": {"io.modelcontextprotocol/tasks": {}}}))
+        try:
+            probe.initialize()
+            extensions = (probe.session.server_capabilities or {}).get("extensions") or {}
+        finally:
+            probe.close()
+        if "io.modelcontextprotocol/tasks" not in extensions:
+            pytest.skip("this server has no tasks extension yet (helper 15a's branch issue-15a builds it)")
+        proc, run = locust(tmp_path, os.path.join(LOADTESTS, "tasks.py"), "-u", "4", "-r", "4", "-t", "5s",
+                           "--host", url, "--mcp-engine", "python", "--mcp-tool", "slow_compute",
+                           "--mcp-tool-args", '{"seconds": 1.0}', "--mcp-tasks-cancel-share", "0.5")
+    finally:
+        stop(server)
+    assert proc.returncode == 0, run.output[-4000:]
+    ok, failed = counts(run)
+    assert failed == {}, failed
+    tasks = json.loads(Path(f"{run.prefix}_tasks.json").read_text())
+    assert tasks["made"] == ok["tools/call:slow_compute"] and tasks["failed"] == 0 and tasks["not_a_task"] == 0
+    assert tasks["completed"] == ok.get("task:completed", 0) > 0
+    assert tasks["cancelled"] == ok.get("task:cancelled", 0) > 0
+    assert tasks["polls"] == ok["tasks/get"] and tasks["cancels_sent"] == ok["tasks/cancel"]
