@@ -318,8 +318,6 @@ def test_discover_family_against_the_handshake(tmp_path: Path, counting: tuple[s
 
 # -- tasks ------------------------------------------------------------------------------------------------------
 def test_tasks_family_polls_to_completion_and_cancels(tmp_path: Path) -> None:
-    from _loadtest_support import start_http_server  # noqa: F401 - same helpers as the other families
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
