@@ -491,8 +491,14 @@ mod tests {
         assert_eq!(c.mix[0].stat_name(), "tools/call:slow");
         assert_eq!(c.mix[1].stat_name(), "completion/complete");
         for (bad, what) in [
-            (r#"{"method":"tools/list","stream":true}"#, "stream applies to tools/call"),
-            (r#"{"tool":"echo","stream":"yes"}"#, "stream must be true or false"),
+            (
+                r#"{"method":"tools/list","stream":true}"#,
+                "stream applies to tools/call",
+            ),
+            (
+                r#"{"tool":"echo","stream":"yes"}"#,
+                "stream must be true or false",
+            ),
         ] {
             let text = format!(r#"{{"url":"http://127.0.0.1:1/","family":"mixed","mix":[{bad}]}}"#);
             let e = Config::parse(text.as_bytes()).expect_err(bad);
