@@ -192,3 +192,15 @@ def test_threshold_evaluation_on_histograms() -> None:
     assert results["max<60ms"]["passed"]
     assert results["initialize rps>1"]["measured"] is None and not results["initialize rps>1"]["passed"]
     assert "FAIL  tools/call:echo p99<5ms" in th.render(list(results.values()))
+
+
+def test_yaml_scenario_and_its_error_lines() -> None:
+    text = "users:\n  - name: a\n    ops:\n      - op: tools/call\n        tool: echo\n        arguments: {text: hi}\n" \
+           "      - op: prompts/get\n        prompt: p\n"
+    s = sc.load_text("w.yaml", text)
+    assert [o.where for o in s.users[0].ops] == ["w.yaml:4", "w.yaml:7"]
+    assert s.users[0].ops[0].params() == {"name": "echo", "arguments": {"text": "hi"}}
+    with pytest.raises(sc.ScenarioError, match=r"w.yaml:3: unknown operation 'ping!'"):
+        sc.load_text("w.yaml", "ops:\n  - op: ping\n  - op: ping!\n")
+    with pytest.raises(sc.ScenarioError, match=r"w.yaml:\d+: not valid YAML"):
+        sc.load_text("w.yaml", "ops: [\n  {op: ping\n")
