@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from locust import task
-from _common import McpUser
+from _common import McpUser, named_only
 
 from mcpfast.client.session import ClientSession
 from mcpfast.locust import stats as mstats
@@ -66,3 +66,6 @@ class DiscoverUser(McpUser):
         self._report(f"start:{era}", started)
         if era == "initialize":
             client.delete()
+
+
+named_only(DiscoverUser, __file__)

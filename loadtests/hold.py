@@ -26,7 +26,7 @@ from typing import Any
 
 import gevent
 from locust import events, task
-from _common import McpUser
+from _common import McpUser, named_only
 
 from mcpfast.client.base import rss_kib
 from mcpfast.locust.options import option
@@ -207,3 +207,6 @@ class HoldUser(McpUser):
                 _all_held(self.environment)
         else:
             HOLD.failed += 1
+
+
+named_only(HoldUser, __file__)

@@ -24,7 +24,7 @@ from typing import Any
 
 import gevent
 from locust import events, task
-from _common import McpUser
+from _common import McpUser, named_only
 
 from mcpfast.client.session import ClientSession
 from mcpfast.locust import stats as mstats
@@ -137,3 +137,6 @@ class TasksUser(McpUser):
         else:
             COUNTS["failed"] += 1
             self._report("task:failed", started, TaskFailed(f"task {status}" + (" with isError" if status == "completed" else "")))
+
+
+named_only(TasksUser, __file__)

@@ -18,7 +18,7 @@ echo "load average before: $(cat /proc/loadavg)"
 MCPFAST_CORE=rust taskset -c 1 .venv/bin/locust -f loadtests/hold.py --headless -u "$U" -r 50 -t "${T}s" \
   --host "http://127.0.0.1:$PORT/mcp" --mcp-engine python --mcp-hold-per-user "$K" \
   --mcp-hold-trigger broadcast --mcp-hold-trigger-every 5 --mcp-server-pid "$SERVER" --mcp-timeout 120 \
-  --csv "$OUT/hold" --only-summary --stop-timeout 5 > /tmp/mcpfast-hold-locust.log 2>&1 || echo "locust exit $?"
+  --csv "$OUT/hold-${U}x${K}" --only-summary --stop-timeout 5 > /tmp/mcpfast-hold-locust.log 2>&1 || echo "locust exit $?"
 echo "load average after: $(cat /proc/loadavg)"
 grep -E "mcpfast hold:|hold:fanout|GET:open" /tmp/mcpfast-hold-locust.log | tail -8
-cat "$OUT/hold_hold.json"; echo
+cat "$OUT/hold-${U}x${K}_hold.json"; echo
