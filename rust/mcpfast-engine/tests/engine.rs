@@ -297,3 +297,23 @@ fn users_converge_up_and_down() {
     e.stop(Duration::from_secs(1));
     assert_eq!(open.load(Ordering::Relaxed), 0);
 }
+
+#[test]
+fn mixed_stream_items_time_their_events_and_only_theirs() {
+    let opts = MockOptions {
+        sse: true,
+        ..MockOptions::default()
+    };
+    let (port, _) = mock::spawn(opts);
+    let e = engine(format!(
+        r#"{{"url":"{}","family":"mixed","mix":[{{"tool":"echo","arguments":{{"text":"s"}},"stream":true}},{{"tool":"plain","arguments":{{}}}}]}}"#,
+        url(port)
+    ));
+    let rows = run_for(&e, 3, 0.5);
+    let (calls, failed) = count(&e, &rows, "tools/call:echo");
+    let (lists, list_failed) = count(&e, &rows, "tools/call:plain");
+    assert!(calls > 10 && lists > 10, "{calls} calls, {lists} lists");
+    assert_eq!((failed, list_failed), (0, 0));
+    // every stream call's reply is an SSE event: one first-event per stream call, none for the plain calls
+    assert_eq!(count(&e, &rows, "sse:first-event"), (calls, 0));
+}
