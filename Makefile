@@ -47,7 +47,7 @@ demo: install ## The main job on the embedded server: mcpfast bench --quick (std
 
 test: install conformance-install peers-install test-rust test-python ## Every test: cargo tests of the core crate, then the Python suite
 
-test-rust: ## cargo tests of the pure-Rust core crate and of the HTTP load generator
+test-rust: ## cargo tests of the pure-Rust core crate, the native load engine and the HTTP load generator
 	cargo test --release -p mcpfast-core -p mcpfast-engine -p mcpfast-load --quiet
 
 test-python: install peers-install ## The Python suite (both core implementations, server, swarm)

@@ -221,6 +221,7 @@ DrainRow = tuple[
     list[tuple[int, int, int]],  # (epoch second of completion, requests, failures)
     float,  # last_ts: wall-clock epoch s of the last completion in the window
     list[tuple[str, int]],  # (failure reason, count)
+    list[tuple[int, int]],  # failed_buckets: the buckets of the failed requests only (a subset of buckets)
 ]
 
 class NativeEngine:

@@ -71,7 +71,7 @@ def feed_locust(stats: RequestStats, rows: Iterable[tuple], now: float | None = 
     added = 0
     for row in rows:
         (rtype, name, num, num_none, num_fail, total_ms, min_ms, max_ms, length, buckets, per_second, last_ts,
-         errors) = row
+         errors) = row[:13]  # row[13], failed_buckets, feeds the µs histograms
         if not num and not num_fail:
             continue
         window = StatsEntry(stats, name, rtype, use_response_times_cache=False)

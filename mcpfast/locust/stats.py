@@ -736,22 +736,52 @@ def write_final_csv_rows(writer: Any) -> None:
         history.flush()
 
 
+_CSV_WRITERS: list[Any] = []  # Locust's CSV file writers of this process (one under the CLI)
+
+
+def _final_rows_once(writer: Any) -> None:
+    if getattr(writer, "_mcpfast_final_written", False):
+        return
+    writer._mcpfast_final_written = True
+    try:
+        write_final_csv_rows(writer)
+    except Exception:  # never lose the close over a failed final write
+        logger.exception("mcpfast: could not write the final CSV rows")
+
+
 def _patch_csv_writer() -> None:
+    """Final CSV rows at shutdown: when Locust closes the files, or earlier, just before
+    ``--json``/``--json-file`` serialise the stats - Locust's ``serialize_stats`` clears every
+    entry as it goes (``get_stripped_report``), so rows written after it would read zeros."""
+    import locust.stats as lstats
     from locust.stats import StatsCSVFileWriter
 
     original = StatsCSVFileWriter.close_files
     if getattr(original, "_mcpfast_final_rows", False):
         return
+    original_init = StatsCSVFileWriter.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        _CSV_WRITERS.append(self)
 
     def close_files(self: Any) -> None:
-        try:
-            write_final_csv_rows(self)
-        except Exception:  # never lose the close over a failed final write
-            logger.exception("mcpfast: could not write the final CSV rows")
+        _final_rows_once(self)
         original(self)
 
+    def before_json(serialise: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            for writer in _CSV_WRITERS:
+                _final_rows_once(writer)
+            return serialise(*args, **kwargs)
+
+        return wrapper
+
     close_files._mcpfast_final_rows = True  # type: ignore[attr-defined]
+    StatsCSVFileWriter.__init__ = __init__  # type: ignore[method-assign]
     StatsCSVFileWriter.close_files = close_files  # type: ignore[method-assign]
+    lstats.save_stats_json = before_json(lstats.save_stats_json)
+    lstats.print_stats_json = before_json(lstats.print_stats_json)
 
 
 if not getattr(locust.events, "_mcpfast_registered", False):

@@ -68,11 +68,12 @@ def run(config: dict[str, Any], users: int, seconds: float) -> tuple[Any, dict[s
 
 def check_rows(rows: list[tuple], request_type: str) -> None:
     for r in rows:
-        (rtype, name, num, none, fails, total_ms, min_ms, max_ms, length, buckets, per_second, last_ts, errors) = r
+        (rtype, name, num, none, fails, total_ms, min_ms, max_ms, length, buckets, per_second, last_ts, errors,
+         failed_buckets) = r
         assert rtype == request_type and none == 0 and 0 <= fails <= num
         assert sum(c for _, c in buckets) == num
         assert sum(n for _, n, _ in per_second) == num and sum(f for _, _, f in per_second) == fails
-        assert sum(c for _, c in errors) == fails
+        assert sum(c for _, c in errors) == fails == sum(c for _, c in failed_buckets)
         assert min_ms is not None and min_ms <= total_ms / num <= max_ms
         assert abs(last_ts - time.time()) < 60
 
@@ -131,8 +132,11 @@ def test_events_fd_and_connect_errors() -> None:
     events = eng.events()
     assert events and events[0][0] == "connect_error"
     eng.stop(1.0)
-    rows = {r[1]: r for r in eng.drain()}
+    drained = eng.drain()
+    check_rows(drained, "mcp-http")
+    rows = {r[1]: r for r in drained}
     assert rows["initialize"][2] == rows["initialize"][4] > 0
+    assert sum(c for _, c in rows["initialize"][13]) == rows["initialize"][4]
 
 
 @needs_native

@@ -144,6 +144,11 @@ def all_counts(run: Run, html: Path | None = None) -> dict[str, dict[tuple[str, 
         "console": console_counts(run.output),
         "histograms": from_hist,
     }
+    if not out["console"]:  # --json / --json-file: Locust prints no final table
+        del out["console"]
     if html is not None:
         out["html"] = html_counts(html)
+    json_file = Path(f"{run.prefix}_locust.json")
+    if json_file.exists():  # --json-file (what mcpfast bench reads)
+        out["json"] = {(e["method"], e["name"]): int(e["num_requests"]) for e in json.loads(json_file.read_text())}
     return out

@@ -35,9 +35,20 @@ SID=$(curl -s -D - -o /dev/null "${H[@]}" -X POST "http://127.0.0.1:$PORT/mcp" \
   -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wrk","version":"1"}}}' \
   | grep -i '^mcp-session-id:' | cut -d' ' -f2 | tr -d '\r')
 curl -s "${H[@]}" -H "Mcp-Session-Id: $SID" -X POST "http://127.0.0.1:$PORT/mcp" -d '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+# 32 more sessions for the wrk variant with one session per connection (as the engine has)
+SIDS=""
+for i in $(seq 32); do
+  S=$(curl -s -D - -o /dev/null "${H[@]}" -X POST "http://127.0.0.1:$PORT/mcp" \
+    -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wrk","version":"1"}}}' \
+    | grep -i '^mcp-session-id:' | cut -d' ' -f2 | tr -d '\r')
+  curl -s "${H[@]}" -H "Mcp-Session-Id: $S" -X POST "http://127.0.0.1:$PORT/mcp" -d '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+  SIDS="$SIDS,$S"
+done
 for r in $(seq "$ROUNDS"); do
   W=$(SID=$SID taskset -c 1 wrk -t1 -c32 -d"${SECS}s" -s bench_results/http/echo.lua "http://127.0.0.1:$PORT/mcp")
-  echo "wrk round=$r $(echo "$W" | grep -E 'Requests/sec|Non-2xx|Socket errors' | tr -s ' ' | tr '\n' ';')"
+  echo "wrk 1-session round=$r $(echo "$W" | grep -E 'Requests/sec|Non-2xx|Socket errors' | tr -s ' ' | tr '\n' ';')"
+  W=$(SIDS=$SIDS taskset -c 1 wrk -t32 -c32 -d"${SECS}s" -s bench_results/swarm/engine/echo_sessions.lua "http://127.0.0.1:$PORT/mcp")
+  echo "wrk 32-sessions round=$r $(echo "$W" | grep -E 'Requests/sec|Non-2xx|Socket errors' | tr -s ' ' | tr '\n' ';')"
   echo "engine round=$r $(taskset -c 1 $BENCH "{\"url\":\"http://127.0.0.1:$PORT/mcp\",\"arguments\":{\"text\":\"hello\"}}" 32 "$SECS" 1)"
 done
 kill $SPID; wait $SPID 2>/dev/null || true

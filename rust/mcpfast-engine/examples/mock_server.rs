@@ -4,7 +4,7 @@
 //!
 //!   cargo run --release -p mcpfast-engine --example mock_server -- --port 18600 [--sse]
 //!       [--close-every N] [--reset-every N] [--stall-every N] [--wrong-id-every N]
-//!       [--idle-close-ms MS]
+//!       [--idle-close-ms MS] [--delay-us US]
 //!
 //! Replies are JSON with Content-Length, or with `--sse` an SSE stream in chunked encoding (a
 //! priming event, a notification, then the reply, split over several chunks). Only for tests:
@@ -36,6 +36,8 @@ pub struct MockOptions {
     pub wrong_id_every: u64,
     /// Close connections idle (between requests) for this many milliseconds.
     pub idle_close_ms: u64,
+    /// Answer every tools/call this many µs late (a tool that sleeps).
+    pub delay_us: u64,
     /// While set, the server is "down": it closes every connection without answering.
     pub down: Arc<AtomicBool>,
     /// tools/call requests answered.
@@ -102,6 +104,7 @@ async fn connection(mut stream: TcpStream, shared: &Shared) -> std::io::Result<(
     let mut len = 0;
     let mut out = Vec::with_capacity(4096);
     let mut served = 0u64;
+    let mut timer: Option<mcpfast_engine::run::Timer> = None;
     loop {
         // read one whole request (head + Content-Length body)
         let (head_len, method, session, body_len) = loop {
@@ -156,10 +159,18 @@ async fn connection(mut stream: TcpStream, shared: &Shared) -> std::io::Result<(
         served += 1;
         let close = shared.opts.close_every > 0 && served % shared.opts.close_every == 0;
         out.clear();
+        let calls_before = shared.calls.get();
         if !respond(shared, &method, session.as_deref(), &body, close, &mut out) {
             // stall: hold the connection open without answering
             tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
             return Ok(());
+        }
+        if shared.opts.delay_us > 0 && shared.calls.get() != calls_before {
+            // a tools/call: answer after the delay (a timerfd: µs resolution, not tokio's ms)
+            timer
+                .get_or_insert_with(mcpfast_engine::run::Timer::new)
+                .sleep(std::time::Duration::from_micros(shared.opts.delay_us))
+                .await;
         }
         stream.write_all(&out).await?;
         if close {
@@ -343,6 +354,7 @@ fn main() {
             "--stall-every" => opts.stall_every = value(),
             "--wrong-id-every" => opts.wrong_id_every = value(),
             "--idle-close-ms" => opts.idle_close_ms = value(),
+            "--delay-us" => opts.delay_us = value(),
             other => {
                 eprintln!("mock_server: unknown argument {other}");
                 std::process::exit(2);

@@ -496,7 +496,7 @@ async fn controller(ctx: Rc<Ctx>) {
 }
 
 /// A monotonic timer with µs resolution (timerfd): tokio's timer has ms granularity.
-struct Timer {
+pub struct Timer {
     fd: Option<tokio::io::unix::AsyncFd<TimerFdRaw>>,
 }
 
@@ -508,8 +508,14 @@ impl AsRawFd for TimerFdRaw {
     }
 }
 
+impl Default for Timer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Timer {
-    fn new() -> Timer {
+    pub fn new() -> Timer {
         use nix::sys::timerfd::{ClockId, TimerFd, TimerFlags};
         let fd = TimerFd::new(
             ClockId::CLOCK_MONOTONIC,
@@ -525,7 +531,8 @@ impl Timer {
         Timer { fd }
     }
 
-    async fn sleep(&self, d: Duration) {
+    /// Sleep `d` (µs resolution); falls back to tokio's timer if no timerfd could be made.
+    pub async fn sleep(&self, d: Duration) {
         use nix::sys::time::TimeSpec;
         use nix::sys::timerfd::{Expiration, TimerSetTimeFlags};
         let Some(fd) = &self.fd else {
@@ -988,16 +995,14 @@ async fn http_session(ctx: &Ctx, slot: usize) {
             Instant::now()
         };
         if per_session {
-            if s.session.is_none() && !s.open(ctx, from).await {
+            let opened = s.session.is_none();
+            if opened && !s.open(ctx, from).await {
                 ctx.pause(BACKOFF).await;
                 continue;
             }
             let t = ctx.pick();
-            let from = if s.session.is_some() {
-                from
-            } else {
-                Instant::now()
-            };
+            // the handshake had this arrival's intended time; the call starts after it
+            let from = if opened { Instant::now() } else { from };
             if let Err(f) = s.one(ctx, t, from, t.name).await {
                 if f.lost_session {
                     s.session = None;

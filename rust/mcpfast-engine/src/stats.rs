@@ -56,6 +56,8 @@ pub struct Entry {
     pub content_length: u64,
     /// Every request (successes and failures), as Locust's response times are.
     pub hist: Histogram<u64>,
+    /// The failed requests only (a subset of `hist`), made on the first failure.
+    pub failed_hist: Option<Box<Histogram<u64>>>,
     /// (epoch second of completion, requests, failures), ascending.
     pub per_second: Vec<(i64, u64, u64)>,
     pub last_ts: f64,
@@ -73,6 +75,7 @@ impl Entry {
             max_us: 0,
             content_length: 0,
             hist: new_hist(),
+            failed_hist: None,
             per_second: Vec::new(),
             last_ts: 0.0,
             errors: Vec::new(),
@@ -114,6 +117,14 @@ impl Entry {
         self.max_us = self.max_us.max(other.max_us);
         self.content_length += other.content_length;
         let _ = self.hist.add(&other.hist);
+        if let Some(f) = &other.failed_hist {
+            match &mut self.failed_hist {
+                Some(mine) => {
+                    let _ = mine.add(&**f);
+                }
+                None => self.failed_hist = Some(f.clone()),
+            }
+        }
         for &(s, n, f) in &other.per_second {
             self.add_second(s, n, f);
         }
@@ -173,6 +184,10 @@ impl ThreadStats {
         }
         if let Some(reason) = failure {
             e.add_error(reason, 1);
+            let _ = e
+                .failed_hist
+                .get_or_insert_with(|| Box::new(new_hist()))
+                .record(us);
             let _ = slot(&mut self.cum_fail, name, new_hist).record(us);
         } else {
             let _ = slot(&mut self.cum_ok, name, new_hist).record(us);
@@ -201,6 +216,8 @@ pub struct Row {
     pub content_length: u64,
     /// (µs, count): every recorded bucket, at its highest equivalent value.
     pub buckets: Vec<(u64, u64)>,
+    /// The same for the failed requests only (a subset of `buckets`).
+    pub failed_buckets: Vec<(u64, u64)>,
     pub per_second: Vec<(i64, u64, u64)>,
     pub last_ts: f64,
     pub errors: Vec<(String, u64)>,
@@ -247,6 +264,7 @@ pub fn merge_windows(windows: Vec<Window>) -> Vec<Row> {
                 max_ms: e.max_us as f64 / 1000.0,
                 content_length: e.content_length,
                 buckets: buckets(&e.hist),
+                failed_buckets: e.failed_hist.as_deref().map(buckets).unwrap_or_default(),
                 per_second: e.per_second.clone(),
                 last_ts: e.last_ts,
                 errors: e.errors.clone(),
@@ -310,6 +328,7 @@ mod tests {
         assert_eq!(r.per_second, vec![(1000, 1000, 0), (1001, 1000, 100)]);
         assert_eq!(r.errors, vec![("http 500".to_string(), 100)]);
         assert_eq!(r.buckets.iter().map(|b| b.1).sum::<u64>(), 2000);
+        assert_eq!(r.failed_buckets, vec![(5003, 100)]);
         assert_eq!(r.min_ms, Some(0.1));
         assert_eq!(r.max_ms, 5.0);
         assert!((r.last_ts - 1001.2).abs() < 1e-9);

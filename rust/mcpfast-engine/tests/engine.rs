@@ -299,6 +299,31 @@ fn users_converge_up_and_down() {
 }
 
 #[test]
+fn a_slow_tool_reads_its_delay() {
+    // the mock answers every tools/call 2 ms late: no latency can read less than that, and the
+    // median stays near it (a loose bound: this asserts what is measured, not how fast)
+    let (port, _) = mock::spawn(MockOptions {
+        delay_us: 2000,
+        ..MockOptions::default()
+    });
+    let e = engine(format!(r#"{{"url":"{}"}}"#, url(port)));
+    let rows = run_for(&e, 4, 0.6);
+    let r = row(&e, &rows, "tools/call:echo").expect("row");
+    let mut seen = 0;
+    let mut p50 = 0;
+    for &(us, n) in &r.buckets {
+        seen += n;
+        if seen * 2 >= r.num {
+            p50 = us;
+            break;
+        }
+    }
+    assert!(r.failures == 0 && r.num > 100);
+    assert!(r.min_ms.is_some_and(|m| m >= 2.0), "{:?}", r.min_ms);
+    assert!((2000..50_000).contains(&p50), "p50 {p50} µs");
+}
+
+#[test]
 fn mixed_stream_items_time_their_events_and_only_theirs() {
     let opts = MockOptions {
         sse: true,

@@ -55,7 +55,8 @@ impl NativeEngine {
             let buckets = PyList::new(py, r.buckets)?;
             let per_second = PyList::new(py, r.per_second)?;
             let errors = PyList::new(py, r.errors)?;
-            let items: [Bound<'py, PyAny>; 13] = [
+            let failed_buckets = PyList::new(py, r.failed_buckets)?;
+            let items: [Bound<'py, PyAny>; 14] = [
                 rtype.into_pyobject(py)?.into_any(),
                 self.inner.name(r.name).into_pyobject(py)?.into_any(),
                 r.num.into_pyobject(py)?.into_any(),
@@ -69,6 +70,7 @@ impl NativeEngine {
                 per_second.into_any(),
                 r.last_ts.into_pyobject(py)?.into_any(),
                 errors.into_any(),
+                failed_buckets.into_any(),
             ];
             out.append(PyTuple::new(py, items)?)?;
         }
