@@ -22,6 +22,7 @@ CONFORMANCE_STAMP := .cache/conformance-$(CONFORMANCE_VERSION)-$(CONFORMANCE_NEX
 # The peer servers of `make bench-peers` (peers/): the official Python SDK comes with `install`
 # (test extra); the official TypeScript SDK is pinned in peers/typescript/package-lock.json.
 PEERS_TS := peers/typescript
+PEERS_EVERYTHING := peers/everything
 PEERS_STAMP := .cache/peers-install.stamp
 
 help: ## Show this help
@@ -81,14 +82,16 @@ bench-http: install peers-install ## HTTP: calls/s, handshakes/s, KB per idle se
 bench-peers: install peers-install ## mcpfast vs the official Python and TypeScript SDK servers, same swarm, pinned cores (~9 min) -> bench_results/peers/
 	MCPFAST_CORE=rust $(PY) -m mcpfast.bench.peers --out bench_results/peers
 
-$(PEERS_STAMP): $(PEERS_TS)/package.json $(PEERS_TS)/package-lock.json
+$(PEERS_STAMP): $(PEERS_TS)/package.json $(PEERS_TS)/package-lock.json $(PEERS_EVERYTHING)/package.json $(PEERS_EVERYTHING)/package-lock.json
 	@command -v npm >/dev/null || { echo "npm (Node.js >= 18) is required for the TypeScript SDK peer server" >&2; exit 1; }
 	cd $(PEERS_TS) && npm ci --no-audit --no-fund --silent
+	cd $(PEERS_EVERYTHING) && npm ci --no-audit --no-fund --silent
 	$(PY) -c "from mcpfast.bench import peer_servers as p; [p.PEERS[n].check() for n in p.PEERS]; v = p.peer_versions(); print('peers: mcp', v['mcp'], '| @modelcontextprotocol/sdk', v['@modelcontextprotocol/sdk'], '| node', v['node'])"
 	@mkdir -p $(@D) && touch $@
 
-peers-install: install ## Install the peer servers (official TypeScript SDK, pinned, by npm ci into peers/typescript/node_modules)
+peers-install: install ## Install the peer servers (official TypeScript SDK and server-everything, pinned, by npm ci into peers/*/node_modules)
 	@[ -f $(PEERS_TS)/node_modules/@modelcontextprotocol/sdk/package.json ] || rm -f $(PEERS_STAMP)
+	@[ -f $(PEERS_EVERYTHING)/node_modules/@modelcontextprotocol/server-everything/package.json ] || rm -f $(PEERS_STAMP)
 	@$(MAKE) --no-print-directory $(PEERS_STAMP)
 
 $(CONFORMANCE_STAMP):

@@ -284,3 +284,22 @@ def _churn_stop(environment: Any, **_kw: Any) -> None:
 def _churn_quitting(environment: Any, **_kw: Any) -> None:
     if _is(environment.runner, "master") and MERGE.stopped:
         MERGE.write()
+
+
+def named_only(user_class: type, path: str) -> None:
+    """``user_class`` runs only when its locustfile is named with ``-f`` (``-f loadtests/hold.py``),
+    not with the whole directory (``-f loadtests/``): a family whose load is of another kind (held
+    streams, tasks, alternating eras) is asked for by name."""
+    import os
+
+    here = os.path.realpath(path)
+
+    @events.init.add_listener
+    def _named_only(environment: Any, **_kw: Any) -> None:
+        given = str(getattr(getattr(environment, "parsed_options", None), "locustfile", "") or "")
+        if given in ("", "-"):
+            return  # a worker with the master's files, or library use: the master decides
+        named = {os.path.realpath(p.strip()) for p in given.split(",") if p.strip()}
+        classes = environment.user_classes
+        if here not in named and user_class in classes and len(classes) > 1:
+            classes.remove(user_class)

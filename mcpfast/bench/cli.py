@@ -60,6 +60,12 @@ def add_subcommands(subparsers: Any) -> None:
                        help="the swarm's engine (--mcp-engine; default native when the core has it)")
     bench.add_argument("--locust-arg", action="append", default=[], metavar="ARG", help="extra argument for every locust run")
     bench.add_argument("--no-plots", action="store_true", help="skip the PNG plots (run `mcpfast report` later)")
+    from mcpfast.locust.thresholds import argument_type
+
+    bench.add_argument("--threshold", "--mcp-threshold", dest="threshold", action="append", default=[],
+                       type=argument_type, metavar="EXPR",
+                       help="CI gate on each family's µs histograms, repeatable: 'tools/call:echo p99<5ms', "
+                       "'fail_ratio<0.001', 'initialize rps>500' (a failing gate: exit code 1)")
 
     report = subparsers.add_parser("report", help="redraw the plots of a bench run from its saved data")
     report.add_argument("run", metavar="RUN", help="a directory written by `mcpfast bench`")
@@ -117,6 +123,7 @@ def _bench(args: argparse.Namespace) -> int:
         locust_args=tuple(args.locust_arg),
         transport_explicit=explicit,
         engine=args.engine,
+        thresholds=tuple(args.threshold),
     )
     return run_bench(cfg, make_plots=not args.no_plots)
 

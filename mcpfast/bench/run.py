@@ -94,6 +94,7 @@ class BenchConfig:
     locust_args: tuple[str, ...] = ()
     transport_explicit: bool = True  # False: "both" by default -> a missing HTTP is a note
     engine: str | None = None  # --mcp-engine of the swarm; None: native when the core has it, else python
+    thresholds: tuple[str, ...] = ()  # --threshold: CI gates (mcpfast.locust.thresholds) on every family's run
 
     def resolved_engine(self) -> str:
         if self.engine:
@@ -605,6 +606,13 @@ def run_bench(cfg: BenchConfig, stream: TextIO | None = None, make_plots: bool =
         "ok": not problems,
         "plots": [],
     }
+    if cfg.thresholds:
+        gates = _check_thresholds(cfg, families)
+        summary["thresholds"] = gates
+        if any(not g["passed"] for g in gates):
+            summary["problems"].append("thresholds failed: " + ", ".join(
+                f"{g['threshold']} [{g['run']}]" for g in gates if not g["passed"]))
+            summary["ok"] = False
     summary["wall_time_s"] = round(time.monotonic() - t0, 2)
     write_summary(cfg.out, summary)
     if make_plots:
@@ -618,8 +626,24 @@ def run_bench(cfg: BenchConfig, stream: TextIO | None = None, make_plots: bool =
         summary["wall_time_s"] = round(time.monotonic() - t0, 2)
         write_summary(cfg.out, summary)
     out.write(format_summary(summary) + "\n")
+    if summary.get("thresholds"):
+        from mcpfast.locust.thresholds import render_runs
+
+        out.write(render_runs(summary["thresholds"]) + "\n")
     out.flush()
     return 0 if summary["ok"] else 1
+
+
+def _check_thresholds(cfg: BenchConfig, families: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """--threshold on each family's ``<prefix>_histograms.json`` (the same µs histograms as the table)."""
+    from mcpfast.locust.thresholds import evaluate_runs
+
+    runs = {}
+    for fam in families:
+        data = _read_json(cfg.out / f"{fam.get('prefix') or ''}_histograms.json") if fam.get("prefix") else None
+        if isinstance(data, dict):
+            runs[f"{fam['family']}/{fam['transport']}"] = data
+    return evaluate_runs(list(cfg.thresholds), runs)
 
 
 def format_summary(summary: dict[str, Any]) -> str:

@@ -5,6 +5,8 @@
 * :mod:`mcpfast.locust.validate` - sampled MCP JSON Schema checks.
 * :mod:`mcpfast.locust.options` - the swarm's Locust command-line options.
 * :mod:`mcpfast.locust.hlog` - HdrHistogram interval logs (``.hlog``, V2 compressed; pure Python).
+* :mod:`mcpfast.locust.scenario` - workload files and discovered mixes (pure Python; a plain client).
+* :mod:`mcpfast.locust.thresholds` - ``--mcp-threshold`` CI gates on the histograms (pure Python).
 * :mod:`mcpfast.locust.stats` - wiring into Locust events (imports ``locust``).
 * :mod:`mcpfast.locust.native` - Locust drives the compiled core's native load engine (imports ``locust``).
 

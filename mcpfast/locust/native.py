@@ -42,7 +42,7 @@ import gevent
 from locust.stats import RequestStats, StatsEntry, StatsError
 
 from mcpfast.locust import stats as mstats
-from mcpfast.locust.options import option
+from mcpfast.locust.options import option, stream_arguments
 
 __all__ = ["FAMILIES", "NativeDriver", "config_for", "driver", "feed_locust"]
 
@@ -122,7 +122,7 @@ def config_for(environment: Any, family: str, host: str | None) -> dict[str, Any
         "tool": tool,
         "arguments": args,
         "stream_tool": str(option(environment, "mcp_stream_tool")),
-        "stream_arguments": {"n": int(option(environment, "mcp_stream_count"))},
+        "stream_arguments": stream_arguments(environment),
         "churn_delete_share": float(option(environment, "mcp_churn_delete_share")),
         "threads": int(option(environment, "mcp_engine_threads")),
         "timeout_s": float(option(environment, "mcp_timeout")),
@@ -169,6 +169,10 @@ class NativeDriver:
         self.stats.stop_hooks.append(self.finish)
         self.stats.reset_hooks.append(self.reset)
 
+    def config(self) -> dict[str, Any]:
+        """The engine's config (a scenario's driver overrides it with its user class's mix)."""
+        return config_for(self.environment, self.family, self.host)
+
     # -- users ---------------------------------------------------------------------------------
     def add_user(self) -> bool:
         if self.engine is None and not self._start():
@@ -191,7 +195,7 @@ class NativeDriver:
         from mcpfast.core import native_engine
 
         try:
-            cfg = config_for(self.environment, self.family, self.host)
+            cfg = self.config()
             schedule = self.stats.schedule
             if schedule.enabled:
                 cfg["rate"] = schedule.runner_rate  # this process's share of --mcp-rate
@@ -318,15 +322,18 @@ class NativeDriver:
 _ATTR = "_mcpfast_native"
 
 
-def driver(environment: Any, family: str, host: str | None) -> NativeDriver:
-    """This process's driver for ``family`` (made on first use; a fork gets its own)."""
+def driver(environment: Any, family: str, host: str | None, key: str | None = None,
+           factory: Any = None) -> NativeDriver:
+    """This process's driver for ``family`` (made on first use; a fork gets its own); ``key``
+    (default the family) tells several engines of one family apart, ``factory`` makes it."""
     drivers = getattr(environment, _ATTR, None)
     if drivers is None or drivers.get("pid") != os.getpid():
         drivers = {"pid": os.getpid()}
         setattr(environment, _ATTR, drivers)
-    d = drivers.get(family)
+    key = key or family
+    d = drivers.get(key)
     if d is None:
-        d = drivers[family] = NativeDriver(environment, family, host)
+        d = drivers[key] = (factory or NativeDriver)(environment, family, host)
     return d
 
 

@@ -40,6 +40,13 @@ DEFAULTS: dict[str, Any] = {
     "mcp_timeout": 30.0,
     "mcp_churn_delete_share": 1.0,
     "mcp_client_capabilities": '{"elicitation":{},"roots":{},"sampling":{}}',
+    # workloads and gates (mcpfast.locust.scenario, mcpfast.locust.thresholds)
+    "mcp_stream_args": None,  # None -> {"n": --mcp-stream-count}
+    "mcp_scenario": None,
+    "mcp_discover": False,
+    "mcp_discover_skip": None,
+    "mcp_scenario_dump": False,
+    "mcp_threshold": None,
 }
 
 
@@ -203,7 +210,7 @@ def _add_client_arguments(group: Any) -> None:
         metavar="NAME",
         default=DEFAULTS["mcp_stream_tool"],
         env_var="LOCUST_MCP_STREAM_TOOL",
-        help="Tool that streams progress notifications, called with {\"n\": N} (default stream).",
+        help="Tool that streams progress notifications (default stream), called with --mcp-stream-args or {\"n\": N}.",
     )
     group.add_argument(
         "--mcp-stream-count",
@@ -242,6 +249,75 @@ def _add_client_arguments(group: Any) -> None:
         help="Session churn: share (0..1) of sessions ended with DELETE; the rest are abandoned (default 1).",
     )
     _add_capabilities_argument(group)
+    _add_workload_arguments(group)
+
+
+def _add_workload_arguments(group: Any) -> None:
+    from mcpfast.locust.thresholds import argument_type
+
+    group.add_argument(
+        "--mcp-stream-args",
+        dest="mcp_stream_args",
+        metavar="JSON",
+        type=_json_object,
+        default=DEFAULTS["mcp_stream_args"],
+        env_var="LOCUST_MCP_STREAM_ARGS",
+        help='Arguments of --mcp-stream-tool as a JSON object (replaces {"n": --mcp-stream-count}), e.g. '
+        '\'{"duration": 0.2, "steps": 4}\'.',
+    )
+    group.add_argument(
+        "--mcp-scenario",
+        dest="mcp_scenario",
+        metavar="FILE",
+        default=DEFAULTS["mcp_scenario"],
+        env_var="LOCUST_MCP_SCENARIO",
+        help="Workload file (TOML, JSON or YAML): a weighted mix of operations per user class, checked "
+        "against the server before any load (loadtests/scenario.py).",
+    )
+    group.add_argument(
+        "--mcp-discover",
+        dest="mcp_discover",
+        action="store_true",
+        default=DEFAULTS["mcp_discover"],
+        env_var="LOCUST_MCP_DISCOVER",
+        help="Build the mix from what the server lists (tools with arguments from their inputSchema, "
+        "resources, templates, prompts, completion, list calls), each probed once first.",
+    )
+    group.add_argument(
+        "--mcp-discover-skip",
+        dest="mcp_discover_skip",
+        metavar="NAME",
+        action="append",
+        default=DEFAULTS["mcp_discover_skip"],
+        help="--mcp-discover: leave this tool or prompt out (repeatable).",
+    )
+    group.add_argument(
+        "--mcp-scenario-dump",
+        dest="mcp_scenario_dump",
+        action="store_true",
+        default=DEFAULTS["mcp_scenario_dump"],
+        help="Print the mix the run would send (JSON, after the checks against the server) and exit.",
+    )
+    group.add_argument(
+        "--mcp-threshold",
+        dest="mcp_threshold",
+        metavar="EXPR",
+        action="append",
+        type=argument_type,
+        default=DEFAULTS["mcp_threshold"],
+        help="CI gate checked on the µs histograms at the end of the run, repeatable: "
+        "'tools/call:echo p99<5ms', 'fail_ratio<0.001', 'initialize rps>500'. Any failure: exit code 1.",
+    )
+
+
+def stream_arguments(environment: Any) -> dict[str, Any]:
+    """The stream tool's arguments: ``--mcp-stream-args``, else ``{"n": --mcp-stream-count}``."""
+    import json
+
+    text = option(environment, "mcp_stream_args")
+    if text:
+        return json.loads(text)
+    return {"n": int(option(environment, "mcp_stream_count"))}
 
 
 def _add_capabilities_argument(group: Any) -> None:

@@ -53,6 +53,7 @@ from typing import Any
 
 from locust.runners import MasterRunner, WorkerRunner
 
+from mcpfast.locust import thresholds
 from mcpfast.locust.histogram import Histogram, HistogramSet
 from mcpfast.locust.hlog import IntervalLog, tag_of
 from mcpfast.locust.options import add_arguments, option
@@ -453,6 +454,7 @@ class McpStats:
         self.tick(max(self.stop_time, self._last_tick or 0.0))
         path = self.output_path()
         data = self.to_dict(complete=complete)
+        thresholds.apply(self.environment, data)  # --mcp-threshold: into the JSON, printed, exit code
         if path is not None:
             if directory := os.path.dirname(path):
                 os.makedirs(directory, exist_ok=True)

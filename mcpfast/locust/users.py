@@ -88,6 +88,13 @@ class McpUser(User):
         return int(self.opt("mcp_stream_count"))
 
     @property
+    def stream_args(self) -> dict[str, Any]:
+        """``--mcp-stream-args``, else ``{"n": --mcp-stream-count}``."""
+        from mcpfast.locust.options import stream_arguments
+
+        return stream_arguments(self.environment)
+
+    @property
     def is_stdio(self) -> bool:
         return self.resolved_transport() == "stdio"
 
@@ -175,7 +182,7 @@ class McpUser(User):
         self._state = LOCUST_STATE_WAITING  # a graceful stop kills an idle user at once
         if self.resolved_transport() == "http" and not self.host:
             raise ValueError("McpHttpUser needs --host (the MCP endpoint URL, e.g. http://127.0.0.1:8000/mcp)")
-        drv = native.driver(self.environment, self.native_family, self.host)
+        drv = self.native_driver()
         added = drv.add_user()
         try:
             while True:
@@ -185,6 +192,12 @@ class McpUser(User):
         finally:
             if added:
                 drv.remove_user()
+
+    def native_driver(self) -> Any:
+        """The engine this user is a unit of (a scenario user overrides it: one per user class)."""
+        from mcpfast.locust import native
+
+        return native.driver(self.environment, self.native_family, self.host)
 
     def on_start(self) -> None:
         self.mcp = self.make_client()

@@ -182,3 +182,19 @@ def test_http_bench_measures_server_memory_per_session(tmp_path: Path) -> None:
     names = {r["name"] for r in summary["rows"] if r["family"] == "session_churn"}
     assert {"initialize", "DELETE"} <= names and {r["type"] for r in summary["rows"]} == {"mcp-http"}
     assert _is_png(out / "churn-memory.png")
+
+
+@pytest.mark.timeout(150)
+def test_bench_thresholds_pass_and_fail(tmp_path: Path) -> None:
+    """``--threshold`` on each family's histograms: one passing and one failing gate in one run,
+    both in summary.json with their measured values; the failing one makes the exit code 1."""
+    proc = _cli("bench", "--transport", "stdio", "--family", "tools_call", "--duration", "5", "--users", "2",
+                "--out", str(tmp_path / "gate"), "--no-plots", "--threshold", "fail_ratio<0.01",
+                "--threshold", "tools/call:echo p99<1us", *ENGINE_ARGS, timeout=120)  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    summary = json.loads((tmp_path / "gate" / "summary.json").read_text())
+    gates = {g["threshold"]: g for g in summary["thresholds"]}
+    assert gates["fail_ratio<0.01"]["passed"] and gates["fail_ratio<0.01"]["run"] == "tools_call/stdio"
+    assert not gates["tools/call:echo p99<1us"]["passed"] and gates["tools/call:echo p99<1us"]["measured"] >= 1
+    assert "FAIL  tools/call:echo p99<1us [tools_call/stdio]" in proc.stdout
+    assert summary["families"][0]["status"] == "ok"  # the family itself ran clean: only the gate failed

@@ -40,6 +40,8 @@ pub struct MixItem {
     /// The `Mcp-Name` value and stats-name suffix (tool / prompt name, resource uri).
     pub name: Option<String>,
     pub weight: u32,
+    /// `"stream": true`: sent with a progress token, its progress/SSE events timed (as `sse_streaming`).
+    pub stream: bool,
 }
 
 impl MixItem {
@@ -373,6 +375,11 @@ fn mix_item(item: &Value) -> Result<MixItem, String> {
             .ok_or("weight must be a non-negative integer")?,
         Some(_) => return Err("weight must be an integer".into()),
     };
+    let stream = match o.get("stream") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err("stream must be true or false".into()),
+    };
     if let Some(tool) = o.get("tool") {
         let Value::String(tool) = tool else {
             return Err("tool must be a string".into());
@@ -391,6 +398,7 @@ fn mix_item(item: &Value) -> Result<MixItem, String> {
             params: Some(params),
             name: Some(tool.clone()),
             weight,
+            stream,
         });
     }
     let Some(Value::String(method)) = o.get("method") else {
@@ -398,6 +406,9 @@ fn mix_item(item: &Value) -> Result<MixItem, String> {
     };
     if method == "initialize" || method.starts_with("notifications/") {
         return Err(format!("method {method:?} cannot be mixed"));
+    }
+    if stream && method != "tools/call" {
+        return Err(format!("stream applies to tools/call, not {method:?}"));
     }
     let params = match o.get("params") {
         None | Some(Value::Null) => None,
@@ -418,6 +429,7 @@ fn mix_item(item: &Value) -> Result<MixItem, String> {
         params: params.map(|p| Value::Object(p).to_string()),
         name,
         weight,
+        stream,
     })
 }
 
@@ -466,5 +478,31 @@ mod tests {
         assert_eq!(c.mix[1].stat_name(), "tools/list");
         assert_eq!(c.mix[2].stat_name(), "resources/read");
         assert_eq!(c.mix[2].name.as_deref(), Some("file:///a"));
+        assert!(!c.mix[0].stream);
+    }
+
+    #[test]
+    fn mix_stream_items() {
+        let c = Config::parse(
+            br#"{"url":"http://127.0.0.1:1/","family":"mixed","mix":[{"method":"tools/call","params":{"name":"slow","arguments":{"steps":4}},"stream":true},{"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"a","value":""}}}]}"#,
+        )
+        .expect("valid");
+        assert!(c.mix[0].stream);
+        assert_eq!(c.mix[0].stat_name(), "tools/call:slow");
+        assert_eq!(c.mix[1].stat_name(), "completion/complete");
+        for (bad, what) in [
+            (
+                r#"{"method":"tools/list","stream":true}"#,
+                "stream applies to tools/call",
+            ),
+            (
+                r#"{"tool":"echo","stream":"yes"}"#,
+                "stream must be true or false",
+            ),
+        ] {
+            let text = format!(r#"{{"url":"http://127.0.0.1:1/","family":"mixed","mix":[{bad}]}}"#);
+            let e = Config::parse(text.as_bytes()).expect_err(bad);
+            assert!(e.contains("mix[0]") && e.contains(what), "{e}");
+        }
     }
 }

@@ -256,7 +256,7 @@ impl Ctx {
                         m.params.as_deref(),
                         m.name.as_deref(),
                         shared.name_id(&m.stat_name()),
-                        false,
+                        m.stream,
                     );
                     t.weight = m.weight;
                     t

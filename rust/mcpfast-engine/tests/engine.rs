@@ -344,3 +344,23 @@ fn a_slow_tool_reads_its_delay() {
     assert!(r.min_ms.is_some_and(|m| m >= 2.0), "{:?}", r.min_ms);
     assert!((2000..50_000).contains(&p50), "p50 {p50} µs");
 }
+
+#[test]
+fn mixed_stream_items_time_their_events_and_only_theirs() {
+    let opts = MockOptions {
+        sse: true,
+        ..MockOptions::default()
+    };
+    let (port, _) = mock::spawn(opts);
+    let e = engine(format!(
+        r#"{{"url":"{}","family":"mixed","mix":[{{"tool":"echo","arguments":{{"text":"s"}},"stream":true}},{{"tool":"plain","arguments":{{}}}}]}}"#,
+        url(port)
+    ));
+    let rows = run_for(&e, 3, 0.5);
+    let (calls, failed) = count(&e, &rows, "tools/call:echo");
+    let (lists, list_failed) = count(&e, &rows, "tools/call:plain");
+    assert!(calls > 10 && lists > 10, "{calls} calls, {lists} lists");
+    assert_eq!((failed, list_failed), (0, 0));
+    // every stream call's reply is an SSE event: one first-event per stream call, none for the plain calls
+    assert_eq!(count(&e, &rows, "sse:first-event"), (calls, 0));
+}

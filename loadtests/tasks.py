@@ -1,0 +1,142 @@
+"""Tasks family (``io.modelcontextprotocol/tasks``, SEP-2663, 2026-07-28): calls that return a
+task, polled with ``tasks/get`` until the task ends.
+
+Every user speaks 2026-07-28 and declares ``extensions["io.modelcontextprotocol/tasks"]``; it
+calls ``--mcp-tool`` with ``--mcp-tool-args`` (a tool the server may run as a task, e.g.
+``slow_compute`` of ``mcpfast serve --app mcpfast.server.conformance:app`` with
+``{"seconds": 0.2}``).  A reply with ``resultType: "task"`` is polled with ``tasks/get`` every
+``pollIntervalMs`` (the server's hint) until its status is ``completed``, ``failed`` or
+``cancelled``; ``--mcp-tasks-cancel-share`` of the tasks get a ``tasks/cancel`` after their
+first poll.  Rows: ``tools/call:<tool>`` (the call that made the task), ``tasks/get`` (each poll),
+``tasks/cancel``, ``task:completed`` / ``task:cancelled`` (from the call's send to the poll that
+saw the end), ``task:failed`` (a failure: status failed, or a completed task with ``isError``),
+``task:not-a-task`` (a failure: the server answered plainly).  ``<prefix>_tasks.json`` (and the
+log): tasks made, completed, cancelled, failed, polls per task, the cancel share.  Python users.
+"""
+
+import locust  # noqa: F401, I001 - first
+
+import json
+import logging
+import random
+import time
+from typing import Any
+
+import gevent
+from locust import events, task
+from _common import McpUser, named_only
+
+from mcpfast.client.session import ClientSession
+from mcpfast.locust import stats as mstats
+from mcpfast.locust.stats import output_prefix
+
+logger = logging.getLogger("mcpfast.loadtests.tasks")
+
+EXTENSION = "io.modelcontextprotocol/tasks"
+VERSION = "2026-07-28"
+TERMINAL = ("completed", "failed", "cancelled")
+MAX_POLLS = 10_000  # bounded: a task that never ends is a failure, not a hang
+MIN_POLL_S, MAX_POLL_S = 0.005, 5.0
+
+
+class TaskFailed(Exception):
+    pass
+
+
+@events.init_command_line_parser.add_listener
+def _options(parser: Any) -> None:
+    group = parser.add_argument_group("mcpfast tasks", "the tasks family (loadtests/tasks.py)")
+    group.add_argument("--mcp-tasks-cancel-share", dest="mcp_tasks_cancel_share", type=float, default=0.0,
+                       metavar="SHARE", help="share (0..1) of tasks cancelled after their first poll (default 0)")
+
+
+COUNTS: dict[str, int] = {}
+
+
+def _reset() -> None:
+    COUNTS.clear()
+    COUNTS.update(made=0, completed=0, cancelled=0, failed=0, polls=0, cancels_sent=0, not_a_task=0)
+
+
+_reset()
+
+
+@events.test_start.add_listener
+def _start(**_kw: Any) -> None:
+    _reset()
+
+
+@events.test_stop.add_listener
+def _stop(environment: Any, **_kw: Any) -> None:
+    if not COUNTS["made"] and not COUNTS["not_a_task"]:
+        return
+    ended = COUNTS["completed"] + COUNTS["cancelled"] + COUNTS["failed"]
+    data = dict(COUNTS, polls_per_task=round(COUNTS["polls"] / ended, 3) if ended else None,
+                cancel_share=round(COUNTS["cancelled"] / ended, 4) if ended else None)
+    prefix = output_prefix(environment)
+    where = "(not written: no --csv / --mcp-histogram-out)"
+    if prefix is not None:
+        where = prefix + "_tasks.json"
+        with open(where, "w", encoding="utf-8") as fh:
+            json.dump(data, fh)
+    logger.info("mcpfast tasks: %s -> %s", json.dumps(data), where)
+
+
+class TasksUser(McpUser):
+    def new_session(self) -> ClientSession:
+        caps = json.loads(self.opt("mcp_client_capabilities"))
+        caps.setdefault("extensions", {})[EXTENSION] = {}
+        return ClientSession(VERSION, capabilities=caps)
+
+    def _report(self, name: str, started: float, exc: BaseException | None = None) -> None:
+        mstats.get(self.environment).report(self.request_type, name, int((time.perf_counter() - started) * 1e6), 0,
+                                            exc)
+
+    @task
+    def run_task(self) -> None:
+        if not self.ready():
+            return
+        started = time.perf_counter()
+        reply = self.mcp.call_tool(self.tool, self.tool_args)
+        if reply is None or reply.is_error:
+            return
+        result = reply.result or {}
+        if result.get("resultType") != "task" or not isinstance(result.get("taskId"), str):
+            COUNTS["not_a_task"] += 1
+            self._report("task:not-a-task", started, TaskFailed("the server answered without a task"))
+            return
+        COUNTS["made"] += 1
+        task_id = result["taskId"]
+        status = result.get("status")
+        cancel = random.random() < float(self.opt("mcp_tasks_cancel_share"))
+        for polls in range(MAX_POLLS):
+            if status in TERMINAL:
+                break
+            interval = (result.get("pollIntervalMs") or 100) / 1000.0
+            gevent.sleep(min(max(interval, MIN_POLL_S), MAX_POLL_S))
+            got = self.mcp.call("tasks/get", {"taskId": task_id}, name="tasks/get")
+            COUNTS["polls"] += 1
+            if got is None or got.is_error:
+                COUNTS["failed"] += 1
+                return  # the failed tasks/get is its own failure row
+            result = got.result or {}
+            status = result.get("status")
+            if cancel and polls == 0 and status not in TERMINAL:
+                COUNTS["cancels_sent"] += 1
+                self.mcp.call("tasks/cancel", {"taskId": task_id}, name="tasks/cancel")
+        else:
+            COUNTS["failed"] += 1
+            self._report("task:failed", started, TaskFailed(f"still {status} after {MAX_POLLS} polls"))
+            return
+        if status == "completed" and not (result.get("result") or {}).get("isError"):
+            COUNTS["completed"] += 1
+            self._report("task:completed", started)
+        elif status == "cancelled":
+            COUNTS["cancelled"] += 1
+            self._report("task:cancelled", started)
+        else:
+            COUNTS["failed"] += 1
+            self._report("task:failed", started, TaskFailed(f"task {status}" + (" with isError" if status == "completed" else "")))
+
+
+named_only(TasksUser, __file__)
