@@ -9,14 +9,13 @@ Every family runs over Streamable HTTP (``--host http://127.0.0.1:PORT/mcp``) or
 
 from __future__ import annotations
 
-import locust  # noqa: F401, I001 - first: Locust's import gevent-patches the stdlib
-
 import json
 import logging
 import time
 from typing import Any
 
 import gevent
+import locust  # noqa: F401, I001 - first: Locust's import gevent-patches the stdlib
 from locust import events
 
 from mcpfast.client.base import rss_kib
@@ -127,6 +126,7 @@ def refresh_native_churn(environment: Any) -> None:
         CHURN.failed = d.failed("initialize") + d.failed(first)
         CHURN.sample()
 
+
 CHURN_MESSAGE = "mcpfast_churn"  # worker -> master: the worker's counters at its test_stop
 CHURN_REPORT_KEY = "mcpfast_churn"  # the same, piggy-backed on every report_to_master
 COUNT_KEYS = ("sessions_opened", "sessions_failed", "sessions_deleted", "sessions_abandoned")
@@ -185,8 +185,7 @@ class ChurnMerge:
             "workers": len(self.latest),
             "workers_final": len(self.final),
             "complete": bool(self.latest) and self.final >= (self.expected or set(self.latest)),
-            "per_worker": {str(i): {k: w.get(k) for k in COUNT_KEYS}
-                           for i, (_cid, w) in enumerate(sorted(self.latest.items()))},
+            "per_worker": {str(i): {k: w.get(k) for k in COUNT_KEYS} for i, (_cid, w) in enumerate(sorted(self.latest.items()))},
         }
 
     def write(self) -> None:

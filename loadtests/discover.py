@@ -47,8 +47,7 @@ class DiscoverUser(McpUser):
             client.close()
 
     def _report(self, name: str, started: float) -> None:
-        mstats.get(self.environment).report(self.request_type, name, int((time.perf_counter() - started) * 1e6), 0,
-                                            None)
+        mstats.get(self.environment).report(self.request_type, name, int((time.perf_counter() - started) * 1e6), 0, None)
 
     @task
     def open_and_call(self) -> None:
@@ -59,8 +58,9 @@ class DiscoverUser(McpUser):
         started = time.perf_counter()
         if not client.initialize():
             return
-        reply = client.call("tools/call", {"name": self.tool, "arguments": self.tool_args},
-                            name=f"tools/call:{self.tool} (first after {era})")
+        reply = client.call(
+            "tools/call", {"name": self.tool, "arguments": self.tool_args}, name=f"tools/call:{self.tool} (first after {era})"
+        )
         if reply is None or reply.is_error:
             return
         self._report(f"start:{era}", started)

@@ -38,12 +38,29 @@ logger = logging.getLogger("mcpfast.loadtests.hold")
 @events.init_command_line_parser.add_listener
 def _options(parser: Any) -> None:
     group = parser.add_argument_group("mcpfast hold", "the hold family (loadtests/hold.py)")
-    group.add_argument("--mcp-hold-per-user", dest="mcp_hold_per_user", type=int, default=1, metavar="K",
-                       help="GET streams (sessions) each user holds (default 1)")
-    group.add_argument("--mcp-hold-trigger", dest="mcp_hold_trigger", default=None, metavar="TOOL",
-                       help="tool whose call makes the server notify every session (fan-out latency)")
-    group.add_argument("--mcp-hold-trigger-every", dest="mcp_hold_trigger_every", type=float, default=5.0,
-                       metavar="S", help="seconds between fan-out triggers once every stream is open (default 5)")
+    group.add_argument(
+        "--mcp-hold-per-user",
+        dest="mcp_hold_per_user",
+        type=int,
+        default=1,
+        metavar="K",
+        help="GET streams (sessions) each user holds (default 1)",
+    )
+    group.add_argument(
+        "--mcp-hold-trigger",
+        dest="mcp_hold_trigger",
+        default=None,
+        metavar="TOOL",
+        help="tool whose call makes the server notify every session (fan-out latency)",
+    )
+    group.add_argument(
+        "--mcp-hold-trigger-every",
+        dest="mcp_hold_trigger_every",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="seconds between fan-out triggers once every stream is open (default 5)",
+    )
 
 
 class HoldState:
@@ -70,11 +87,17 @@ class HoldState:
         if self.rss_start is not None and self.rss_held is not None and self.held:
             per = round((self.rss_held - self.rss_start) / self.held, 2)
         return {
-            "streams_target": self.target, "streams_opened": self.opened, "streams_held": self.held,
-            "streams_failed": self.failed, "all_held_after_s": self.held_at,
-            "triggers": self.triggers, "fanout_all_us": self.fanout_complete,
-            "server_pid": self.pid or None, "server_rss_kib_start": self.rss_start,
-            "server_rss_kib_held": self.rss_held, "server_rss_kib_per_stream": per,
+            "streams_target": self.target,
+            "streams_opened": self.opened,
+            "streams_held": self.held,
+            "streams_failed": self.failed,
+            "all_held_after_s": self.held_at,
+            "triggers": self.triggers,
+            "fanout_all_us": self.fanout_complete,
+            "server_pid": self.pid or None,
+            "server_rss_kib_start": self.rss_start,
+            "server_rss_kib_held": self.rss_held,
+            "server_rss_kib_per_stream": per,
         }
 
 
@@ -133,8 +156,13 @@ def _trigger_loop(environment: Any, tool: str) -> None:
         every = float(option(environment, "mcp_hold_trigger_every"))
         while True:
             if HOLD.trigger_sent is not None and HOLD.trigger_seen < HOLD.held:
-                report("mcp-http", "hold:fanout-all", int((time.perf_counter() - HOLD.trigger_sent) * 1e6), 0,
-                       TimeoutError(f"{HOLD.held - HOLD.trigger_seen} of {HOLD.held} streams missed the event"))
+                report(
+                    "mcp-http",
+                    "hold:fanout-all",
+                    int((time.perf_counter() - HOLD.trigger_sent) * 1e6),
+                    0,
+                    TimeoutError(f"{HOLD.held - HOLD.trigger_seen} of {HOLD.held} streams missed the event"),
+                )
             HOLD.trigger_seen = 0
             HOLD.trigger_sent = time.perf_counter()
             HOLD.triggers += 1
@@ -190,7 +218,7 @@ class HoldUser(McpUser):
             if client._http is not None:  # the POST connection is not needed while the stream is held
                 client._http.close()
                 client._http = None
-            client.open_get_stream(10 ** 6, on_event=self._on_event)
+            client.open_get_stream(10**6, on_event=self._on_event)
             self.streams.append(client)
             HOLD.opened += 1
             gevent.spawn(self._await_open, client)

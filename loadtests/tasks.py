@@ -46,8 +46,14 @@ class TaskFailed(Exception):
 @events.init_command_line_parser.add_listener
 def _options(parser: Any) -> None:
     group = parser.add_argument_group("mcpfast tasks", "the tasks family (loadtests/tasks.py)")
-    group.add_argument("--mcp-tasks-cancel-share", dest="mcp_tasks_cancel_share", type=float, default=0.0,
-                       metavar="SHARE", help="share (0..1) of tasks cancelled after their first poll (default 0)")
+    group.add_argument(
+        "--mcp-tasks-cancel-share",
+        dest="mcp_tasks_cancel_share",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="share (0..1) of tasks cancelled after their first poll (default 0)",
+    )
 
 
 COUNTS: dict[str, int] = {}
@@ -71,8 +77,11 @@ def _stop(environment: Any, **_kw: Any) -> None:
     if not COUNTS["made"] and not COUNTS["not_a_task"]:
         return
     ended = COUNTS["completed"] + COUNTS["cancelled"] + COUNTS["failed"]
-    data = dict(COUNTS, polls_per_task=round(COUNTS["polls"] / ended, 3) if ended else None,
-                cancel_share=round(COUNTS["cancelled"] / ended, 4) if ended else None)
+    data = dict(
+        COUNTS,
+        polls_per_task=round(COUNTS["polls"] / ended, 3) if ended else None,
+        cancel_share=round(COUNTS["cancelled"] / ended, 4) if ended else None,
+    )
     prefix = output_prefix(environment)
     where = "(not written: no --csv / --mcp-histogram-out)"
     if prefix is not None:
@@ -89,8 +98,7 @@ class TasksUser(McpUser):
         return ClientSession(VERSION, capabilities=caps)
 
     def _report(self, name: str, started: float, exc: BaseException | None = None) -> None:
-        mstats.get(self.environment).report(self.request_type, name, int((time.perf_counter() - started) * 1e6), 0,
-                                            exc)
+        mstats.get(self.environment).report(self.request_type, name, int((time.perf_counter() - started) * 1e6), 0, exc)
 
     @task
     def run_task(self) -> None:

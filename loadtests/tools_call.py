@@ -9,6 +9,7 @@ from _common import McpUser
 
 class ToolsCallUser(McpUser):
     native_family = "tools_call"
+
     @task
     def call(self) -> None:
         if self.ready():

@@ -230,6 +230,7 @@ DrainRow = tuple[
     list[tuple[int, int]],  # failed_buckets: the buckets of the failed requests only (a subset of buckets)
 ]
 
+@final
 class NativeEngine:
     """The native load engine (rust/mcpfast-engine; config fields in its README.md).
 
@@ -238,7 +239,7 @@ class NativeEngine:
     but ``stop`` returns in microseconds; ``stop`` releases the GIL while it joins.
     """
 
-    def __init__(self, config: bytes) -> None: ...
+    def __new__(cls, config: bytes) -> NativeEngine: ...
     def start(self) -> None: ...
     def set_users(self, n: int) -> None:
         """Target concurrency: HTTP sessions (one keep-alive connection each) or stdio processes."""

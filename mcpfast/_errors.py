@@ -26,6 +26,7 @@ __all__ = [
     "JsonRpcError",
 ]
 
+
 class JsonRpcError(ValueError):
     """A JSON-RPC error: the code and message to put in the error reply.
 

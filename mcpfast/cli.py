@@ -31,6 +31,8 @@ def missing_extra(need: str) -> str | None:
         if absent:
             return f"mcpfast: {need} needs {', '.join(absent)}: pip install 'mcpfast[{extra}]'"
     return None
+
+
 _DEMO = "mcpfast.server.demo:app"
 
 
@@ -60,12 +62,16 @@ def _http_arguments(serve: argparse.ArgumentParser) -> None:
 
     group = serve.add_argument_group("http transport")
     group.add_argument(
-        "--runner", choices=RUNNERS, default=DEFAULT_RUNNER,
+        "--runner",
+        choices=RUNNERS,
+        default=DEFAULT_RUNNER,
         help="HTTP server: native (mcpfast's own, the default), or uvicorn/granian over ASGI",
     )
     group.add_argument("--allowed-origin", action="append", default=[], help="extra allowed Origin (repeatable; '*': any)")
     group.add_argument(
-        "--allowed-host", action="append", default=[],
+        "--allowed-host",
+        action="append",
+        default=[],
         help="Host served, as host, host:* or host:port (repeatable; '*': any; default when bound to loopback: "
         "localhost, 127.0.0.1, [::1], any port; else any)",
     )
@@ -151,8 +157,9 @@ def _serve_http(args: argparse.Namespace, argv: list[str]) -> int:
         return 2
     if worker is not None:
         options["sock"] = serve_workers.reuse_port_socket(args.host, args.port)
-    run(spec, args.host, args.port, runner=args.runner, log_level=args.log_level, grace=args.grace,
-        server_options=server_options, **options)
+    run(
+        spec, args.host, args.port, runner=args.runner, log_level=args.log_level, grace=args.grace, server_options=server_options, **options
+    )
     return 0
 
 

@@ -56,16 +56,27 @@ def add_subcommands(subparsers: Any) -> None:
         help="session churn: share of sessions ended with DELETE, the rest abandoned (default 0.5)",
     )  # fmt: skip
     bench.add_argument("--loadtests", metavar="DIR", help="the loadtests/ directory (default: the repository's)")
-    bench.add_argument("--engine", choices=("native", "python"), default=None,
-                       help="the swarm's engine (--mcp-engine; default native when the core has it)")
+    bench.add_argument(
+        "--engine",
+        choices=("native", "python"),
+        default=None,
+        help="the swarm's engine (--mcp-engine; default native when the core has it)",
+    )
     bench.add_argument("--locust-arg", action="append", default=[], metavar="ARG", help="extra argument for every locust run")
     bench.add_argument("--no-plots", action="store_true", help="skip the PNG plots (run `mcpfast report` later)")
     from mcpfast.locust.thresholds import argument_type
 
-    bench.add_argument("--threshold", "--mcp-threshold", dest="threshold", action="append", default=[],
-                       type=argument_type, metavar="EXPR",
-                       help="CI gate on each family's µs histograms, repeatable: 'tools/call:echo p99<5ms', "
-                       "'fail_ratio<0.001', 'initialize rps>500' (a failing gate: exit code 1)")
+    bench.add_argument(
+        "--threshold",
+        "--mcp-threshold",
+        dest="threshold",
+        action="append",
+        default=[],
+        type=argument_type,
+        metavar="EXPR",
+        help="CI gate on each family's µs histograms, repeatable: 'tools/call:echo p99<5ms', "
+        "'fail_ratio<0.001', 'initialize rps>500' (a failing gate: exit code 1)",
+    )
 
     report = subparsers.add_parser("report", help="redraw the plots of a bench run from its saved data")
     report.add_argument("run", metavar="RUN", help="a directory written by `mcpfast bench`")
@@ -99,7 +110,7 @@ def _bench(args: argparse.Namespace) -> int:
     else:
         transports = ("stdio", "http") if args.transport == "both" else (args.transport,)
         explicit = True
-    out = Path(args.out) if args.out else Path("bench_results") / _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    out = Path(args.out) if args.out else Path("bench_results") / _dt.datetime.now(_dt.UTC).strftime("%Y%m%d-%H%M%S")
     families = tuple(f for f in FAMILIES if f in args.family) if args.family else FAMILIES
     loadtests = Path(args.loadtests).resolve() if args.loadtests else default_loadtests()
     if not (loadtests / "handshake.py").is_file():

@@ -118,8 +118,7 @@ def render_markdown(rows: list[Row], source: str, command: str | None = None, da
         if target is not None:
             verdict = f"{target:g}x: {'met' if s is not None and s >= target else 'NOT met'}"
         lines.append(
-            f"| {row.group} | {format_time(row.python)} | {format_time(row.rust)} | "
-            f"{'n/a' if s is None else f'{s:.2f}x'} | {verdict} |"
+            f"| {row.group} | {format_time(row.python)} | {format_time(row.rust)} | {'n/a' if s is None else f'{s:.2f}x'} | {verdict} |"
         )
     lines.append("")
     return "\n".join(lines)

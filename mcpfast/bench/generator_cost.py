@@ -58,8 +58,7 @@ _SESSION_ID = b"generator-cost-session"
 
 def _response(status: bytes, body: bytes = b"", extra: bytes = b"") -> bytes:
     ctype = b"content-type: application/json\r\n" if body else b""
-    return (b"HTTP/1.1 " + status + b"\r\n" + ctype + extra + b"content-length: "
-            + str(len(body)).encode() + b"\r\n\r\n" + body)
+    return b"HTTP/1.1 " + status + b"\r\n" + ctype + extra + b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body
 
 
 def _answer(method: bytes, body: bytes) -> bytes:
@@ -69,7 +68,7 @@ def _answer(method: bytes, body: bytes) -> bytes:
             return _response(b"202 Accepted")
         i += 5
         j = i
-        while body[j:j + 1] not in (b",", b"}", b""):
+        while body[j : j + 1] not in (b",", b"}", b""):
             j += 1
         rid = body[i:j].strip()
         if b'"method":"tools/call"' in body:
@@ -117,11 +116,11 @@ def serve(host: str = "127.0.0.1", port: int = 0, lifetime: float = 900.0) -> No
                 n = 0
                 if i >= 0:
                     j = lower.find(b"\r\n", i + 2)
-                    n = int(head[i + 17:j if j >= 0 else len(head)])
+                    n = int(head[i + 17 : j if j >= 0 else len(head)])
                 total = end + 4 + n
                 if len(buf) < total:
                     break
-                out.append(_answer(head[:head.find(b" ")], buf[end + 4:total]))
+                out.append(_answer(head[: head.find(b" ")], buf[end + 4 : total]))
                 buf = buf[total:]
             self.buf = buf
             if out:
@@ -133,7 +132,7 @@ def serve(host: str = "127.0.0.1", port: int = 0, lifetime: float = 900.0) -> No
         print(f"PORT {srv.sockets[0].getsockname()[1]}", flush=True)
         try:
             await asyncio.wait_for(srv.serve_forever(), lifetime)
-        except (asyncio.TimeoutError, asyncio.CancelledError):
+        except (TimeoutError, asyncio.CancelledError):
             pass
 
     asyncio.run(main())
@@ -186,7 +185,7 @@ class FastHttpToolsCall(FastHttpUser):
 
 # Appended to both locustfiles: no per-request cost; at test stop it writes the tools/call count,
 # the wall time and the CPU time of this (the only) locust process since test start.
-PROBE = '''
+PROBE = """
 
 import json as _json
 import os as _os
@@ -210,13 +209,13 @@ def _generator_cost_stop(environment, **_kw):
     with open(_os.environ["GENERATOR_COST_OUT"], "w") as fh:
         _json.dump({"requests": sum(e.num_requests for e in entries), "failures": failures,
                     "wall_s": wall, "cpu_s": cpu}, fh)
-'''
+"""
 
-KINDS = {"mcp": ("McpHttpUser (mcpfast)", MCP_LOCUSTFILE + PROBE),
-         "fasthttp": ("FastHttpUser (Locust)", FASTHTTP_LOCUSTFILE + PROBE)}
+KINDS = {"mcp": ("McpHttpUser (mcpfast)", MCP_LOCUSTFILE + PROBE), "fasthttp": ("FastHttpUser (Locust)", FASTHTTP_LOCUSTFILE + PROBE)}
 
 
 # -- measuring ------------------------------------------------------------------------------------
+
 
 class CpuSampler:
     """Samples a process's CPU ticks every ``interval`` s in a thread: ``[(monotonic, ticks)]``."""
@@ -267,8 +266,21 @@ def start_server(cpu: int | None, env: dict[str, str], lifetime: float = 900.0) 
 def start_reference_server(cpu: int | None, env: dict[str, str], lifetime: float = 900.0) -> tuple[subprocess.Popen, int]:
     """``mcpfast serve --transport http`` (the reference server) on a free port, for comparison."""
     port = procs.free_port()
-    cmd = [*_pin(cpu), "timeout", f"{lifetime:g}", sys.executable, "-m", "mcpfast", "serve", "--transport", "http",
-           "--host", "127.0.0.1", "--port", str(port)]
+    cmd = [
+        *_pin(cpu),
+        "timeout",
+        f"{lifetime:g}",
+        sys.executable,
+        "-m",
+        "mcpfast",
+        "serve",
+        "--transport",
+        "http",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     deadline = time.monotonic() + 30
     while not procs.port_open("127.0.0.1", port):
@@ -293,10 +305,32 @@ def _leaf_pid(pid: int) -> int:
 
 
 def locust_command(locustfile: Path, url: str, users: int, seconds: float, prefix: Path, cpu: int | None) -> list[str]:
-    return [*_pin(cpu), sys.executable, "-m", "locust", "-f", str(locustfile), "--headless",
-            "-u", str(users), "-r", str(users), "-t", f"{seconds:g}s", "--host", url,
-            "--csv", str(prefix), "--only-summary", "--stop-timeout", "1", "--exit-code-on-error", "0",
-            "--loglevel", "WARNING"]
+    return [
+        *_pin(cpu),
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        str(locustfile),
+        "--headless",
+        "-u",
+        str(users),
+        "-r",
+        str(users),
+        "-t",
+        f"{seconds:g}s",
+        "--host",
+        url,
+        "--csv",
+        str(prefix),
+        "--only-summary",
+        "--stop-timeout",
+        "1",
+        "--exit-code-on-error",
+        "0",
+        "--loglevel",
+        "WARNING",
+    ]
 
 
 def _read_stats(prefix: Path) -> dict[str, dict[str, str]]:
@@ -304,9 +338,18 @@ def _read_stats(prefix: Path) -> dict[str, dict[str, str]]:
         return {row["Name"]: row for row in csv.DictReader(fh)}
 
 
-def run_one(kind: str, locustfile: Path, url: str, users: int, seconds: float, prefix: Path,
-            cpu: int | None, env: dict[str, str], server_pid: int | None = None,
-            profile: Path | None = None) -> dict[str, Any]:
+def run_one(
+    kind: str,
+    locustfile: Path,
+    url: str,
+    users: int,
+    seconds: float,
+    prefix: Path,
+    cpu: int | None,
+    env: dict[str, str],
+    server_pid: int | None = None,
+    profile: Path | None = None,
+) -> dict[str, Any]:
     cmd = locust_command(locustfile, url, users, seconds, prefix, cpu)
     log = open(procs.log_path(prefix.parent, f"{prefix.name}.log"), "w")
     probe = Path(f"{prefix}_probe.json")
@@ -318,9 +361,24 @@ def run_one(kind: str, locustfile: Path, url: str, users: int, seconds: float, p
     spy = None
     if profile is not None and shutil.which("py-spy"):
         time.sleep(min(2.0, seconds / 4))
-        spy = subprocess.Popen(["py-spy", "record", "--pid", str(proc.pid), "--duration", str(max(int(seconds / 2), 1)),
-                                "--rate", "200", "--format", "raw", "-o", str(profile)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        spy = subprocess.Popen(
+            [
+                "py-spy",
+                "record",
+                "--pid",
+                str(proc.pid),
+                "--duration",
+                str(max(int(seconds / 2), 1)),
+                "--rate",
+                "200",
+                "--format",
+                "raw",
+                "-o",
+                str(profile),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     try:
         proc.wait(timeout=seconds + 60)
     except subprocess.TimeoutExpired:
@@ -365,8 +423,9 @@ def machine_info() -> dict[str, Any]:
     return {**info, "cpus": procs.cpus_available(), **versions}
 
 
-def run_benchmark(out: Path, users: int = 64, seconds: float = 10.0, repeats: int = 3,
-                  pin: bool = True, profile: bool = False, server_kind: str = "fast") -> dict[str, Any]:
+def run_benchmark(
+    out: Path, users: int = 64, seconds: float = 10.0, repeats: int = 3, pin: bool = True, profile: bool = False, server_kind: str = "fast"
+) -> dict[str, Any]:
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     files = {}
@@ -395,13 +454,16 @@ def run_benchmark(out: Path, users: int = 64, seconds: float = 10.0, repeats: in
             order = ("mcp", "fasthttp") if rep % 2 == 0 else ("fasthttp", "mcp")
             for kind in order:
                 prof = runs_dir / f"{kind}-{rep}.pyspy.txt" if profile else None
-                result = run_one(kind, files[kind], url, users, seconds, runs_dir / f"{kind}-{rep}", gen_cpu, env,
-                                 _leaf_pid(server.pid), prof)
+                result = run_one(
+                    kind, files[kind], url, users, seconds, runs_dir / f"{kind}-{rep}", gen_cpu, env, _leaf_pid(server.pid), prof
+                )
                 result["repeat"] = rep
                 runs.append(result)
-                print(f"[{rep}] {kind:8s} {result['rps']:9.1f} req/s  failures {result['failures']}  "
-                      f"generator CPU {result['generator_cpu_percent']}%  server CPU {result['server_cpu_percent']}%",
-                      flush=True)
+                print(
+                    f"[{rep}] {kind:8s} {result['rps']:9.1f} req/s  failures {result['failures']}  "
+                    f"generator CPU {result['generator_cpu_percent']}%  server CPU {result['server_cpu_percent']}%",
+                    flush=True,
+                )
     finally:
         server.terminate()
         try:
@@ -429,13 +491,21 @@ def run_benchmark(out: Path, users: int = 64, seconds: float = 10.0, repeats: in
         "machine": info,
         "setup": {
             "command": f"python -m mcpfast.bench.generator_cost --out {_display(out)} --users {users} "
-                       f"--seconds {seconds:g} --repeats {repeats}" + ("" if pin else " --no-pin")
-                       + (" --server reference" if server_kind == "reference" else ""),
-            "users": users, "seconds": seconds, "repeats": repeats, "wait_time": "none (0)",
-            "worker_processes": 1, "generator_cpu": gen_cpu, "server_cpu": srv_cpu,
-            "server": "mcpfast serve --transport http (reference server)" if server_kind == "reference" else
-                      "mcpfast.bench.generator_cost serve (uvloop asyncio HTTP/1.1 keep-alive, canned replies)",
-            "protocol_version": PROTOCOL_VERSION, "stat": STAT_NAME,
+            f"--seconds {seconds:g} --repeats {repeats}"
+            + ("" if pin else " --no-pin")
+            + (" --server reference" if server_kind == "reference" else ""),
+            "users": users,
+            "seconds": seconds,
+            "repeats": repeats,
+            "wait_time": "none (0)",
+            "worker_processes": 1,
+            "generator_cpu": gen_cpu,
+            "server_cpu": srv_cpu,
+            "server": "mcpfast serve --transport http (reference server)"
+            if server_kind == "reference"
+            else "mcpfast.bench.generator_cost serve (uvloop asyncio HTTP/1.1 keep-alive, canned replies)",
+            "protocol_version": PROTOCOL_VERSION,
+            "stat": STAT_NAME,
             "server_command": " ".join(server.args) if isinstance(server.args, list) else str(server.args),
         },
         "runs": runs,
@@ -494,7 +564,7 @@ def render_markdown(result: dict[str, Any]) -> str:
         "",
         "| | req/s (median) | req per generator CPU-s | generator CPU % | server CPU % |",
         "|---|---:|---:|---:|---:|",
-        f"| A: McpHttpUser `call_tool(\"echo\")` | {s['mcp_rps_median']} | {s['mcp_requests_per_cpu_second_median']} | "
+        f'| A: McpHttpUser `call_tool("echo")` | {s["mcp_rps_median"]} | {s["mcp_requests_per_cpu_second_median"]} | '
         f"{s['mcp_generator_cpu_median']} | {s['mcp_server_cpu_median']} |",
         f"| B: FastHttpUser, same bytes + headers | {s['fasthttp_rps_median']} | "
         f"{s['fasthttp_requests_per_cpu_second_median']} | "
@@ -506,8 +576,10 @@ def render_markdown(result: dict[str, Any]) -> str:
         "|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["runs"]:
-        lines.append(f"| {r['repeat']} | {r['kind']} | {r['rps']} | {r['requests_per_cpu_second']} | {r['failures']} | "
-                     f"{r['median_ms']} | {r['generator_cpu_percent']} | {r['server_cpu_percent']} |")
+        lines.append(
+            f"| {r['repeat']} | {r['kind']} | {r['rps']} | {r['requests_per_cpu_second']} | {r['failures']} | "
+            f"{r['median_ms']} | {r['generator_cpu_percent']} | {r['server_cpu_percent']} |"
+        )
     lines += [
         "",
         f"Rate ratios per pair: {result['ratios']}; per-CPU-second ratios per pair: {result['cpu_ratios']}.",
@@ -555,8 +627,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     reps = sorted({r["repeat"] for r in result["runs"]})
     width = 0.38
     for offset, kind, color in ((-width / 2, "fasthttp", "#888888"), (width / 2, "mcp", "#2b6cb0")):
-        values = [next((r["rps"] for r in result["runs"] if r["repeat"] == rep and r["kind"] == kind), 0)
-                  for rep in reps]
+        values = [next((r["rps"] for r in result["runs"] if r["repeat"] == rep and r["kind"] == kind), 0) for rep in reps]
         ax.bar([rep + offset for rep in reps], values, width, label=KINDS[kind][0], color=color)
     ax.set_xticks(reps, [f"pair {rep}\nratio {ratio}" for rep, ratio in zip(reps, result["ratios"], strict=False)])
     ax.set_ylabel("tools/call req/s (1 worker process)")
@@ -575,8 +646,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-pin", action="store_true", help="do not pin generator/server to CPUs 0/1")
-    parser.add_argument("--server", choices=("fast", "reference"), default="fast",
-                        help="fast: the tiny server here (default); reference: mcpfast serve --transport http")
+    parser.add_argument(
+        "--server",
+        choices=("fast", "reference"),
+        default="fast",
+        help="fast: the tiny server here (default); reference: mcpfast serve --transport http",
+    )
     parser.add_argument("--profile", action="store_true", help="py-spy record each run (raw stacks in OUT/runs)")
     parser.add_argument("--port", type=int, default=0, help="serve: port (default: any free one)")
     parser.add_argument("--lifetime", type=float, default=900.0, help="serve: exit after this many seconds")
@@ -584,11 +659,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         serve(port=args.port, lifetime=args.lifetime)
         return 0
-    result = run_benchmark(Path(args.out), args.users, args.seconds, args.repeats, not args.no_pin, args.profile,
-                           args.server)
+    result = run_benchmark(Path(args.out), args.users, args.seconds, args.repeats, not args.no_pin, args.profile, args.server)
     s = result["summary"]
-    print(f"MCP {s['mcp_rps_median']} req/s, FastHttpUser {s['fasthttp_rps_median']} req/s, "
-          f"ratio {s['ratio_median']} (target 0.8), failures {s['failures']}")
+    print(
+        f"MCP {s['mcp_rps_median']} req/s, FastHttpUser {s['fasthttp_rps_median']} req/s, "
+        f"ratio {s['ratio_median']} (target 0.8), failures {s['failures']}"
+    )
     return 0 if s["failures"] == 0 else 1
 
 

@@ -200,8 +200,22 @@ def _scenario(name: str, scenario: str, opts: argparse.Namespace) -> Any:
     timeout = opts.duration + opts.warmup + 120
     if scenario == "calls":
         return lambda s: measure_rate(
-            s, "calls", ["--sessions", str(opts.sessions), "--duration", duration, "--warmup", warmup,
-                         "--tool", "echo", "--arguments", '{"text":"hello"}'], timeout)
+            s,
+            "calls",
+            [
+                "--sessions",
+                str(opts.sessions),
+                "--duration",
+                duration,
+                "--warmup",
+                warmup,
+                "--tool",
+                "echo",
+                "--arguments",
+                '{"text":"hello"}',
+            ],
+            timeout,
+        )
     if scenario == "handshakes":
         return lambda s: measure_rate(s, "handshakes", ["--connections", "32", "--duration", duration, "--warmup", warmup], timeout)
     if scenario == "memory":
@@ -350,8 +364,7 @@ def report(summary: dict[str, Any], out: Path) -> str:
         "# Streamable HTTP: mcpfast against the official SDK servers",
         "",
         f"Made by `{summary['command']}` on {summary['started']} (UTC); each server pinned to core "
-        f"{SERVER_CPU}, the generator (`mcpfast-load`, Rust) to core {GENERATOR_CPU}."
-        + _rounds_note(summary),
+        f"{SERVER_CPU}, the generator (`mcpfast-load`, Rust) to core {GENERATOR_CPU}." + _rounds_note(summary),
         "",
         "| scenario | " + " | ".join(names) + " | " + " | ".join(f"mcpfast vs {p}" for p in peers) + " | target |",
         "|---|" + "---:|" * (len(names) + len(peers)) + "---|",
@@ -402,8 +415,9 @@ def report(summary: dict[str, Any], out: Path) -> str:
             share = gen.get("window_share_of_one_core", gen.get("share_of_one_core")) if isinstance(gen, dict) else None
             srv = data.get("server_cpu") or {}
             server_share = srv.get("share_of_one_core") if isinstance(srv, dict) else None
-            shares.append(f"{scenario}: server {server_share if server_share is not None else '–'}, "
-                          f"generator {share if share is not None else '–'}")
+            shares.append(
+                f"{scenario}: server {server_share if server_share is not None else '–'}, generator {share if share is not None else '–'}"
+            )
         lines.append(f"- {n}: " + "; ".join(shares))
     lines += _rounds_table(results, names)
     lines += _runner_table(summary.get("runners") or {})
@@ -510,8 +524,13 @@ def plot(summary: dict[str, Any], out: Path) -> Path:
         ax.axhline(target, linestyle="--", color="black", linewidth=1, label=f"target {target:,}")
         ax.set_title(title)
         for bar, value in zip(bars, values, strict=True):
-            ax.annotate(f"{value:,.1f}" if value < 100 else f"{value:,.0f}", (bar.get_x() + bar.get_width() / 2, value),
-                        ha="center", va="bottom", fontsize=8)
+            ax.annotate(
+                f"{value:,.1f}" if value < 100 else f"{value:,.0f}",
+                (bar.get_x() + bar.get_width() / 2, value),
+                ha="center",
+                va="bottom",
+                fontsize=8,
+            )
         ax.legend(fontsize=8)
         ax.tick_params(axis="x", labelsize=8)
     ax = axes[3]
@@ -566,21 +585,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hold", type=int, default=1000, help="idle sessions held for the memory scenario")
     parser.add_argument("--cycles", type=int, default=100_000, help="churn cycles against mcpfast")
     parser.add_argument("--peer-cycles", type=int, default=10_000, help="churn cycles against the SDK servers")
-    parser.add_argument("--rounds", type=int_at_least(1), default=3,
-                        help="rounds of the rate scenarios (servers interleaved in each); the median is reported")
-    parser.add_argument("--runners", nargs="*", default=[], choices=RUNNERS,
-                        help="also run the calls scenario against mcpfast under each of these HTTP servers")
+    parser.add_argument(
+        "--rounds",
+        type=int_at_least(1),
+        default=3,
+        help="rounds of the rate scenarios (servers interleaved in each); the median is reported",
+    )
+    parser.add_argument(
+        "--runners",
+        nargs="*",
+        default=[],
+        choices=RUNNERS,
+        help="also run the calls scenario against mcpfast under each of these HTTP servers",
+    )
     parser.add_argument("--no-plots", action="store_true")
     opts = parser.parse_args(argv)
     opts.command_line = "python -m mcpfast.bench.http_peers " + shlex.join(argv if argv is not None else sys.argv[1:])
     summary = run(opts)
     failed = [
-        f"{r['server']}/{s}" for r in summary["servers"] for s in ("calls", "handshakes", "memory", "churn")
+        f"{r['server']}/{s}"
+        for r in summary["servers"]
+        for s in ("calls", "handshakes", "memory", "churn")
         if isinstance(r.get(s), dict) and ("error" in r[s] or _failures(r[s]) or r[s].get("round_problems"))
     ]
-    failed += [
-        f"runner {n}" for n, r in summary.get("runners", {}).items() if "error" in r or _failures(r) or r.get("round_problems")
-    ]
+    failed += [f"runner {n}" for n, r in summary.get("runners", {}).items() if "error" in r or _failures(r) or r.get("round_problems")]
     if failed:
         print("problems: " + ", ".join(failed), file=sys.stderr)
     return 1 if failed else 0

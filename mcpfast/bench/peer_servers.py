@@ -144,7 +144,9 @@ PEERS: dict[str, Peer] = {
     "mcpfast": Peer("mcpfast", "mcpfast", "mcpfast serve (demo app)", ("json+sse",)),
     "python-sdk": Peer("python-sdk", "mcp", "official Python SDK, MCPServer + streamable_http_app on uvicorn", ("sse", "json")),
     "typescript-sdk": Peer(
-        "typescript-sdk", TS_SDK, "official TypeScript SDK, McpServer + StreamableHTTPServerTransport per session on node:http",
+        "typescript-sdk",
+        TS_SDK,
+        "official TypeScript SDK, McpServer + StreamableHTTPServerTransport per session on node:http",
         ("sse", "json"),
     ),
 }

@@ -196,8 +196,9 @@ def run_one(cfg: PeersConfig, server: str, transport: str, family: str, log: Tex
     try:
         if transport == "http":
             json_response = family in JSON_FAMILIES
-            running = start_http(server, cpus=cfg.server_cpus, json_response=json_response,
-                                 log_path=log_path(sdir, f"server-{family}-http.log"))
+            running = start_http(
+                server, cpus=cfg.server_cpus, json_response=json_response, log_path=log_path(sdir, f"server-{family}-http.log")
+            )
             bench.target, bench.server_pid = running.url, running.pid
             entry.update(reply_mode=running.reply_mode, server_argv=shlex.join(running.argv))
         else:
@@ -251,11 +252,19 @@ def _merge_server_summary(cfg: PeersConfig, server: str, runs: list[dict[str, An
         "command_line": cfg.command_line,
         "machine": machine,
         "config": {
-            "quick": cfg.quick, "users": cfg.users, "spawn_rate": cfg.users, "duration_s": cfg.duration,
-            "stdio_duration_s": cfg.stdio_duration or cfg.duration, "rate": 0.0, "model": "closed",
-            "families": list(cfg.families), "transports_requested": list(cfg.transports),
+            "quick": cfg.quick,
+            "users": cfg.users,
+            "spawn_rate": cfg.users,
+            "duration_s": cfg.duration,
+            "stdio_duration_s": cfg.stdio_duration or cfg.duration,
+            "rate": 0.0,
+            "model": "closed",
+            "families": list(cfg.families),
+            "transports_requested": list(cfg.transports),
             "transports_run": sorted({r["transport"] for r in runs if r.get("status") != "not run"}),
-            "server": server, "server_cpus": cfg.server_cpus, "generator_cpus": cfg.generator_cpus,
+            "server": server,
+            "server_cpus": cfg.server_cpus,
+            "generator_cpus": cfg.generator_cpus,
         },  # fmt: skip
         "notes": [f"made by mcpfast.bench.peers: one mcpfast bench run per family, server {server}"],
         "families": families,
@@ -327,8 +336,9 @@ def ratio_rows(runs: list[dict[str, Any]], servers: Sequence[str], reference: st
                 "p50": _ratio((ref or {}).get("p50_us"), peer.get("p50_us")),
                 "p99": _ratio((ref or {}).get("p99_us"), peer.get("p99_us")),
             }
-        scenarios.append({"family": family, "transport": transport, "request": request, "what": WHAT.get(family),
-                          "servers": per, "ratios": ratios})
+        scenarios.append(
+            {"family": family, "transport": transport, "request": request, "what": WHAT.get(family), "servers": per, "ratios": ratios}
+        )
     return scenarios
 
 
@@ -371,8 +381,21 @@ def render_ratio_table(summary: dict[str, Any]) -> str:
 
 def render_numbers_table(summary: dict[str, Any]) -> str:
     servers = summary["config"]["servers"]
-    header = ["scenario", "request", "server", "reply", "count", "fail", "rps", "rps basis", "rps run", "p50 ms", "p90 ms",
-              "p99 ms", "p99.9 ms"]
+    header = [
+        "scenario",
+        "request",
+        "server",
+        "reply",
+        "count",
+        "fail",
+        "rps",
+        "rps basis",
+        "rps run",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "p99.9 ms",
+    ]
     body = []
     for sc in summary["scenarios"]:
         for s in servers:
@@ -404,7 +427,7 @@ def render_console(summary: dict[str, Any]) -> str:
     def fmt(cells: list[str]) -> str:
         return "  ".join(c.ljust(widths[i]) if i < 2 else c.rjust(widths[i]) for i, c in enumerate(cells)).rstrip()
 
-    lines = [f"mcpfast ÷ peer (rps > 1: mcpfast serves more; p50/p99 < 1: mcpfast answers sooner)", fmt(header)]
+    lines = ["mcpfast ÷ peer (rps > 1: mcpfast serves more; p50/p99 < 1: mcpfast answers sooner)", fmt(header)]
     lines.append(fmt(["-" * w for w in widths]))
     lines.extend(fmt(b) for b in body)
     return "\n".join(lines)
@@ -437,7 +460,8 @@ def render_readme(summary: dict[str, Any]) -> str:
     lines += [
         "",
         f"Server pinned to CPU {cfg['server_cpus']} (`taskset -c`), generator (locust) to CPU {cfg['generator_cpus']}."
-        if cfg["server_cpus"] is not None else "No CPU pinning (`--no-pin`).",
+        if cfg["server_cpus"] is not None
+        else "No CPU pinning (`--no-pin`).",
         "",
         "## mcpfast ÷ peer",
         "",
@@ -467,8 +491,18 @@ def render_readme(summary: dict[str, Any]) -> str:
     churn = [(r["server"], r.get("churn") or {}) for r in summary["runs"] if r["family"] == "session_churn" and r["transport"] == "http"]
     if any(c for _s, c in churn):
         lines += ["Session churn over HTTP, server memory (VmRSS, KiB):", ""]
-        body = [[s, str(c.get("sessions_opened")), str(c.get("sessions_abandoned")), str(c.get("server_rss_kib_start")),
-                 str(c.get("server_rss_kib_end")), str(c.get("server_rss_kib_per_abandoned_session"))] for s, c in churn if c]
+        body = [
+            [
+                s,
+                str(c.get("sessions_opened")),
+                str(c.get("sessions_abandoned")),
+                str(c.get("server_rss_kib_start")),
+                str(c.get("server_rss_kib_end")),
+                str(c.get("server_rss_kib_per_abandoned_session")),
+            ]
+            for s, c in churn
+            if c
+        ]
         lines += _md_table(["server", "sessions opened", "abandoned", "RSS start", "RSS end", "KiB per abandoned session"], body, 1)
         lines += [""]
     lines += ["## Problems and limits", ""]
@@ -516,8 +550,10 @@ def render_readme(summary: dict[str, Any]) -> str:
             lines.append(srv)
     example = next((r for r in summary["runs"] if r.get("locust_argv")), None)
     if example is not None:
-        lines.append(f"# the swarm, e.g. {example['family']}/{example['transport']} against {example['server']} "
-                     f"(every run's command is in summary.json, and the first line of <server>/logs/<family>-<transport>.log)")
+        lines.append(
+            f"# the swarm, e.g. {example['family']}/{example['transport']} against {example['server']} "
+            f"(every run's command is in summary.json, and the first line of <server>/logs/<family>-<transport>.log)"
+        )
         lines.append(example["locust_argv"])
     lines += ["```", ""]
     return "\n".join(lines)
@@ -588,8 +624,18 @@ def run_peers(cfg: PeersConfig, stream: TextIO | None = None) -> int:
             for family in cfg.families:
                 for server in cfg.servers:
                     if server in unavailable:
-                        runs.append({"server": server, "family": family, "transport": transport, "status": "not run",
-                                     "problems": [unavailable[server]], "rows": [], "requests": 0, "failures": 0})
+                        runs.append(
+                            {
+                                "server": server,
+                                "family": family,
+                                "transport": transport,
+                                "status": "not run",
+                                "problems": [unavailable[server]],
+                                "rows": [],
+                                "requests": 0,
+                                "failures": 0,
+                            }
+                        )
                         continue
                     log.write(f"\n===== {server} {family}/{transport}\n")
                     log.flush()
@@ -660,23 +706,36 @@ def run_peers(cfg: PeersConfig, stream: TextIO | None = None) -> int:
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "command_line": cfg.command_line,
-        "started_at": _dt.datetime.fromtimestamp(started, _dt.timezone.utc).isoformat(timespec="seconds"),
+        "started_at": _dt.datetime.fromtimestamp(started, _dt.UTC).isoformat(timespec="seconds"),
         "wall_time_s": None,
         "loadavg_start": loadavg_start,
         "loadavg_end": loadavg_end,
         "machine": machine,
         "versions": versions,
         "config": {
-            "servers": list(cfg.servers), "transports": list(cfg.transports), "families": list(cfg.families),
-            "users": cfg.users, "duration_s": cfg.duration, "stdio_duration_s": cfg.stdio_duration or cfg.duration,
-            "model": "closed", "quick": cfg.quick, "server_cpus": cfg.server_cpus, "generator_cpus": cfg.generator_cpus,
-            "json_families": list(JSON_FAMILIES), "reference": REFERENCE, "locust_args": list(cfg.locust_args),
+            "servers": list(cfg.servers),
+            "transports": list(cfg.transports),
+            "families": list(cfg.families),
+            "users": cfg.users,
+            "duration_s": cfg.duration,
+            "stdio_duration_s": cfg.stdio_duration or cfg.duration,
+            "model": "closed",
+            "quick": cfg.quick,
+            "server_cpus": cfg.server_cpus,
+            "generator_cpus": cfg.generator_cpus,
+            "json_families": list(JSON_FAMILIES),
+            "reference": REFERENCE,
+            "locust_args": list(cfg.locust_args),
             "ratio_definition": "mcpfast value ÷ peer value (rps > 1 and latency < 1 favour mcpfast)",
         },  # fmt: skip
         "servers": {
-            s: {"description": PEERS[s].description, "package": PEERS[s].package,
-                "version": versions.get(PEERS[s].package), "stdio_command": _stdio_command(s, cfg.server_cpus),
-                "dir": s}
+            s: {
+                "description": PEERS[s].description,
+                "package": PEERS[s].package,
+                "version": versions.get(PEERS[s].package),
+                "stdio_command": _stdio_command(s, cfg.server_cpus),
+                "dir": s,
+            }
             for s in cfg.servers
         },  # fmt: skip
         "scenarios": scenarios,
@@ -725,9 +784,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="bench_results/peers", help="result directory (default bench_results/peers)")
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_DURATION:g} s per family, {QUICK_USERS} users")
     parser.add_argument("--duration", type=finite_positive, help=f"seconds per family (default {DEFAULT_DURATION:g})")
-    parser.add_argument("--stdio-duration", type=finite_positive,
-                        help=f"seconds per family over stdio (default {DEFAULT_STDIO_DURATION:g}, --quick "
-                        f"{QUICK_STDIO_DURATION:g}, else --duration when that is given)")
+    parser.add_argument(
+        "--stdio-duration",
+        type=finite_positive,
+        help=f"seconds per family over stdio (default {DEFAULT_STDIO_DURATION:g}, --quick "
+        f"{QUICK_STDIO_DURATION:g}, else --duration when that is given)",
+    )
     parser.add_argument("--users", type=int_at_least(1), help=f"users per family (default {DEFAULT_USERS})")
     parser.add_argument("--server", action="append", choices=SERVERS, help="only this server (repeatable)")
     parser.add_argument("--transport", choices=("http", "stdio", "both"), default="both")
@@ -736,8 +798,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--generator-cpus", default=GENERATOR_CPUS, help=f"CPU list of the swarm (default {GENERATOR_CPUS})")
     parser.add_argument("--no-pin", action="store_true", help="do not pin the server or the swarm")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    parser.add_argument("--no-server-plots", action="store_true",
-                        help="skip each server directory's own plots (`mcpfast report <out>/<server>` draws them later)")
+    parser.add_argument(
+        "--no-server-plots",
+        action="store_true",
+        help="skip each server directory's own plots (`mcpfast report <out>/<server>` draws them later)",
+    )
     parser.add_argument("--locust-arg", action="append", default=[], metavar="ARG", help="extra argument for every locust run")
     args = parser.parse_args(argv)
     server_cpus: str | None = None if args.no_pin else args.server_cpus
@@ -749,8 +814,10 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             parser.error(str(exc))
         if not (s_set | g_set) <= allowed:
-            parser.error(f"CPUs {sorted((s_set | g_set) - allowed)} are not available here (allowed {sorted(allowed)}); "
-                         "choose --server-cpus/--generator-cpus or --no-pin")
+            parser.error(
+                f"CPUs {sorted((s_set | g_set) - allowed)} are not available here (allowed {sorted(allowed)}); "
+                "choose --server-cpus/--generator-cpus or --no-pin"
+            )
         if s_set & g_set:
             parser.error("--server-cpus and --generator-cpus overlap")
     servers = tuple(s for s in SERVERS if s in args.server) if args.server else SERVERS
@@ -761,9 +828,8 @@ def main(argv: list[str] | None = None) -> int:
         families=tuple(f for f in FAMILIES if f in args.family) if args.family else FAMILIES,
         users=args.users or (QUICK_USERS if args.quick else DEFAULT_USERS),
         duration=args.duration or (QUICK_DURATION if args.quick else DEFAULT_DURATION),
-        stdio_duration=args.stdio_duration or (
-            args.duration if args.duration else (QUICK_STDIO_DURATION if args.quick else DEFAULT_STDIO_DURATION)
-        ),
+        stdio_duration=args.stdio_duration
+        or (args.duration if args.duration else (QUICK_STDIO_DURATION if args.quick else DEFAULT_STDIO_DURATION)),
         server_cpus=server_cpus,
         generator_cpus=generator_cpus,
         quick=args.quick,

@@ -149,9 +149,7 @@ def timeline_plot(history: Sequence[dict[str, str]], path: Path, title: str, max
         name = row.get("Name") or "?"
         series.setdefault(name, []).append((t, _float(row.get("Total Request Count")), _float(row.get("99%"))))
     # a name appears in the history once it has requests: before that its count was 0
-    rates = {
-        name: throughput(pts if t0 is None or pts[0][0] <= t0 else [(t0, 0.0, None), *pts]) for name, pts in series.items()
-    }
+    rates = {name: throughput(pts if t0 is None or pts[0][0] <= t0 else [(t0, 0.0, None), *pts]) for name, pts in series.items()}
     if t0 is None or not series:
         _empty(ax1, "no history")
         _empty(ax2, "no history")
@@ -303,9 +301,7 @@ def memory_plot(series: dict[str, dict[str, Any]], path: Path, title: str) -> Pa
     return _finish(fig, path)
 
 
-def compare_plot(
-    panels: dict[str, dict[str, tuple[Any | None, Any | None]]], path: Path, label_a: str, label_b: str
-) -> Path:
+def compare_plot(panels: dict[str, dict[str, tuple[Any | None, Any | None]]], path: Path, label_a: str, label_b: str) -> Path:
     """Two runs on percentile plots: one panel per family/transport, one colour per request
     name, run A dashed and run B solid.  ``panels[panel][name] = (hist_a, hist_b)``."""
     plt = _plt()
@@ -342,7 +338,6 @@ def compare_plot(
     return _finish(fig, path)
 
 
-
 def grouped_bar_plot(
     groups: Sequence[str],
     series: dict[str, Sequence[float | None]],
@@ -376,8 +371,15 @@ def grouped_bar_plot(
         bars = ax.bar(xs, ys, width=width * 0.95, label=label)
         for bar, v in zip(bars, ys, strict=True):
             text = value_format.format(v) if value_format else (f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}")
-            ax.annotate(text, (bar.get_x() + bar.get_width() / 2, v), ha="center", va="bottom",
-                        fontsize=6, xytext=(0, 1), textcoords="offset points")
+            ax.annotate(
+                text,
+                (bar.get_x() + bar.get_width() / 2, v),
+                ha="center",
+                va="bottom",
+                fontsize=6,
+                xytext=(0, 1),
+                textcoords="offset points",
+            )
         drawn += 1
     if drawn:
         ax.set_xticks(range(len(groups)))

@@ -365,9 +365,7 @@ _HELP_CACHE: dict[str, str] = {}
 def _serve_help(python: str) -> str:
     if python not in _HELP_CACHE:
         try:
-            out = subprocess.run(
-                [python, "-m", "mcpfast", "serve", "--help"], capture_output=True, text=True, timeout=30, env=child_env()
-            )
+            out = subprocess.run([python, "-m", "mcpfast", "serve", "--help"], capture_output=True, text=True, timeout=30, env=child_env())
             _HELP_CACHE[python] = out.stdout + out.stderr
         except (OSError, subprocess.TimeoutExpired):
             _HELP_CACHE[python] = ""

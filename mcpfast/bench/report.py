@@ -39,7 +39,6 @@ def generator_label(fam: dict[str, Any]) -> str:
     return f"{text}, {GENERATOR_BOUND_NOTE}" if gen.get("bound") else text
 
 
-
 def load_summary(run: Path) -> dict[str, Any]:
     path = Path(run) / "summary.json"
     try:
@@ -165,7 +164,11 @@ def memory_series(run: Path, fam: dict[str, Any]) -> dict[str, Any] | None:
         return {"sessions": sessions, "rss_kib": rss, "xlabel": "open sessions (initialised - DELETEd)", "note": note}
     procs = [int(s["processes"]) for s in samples]
     per_proc = [r / p for r, p in zip(rss, procs, strict=True) if p]
-    note = f"one process per session (restarted per session); mean {sum(per_proc) / len(per_proc) / 1024:.1f} MiB per process" if per_proc else ""
+    note = (
+        f"one process per session (restarted per session); mean {sum(per_proc) / len(per_proc) / 1024:.1f} MiB per process"
+        if per_proc
+        else ""
+    )
     steady = _steady_per_process(Path(run) / "tools_call-stdio_memory.csv")
     if steady is not None:
         note += f"\nsteady (tools_call, long-lived processes): median {steady / 1024:.1f} MiB per process"
@@ -197,8 +200,11 @@ def generate_plots(run: Path, summary: dict[str, Any] | None = None) -> list[Pat
         made.append(plots.percentile_plot(curves, run / f"latency-{family}-{transport}.png", title))
         history = _read_csv(Path(f"{prefix}_stats_history.csv"))
         made.append(
-            plots.timeline_plot(history, run / f"timeline-{family}-{transport}.png",
-                                f"{family} over {transport}: throughput and p99" + (f"\n{gen}" if gen else ""))
+            plots.timeline_plot(
+                history,
+                run / f"timeline-{family}-{transport}.png",
+                f"{family} over {transport}: throughput and p99" + (f"\n{gen}" if gen else ""),
+            )
         )
         rows = [r for r in summary.get("rows", []) if r["family"] == family and r["transport"] == transport]
         if family == "handshake":
@@ -213,7 +219,9 @@ def generate_plots(run: Path, summary: dict[str, Any] | None = None) -> list[Pat
             if series is not None:
                 memory[transport] = series
     if handshake:
-        made.append(plots.handshake_plot(handshake, run / "handshake-phases.png", "handshake: initialize / initialized / first call / DELETE"))
+        made.append(
+            plots.handshake_plot(handshake, run / "handshake-phases.png", "handshake: initialize / initialized / first call / DELETE")
+        )
     if sse:
         made.append(plots.sse_plot(sse, run / "sse.png", "streaming: time to first event and gap between events"))
     if any(f["family"] == "session_churn" for f in families):

@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from mcpfast.bench.report import GENERATOR_BOUND_NOTE, generator_label
 from mcpfast.bench.procs import (
     ReferenceServer,
     child_env,
@@ -44,6 +43,7 @@ from mcpfast.bench.procs import (
     stop_process,
     write_summary,
 )
+from mcpfast.bench.report import GENERATOR_BOUND_NOTE, generator_label
 
 __all__ = [
     "FAMILIES",
@@ -242,8 +242,8 @@ def family_result(prefix: Path) -> dict[str, Any]:
     duration = float(hist.get("duration_s") or 0.0)
     ok: dict[tuple[str, str], Any] = {}
     bad: dict[tuple[str, str], Any] = {}
-    for key, target in (("histograms", ok), ("failed_histograms", bad)):
-        for entry in hist.get(key) or []:
+    for field_name, target in (("histograms", ok), ("failed_histograms", bad)):
+        for entry in hist.get(field_name) or []:
             target[(entry["type"], entry["name"])] = Histogram.from_dict(entry)
     locust_by_key: dict[tuple[str, str], dict[str, Any]] = {}
     for entry in loc or []:
@@ -396,9 +396,7 @@ def run_family(
     with open(log_file, "w", encoding="utf-8") as log:
         log.write("$ " + shlex.join(argv) + "\n")
         log.flush()
-        proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=str(cfg.out), env=child_env()
-        )
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=str(cfg.out), env=child_env())
         if transport == "http" and server_pid:
             sampler = MemorySampler(lambda: [server_pid])
         else:
@@ -554,9 +552,7 @@ def run_bench(cfg: BenchConfig, stream: TextIO | None = None, make_plots: bool =
         try:
             transports_run.append(transport)
             for family in cfg.families:
-                families.append(
-                    run_family(cfg, family, transport, progress, host=host, command=stdio_command, server_pid=pid)
-                )
+                families.append(run_family(cfg, family, transport, progress, host=host, command=stdio_command, server_pid=pid))
                 if server is not None and server.proc is not None and server.proc.poll() is not None:
                     note = f"the embedded HTTP server exited during {family} ({server.proc.returncode}): {log_tail(server.log_path, 3)}"
                     notes.append(note)
@@ -579,7 +575,7 @@ def run_bench(cfg: BenchConfig, stream: TextIO | None = None, make_plots: bool =
         "format_version": SUMMARY_VERSION,
         "run": cfg.out.name,
         "command_line": cfg.command_line,
-        "started_at": _dt.datetime.fromtimestamp(started, _dt.timezone.utc).isoformat(timespec="seconds"),
+        "started_at": _dt.datetime.fromtimestamp(started, _dt.UTC).isoformat(timespec="seconds"),
         "wall_time_s": None,
         "machine": machine_info(),
         "config": {
@@ -610,8 +606,9 @@ def run_bench(cfg: BenchConfig, stream: TextIO | None = None, make_plots: bool =
         gates = _check_thresholds(cfg, families)
         summary["thresholds"] = gates
         if any(not g["passed"] for g in gates):
-            summary["problems"].append("thresholds failed: " + ", ".join(
-                f"{g['threshold']} [{g['run']}]" for g in gates if not g["passed"]))
+            summary["problems"].append(
+                "thresholds failed: " + ", ".join(f"{g['threshold']} [{g['run']}]" for g in gates if not g["passed"])
+            )
             summary["ok"] = False
     summary["wall_time_s"] = round(time.monotonic() - t0, 2)
     write_summary(cfg.out, summary)
@@ -670,8 +667,12 @@ def format_summary(summary: dict[str, Any]) -> str:
                 f"session churn/{fam['transport']}: {churn.get('sessions_opened')} opened "
                 f"({churn.get('opened_per_s')}/s), {churn.get('sessions_deleted')} deleted, "
                 f"{churn.get('sessions_abandoned')} abandoned"
-                + (f", server RSS {churn.get('server_rss_kib_start')} -> {churn.get('server_rss_kib_end')} KiB "
-                   f"({per} KiB per abandoned session)" if per is not None else "")
+                + (
+                    f", server RSS {churn.get('server_rss_kib_start')} -> {churn.get('server_rss_kib_end')} KiB "
+                    f"({per} KiB per abandoned session)"
+                    if per is not None
+                    else ""
+                )
             )
     for note in summary.get("notes", []):
         lines.append(f"note: {note}")

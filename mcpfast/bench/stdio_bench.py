@@ -139,14 +139,17 @@ def run_server(
         + json.dumps(ECHO_TEXT).encode().replace(b"%", b"%%")
         + b"}}}\n"
     )
-    init = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "stdio-bench", "version": "1"}},
-        }
-    ).encode() + b"\n"
+    init = (
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "stdio-bench", "version": "1"}},
+            }
+        ).encode()
+        + b"\n"
+    )
     initialized = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
     is_error_marker = b'"isError":true'
 
@@ -488,9 +491,7 @@ def main(argv: list[str] | None = None) -> int:
             # `python -m` puts the working directory first on sys.path: the baseline runs from
             # inside its own tree so that it, not this checkout, is imported.
             cwd = args.baseline_src if name == "mcpfast-baseline" else None
-            result = run_server(
-                commands[name], duration=args.duration, warmup=args.warmup, inflight=args.inflight, env=envs[name], cwd=cwd
-            )
+            result = run_server(commands[name], duration=args.duration, warmup=args.warmup, inflight=args.inflight, env=envs[name], cwd=cwd)
             if result["errors"] or result["unexpected_ids"]:
                 print(f"{name}: {result['errors']} error replies", file=sys.stderr)
                 return 1

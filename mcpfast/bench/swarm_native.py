@@ -62,8 +62,21 @@ class Server:
     def __init__(self, python: str) -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
-        cmd = ["taskset", "-c", SERVER_CORE, python, "-m", "mcpfast", "serve", "--transport", "http",
-               "--host", "127.0.0.1", "--port", str(self.port)]
+        cmd = [
+            "taskset",
+            "-c",
+            SERVER_CORE,
+            python,
+            "-m",
+            "mcpfast",
+            "serve",
+            "--transport",
+            "http",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+        ]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
         deadline = time.monotonic() + 20
         while True:
@@ -77,8 +90,14 @@ class Server:
                 time.sleep(0.1)
 
     def session(self) -> str:
-        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}})
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+            }
+        )
         headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
         req = urllib.request.Request(self.url, body.encode(), headers)
         with urllib.request.urlopen(req, timeout=5) as resp:  # noqa: S310 - 127.0.0.1
@@ -100,8 +119,7 @@ class Server:
 
 
 def wrk(url: str, script: Path, seconds: int, connections: int, threads: int, env: dict[str, str] | None = None) -> float:
-    cmd = ["taskset", "-c", GENERATOR_CORE, "wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s",
-           "-s", str(script), url]
+    cmd = ["taskset", "-c", GENERATOR_CORE, "wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "-s", str(script), url]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 30, env={**os.environ, **(env or {})})
     m = re.search(r"Requests/sec:\s+([0-9.]+)", out.stdout)
     if not m:
@@ -112,13 +130,36 @@ def wrk(url: str, script: Path, seconds: int, connections: int, threads: int, en
     return float(m.group(1))
 
 
-def locust(python: str, family: str, url: str, users: int, seconds: int, engine: str, *extra: str,
-           during: Any = None) -> dict[str, Any]:
+def locust(python: str, family: str, url: str, users: int, seconds: int, engine: str, *extra: str, during: Any = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         prefix = Path(tmp) / "r"
-        cmd = ["taskset", "-c", GENERATOR_CORE, python, "-m", "locust", "-f", str(LOADTESTS / f"{family}.py"),
-               "--headless", "-u", str(users), "-r", str(users), "-t", f"{seconds}s", "--only-summary",
-               "--exit-code-on-error", "0", "--csv", str(prefix), "--host", url, "--mcp-engine", engine, *extra]
+        cmd = [
+            "taskset",
+            "-c",
+            GENERATOR_CORE,
+            python,
+            "-m",
+            "locust",
+            "-f",
+            str(LOADTESTS / f"{family}.py"),
+            "--headless",
+            "-u",
+            str(users),
+            "-r",
+            str(users),
+            "-t",
+            f"{seconds}s",
+            "--only-summary",
+            "--exit-code-on-error",
+            "0",
+            "--csv",
+            str(prefix),
+            "--host",
+            url,
+            "--mcp-engine",
+            engine,
+            *extra,
+        ]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), cwd=tmp)
         if during is not None:
             threading.Thread(target=during, daemon=True).start()
@@ -130,8 +171,15 @@ def locust(python: str, family: str, url: str, users: int, seconds: int, engine:
     failed = sum(h["n"] for h in hist["failed_histograms"])
     total = sum(s["count"] for s in rows.values())
     duration = hist["duration_s"]
-    return {"rows": rows, "failures": failed, "requests": total, "duration_s": duration,
-            "rps": total / duration, "generator": hist["generator"], "pacer": hist["pacer"]}
+    return {
+        "rows": rows,
+        "failures": failed,
+        "requests": total,
+        "duration_s": duration,
+        "rps": total / duration,
+        "generator": hist["generator"],
+        "pacer": hist["pacer"],
+    }
 
 
 def _loadavg() -> list[float]:
@@ -148,10 +196,13 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     py, secs = args.python, args.seconds
-    results: dict[str, Any] = {"command": "flock /tmp/mcpfast-bench.lock python -m mcpfast.bench.swarm_native "
-                               + " ".join(argv if argv is not None else sys.argv[1:]),
-                               "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                               "loadavg_start": _loadavg(), "rounds": []}
+    results: dict[str, Any] = {
+        "command": "flock /tmp/mcpfast-bench.lock python -m mcpfast.bench.swarm_native "
+        + " ".join(argv if argv is not None else sys.argv[1:]),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "loadavg_start": _loadavg(),
+        "rounds": [],
+    }
     server = Server(py)
     try:
         sid = server.session()
@@ -175,10 +226,10 @@ def main(argv: list[str] | None = None) -> int:
         truth: dict[str, Any] = {"loadavg": _loadavg()}
         agree: dict[str, Any] = {}
         for engine in ("native", "python"):  # the 2 ms tool, 8 users, closed model: a rate both carry
-            run = locust(py, "tools_call", server.url, 8, secs, engine, "--mcp-tool", "stream",
-                         "--mcp-tool-args", '{"n": 1, "delay": 0.002}')
-            agree[engine] = {"p50_us": run["rows"]["tools/call:stream"]["p50"], "rps": run["rps"],
-                             "failures": run["failures"]}
+            run = locust(
+                py, "tools_call", server.url, 8, secs, engine, "--mcp-tool", "stream", "--mcp-tool-args", '{"n": 1, "delay": 0.002}'
+            )
+            agree[engine] = {"p50_us": run["rows"]["tools/call:stream"]["p50"], "rps": run["rps"], "failures": run["failures"]}
         agree["p50_ratio_native_over_python"] = agree["native"]["p50_us"] / agree["python"]["p50_us"]
         truth["sleep_2ms"] = agree
 
@@ -190,9 +241,15 @@ def main(argv: list[str] | None = None) -> int:
 
         stalled = locust(py, "tools_call", server.url, 64, secs, "native", "--mcp-rate", "1000", during=stall)
         s = stalled["rows"]["tools/call:echo"]
-        truth["stall_open_model"] = {"p50_us": s["p50"], "p99_us": s["p99"], "max_us": s["max"],
-                                     "count": s["count"], "failures": stalled["failures"],
-                                     "sent": stalled["pacer"]["sent"], "late": stalled["pacer"]["late"]}
+        truth["stall_open_model"] = {
+            "p50_us": s["p50"],
+            "p99_us": s["p99"],
+            "max_us": s["max"],
+            "count": s["count"],
+            "failures": stalled["failures"],
+            "sent": stalled["pacer"]["sent"],
+            "late": stalled["pacer"]["late"],
+        }
         results["truth"] = truth
     finally:
         server.stop()
@@ -201,9 +258,18 @@ def main(argv: list[str] | None = None) -> int:
     def med(key: str) -> float:
         return statistics.median(r[key] for r in rounds)
 
-    results["median"] = {k: med(k) for k in ("wrk_tools_call_rps", "native_tools_call_rps", "tools_call_ratio",
-                                             "wrk_handshake_rps", "native_handshake_rps", "handshake_ratio",
-                                             "python_thread_share")}
+    results["median"] = {
+        k: med(k)
+        for k in (
+            "wrk_tools_call_rps",
+            "native_tools_call_rps",
+            "tools_call_ratio",
+            "wrk_handshake_rps",
+            "native_handshake_rps",
+            "handshake_ratio",
+            "python_thread_share",
+        )
+    }
     results["loadavg_end"] = _loadavg()
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (out / "results.md").write_text(render(results))
@@ -217,19 +283,23 @@ def _spread(rounds: list[dict[str, Any]]) -> str:
         return f"{min(values):.2f}-{max(values):.2f}"
 
     wrk = [r["wrk_tools_call_rps"] for r in rounds]
-    return (f"Per-round ratios: tools/call {rng('tools_call_ratio')}, lifecycles {rng('handshake_ratio')}; wrk's own "
-            f"tools/call rate went from {min(wrk):,.0f} to {max(wrk):,.0f}/s between rounds, so on this shared "
-            "machine a single round says little and the medians are the figure.")
+    return (
+        f"Per-round ratios: tools/call {rng('tools_call_ratio')}, lifecycles {rng('handshake_ratio')}; wrk's own "
+        f"tools/call rate went from {min(wrk):,.0f} to {max(wrk):,.0f}/s between rounds, so on this shared "
+        "machine a single round says little and the medians are the figure."
+    )
 
 
 def render(res: dict[str, Any]) -> str:
     m, t = res["median"], res.get("truth", {})
     lines = [
-        "# Swarm on the native engine vs wrk, and truth checks", "",
+        "# Swarm on the native engine vs wrk, and truth checks",
+        "",
         f"Command: `{res['command']}` (started {res['started']}, load average at start {res['loadavg_start']}, "
         f"end {res['loadavg_end']}). Server on core 0, generator on core 1; {len(res['rounds'])} interleaved rounds, "
         "every round in `results.json`. Each column is its own median (the ratio is the median of the "
-        "per-round ratios, each round's wrk and Locust runs back to back). " + _spread(res["rounds"]), "",
+        "per-round ratios, each round's wrk and Locust runs back to back). " + _spread(res["rounds"]),
+        "",
         "| measure | wrk | Locust + native engine | ratio | target |",
         "| --- | ---: | ---: | ---: | --- |",
         f"| tools/call echo, 32 connections/users (req/s) | {m['wrk_tools_call_rps']:,.0f} | "
@@ -237,14 +307,15 @@ def render(res: dict[str, Any]) -> str:
         f"| full lifecycles, 32 connections/users (req/s, 4 requests each) | {m['wrk_handshake_rps']:,.0f} | "
         f"{m['native_handshake_rps']:,.0f} | {m['handshake_ratio']:.2f} | >= 0.85 |",
         "",
-        f"Locust's Python thread during the tools/call runs: {100 * m['python_thread_share']:.1f} % of a core "
-        "(target < 20 %).", "",
+        f"Locust's Python thread during the tools/call runs: {100 * m['python_thread_share']:.1f} % of a core (target < 20 %).",
+        "",
     ]
     if t:
         st = t["stall_open_model"]
         ag = t["sleep_2ms"]
         lines += [
-            "Truth checks (load average " + str(t["loadavg"]) + "):", "",
+            "Truth checks (load average " + str(t["loadavg"]) + "):",
+            "",
             f"- 2 ms sleeping tool (demo `stream`, one 2 ms step), 8 users, closed model: p50 native "
             f"{ag['native']['p50_us'] / 1000:.3f} ms (target 2.0-2.6 ms, {ag['native']['rps']:,.0f} calls/s), python "
             f"{ag['python']['p50_us'] / 1000:.3f} ms ({ag['python']['rps']:,.0f} calls/s): ratio "

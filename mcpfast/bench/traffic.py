@@ -6,11 +6,10 @@ lines)."""
 from __future__ import annotations
 
 import random
+from types import ModuleType
 from typing import Any
 
 import orjson
-
-from types import ModuleType
 
 from mcpfast.core import load
 
@@ -69,7 +68,7 @@ CALL_SMALL = orjson.dumps(
 
 def _big_arguments(size: int) -> dict[str, Any]:
     rnd = random.Random(64)
-    words = ["model", "context", "protocol", "server", "tool", "résumé", "naïve", "日本語", "\"quoted\"", "tab\there"]
+    words = ["model", "context", "protocol", "server", "tool", "résumé", "naïve", "日本語", '"quoted"', "tab\there"]
     rows: list[dict[str, Any]] = []
     text_parts: list[str] = []
     while sum(len(p) for p in text_parts) < size // 2:

@@ -119,8 +119,7 @@ class McpClient:
             self._report_stream(pending, intended)
         return reply
 
-    def _answer_input(self, reply: CallResult, pending: Pending, stat: str, intended: float,
-                      stream: bool) -> tuple[CallResult, Pending]:
+    def _answer_input(self, reply: CallResult, pending: Pending, stat: str, intended: float, stream: bool) -> tuple[CallResult, Pending]:
         """2026 MRTR: answer ``input_required`` results and retry until the real result.
 
         Every input-required round is reported as ``<stat> (input required)`` (its own round trip);
@@ -129,8 +128,7 @@ class McpClient:
         """
         started = intended
         for _round in range(MAX_INPUT_ROUNDS):
-            self.reporter(f"{stat} (input required)", int((time.perf_counter() - started) * 1_000_000),
-                          len(reply.raw), None)
+            self.reporter(f"{stat} (input required)", int((time.perf_counter() - started) * 1_000_000), len(reply.raw), None)
             started = time.perf_counter()
             pending = self.session.mrtr_retry(reply, pending.params or {}, progress=pending.progress_token is not None)
             reply = self._roundtrip(pending, stream)
@@ -233,8 +231,9 @@ class McpClient:
     def list_tools(self, cursor: str | None = None) -> CallResult | None:
         return self.call("tools/list", {"cursor": cursor} if cursor else None)
 
-    def call_tool(self, name: str, arguments: dict[str, Any] | None = None, *, stream: bool = False,
-                  progress: bool = False) -> CallResult | None:
+    def call_tool(
+        self, name: str, arguments: dict[str, Any] | None = None, *, stream: bool = False, progress: bool = False
+    ) -> CallResult | None:
         return self.call("tools/call", {"name": name, "arguments": arguments or {}}, stream=stream, progress=progress)
 
     def list_resources(self, cursor: str | None = None) -> CallResult | None:
@@ -252,8 +251,12 @@ class McpClient:
             params["arguments"] = arguments
         return self.call("prompts/get", params)
 
-    def complete(self, ref: dict[str, Any], argument: dict[str, str], context: dict[str, Any] | None = None,
-                 ) -> CallResult | None:
+    def complete(
+        self,
+        ref: dict[str, Any],
+        argument: dict[str, str],
+        context: dict[str, Any] | None = None,
+    ) -> CallResult | None:
         params: dict[str, Any] = {"ref": ref, "argument": argument}
         if context:
             params["context"] = context

@@ -291,8 +291,7 @@ class HttpClient(McpClient):
         try:
             with gevent.Timeout(duration, False):
                 try:
-                    resp = http.request("GET", self.path, headers=self._headers(session.http_headers(),
-                                                                                 SSE))
+                    resp = http.request("GET", self.path, headers=self._headers(session.http_headers(), SSE))
                 except self._errors as exc:
                     self._finish("GET:open", intended, 0, self._read_error(exc))
                     return
@@ -340,8 +339,7 @@ class HttpClient(McpClient):
         ``notifications/subscriptions/acknowledged`` event as ``subscriptions/listen:ack``."""
         session = self.session
         intended = self.pace()
-        pending = session.request("subscriptions/listen",
-                                  {"notifications": notifications or {"toolsListChanged": True}})
+        pending = session.request("subscriptions/listen", {"notifications": notifications or {"toolsListChanged": True}})
         exc: BaseException | None = None
         acked = False
         try:
@@ -354,8 +352,11 @@ class HttpClient(McpClient):
             ctype = (resp.get("content-type") or "").split(";")[0].strip().lower()
             if resp.status_code != 200 or ctype != SSE:
                 body = resp.read()
-                exc = HttpStatusError(resp.status_code, body[:2000]) if resp.status_code != 200 else \
-                    BadSse("listen did not answer with an event stream", ctype)
+                exc = (
+                    HttpStatusError(resp.status_code, body[:2000])
+                    if resp.status_code != 200
+                    else BadSse("listen did not answer with an event stream", ctype)
+                )
             else:
                 decoder = core.SseDecoder()
                 with gevent.Timeout(duration, False):
@@ -371,8 +372,11 @@ class HttpClient(McpClient):
                             except McpClientError as error:
                                 exc = error
                                 break
-                            if event.kind == "notification" and event.message is not None and \
-                                    event.message.method == "notifications/subscriptions/acknowledged":
+                            if (
+                                event.kind == "notification"
+                                and event.message is not None
+                                and event.message.method == "notifications/subscriptions/acknowledged"
+                            ):
                                 acked = True
                                 break
                             if event.kind == "reply":

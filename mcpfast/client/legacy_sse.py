@@ -97,8 +97,14 @@ class LegacySseClient(InFlight, McpClient):
 
     # -- connection -------------------------------------------------------------------------------
     def _client(self, network_timeout: float, concurrency: int) -> HTTPClient:
-        return HTTPClient(self._host, self._port, concurrency=concurrency, ssl=self._ssl,
-                          connection_timeout=self.connection_timeout, network_timeout=network_timeout)
+        return HTTPClient(
+            self._host,
+            self._port,
+            concurrency=concurrency,
+            ssl=self._ssl,
+            connection_timeout=self.connection_timeout,
+            network_timeout=network_timeout,
+        )
 
     def _headers(self, accept: str) -> dict[str, str]:
         headers = {"Accept": accept}

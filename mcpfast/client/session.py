@@ -45,7 +45,6 @@ from mcpfast.protocol.meta import META_CLIENT_INFO, META_SERVER_INFO
 from mcpfast.protocol.meta import META_PROTOCOL_VERSION as META_VERSION
 from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, STATELESS_VERSIONS
 
-
 __all__ = [
     "AUTO",
     "CallResult",
@@ -274,8 +273,7 @@ class ClientSession:
             }
         return meta
 
-    def request(self, method: str, params: dict[str, Any] | None = None, *, progress: bool = False,
-                modern: bool | None = None) -> Pending:
+    def request(self, method: str, params: dict[str, Any] | None = None, *, progress: bool = False, modern: bool | None = None) -> Pending:
         """A request in flight: id assigned, bytes built, registered for correlation.
 
         ``progress=True`` adds ``_meta.progressToken`` (= the id).  ``modern`` forces the 2026
@@ -354,7 +352,7 @@ class ClientSession:
         result = reply.result or {}
         self.era = "stateless"
         self.server_capabilities = result.get("capabilities") or {}
-        self.server_info = ((result.get("_meta") or {}).get(META_SERVER_INFO))
+        self.server_info = (result.get("_meta") or {}).get(META_SERVER_INFO)
 
     # -- era detection (2026-07-28 backward compatibility) ---------------------------------------------------
     def detect(self, reply: CallResult | None, *, http_status: int | None = None, body: bytes = b"") -> str:
@@ -401,8 +399,7 @@ class ClientSession:
     def http_headers(self, pending: Pending | None = None, method: str | None = None) -> dict[str, str]:
         """Per-request protocol headers (the adapter adds Accept/Content-Type/auth)."""
         headers: dict[str, str] = {}
-        if self.era == "stateless" or (pending is not None and pending.method == "server/discover"
-                                         and self.era is None):
+        if self.era == "stateless" or (pending is not None and pending.method == "server/discover" and self.era is None):
             m = pending.method if pending is not None else method
             return wire.stateless_request_headers(self.protocol_version, m, pending.name if pending is not None else None)
         if wire.sends_version_header(self.negotiated_version):

@@ -226,4 +226,3 @@ class StdioClient(InFlight, McpClient):
         """A fresh process (the session forgets its lifecycle; ids keep increasing)."""
         self.close()
         self.start()
-

@@ -81,8 +81,7 @@ def load(choice: str) -> ModuleType:
             ) from exc
         if _core.__version__ != __version__:
             raise ImportError(
-                f"mcpfast._core was built for mcpfast {_core.__version__}, but the package is "
-                f"{__version__}; rebuild it with `make install`"
+                f"mcpfast._core was built for mcpfast {_core.__version__}, but the package is {__version__}; rebuild it with `make install`"
             )
         return _core
     raise ValueError(f"MCPFAST_CORE must be 'rust', 'python' or 'auto', not {choice!r}")

@@ -430,11 +430,7 @@ def _message(obj: Any, src: Any, index: int) -> Message | JsonRpcError:
         if id_ok:
             return Message("result", id_, None, result, src, index)
         return _invalid(_ERR_ID_NULL if id_ is None else _ERR_ID, None)
-    if (
-        type(error) is not dict
-        or type(error.get("code")) is not int
-        or type(error.get("message")) is not str
-    ):
+    if type(error) is not dict or type(error.get("code")) is not int or type(error.get("message")) is not str:
         return _invalid(_ERR_ERROR, err_id)
     if id_ok or id_ is None:
         return Message("error", id_, None, error, src, index)
@@ -807,9 +803,7 @@ def _http_request_line(buf: bytes, i: int) -> tuple[bytes, bytes, int, int]:
 _TC = rb"!#$%&'*+\-.^_`|~0-9A-Za-z"
 _VAL = rb"\t\x20-\x7e\x80-\xff"
 _FIELD_RE = re.compile(rb"([" + _TC + rb"]+):[ \t]*([" + _VAL + rb"]*)\r?\n")
-_HEAD_RE = re.compile(
-    rb"([" + _TC + rb"]+) ([\x21-\x7e]+) HTTP/1\.([01])\r?\n((?:[" + _TC + rb"]+:[" + _VAL + rb"]*\r?\n)*)\r?\n"
-)
+_HEAD_RE = re.compile(rb"([" + _TC + rb"]+) ([\x21-\x7e]+) HTTP/1\.([01])\r?\n((?:[" + _TC + rb"]+:[" + _VAL + rb"]*\r?\n)*)\r?\n")
 """A complete head of valid bytes only, in one match: where it matches, the byte walker below
 would read exactly the same; anything else (partial, refused, empty lines first) is walked."""
 
@@ -902,9 +896,7 @@ def _http_chunked(buf: bytes, max_body: int, max_overhead: int) -> tuple[bytes, 
             digits += 1
         rest = line[digits:]
         ext_ok = not rest or (
-            rest[0] in b"; \t"
-            and rest.strip(b" \t")[:1] in (b"", b";")
-            and all(b == 0x09 or (b >= 0x20 and b != 0x7F) for b in rest)
+            rest[0] in b"; \t" and rest.strip(b" \t")[:1] in (b"", b";") and all(b == 0x09 or (b >= 0x20 and b != 0x7F) for b in rest)
         )
         if digits == 0 or digits > 16 or not ext_ok:
             raise _Refused(400, "invalid chunk size line")
@@ -1041,9 +1033,7 @@ class SseEncoder:
 
     __slots__ = ()
 
-    def encode(
-        self, data: str | bytes, id: str | None = None, event: str | None = None, retry: int | None = None
-    ) -> bytes:
+    def encode(self, data: str | bytes, id: str | None = None, event: str | None = None, retry: int | None = None) -> bytes:
         parts: list[bytes] = []
         if id is not None:
             if not isinstance(id, str):

@@ -9,7 +9,6 @@ from mcpfast.protocol.errors import INVALID_PARAMS, McpError
 __all__ = ["InboundRequest"]
 
 
-
 class InboundRequest:
     """A request read by the engine; ``params`` stays raw until someone reads it.
 

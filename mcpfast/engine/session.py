@@ -41,23 +41,23 @@ from mcpfast.engine.events import (
 from mcpfast.engine.request import InboundRequest
 from mcpfast.engine.rules import log_level_rank
 from mcpfast.protocol import methods as m
+from mcpfast.protocol.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    URL_ELICITATION_REQUIRED,
+    McpError,
+    meta_required,
+    unsupported_version,
+)
 from mcpfast.protocol.meta import (
     META_CLIENT_CAPABILITIES,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
     META_SUBSCRIPTION_ID,
-)
-from mcpfast.protocol.errors import (
-    INTERNAL_ERROR,
-    URL_ELICITATION_REQUIRED,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
-    McpError,
-    meta_required,
-    unsupported_version,
 )
 from mcpfast.protocol.versions import (
     BATCH_VERSIONS,
@@ -446,9 +446,7 @@ class ServerSession:
         caps = params.get("capabilities")
         info = params.get("clientInfo")
         if not isinstance(requested, str) or not isinstance(caps, dict) or not isinstance(info, dict):
-            self._error(
-                rid, INVALID_PARAMS, "initialize needs protocolVersion (string), capabilities and clientInfo (objects)", batch, tag
-            )
+            self._error(rid, INVALID_PARAMS, "initialize needs protocolVersion (string), capabilities and clientInfo (objects)", batch, tag)
             return
         version = negotiate(requested, self.handshake_versions)
         self.version = version
@@ -727,9 +725,7 @@ class ServerSession:
         entry = self._inflight.get(request_id)
         return entry.request if entry is not None else None
 
-    def progress(
-        self, request_id: int | str, progress: float, total: float | None = None, message: str | None = None
-    ) -> bool:
+    def progress(self, request_id: int | str, progress: float, total: float | None = None, message: str | None = None) -> bool:
         """Send ``notifications/progress`` for a request in flight.
 
         Returns:
@@ -928,7 +924,11 @@ class ServerSession:
         return elicitation_id
 
     def _require_url_mode(self) -> None:
-        if self.version is None or not supports(self.version, V2025_11_25) or not m.available(m.NOTIFICATION_ELICITATION_COMPLETE, self.version):
+        if (
+            self.version is None
+            or not supports(self.version, V2025_11_25)
+            or not m.available(m.NOTIFICATION_ELICITATION_COMPLETE, self.version)
+        ):
             raise CapabilityError(METHOD_NOT_FOUND, f"URL-mode elicitation does not exist in protocol {self.version}")
         declared = self.client_capabilities.get("elicitation")
         if not isinstance(declared, dict) or "url" not in declared:
@@ -959,7 +959,9 @@ class ServerSession:
         if self._url_elicitations is _EMPTY:
             self._url_elicitations = set()
         self._url_elicitations.update(item["elicitationId"] for item in items)  # type: ignore[union-attr]
-        return McpError(URL_ELICITATION_REQUIRED, "this request needs the user to complete an elicitation at a URL", {"elicitations": items})
+        return McpError(
+            URL_ELICITATION_REQUIRED, "this request needs the user to complete an elicitation at a URL", {"elicitations": items}
+        )
 
     def elicitation_complete(self, elicitation_id: str) -> bool:
         """Send ``notifications/elicitation/complete`` for a URL elicitation this session started.

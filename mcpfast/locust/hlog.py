@@ -197,10 +197,7 @@ class IntervalLog:
         yield LEGEND
         for iv in sorted(self.intervals, key=lambda iv: (iv.start, iv.tag)):
             blob = base64.b64encode(encode(iv.histogram)).decode("ascii")
-            yield (
-                f"Tag={iv.tag},{iv.start - base:.3f},{iv.length:.3f},"
-                f"{iv.histogram.max / MAX_UNIT_RATIO:.3f},{blob}"
-            )
+            yield (f"Tag={iv.tag},{iv.start - base:.3f},{iv.length:.3f},{iv.histogram.max / MAX_UNIT_RATIO:.3f},{blob}")
 
     def write(self, path: str) -> str:
         tmp = path + ".tmp"

@@ -28,8 +28,6 @@ Python side only (process CPU minus the engine threads' ``status()["cpu_s"]``).
 
 from __future__ import annotations
 
-import locust  # noqa: F401, I001 - first: Locust's import gevent-patches the stdlib
-
 import json
 import logging
 import os
@@ -39,6 +37,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import gevent
+import locust  # noqa: F401, I001 - first: Locust's import gevent-patches the stdlib
 from locust.stats import RequestStats, StatsEntry, StatsError
 
 from mcpfast.locust import stats as mstats
@@ -70,8 +69,9 @@ def feed_locust(stats: RequestStats, rows: Iterable[tuple], now: float | None = 
     now = time.time() if now is None else now
     added = 0
     for row in rows:
-        (rtype, name, num, num_none, num_fail, total_ms, min_ms, max_ms, length, buckets, per_second, last_ts,
-         errors) = row[:13]  # row[13], failed_buckets, feeds the µs histograms
+        (rtype, name, num, num_none, num_fail, total_ms, min_ms, max_ms, length, buckets, per_second, last_ts, errors) = row[
+            :13
+        ]  # row[13], failed_buckets, feeds the µs histograms
         if not num and not num_fail:
             continue
         window = StatsEntry(stats, name, rtype, use_response_times_cache=False)
@@ -134,8 +134,12 @@ def config_for(environment: Any, family: str, host: str | None) -> dict[str, Any
             for method, w in MIXED_WEIGHTS
         ]
     if command:
-        cfg.update(transport="stdio", command=shlex.split(command), request_type="mcp-stdio",
-                   inflight_per_process=int(option(environment, "mcp_stdio_inflight")))
+        cfg.update(
+            transport="stdio",
+            command=shlex.split(command),
+            request_type="mcp-stdio",
+            inflight_per_process=int(option(environment, "mcp_stdio_inflight")),
+        )
     else:
         if not host:
             raise ValueError("the native engine needs --host (the MCP endpoint URL, e.g. http://127.0.0.1:8000/mcp)")
@@ -212,8 +216,7 @@ class NativeDriver:
         self.totals.clear()
         self._greenlets = [gevent.spawn(self._poll_loop), gevent.spawn(self._event_loop)]
         _replace_cpu_monitor(self.environment.runner)
-        logger.info("mcpfast native engine started: family %s, %s, %d thread(s)", self.family,
-                    cfg["transport"], cfg["threads"])
+        logger.info("mcpfast native engine started: family %s, %s, %d thread(s)", self.family, cfg["transport"], cfg["threads"])
         return True
 
     def finish(self) -> None:
@@ -322,8 +325,7 @@ class NativeDriver:
 _ATTR = "_mcpfast_native"
 
 
-def driver(environment: Any, family: str, host: str | None, key: str | None = None,
-           factory: Any = None) -> NativeDriver:
+def driver(environment: Any, family: str, host: str | None, key: str | None = None, factory: Any = None) -> NativeDriver:
     """This process's driver for ``family`` (made on first use; a fork gets its own); ``key``
     (default the family) tells several engines of one family apart, ``factory`` makes it."""
     drivers = getattr(environment, _ATTR, None)
@@ -366,6 +368,7 @@ def _replace_cpu_monitor(runner: Any) -> None:
             break
     else:
         return
+    assert group is not None  # the loop found the monitor in it
     group.spawn(_python_cpu_monitor, runner)
 
 

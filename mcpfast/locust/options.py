@@ -52,9 +52,7 @@ DEFAULTS: dict[str, Any] = {
 
 def add_arguments(parser: Any) -> None:
     """Register every mcpfast option on Locust's (ConfigArgParse-based) parser."""
-    group = parser.add_argument_group(
-        "mcpfast", "MCP swarm options (latencies in µs HDR histograms, open-model pacing, schema checks)"
-    )
+    group = parser.add_argument_group("mcpfast", "MCP swarm options (latencies in µs HDR histograms, open-model pacing, schema checks)")
     group.add_argument(
         "--mcp-histogram-out",
         dest="mcp_histogram_out",
@@ -108,8 +106,7 @@ def add_arguments(parser: Any) -> None:
         type=int_at_least(1),
         default=DEFAULTS["mcp_stdio_inflight"],
         env_var="LOCUST_MCP_STDIO_INFLIGHT",
-        help="Native engine over stdio: requests in flight per server process (pipelined lines; default 1, "
-        "what a Python user does).",
+        help="Native engine over stdio: requests in flight per server process (pipelined lines; default 1, what a Python user does).",
     )
     _add_client_arguments(group)
 
@@ -137,10 +134,8 @@ def _version(text: str) -> str:
 
     if text == "auto":
         return text
-    try:
-        from mcpfast.protocol.versions import SUPPORTED_VERSIONS
-    except Exception:  # pragma: no cover - protocol package in flux
-        SUPPORTED_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
+    from mcpfast.protocol.versions import SUPPORTED_VERSIONS
+
     if text not in SUPPORTED_VERSIONS:
         raise argparse.ArgumentTypeError(f"must be 'auto' or one of {', '.join(SUPPORTED_VERSIONS)}; got {text!r}")
     return text
@@ -167,8 +162,7 @@ def _add_client_arguments(group: Any) -> None:
         type=_version,
         default=DEFAULTS["mcp_protocol_version"],
         env_var="LOCUST_MCP_PROTOCOL_VERSION",
-        help="MCP revision the users speak (default 2025-11-25); 'auto' probes server/discover "
-        "and falls back to initialize.",
+        help="MCP revision the users speak (default 2025-11-25); 'auto' probes server/discover and falls back to initialize.",
     )
     group.add_argument(
         "--mcp-command",
@@ -210,7 +204,7 @@ def _add_client_arguments(group: Any) -> None:
         metavar="NAME",
         default=DEFAULTS["mcp_stream_tool"],
         env_var="LOCUST_MCP_STREAM_TOOL",
-        help="Tool that streams progress notifications (default stream), called with --mcp-stream-args or {\"n\": N}.",
+        help='Tool that streams progress notifications (default stream), called with --mcp-stream-args or {"n": N}.',
     )
     group.add_argument(
         "--mcp-stream-count",

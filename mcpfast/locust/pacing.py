@@ -114,9 +114,7 @@ class OpenModelSchedule:
         """This runner's share of the target rate (arrivals per second)."""
         return self.rate / self.worker_count if self.rate else 0.0
 
-    def configure(
-        self, rate: float, worker_index: int = 0, worker_count: int = 1, *, start: float | None = None
-    ) -> None:
+    def configure(self, rate: float, worker_index: int = 0, worker_count: int = 1, *, start: float | None = None) -> None:
         """Set the target rate and this runner's place; restarts the schedule (counters kept)."""
         _, self._interval, self._phase = split_rate(rate, worker_index, worker_count)
         self.rate = float(rate)

@@ -64,8 +64,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
-    "LIST_OPS", "OPS", "Op", "Scenario", "ScenarioError", "ServerInfo", "UserClass", "discover",
-    "fetch_server_info", "generate_arguments", "load", "native_mix", "resolve",
+    "LIST_OPS",
+    "OPS",
+    "Op",
+    "Scenario",
+    "ScenarioError",
+    "ServerInfo",
+    "UserClass",
+    "discover",
+    "fetch_server_info",
+    "generate_arguments",
+    "load",
+    "native_mix",
+    "resolve",
 ]
 
 LIST_OPS = ("tools/list", "resources/list", "resources/templates/list", "prompts/list", "ping")
@@ -114,21 +125,24 @@ class Op:
     def stream(self) -> bool:
         return self.kind == "stream"
 
+    def read_uri(self) -> str:
+        """The URI a ``resources/read`` reads: its own, or its template expanded with its vars."""
+        return self.uri if self.uri is not None else expand_template(self.template or "", self.vars or {})
+
     def params(self) -> dict[str, Any] | None:
         """The request's params (no ``_meta``: the client adds it)."""
         k = self.kind
         if k in ("tools/call", "stream"):
             return {"name": self.tool, "arguments": self.arguments or {}}
         if k == "resources/read":
-            return {"uri": self.uri if self.uri is not None else expand_template(self.template or "", self.vars or {})}
+            return {"uri": self.read_uri()}
         if k == "prompts/get":
             p: dict[str, Any] = {"name": self.prompt}
             if self.arguments:
                 p["arguments"] = self.arguments
             return p
         if k == "completion/complete":
-            ref = ({"type": "ref/prompt", "name": self.prompt} if self.prompt is not None
-                   else {"type": "ref/resource", "uri": self.template})
+            ref = {"type": "ref/prompt", "name": self.prompt} if self.prompt is not None else {"type": "ref/resource", "uri": self.template}
             return {"ref": ref, "argument": {"name": self.argument, "value": self.value}}
         return None
 
@@ -149,7 +163,7 @@ class Op:
             if value not in (None, "") or (key == "value" and self.argument is not None):
                 out[key] = value
         if self.kind == "resources/read" and self.uri is None:
-            out["uri"] = self.params()["uri"]
+            out["uri"] = self.read_uri()
         if self.note:
             out["note"] = self.note
         return out
@@ -235,8 +249,7 @@ def _op(raw: Any, where: str) -> Op:
         raise ScenarioError(f"{where}: unknown operation {kind!r} (one of {', '.join(OPS)})")
     unknown = sorted(set(raw) - set(COMMON_FIELDS) - set(FIELDS[kind]))
     if unknown:
-        raise ScenarioError(f"{where}: {kind}: unknown field(s) {', '.join(unknown)} "
-                            f"(allowed: {', '.join(COMMON_FIELDS + FIELDS[kind])})")
+        raise ScenarioError(f"{where}: {kind}: unknown field(s) {', '.join(unknown)} (allowed: {', '.join(COMMON_FIELDS + FIELDS[kind])})")
     op = Op(kind=kind, weight=_weight(raw.get("weight", 1), where), where=where)
     if kind in ("tools/call", "stream"):
         op.tool = raw.get("tool")
@@ -389,8 +402,7 @@ def fetch_server_info(client: Any) -> ServerInfo:
     if not client.initialize():
         raise ScenarioError(f"cannot open a session with the server: {client.last_error}")
     caps = client.session.server_capabilities or {}
-    tools = {t["name"]: t for t in _listed(client, "tools/list", "tools") if isinstance(t.get("name"), str)} \
-        if "tools" in caps else {}
+    tools = {t["name"]: t for t in _listed(client, "tools/list", "tools") if isinstance(t.get("name"), str)} if "tools" in caps else {}
     resources, templates = [], []
     if "resources" in caps:
         resources = [r["uri"] for r in _listed(client, "resources/list", "resources") if isinstance(r.get("uri"), str)]
@@ -398,8 +410,9 @@ def fetch_server_info(client: Any) -> ServerInfo:
             templates = _listed(client, "resources/templates/list", "resourceTemplates")
         except ScenarioError:
             templates = []
-    prompts = {p["name"]: p for p in _listed(client, "prompts/list", "prompts") if isinstance(p.get("name"), str)} \
-        if "prompts" in caps else {}
+    prompts = (
+        {p["name"]: p for p in _listed(client, "prompts/list", "prompts") if isinstance(p.get("name"), str)} if "prompts" in caps else {}
+    )
     return ServerInfo(caps, tools, resources, templates, prompts)
 
 
@@ -459,9 +472,14 @@ def _sample(s: Any, seed: int, root: dict[str, Any], depth: int) -> Any:
     if t == "null":
         return None
     fmt = s.get("format")
-    text = {"uri": "data:text/plain,mcpfast", "url": "data:text/plain,mcpfast", "email": "swarm@example.com",
-            "date-time": "2026-01-01T00:00:00Z", "date": "2026-01-01", "uuid": "00000000-0000-4000-8000-000000000000",
-            }.get(fmt, f"mcpfast{seed}" if seed else "mcpfast")
+    text = {
+        "uri": "data:text/plain,mcpfast",
+        "url": "data:text/plain,mcpfast",
+        "email": "swarm@example.com",
+        "date-time": "2026-01-01T00:00:00Z",
+        "date": "2026-01-01",
+        "uuid": "00000000-0000-4000-8000-000000000000",
+    }.get(fmt or "", f"mcpfast{seed}" if seed else "mcpfast")
     n = int(s.get("minLength") or 0)
     if len(text) < n:
         text = text + "x" * (n - len(text))
@@ -532,21 +550,20 @@ def _resolve_op(op: Op, info: ServerInfo) -> None:
         given = op.arguments or {}
         missing = [n for n, a in declared.items() if a.get("required") and n not in given]
         if missing:
-            raise ScenarioError(f"{where}: prompt {op.prompt!r} needs argument(s) {', '.join(missing)}")
+            raise ScenarioError(f"{where}: prompt {op.prompt!r} needs argument(s) {', '.join(map(str, missing))}")
         extra = [n for n in given if n not in declared]
         if extra:
-            raise ScenarioError(f"{where}: prompt {op.prompt!r} has no argument(s) {', '.join(extra)}")
+            raise ScenarioError(f"{where}: prompt {op.prompt!r} has no argument(s) {', '.join(map(str, extra))}")
     elif op.kind == "resources/read":
         if op.uri is not None:
-            if op.uri not in info.resources and not any(_matches(t.get("uriTemplate", ""), op.uri)
-                                                        for t in info.templates):
+            if op.uri not in info.resources and not any(_matches(t.get("uriTemplate", ""), op.uri) for t in info.templates):
                 raise ScenarioError(f"{where}: the server lists no resource {op.uri!r} (nor a template matching it)")
         else:
             if op.template not in {t.get("uriTemplate") for t in info.templates}:
                 raise ScenarioError(f"{where}: the server lists no resource template {op.template!r}")
             missing = [v for v in template_vars(op.template or "") if v not in (op.vars or {})]
             if missing and op.vars is not None:
-                raise ScenarioError(f"{where}: template {op.template!r} needs vars {', '.join(missing)}")
+                raise ScenarioError(f"{where}: template {op.template!r} needs vars {', '.join(map(str, missing))}")
     elif op.kind == "completion/complete":
         if "completions" not in info.capabilities:
             raise ScenarioError(f"{where}: the server does not offer completions (no 'completions' capability)")
@@ -595,31 +612,61 @@ def discover(client: Any, info: ServerInfo, source: str = "--mcp-discover", skip
     """A mix of everything the server lists that answers a probe call."""
     candidates: list[Op] = []
     for name, tool in sorted(info.tools.items()):
-        candidates.append(Op("tools/call", DISCOVER_WEIGHTS["tools/call"], tool=name,
-                             arguments=generate_arguments(tool.get("inputSchema")), where=f"tool {name}",
-                             note="arguments generated from inputSchema"))
+        candidates.append(
+            Op(
+                "tools/call",
+                DISCOVER_WEIGHTS["tools/call"],
+                tool=name,
+                arguments=generate_arguments(tool.get("inputSchema")),
+                where=f"tool {name}",
+                note="arguments generated from inputSchema",
+            )
+        )
     for uri in info.resources[:MAX_DISCOVERED_RESOURCES]:
         candidates.append(Op("resources/read", DISCOVER_WEIGHTS["resources/read"], uri=uri, where=f"resource {uri}"))
     for t in info.templates[:MAX_DISCOVERED_RESOURCES]:
         tpl = t.get("uriTemplate")
         if isinstance(tpl, str):
-            candidates.append(Op("resources/read", DISCOVER_WEIGHTS["resources/read"], template=tpl,
-                                 vars={v: "1" for v in template_vars(tpl)}, where=f"template {tpl}",
-                                 note="template variables set to '1'"))
+            candidates.append(
+                Op(
+                    "resources/read",
+                    DISCOVER_WEIGHTS["resources/read"],
+                    template=tpl,
+                    vars={v: "1" for v in template_vars(tpl)},
+                    where=f"template {tpl}",
+                    note="template variables set to '1'",
+                )
+            )
     for name, prompt in sorted(info.prompts.items()):
         declared = [a for a in prompt.get("arguments") or [] if isinstance(a, dict) and isinstance(a.get("name"), str)]
         args = {a["name"]: "1" for a in declared if a.get("required")}
-        candidates.append(Op("prompts/get", DISCOVER_WEIGHTS["prompts/get"], prompt=name, arguments=args or None,
-                             where=f"prompt {name}", note="required arguments set to '1'" if args else ""))
+        candidates.append(
+            Op(
+                "prompts/get",
+                DISCOVER_WEIGHTS["prompts/get"],
+                prompt=name,
+                arguments=args or None,
+                where=f"prompt {name}",
+                note="required arguments set to '1'" if args else "",
+            )
+        )
         if "completions" in info.capabilities and declared:
-            candidates.append(Op("completion/complete", DISCOVER_WEIGHTS["completion/complete"], prompt=name,
-                                 argument=declared[0]["name"], value="", where=f"completion of prompt {name}"))
+            candidates.append(
+                Op(
+                    "completion/complete",
+                    DISCOVER_WEIGHTS["completion/complete"],
+                    prompt=name,
+                    argument=declared[0]["name"],
+                    value="",
+                    where=f"completion of prompt {name}",
+                )
+            )
     for kind, cap in (("tools/list", "tools"), ("resources/list", "resources"), ("prompts/list", "prompts")):
         if cap in info.capabilities:
             candidates.append(Op(kind, DISCOVER_WEIGHTS["list"], where=kind))
     ops, excluded = [], []
     for op in candidates:
-        label = op.stat_name() if op.kind != "resources/read" else f"resources/read {op.params()['uri']}"
+        label = op.stat_name() if op.kind != "resources/read" else f"resources/read {op.read_uri()}"
         if any(s and (s == op.tool or s == op.prompt or s == label) for s in skip):
             excluded.append({"op": label, "reason": "--mcp-discover-skip"})
             continue

@@ -42,8 +42,6 @@ every output.  Locust's ``--csv`` files get their final rows when Locust closes 
 
 from __future__ import annotations
 
-import locust  # first: Locust's import gevent-patches the stdlib, before anything else imports it
-
 import json
 import logging
 import os
@@ -51,6 +49,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+import locust  # first: Locust's import gevent-patches the stdlib, before anything else imports it
 from locust.runners import MasterRunner, WorkerRunner
 
 from mcpfast.locust import thresholds
@@ -229,7 +228,7 @@ class McpStats:
         self.stop_time = None
         self._cpu_start = time.process_time()
         self._thread_cpu_start = time.thread_time()  # Locust's Python thread (the gevent hub's)
-        self.python_thread_cpu_s: float | None = None
+        self.python_thread_cpu_s = None
         self.cpu_s = None
         self.engine_cpu_s = 0.0
         self.remote_cpu = {}
@@ -317,9 +316,7 @@ class McpStats:
             payload["cpu"] = self._own_cpu()
         if lag.total_count:
             lag.reset()
-        empty = not (
-            payload["ok"]["histograms"] or payload["failed"]["histograms"] or payload["counters"] or payload["lag"]
-        )
+        empty = not (payload["ok"]["histograms"] or payload["failed"]["histograms"] or payload["counters"] or payload["lag"])
         if empty and not final:
             return None
         return payload
@@ -418,8 +415,7 @@ class McpStats:
         }
 
     def _own_cpu(self) -> dict[str, Any]:
-        return {"cpu_s": self.cpu_s, "engine_cpu_s": self.engine_cpu_s,
-                "python_thread_cpu_s": self.python_thread_cpu_s, "cores": _cores()}
+        return {"cpu_s": self.cpu_s, "engine_cpu_s": self.engine_cpu_s, "python_thread_cpu_s": self.python_thread_cpu_s, "cores": _cores()}
 
     def generator(self, duration: float | None) -> dict[str, Any]:
         """CPU the load generator used over the test: every process that sent (this one, or on a
@@ -504,7 +500,6 @@ def output_prefix(environment: Any) -> str | None:
     return str(prefix) if prefix else None
 
 
-
 def summary(h: Histogram, percentiles: Iterable[float] = (50.0, 90.0, 99.0, 99.9, 99.99)) -> dict[str, Any]:
     ps = list(percentiles)
     values = h.percentiles(ps)
@@ -536,9 +531,11 @@ def render_table(
     failed = failed if failed is not None else HistogramSet()
     keys = sorted({k for k, h in ok.items() if h.total_count} | {k for k, h in failed.items() if h.total_count})
     name_w = max([len(f"{t} {n}") for t, n in keys] + [len("Aggregated"), 30])
-    header = f"{'Type Name':<{name_w}} {'count':>9} {'fail':>7} " + " ".join(
-        f"{('p' + format(p, 'g')):>9}" for p in TABLE_PERCENTILES
-    ) + f" {'max':>10}"
+    header = (
+        f"{'Type Name':<{name_w}} {'count':>9} {'fail':>7} "
+        + " ".join(f"{('p' + format(p, 'g')):>9}" for p in TABLE_PERCENTILES)
+        + f" {'max':>10}"
+    )
     lines = ["mcpfast latency percentiles (HDR, 1 µs resolution; values in ms)", header, "-" * len(header)]
 
     def row(label: str, h: Histogram, n_fail: int) -> str:

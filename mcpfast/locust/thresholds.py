@@ -71,7 +71,8 @@ def parse(text: str) -> Threshold:
     if m is None:
         raise ThresholdError(
             f"threshold {text!r}: expected '[NAME ]METRIC OP VALUE[UNIT]', e.g. 'tools/call:echo p99<5ms', "
-            "'fail_ratio<0.001', 'initialize rps>500'")
+            "'fail_ratio<0.001', 'initialize rps>500'"
+        )
     name, metric, op, unit = m["name"], m["metric"].lower(), m["op"], m["unit"]
     value = float(m["value"])
     if metric.startswith("p") and metric not in COUNT_METRICS:
@@ -82,8 +83,7 @@ def parse(text: str) -> Threshold:
         if not 0.0 < p <= 100.0:
             raise ThresholdError(f"threshold {text!r}: percentile {metric!r} must be in (0, 100]")
     elif metric not in COUNT_METRICS + LATENCY_METRICS:
-        raise ThresholdError(
-            f"threshold {text!r}: unknown metric {metric!r} (pNN, mean, min, max, rps, requests, failures, fail_ratio)")
+        raise ThresholdError(f"threshold {text!r}: unknown metric {metric!r} (pNN, mean, min, max, rps, requests, failures, fail_ratio)")
     if metric in COUNT_METRICS:
         if unit:
             raise ThresholdError(f"threshold {text!r}: {metric} takes no unit, got {unit!r}")
@@ -160,15 +160,17 @@ def evaluate(texts: list[str], data: dict[str, Any]) -> list[dict[str, Any]]:
         t = parse(text)
         value = measure(t, data)
         passed = value is not None and OPS[t.op](float(value), t.value)
-        out.append({
-            "threshold": t.text,
-            "name": t.name,
-            "metric": t.metric,
-            "measured": value,
-            "measured_unit": "us" if t.is_latency else None,
-            "measured_text": _show(t, value),
-            "passed": passed,
-        })
+        out.append(
+            {
+                "threshold": t.text,
+                "name": t.name,
+                "metric": t.metric,
+                "measured": value,
+                "measured_unit": "us" if t.is_latency else None,
+                "measured_text": _show(t, value),
+                "passed": passed,
+            }
+        )
     return out
 
 
@@ -206,14 +208,24 @@ def evaluate_runs(texts: list[str], runs: dict[str, dict[str, Any]]) -> list[dic
     out = []
     for text in texts:
         t = parse(text)
-        hits = []
+        hits: list[dict[str, Any]] = []
         for label, data in runs.items():
             names = {e["name"] for e in (data.get("histograms") or []) + (data.get("failed_histograms") or [])}
             if t.name is None or t.name in names:
                 hits.extend({**r, "run": label} for r in evaluate([text], data))
         if not hits:
-            hits = [{"threshold": t.text, "name": t.name, "metric": t.metric, "measured": None,
-                     "measured_unit": None, "measured_text": "no requests in any run", "passed": False, "run": None}]
+            hits = [
+                {
+                    "threshold": t.text,
+                    "name": t.name,
+                    "metric": t.metric,
+                    "measured": None,
+                    "measured_unit": None,
+                    "measured_text": "no requests in any run",
+                    "passed": False,
+                    "run": None,
+                }
+            ]
         out.extend(hits)
     return out
 

@@ -22,12 +22,11 @@ Nothing is spawned or connected at import or construction: the client is built i
 
 from __future__ import annotations
 
-import locust  # noqa: F401, I001 - first: Locust's import gevent-patches the stdlib
-
 import json
 from typing import Any
 
 import gevent
+import locust  # noqa: F401, I001 - first: Locust's import gevent-patches the stdlib
 from locust import User
 
 from mcpfast.client.base import McpClient
@@ -152,8 +151,9 @@ class McpUser(User):
     def ready(self) -> bool:
         """Make sure the connection is initialised (again after a lost session); False on failure."""
         s = self.mcp.session
-        if getattr(self.mcp, "dead", None) is not None and self.mcp.dead != "closed":
-            self.mcp.restart()  # stdio: the server process died; the spec says restart it
+        mcp: Any = self.mcp  # only the stdio client has `dead` and `restart`
+        if getattr(mcp, "dead", None) is not None and mcp.dead != "closed":
+            mcp.restart()  # stdio: the server process died; the spec says restart it
         if s.era is None or s.needs_handshake:
             if not self.mcp.initialize():
                 gevent.sleep(FAILED_START_BACKOFF)
@@ -168,7 +168,7 @@ class McpUser(User):
             return False  # native by default only: the auto probe and HTTP+SSE stay on the Python users
         return True
 
-    def run(self) -> None:
+    def run(self) -> None:  # type: ignore[misc]  # Locust marks it final; the native engine replaces the task loop
         """Python engine: Locust's task loop.  Native engine: this user is one unit of the
         engine's concurrency for as long as it lives; it waits (killable at once, no task to
         finish) while the engine's threads send."""
@@ -176,8 +176,6 @@ class McpUser(User):
             return super().run()
         from locust.exception import StopTest, StopUser
         from locust.user.users import LOCUST_STATE_WAITING
-
-        from mcpfast.locust import native
 
         self._state = LOCUST_STATE_WAITING  # a graceful stop kills an idle user at once
         if self.resolved_transport() == "http" and not self.host:
@@ -197,6 +195,7 @@ class McpUser(User):
         """The engine this user is a unit of (a scenario user overrides it: one per user class)."""
         from mcpfast.locust import native
 
+        assert self.native_family is not None  # uses_native_engine() said so
         return native.driver(self.environment, self.native_family, self.host)
 
     def on_start(self) -> None:
@@ -225,5 +224,3 @@ class McpStdioUser(McpUser):
 
     abstract = True
     transport = "stdio"
-
-

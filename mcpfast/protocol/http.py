@@ -186,9 +186,7 @@ def stateless_request_headers(version: str, method: str | None, name: str | None
     return headers
 
 
-def check_request_headers(
-    headers: Mapping[bytes, bytes], method: str, param: Any, body_version: Any
-) -> str | None:
+def check_request_headers(headers: Mapping[bytes, bytes], method: str, param: Any, body_version: Any) -> str | None:
     """The server's check of a 2026 request's headers against its body; what is wrong, or ``None``.
 
     Args:
@@ -236,9 +234,7 @@ def param_annotations(schema: Any, path: tuple[str, ...] = ()) -> list[tuple[byt
     return found
 
 
-def check_param_headers(
-    annotations: Iterable[tuple[bytes, tuple[str, ...]]], arguments: Any, headers: Mapping[bytes, bytes]
-) -> str | None:
+def check_param_headers(annotations: Iterable[tuple[bytes, tuple[str, ...]]], arguments: Any, headers: Mapping[bytes, bytes]) -> str | None:
     """SEP-2243 ``Mcp-Param-*``: each annotated argument must match its header (else -32020)."""
     for header, path in annotations:
         value: Any = arguments

@@ -32,8 +32,8 @@ from mcpfast.protocol.schema import known_fields
 from mcpfast.protocol.versions import V2025_06_18, supports
 from mcpfast.server._typeschema import function_schema, type_schema
 from mcpfast.server._validate import ArgumentValidator
-from mcpfast.server.content import ToolResult
 from mcpfast.server.connection import Connection
+from mcpfast.server.content import ToolResult
 from mcpfast.server.context import Context
 from mcpfast.server.tasks import TASK_SUPPORT, Tasks, negotiated, tasks_required
 from mcpfast.server.uri_template import UriTemplate, is_template
@@ -505,8 +505,15 @@ class Server:
         holds no copy of its own.
         """
         key = (
-            self.name, self.version, self.title, bool(self._tools), bool(self._resources or self._templates),
-            bool(self._prompts), self._completion is not None, self.offer_logging, self.offer_subscribe,
+            self.name,
+            self.version,
+            self.title,
+            bool(self._tools),
+            bool(self._resources or self._templates),
+            bool(self._prompts),
+            self._completion is not None,
+            self.offer_logging,
+            self.offer_subscribe,
             bool(self._task_tools),
         )
         shared = self._session_shared
@@ -624,9 +631,7 @@ class Server:
             self._executor = concurrent.futures.ThreadPoolExecutor(self.blocking_workers, thread_name_prefix="mcpfast-blocking")
         return self._executor
 
-    def _run(
-        self, callable_: _Callable, args: dict[str, Any], ctx: Context | None, binding: str, finish: Callable[[Any], Any]
-    ) -> Any:
+    def _run(self, callable_: _Callable, args: dict[str, Any], ctx: Context | None, binding: str, finish: Callable[[Any], Any]) -> Any:
         """Call a handler (inline when it is plain sync) and shape its value with ``finish``."""
         if callable_.inline:
             try:
@@ -817,7 +822,10 @@ class Server:
             if self.validate_output and tool.output_validator is not None:
                 error = next(iter(tool.output_validator.iter_errors(structured)), None)
                 if error is not None:
-                    raise McpError(INTERNAL_ERROR, f"tool {tool.definition['name']} returned output that does not match its outputSchema: {error.message}")
+                    raise McpError(
+                        INTERNAL_ERROR,
+                        f"tool {tool.definition['name']} returned output that does not match its outputSchema: {error.message}",
+                    )
             text = orjson.dumps(structured).decode()
             result = {"content": [{"type": "text", "text": text}]}
             if supports(version, V2025_06_18):

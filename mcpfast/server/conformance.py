@@ -6,7 +6,6 @@ Names, arguments and results follow the "Fixture contract" exactly; change both 
 from __future__ import annotations
 
 import asyncio
-import base64
 import struct
 import zlib
 from typing import Any
@@ -31,7 +30,16 @@ def _png_1x1() -> bytes:
 def _wav_silence(samples: int = 8, rate: int = 8000) -> bytes:
     data = b"\x00\x00" * samples  # 16-bit mono silence
     fmt = struct.pack("<HHIIHH", 1, 1, rate, rate * 2, 2, 16)
-    return b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " + struct.pack("<I", 16) + fmt + b"data" + struct.pack("<I", len(data)) + data
+    return (
+        b"RIFF"
+        + struct.pack("<I", 36 + len(data))
+        + b"WAVEfmt "
+        + struct.pack("<I", 16)
+        + fmt
+        + b"data"
+        + struct.pack("<I", len(data))
+        + data
+    )
 
 
 PNG_1X1 = _png_1x1()

@@ -31,10 +31,7 @@ from urllib.parse import parse_qs
 from mcpfast import core
 from mcpfast.engine import ERROR, Outgoing
 from mcpfast.protocol import http as wire
-from mcpfast.protocol.http import DEFAULT_MAX_BODY, DEFAULT_MAX_HEAD
 from mcpfast.protocol import methods as m
-from mcpfast.protocol.host import HostRules, absolute_form
-from mcpfast.protocol.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 from mcpfast.protocol.errors import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -43,12 +40,15 @@ from mcpfast.protocol.errors import (
     meta_required,
     unsupported_version,
 )
+from mcpfast.protocol.host import HostRules, absolute_form
+from mcpfast.protocol.http import DEFAULT_MAX_BODY, DEFAULT_MAX_HEAD
+from mcpfast.protocol.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, STATELESS_VERSIONS, V2025_11_25, supports
 from mcpfast.transports.event_store import EventStore, MemoryEventStore
 from mcpfast.transports.http_routing import Stream, connect
 
 if TYPE_CHECKING:
-    from mcpfast.auth import Principal, ResourceServer
+    from mcpfast.auth import ResourceServer
     from mcpfast.server.app import Server
     from mcpfast.server.connection import Connection
     from mcpfast.store import SessionStore
@@ -63,7 +63,6 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-
 def _modern_status(answer: Outgoing | None) -> int:
     """The HTTP status of a 2026-07-28 JSON reply: its error code's status, 200 for a result."""
     return wire.status_for_error(answer.code) if answer is not None and answer.kind == ERROR else 200
@@ -72,6 +71,7 @@ def _modern_status(answer: Outgoing | None) -> int:
 def _session_status(answer: Outgoing | None) -> int:
     """The HTTP status of a handshake-era JSON reply: 400 for an error without an id, else 200."""
     return 400 if answer is not None and answer.kind == ERROR and answer.request_id is None else 200
+
 
 _JSON: Final = ((b"content-type", b"application/json"),)  # shared: a tuple, so the server renders it once
 Reply = tuple[int, list[tuple[bytes, bytes]] | tuple[tuple[bytes, bytes], ...], bytes]
@@ -252,9 +252,7 @@ class HttpTransport:
         elif kind == "lifespan":
             await self._lifespan(receive, send)
 
-    def handle(
-        self, method: str, path: str, query: bytes, headers: dict[bytes, bytes], body: bytes, root: str = ""
-    ) -> Reply | Deferred:
+    def handle(self, method: str, path: str, query: bytes, headers: dict[bytes, bytes], body: bytes, root: str = "") -> Reply | Deferred:
         """Serve one HTTP request whose body has been read (``headers``: lower-case names, repeats joined).
 
         Returns ``(status, headers, body)`` when the answer is known at once (most requests: a
@@ -352,8 +350,12 @@ class HttpTransport:
             version = _KNOWN_VERSIONS.get(raw_version) or raw_version.decode("latin-1").strip()
             if version not in _HANDSHAKE and version not in _STATELESS and method != "POST":
                 return _reply(
-                    400, _error_body(INVALID_REQUEST, f"unsupported MCP-Protocol-Version: {version!r}",
-                                     {"supported": [*HANDSHAKE_VERSIONS, *STATELESS_VERSIONS]})
+                    400,
+                    _error_body(
+                        INVALID_REQUEST,
+                        f"unsupported MCP-Protocol-Version: {version!r}",
+                        {"supported": [*HANDSHAKE_VERSIONS, *STATELESS_VERSIONS]},
+                    ),
                 )
         if self.shared is not None and version not in _STATELESS:  # a session cached elsewhere: load it first
             loading = self.shared.prepare(method, headers, principal, functools.partial(self._mcp, method, headers, body, principal))
@@ -444,9 +446,7 @@ class HttpTransport:
 
     def _initialize(self, decoded: Any, principal: str | None) -> Reply | Deferred:
         if len(self.sessions) >= self.max_sessions:
-            return _reply(
-                503, _error_body(INTERNAL_ERROR, "server busy: too many sessions", rid=decoded.id), [(b"retry-after", b"1")]
-            )
+            return _reply(503, _error_body(INTERNAL_ERROR, "server busy: too many sessions", rid=decoded.id), [(b"retry-after", b"1")])
         sess, body = self._open_session(secrets.token_urlsafe(24), decoded, principal)
         if sess is None:  # refused: no session is kept
             return (200 if body else 202, _JSON if body else (), body)
@@ -504,8 +504,13 @@ class HttpTransport:
         return functools.partial(self._respond, stream, sess, (), None)
 
     async def _respond(
-        self, stream: Stream, sess: _Session | None, headers: Iterable[tuple[bytes, bytes]], conn: Connection | None,
-        receive: Receive, send: Send,
+        self,
+        stream: Stream,
+        sess: _Session | None,
+        headers: Iterable[tuple[bytes, bytes]],
+        conn: Connection | None,
+        receive: Receive,
+        send: Send,
     ) -> None:
         """Answer a POST from its stream: JSON when the reply comes first and alone, else SSE."""
         watch: asyncio.Task[None] | None = None
@@ -538,8 +543,14 @@ class HttpTransport:
                 await conn.close()
 
     async def _stream_sse(
-        self, stream: Stream, sess: _Session | None, send: Send, watch: asyncio.Future[None],
-        headers: Iterable[tuple[bytes, bytes]], replay: list[tuple[str, bytes]] | None = None, started: bool = False,
+        self,
+        stream: Stream,
+        sess: _Session | None,
+        send: Send,
+        watch: asyncio.Future[None],
+        headers: Iterable[tuple[bytes, bytes]],
+        replay: list[tuple[str, bytes]] | None = None,
+        started: bool = False,
     ) -> None:
         """Send ``stream`` as SSE until it closes or the client goes away."""
         store = self.event_store if sess is not None and not sess.legacy else None
@@ -732,7 +743,9 @@ class HttpTransport:
 
     # --------------------------------------------------------- 2026-07-28
 
-    def _post_stateless(self, decoded: Any, headers: dict[bytes, bytes], version: str | None, principal: str | None = None) -> Reply | Deferred:
+    def _post_stateless(
+        self, decoded: Any, headers: dict[bytes, bytes], version: str | None, principal: str | None = None
+    ) -> Reply | Deferred:
         kind = decoded.kind
         if kind != "request":
             if kind == "notification":

@@ -130,7 +130,14 @@ def run(
 
     app = build_app(server, options) if isinstance(server, str) else _direct(server, options)
     uvicorn.run(
-        app, host=host, port=port, http="httptools", ws="none", loop="uvloop", log_level=log_level.lower(), lifespan="on",
+        app,
+        host=host,
+        port=port,
+        http="httptools",
+        ws="none",
+        loop="uvloop",
+        log_level=log_level.lower(),
+        lifespan="on",
         limit_concurrency=server_options.get("max_connections"),
     )
 

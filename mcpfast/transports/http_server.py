@@ -62,9 +62,7 @@ MAX_PIPELINE: Final = 16
 """Requests queued behind a running one before the server stops reading from the connection."""
 
 _CONTINUE_STATUS: Final = 100
-_STATUS: dict[int, bytes] = {
-    s.value: b"HTTP/1.1 %d %s\r\n" % (s.value, s.phrase.encode("ascii")) for s in HTTPStatus
-}
+_STATUS: dict[int, bytes] = {s.value: b"HTTP/1.1 %d %s\r\n" % (s.value, s.phrase.encode("ascii")) for s in HTTPStatus}
 _CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
 _DISCONNECT: Final = {"type": "http.disconnect"}
 

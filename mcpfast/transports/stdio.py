@@ -221,9 +221,7 @@ async def _open_stdio(out_fd: int) -> tuple[Any, Any, asyncio.BaseTransport | No
     else:
         reader = _FdReader(0)
     if _is_stream(out_fd):
-        transport, protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, os.fdopen(out_fd, "wb", buffering=0)
-        )
+        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, os.fdopen(out_fd, "wb", buffering=0))
         writer = asyncio.StreamWriter(transport, protocol, None, loop)
     else:
         writer = _FdWriter(out_fd)

@@ -75,7 +75,9 @@ def _write_family(
         w.writerow(["timestamp", "rss_kib", "processes"])
         for i in range(4 * int(duration)):
             t = start + i / 4
-            w.writerow([f"{t:.3f}", 40_000 + 6 * int(len(names.get("initialize", [])) * (i / 4) / duration), 1 if transport == "http" else 2])
+            w.writerow(
+                [f"{t:.3f}", 40_000 + 6 * int(len(names.get("initialize", [])) * (i / 4) / duration), 1 if transport == "http" else 2]
+            )
 
 
 def _summary(directory: Path, families: list[tuple[str, str]]) -> dict[str, Any]:
@@ -221,13 +223,18 @@ def test_each_plot_function_writes_a_png(tmp_path: Path) -> None:
         plots.percentile_plot({"a": h, "b": _hist([5, 6, 7]), "empty": Histogram()}, tmp_path / "p.png", "t"),
         plots.percentile_plot({}, tmp_path / "p0.png", "nothing"),
         plots.timeline_plot(
-            [{"Timestamp": "1", "Name": "Aggregated", "Total Request Count": "0", "99%": "N/A"},
-             {"Timestamp": "2", "Name": "Aggregated", "Total Request Count": "10", "99%": "4"},
-             {"Timestamp": "2", "Name": "x", "Total Request Count": "10", "99%": "4"}],
-            tmp_path / "t.png", "t",
+            [
+                {"Timestamp": "1", "Name": "Aggregated", "Total Request Count": "0", "99%": "N/A"},
+                {"Timestamp": "2", "Name": "Aggregated", "Total Request Count": "10", "99%": "4"},
+                {"Timestamp": "2", "Name": "x", "Total Request Count": "10", "99%": "4"},
+            ],
+            tmp_path / "t.png",
+            "t",
         ),  # fmt: skip
         plots.timeline_plot([], tmp_path / "t0.png", "empty"),
-        plots.handshake_plot({"http": [("initialize", {"p50_us": 100, "p90_us": 200, "p99_us": 900, "count": 3})], "stdio": []}, tmp_path / "h.png", "t"),
+        plots.handshake_plot(
+            {"http": [("initialize", {"p50_us": 100, "p90_us": 200, "p99_us": 900, "count": 3})], "stdio": []}, tmp_path / "h.png", "t"
+        ),
         plots.sse_plot({"http": {"first": {"sse:first-event": h}, "gap": {}}}, tmp_path / "s.png", "t"),
         plots.memory_plot({"http": {"sessions": [0, 10, 20], "rss_kib": [1000, 1100, 1200]}, "stdio": {}}, tmp_path / "m.png", "t"),
         plots.compare_plot({"x/http": {"a": (h, h), "b": (None, h)}}, tmp_path / "c.png", "A", "B"),

@@ -15,10 +15,32 @@ pytestmark = [pytest.mark.timeout(300)]
 def test_http_peers_quick_run(tmp_path: Path) -> None:
     out = tmp_path / "http"
     proc = subprocess.run(
-        [sys.executable, "-m", "mcpfast.bench.http_peers", "--out", str(out), "--servers", "mcpfast",
-         "--duration", "1", "--warmup", "0.5", "--hold", "100", "--cycles", "2000", "--runners", "native", "uvicorn",
-         "--rounds", "2"],
-        capture_output=True, text=True, timeout=280, check=False,
+        [
+            sys.executable,
+            "-m",
+            "mcpfast.bench.http_peers",
+            "--out",
+            str(out),
+            "--servers",
+            "mcpfast",
+            "--duration",
+            "1",
+            "--warmup",
+            "0.5",
+            "--hold",
+            "100",
+            "--cycles",
+            "2000",
+            "--runners",
+            "native",
+            "uvicorn",
+            "--rounds",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())

@@ -270,7 +270,6 @@ def test_steady_rate_starts_when_every_session_is_up(tmp_path: Path) -> None:
     assert runner.steady_rate(tmp_path / "missing.csv", "tools/call:echo", 2) is None
 
 
-
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_runner_writes_numbers_ratios_table_and_plots_for_every_scenario(tmp_path: Path) -> None:

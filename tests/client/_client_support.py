@@ -62,8 +62,21 @@ def start_reference_server(*args: str, lifetime: int = 150) -> tuple[subprocess.
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cmd = ["timeout", str(lifetime), sys.executable, "-m", "mcpfast", "serve", "--transport", "http",
-           "--host", "127.0.0.1", "--port", str(port), *args]
+    cmd = [
+        "timeout",
+        str(lifetime),
+        sys.executable,
+        "-m",
+        "mcpfast",
+        "serve",
+        "--transport",
+        "http",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        *args,
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env())
     deadline = time.monotonic() + 30
     while True:

@@ -29,8 +29,9 @@ def main() -> None:
         records.append([name, us, length, repr(exc) if exc is not None else None])
 
     kw = {"reporter": reporter, "timeout": spec.get("timeout", 5.0)}
-    session = ClientSession(spec.get("version", "2025-11-25"), capabilities=spec.get("capabilities"),
-                            server_replies=spec.get("server_replies"))
+    session = ClientSession(
+        spec.get("version", "2025-11-25"), capabilities=spec.get("capabilities"), server_replies=spec.get("server_replies")
+    )
     if spec["transport"] == "stdio":
         from mcpfast.client.stdio import StdioClient
 
@@ -81,8 +82,9 @@ def main() -> None:
             client.close()
             out["returncode"] = None
     out["endpoint"] = getattr(client, "endpoint_path", None)
-    out.update(era=session.era, version=session.version, server_requests=session.server_requests,
-               server_capabilities=session.server_capabilities)
+    out.update(
+        era=session.era, version=session.version, server_requests=session.server_requests, server_capabilities=session.server_capabilities
+    )
     if spec["transport"] == "stdio":
         proc = client.proc
         client.close()

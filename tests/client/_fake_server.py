@@ -74,9 +74,13 @@ def handle(msg: dict, args: argparse.Namespace, emit) -> dict | None:
     if method == "initialize":
         if args.mode == "modern":
             return err(-32022, "unsupported protocol version", {"supported": ["2026-07-28"], "requested": params.get("protocolVersion")})
-        return ok({"protocolVersion": "2025-11-25" if params.get("protocolVersion", "") >= "2025-11-25" else params.get("protocolVersion"),
-                   "capabilities": {"tools": {}, "prompts": {}, "resources": {}, "completions": {}},
-                   "serverInfo": {"name": "fake", "version": "0"}})
+        return ok(
+            {
+                "protocolVersion": "2025-11-25" if params.get("protocolVersion", "") >= "2025-11-25" else params.get("protocolVersion"),
+                "capabilities": {"tools": {}, "prompts": {}, "resources": {}, "completions": {}},
+                "serverInfo": {"name": "fake", "version": "0"},
+            }
+        )
     if method == "server/discover":
         if args.mode == "modern":
             return ok({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "public"})
@@ -100,8 +104,13 @@ def handle(msg: dict, args: argparse.Namespace, emit) -> dict | None:
             count = int(arguments.get("n", 10))
             for i in range(count):
                 if token is not None:
-                    emit({"jsonrpc": "2.0", "method": "notifications/progress",
-                          "params": {"progressToken": token, "progress": i + 1, "total": count}})
+                    emit(
+                        {
+                            "jsonrpc": "2.0",
+                            "method": "notifications/progress",
+                            "params": {"progressToken": token, "progress": i + 1, "total": count},
+                        }
+                    )
                 time.sleep(0.001)
             return ok(tool_result(f"streamed {count}"))
         if name == "ping_me":
@@ -204,8 +213,10 @@ def run_http(args: argparse.Namespace) -> None:
                 def emit(obj: dict) -> None:
                     self._chunk(b"event: message\ndata: " + json.dumps(obj).encode() + b"\n\n")
             else:
+
                 def emit(obj: dict) -> None:
                     events.append(json.dumps(obj).encode())
+
             reply = handle(msg, args, emit)
             extra = {"Mcp-Session-Id": "fake-session-1"} if msg.get("method") == "initialize" else {}
             if sse:

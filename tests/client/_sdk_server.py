@@ -67,8 +67,8 @@ def main() -> None:
     if args.transport == "stdio":
         server.run("stdio")
         return
-    import threading
     import os
+    import threading
 
     import uvicorn
 

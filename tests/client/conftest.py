@@ -24,7 +24,11 @@ def drive() -> Callable[..., dict]:
     def run(spec: dict, timeout: float = 60.0) -> dict:
         proc = subprocess.run(
             [sys.executable, str(HERE / "_drive.py"), json.dumps(spec)],
-            capture_output=True, text=True, timeout=timeout, env=child_env(), cwd=str(REPO_ROOT),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=child_env(),
+            cwd=str(REPO_ROOT),
         )
         assert proc.returncode == 0, proc.stderr[-4000:]
         return json.loads(proc.stdout.strip().splitlines()[-1])

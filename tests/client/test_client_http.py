@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from _client_support import FAKE, SDK
 
 
@@ -18,8 +17,14 @@ def failures(out: dict) -> list[list]:
     return [r for r in out["records"] if r[3] is not None]
 
 
-OPS = [["initialize"], ["tool", "echo", {"text": "sdk"}], ["tool", "add", {"a": 2, "b": 3}], ["stream", 5],
-       ["call", "tools/list"], ["concurrent", 4]]
+OPS = [
+    ["initialize"],
+    ["tool", "echo", {"text": "sdk"}],
+    ["tool", "add", {"a": 2, "b": 3}],
+    ["stream", 5],
+    ["call", "tools/list"],
+    ["concurrent", 4],
+]
 
 
 @pytest.mark.parametrize("mode", ["sse", "json"])
@@ -53,8 +58,9 @@ def test_sdk_modern(drive, http_servers, version: str) -> None:
 
 def test_sdk_errors_are_jsonrpc_codes(drive, http_servers) -> None:
     url = http_servers(SDK, "--json")
-    out = drive({"transport": "http", "target": url, "version": "2026-07-28",
-                 "ops": [["call", "nope/method"], ["tool", "no_such_tool", {}]]})
+    out = drive(
+        {"transport": "http", "target": url, "version": "2026-07-28", "ops": [["call", "nope/method"], ["tool", "no_such_tool", {}]]}
+    )
     first = failures(out)[0]
     assert first[0] == "nope/method" and first[3] == "McpError('JSON-RPC error -32601 on nope/method')"
 

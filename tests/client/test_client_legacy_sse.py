@@ -7,7 +7,6 @@ import json
 from collections.abc import Iterator
 
 import pytest
-
 from _client_support import start_reference_server, stop
 
 
@@ -27,8 +26,17 @@ def failures(out: dict) -> list[list]:
 
 
 def test_legacy_sse_session_against_the_reference_server(drive, reference_url: str) -> None:
-    ops = [["initialize"], ["tool", "echo", {"text": "old"}], ["stream", 4], ["call", "tools/list"],
-           ["concurrent", 4], ["restart"], ["initialize"], ["tool", "echo", {"text": "again"}], ["delete"]]
+    ops = [
+        ["initialize"],
+        ["tool", "echo", {"text": "old"}],
+        ["stream", 4],
+        ["call", "tools/list"],
+        ["concurrent", 4],
+        ["restart"],
+        ["initialize"],
+        ["tool", "echo", {"text": "again"}],
+        ["delete"],
+    ]
     out = drive({"transport": "legacy_sse", "target": reference_url, "version": "2024-11-05", "ops": ops})
     assert not failures(out), failures(out)
     assert out["initialized"] == [True, True]
@@ -45,11 +53,18 @@ def test_legacy_sse_session_against_the_reference_server(drive, reference_url: s
 
 def test_legacy_sse_url_and_refusals(drive, reference_url: str) -> None:
     base = reference_url.rsplit("/", 1)[0]
-    out = drive({"transport": "legacy_sse", "target": reference_url, "version": "2024-11-05",
-                 "ops": [["sse_url", f"{base}/mcp"], ["sse_url", f"{base}/sse"], ["sse_url", f"{base}/x/mcp/"]]})
+    out = drive(
+        {
+            "transport": "legacy_sse",
+            "target": reference_url,
+            "version": "2024-11-05",
+            "ops": [["sse_url", f"{base}/mcp"], ["sse_url", f"{base}/sse"], ["sse_url", f"{base}/x/mcp/"]],
+        }
+    )
     assert out["sse_urls"] == [f"{base}/sse", f"{base}/sse", f"{base}/x/sse"]
     # the Streamable HTTP endpoint is not an event stream to GET: a categorised failure, no hang
-    out = drive({"transport": "legacy_sse", "target": f"{base}/nothing/here/sse", "version": "2024-11-05",
-                 "timeout": 3.0, "ops": [["initialize"]]})
+    out = drive(
+        {"transport": "legacy_sse", "target": f"{base}/nothing/here/sse", "version": "2024-11-05", "timeout": 3.0, "ops": [["initialize"]]}
+    )
     assert out["initialized"] == [False]
     assert failures(out) and failures(out)[0][3].startswith("HttpStatusError(")

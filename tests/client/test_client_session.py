@@ -85,8 +85,20 @@ def test_stateless_era_meta_and_headers() -> None:
     assert s.http_headers(r)["Mcp-Name"] == "=?base64?" + base64.b64encode("mem://ä".encode()).decode() + "?="
     d = s.discover_request()
     assert core.decode(d.data).method == "server/discover"
-    s.on_discover_result(s.receive(reply(d.id, {"resultType": "complete", "supportedVersions": ["2026-07-28"],
-                                                  "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "public"})).reply)
+    s.on_discover_result(
+        s.receive(
+            reply(
+                d.id,
+                {
+                    "resultType": "complete",
+                    "supportedVersions": ["2026-07-28"],
+                    "capabilities": {"tools": {}},
+                    "ttlMs": 0,
+                    "cacheScope": "public",
+                },
+            )
+        ).reply
+    )
     assert s.server_capabilities == {"tools": {}}
 
 
@@ -102,8 +114,10 @@ def test_auto_detection_modern_retry_and_legacy() -> None:
     assert s.era is None
     p = s.discover_request()
     assert "io.modelcontextprotocol/protocolVersion" in core.decode(p.data).params["_meta"]
-    assert s.detect(s.receive(reply(p.id, {"resultType": "complete", "supportedVersions": ["2026-07-28"],
-                                            "capabilities": {}})).reply) == "modern"
+    assert (
+        s.detect(s.receive(reply(p.id, {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {}})).reply)
+        == "modern"
+    )
     assert s.era == "stateless"
 
     # a legacy server: any other error (not keyed on one code), or a timeout
@@ -168,8 +182,9 @@ def test_wrong_id_and_invalid_json() -> None:
 
 
 def test_server_requests_answered() -> None:
-    s = ClientSession(server_replies={"sampling/createMessage": {"role": "assistant", "content": {"type": "text", "text": "ok"},
-                                                                 "model": "m"}})
+    s = ClientSession(
+        server_replies={"sampling/createMessage": {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"}}
+    )
     ev = s.receive(b'{"jsonrpc":"2.0","id":"s1","method":"ping"}')
     assert ev.kind == "server-request" and ev.response == b'{"jsonrpc":"2.0","id":"s1","result":{}}'
     ev = s.receive(b'{"jsonrpc":"2.0","id":5,"method":"roots/list"}')
@@ -191,11 +206,19 @@ def test_progress_counted_per_request_with_timestamps() -> None:
     a = s.request("tools/call", {"name": "stream", "arguments": {"count": 3}}, progress=True)
     b = s.request("tools/call", {"name": "stream"}, progress=True)
     for i, t in enumerate((1.0, 1.5, 2.25)):
-        ev = s.receive(json.dumps({"jsonrpc": "2.0", "method": "notifications/progress",
-                                   "params": {"progressToken": a.id, "progress": i + 1, "total": 3}}).encode(), now=t)
+        ev = s.receive(
+            json.dumps(
+                {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": a.id, "progress": i + 1, "total": 3}}
+            ).encode(),
+            now=t,
+        )
         assert ev.kind == "notification" and ev.pending is a
-    s.receive(json.dumps({"jsonrpc": "2.0", "method": "notifications/progress",
-                          "params": {"progressToken": b.id, "progress": 1, "message": "m"}}).encode(), now=9.0)
+    s.receive(
+        json.dumps(
+            {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": b.id, "progress": 1, "message": "m"}}
+        ).encode(),
+        now=9.0,
+    )
     ev = s.receive(b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":999,"progress":1}}')
     assert ev.pending is None  # unknown token: counted as a notification, tied to nothing
     r = s.receive(reply(a.id, {"content": []})).reply
@@ -208,12 +231,15 @@ def test_cancel_and_mrtr_retry() -> None:
     s = ClientSession("2026-07-28")
     p = s.request("tools/call", {"name": "echo"})
     data = s.cancel(p, "timeout")
-    assert json.loads(data) == {"jsonrpc": "2.0", "method": "notifications/cancelled",
-                                "params": {"requestId": p.id, "reason": "timeout"}}
+    assert json.loads(data) == {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": p.id, "reason": "timeout"}}
     assert p.id not in s.pending
     p = s.request("tools/call", {"name": "ask", "arguments": {}})
-    r = s.receive(reply(p.id, {"resultType": "input_required", "requestState": "st",
-                               "inputRequests": {"k": {"method": "elicitation/create", "params": {}}}})).reply
+    r = s.receive(
+        reply(
+            p.id,
+            {"resultType": "input_required", "requestState": "st", "inputRequests": {"k": {"method": "elicitation/create", "params": {}}}},
+        )
+    ).reply
     assert r.is_input_required
     retry = s.mrtr_retry(r, {"name": "ask", "arguments": {}})
     params = core.decode(retry.data).params
@@ -255,13 +281,17 @@ def test_mrtr_retry_keeps_the_callers_params_and_replaces_the_state() -> None:
     s = ClientSession("2026-07-28", capabilities={"elicitation": {}})
     p = s.request("tools/call", {"name": "ask", "arguments": {"q": 1}}, progress=True)
     assert p.params == {"name": "ask", "arguments": {"q": 1}}  # without the added _meta
-    first = s.receive(reply(p.id, {"resultType": "input_required", "requestState": "s1",
-                                   "inputRequests": {"e": {"method": "elicitation/create", "params": {}}}})).reply
+    first = s.receive(
+        reply(
+            p.id,
+            {"resultType": "input_required", "requestState": "s1", "inputRequests": {"e": {"method": "elicitation/create", "params": {}}}},
+        )
+    ).reply
     retry = s.mrtr_retry(first, p.params, progress=True)
-    assert retry.params == {"name": "ask", "arguments": {"q": 1}, "inputResponses": {"e": {"action": "decline"}},
-                            "requestState": "s1"}
+    assert retry.params == {"name": "ask", "arguments": {"q": 1}, "inputResponses": {"e": {"action": "decline"}}, "requestState": "s1"}
     assert retry.progress_token == retry.id and retry.id != p.id
-    second = s.receive(reply(retry.id, {"resultType": "input_required", "requestState": "s2",
-                                        "inputRequests": {"r": {"method": "roots/list"}}})).reply
+    second = s.receive(
+        reply(retry.id, {"resultType": "input_required", "requestState": "s2", "inputRequests": {"r": {"method": "roots/list"}}})
+    ).reply
     again = s.mrtr_retry(second, retry.params)
     assert again.params["requestState"] == "s2" and again.params["inputResponses"] == {"r": {"roots": []}}

@@ -6,7 +6,6 @@ import json
 import sys
 
 import pytest
-
 from _client_support import FAKE, SDK
 
 
@@ -19,12 +18,20 @@ def failures(out: dict) -> list[list]:
 
 
 def test_fake_server_handshake_calls_progress_server_requests_concurrency(drive) -> None:
-    out = drive({
-        "transport": "stdio",
-        "target": [sys.executable, FAKE, "stdio"],
-        "ops": [["initialize"], ["tool", "echo", {"text": "hi"}], ["stream", 4], ["tool", "ping_me"],
-                ["concurrent", 20], ["tool", "fail"]],
-    })
+    out = drive(
+        {
+            "transport": "stdio",
+            "target": [sys.executable, FAKE, "stdio"],
+            "ops": [
+                ["initialize"],
+                ["tool", "echo", {"text": "hi"}],
+                ["stream", 4],
+                ["tool", "ping_me"],
+                ["concurrent", 20],
+                ["tool", "fail"],
+            ],
+        }
+    )
     assert out["initialized"] == [True] and out["era"] == "handshake" and out["version"] == "2025-11-25"
     assert names(out)[:3] == ["initialize", "notifications/initialized", "tools/call:echo"]
     assert json.loads(out["replies"][0])["result"]["content"][0]["text"] == "hi"
@@ -46,35 +53,51 @@ def test_fake_server_handshake_calls_progress_server_requests_concurrency(drive)
     ],
 )
 def test_broken_fake_server_failure_categories(drive, mode: str, expected: str) -> None:
-    out = drive({
-        "transport": "stdio",
-        "target": [sys.executable, FAKE, "stdio", "--mode", mode],
-        "ops": [["initialize"], ["tool", "echo", {"text": "x"}]],
-        "timeout": 3,
-    })
+    out = drive(
+        {
+            "transport": "stdio",
+            "target": [sys.executable, FAKE, "stdio", "--mode", mode],
+            "ops": [["initialize"], ["tool", "echo", {"text": "x"}]],
+            "timeout": 3,
+        }
+    )
     assert out["initialized"] == [False]
     assert failures(out)[0][0] == "initialize" and failures(out)[0][3] == expected
 
 
 def test_timeout_and_dead_server(drive) -> None:
-    out = drive({
-        "transport": "stdio",
-        "target": [sys.executable, FAKE, "stdio", "--delay-ms", "1500"],
-        "ops": [["call", "ping"]],
-        "timeout": 0.3,
-    })
+    out = drive(
+        {
+            "transport": "stdio",
+            "target": [sys.executable, FAKE, "stdio", "--delay-ms", "1500"],
+            "ops": [["call", "ping"]],
+            "timeout": 0.3,
+        }
+    )
     assert failures(out)[0][3] == "RequestTimeout('timeout on ping')"
     out = drive({"transport": "stdio", "target": [sys.executable, "-c", "pass"], "ops": [["call", "ping"]]})
     assert failures(out)[0][3].startswith("ConnectionFailure(")
 
 
 def test_modern_and_auto_against_fake(drive) -> None:
-    out = drive({"transport": "stdio", "target": [sys.executable, FAKE, "stdio", "--mode", "modern"],
-                 "version": "auto", "ops": [["initialize"], ["tool", "echo", {"text": "m"}]]})
+    out = drive(
+        {
+            "transport": "stdio",
+            "target": [sys.executable, FAKE, "stdio", "--mode", "modern"],
+            "version": "auto",
+            "ops": [["initialize"], ["tool", "echo", {"text": "m"}]],
+        }
+    )
     assert out["era"] == "stateless" and names(out) == ["server/discover", "tools/call:echo"]
     assert json.loads(out["replies"][0])["result"]["resultType"] == "complete"
-    out = drive({"transport": "stdio", "target": [sys.executable, FAKE, "stdio"], "version": "auto",
-                 "ops": [["initialize"], ["tool", "echo", {"text": "l"}]]})
+    out = drive(
+        {
+            "transport": "stdio",
+            "target": [sys.executable, FAKE, "stdio"],
+            "version": "auto",
+            "ops": [["initialize"], ["tool", "echo", {"text": "l"}]],
+        }
+    )
     assert out["era"] == "handshake"  # -32601 to the probe -> fall back to initialize
     assert names(out) == ["server/discover", "initialize", "notifications/initialized", "tools/call:echo"]
     assert not failures(out)
@@ -82,14 +105,23 @@ def test_modern_and_auto_against_fake(drive) -> None:
 
 @pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28", "auto"])
 def test_official_sdk_stdio_server(drive, version: str) -> None:
-    out = drive({
-        "transport": "stdio",
-        "target": [sys.executable, SDK, "stdio"],
-        "version": version,
-        "timeout": 20,
-        "ops": [["initialize"], ["tool", "echo", {"text": "sdk"}], ["tool", "add", {"a": 2, "b": 3}], ["stream", 5],
-                ["call", "tools/list"], ["concurrent", 8]],
-    }, timeout=90)
+    out = drive(
+        {
+            "transport": "stdio",
+            "target": [sys.executable, SDK, "stdio"],
+            "version": version,
+            "timeout": 20,
+            "ops": [
+                ["initialize"],
+                ["tool", "echo", {"text": "sdk"}],
+                ["tool", "add", {"a": 2, "b": 3}],
+                ["stream", 5],
+                ["call", "tools/list"],
+                ["concurrent", 8],
+            ],
+        },
+        timeout=90,
+    )
     assert not failures(out), failures(out)
     assert out["era"] == ("handshake" if version == "2025-11-25" else "stateless")
     echo, add = (json.loads(r)["result"] for r in out["replies"][:2])

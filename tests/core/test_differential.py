@@ -29,8 +29,7 @@ except ImportError as exc:  # pragma: no cover - depends on the build
     RUST_ERROR = str(exc)
     if os.environ.get("MCPFAST_ALLOW_NO_RUST", "") == "1":
         pytest.skip(
-            "differential tests need the compiled core, which is not importable "
-            "(MCPFAST_ALLOW_NO_RUST=1 is set)",
+            "differential tests need the compiled core, which is not importable (MCPFAST_ALLOW_NO_RUST=1 is set)",
             allow_module_level=True,
         )
 
@@ -156,7 +155,7 @@ def item_view(x: Any) -> Any:
 # ------------------------------------------------------------------- JSON text generation
 
 SAFE_TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
-KEYS = st.one_of(st.sampled_from(["a", "b", "id", "name", "é", "k\"\\", "\n", "😀"]), SAFE_TEXT)
+KEYS = st.one_of(st.sampled_from(["a", "b", "id", "name", "é", 'k"\\', "\n", "😀"]), SAFE_TEXT)
 INTS = st.one_of(
     st.integers(-1000, 1000),
     st.integers(),
@@ -364,7 +363,7 @@ def big_documents(draw: st.DrawFn) -> bytes:
                 [
                     rnd.randint(-(10 ** rnd.randint(1, 25)), 10 ** rnd.randint(1, 25)),
                     rnd.random() * 10 ** rnd.randint(-8, 300),
-                    "é日😀\"\\\n"[rnd.randint(0, 6) :] * rnd.randint(0, 300),
+                    'é日😀"\\\n'[rnd.randint(0, 6) :] * rnd.randint(0, 300),
                     "x" * rnd.randint(0, 3000),
                     True,
                     None,
@@ -611,6 +610,4 @@ def test_sse_encoder(rust: ModuleType, data: Any, id_: Any, event: Any, retry: A
     if retry is not None:
         assert outcome(rust.SseEncoder().retry, retry, view=same) == outcome(PY.SseEncoder().retry, retry, view=same)
     burst = [(data, id_), (data, None)]
-    assert outcome(rust.SseEncoder().encode_many, burst, view=same) == outcome(
-        PY.SseEncoder().encode_many, burst, view=same
-    )
+    assert outcome(rust.SseEncoder().encode_many, burst, view=same) == outcome(PY.SseEncoder().encode_many, burst, view=same)

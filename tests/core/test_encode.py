@@ -86,13 +86,9 @@ def test_encode_request_bytes_params_spliced(core: ModuleType) -> None:
 
 
 def test_encode_notification(core: ModuleType) -> None:
-    assert core.encode_notification("notifications/initialized") == (
-        b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
-    )
+    assert core.encode_notification("notifications/initialized") == (b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
     out = core.encode_notification("notifications/progress", {"progressToken": 7, "progress": 0.5, "total": 1})
-    assert out == (
-        b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":0.5,"total":1}}'
-    )
+    assert out == (b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":0.5,"total":1}}')
     assert core.encode_notification("n", b"[1]") == b'{"jsonrpc":"2.0","method":"n","params":[1]}'
 
 
@@ -172,7 +168,7 @@ def test_encode_error_message_must_be_str(core: ModuleType) -> None:
         (-(2**70), str(-(2**70)).encode()),
         (10**100, str(10**100).encode()),
         ("", b'""'),
-        ("a\"b\\c\n", b'"a\\"b\\\\c\\n"'),
+        ('a"b\\c\n', b'"a\\"b\\\\c\\n"'),
         ("é😀", '"é😀"'.encode()),
         (MyInt(4), b"4"),
         (Level.HIGH, b"3"),
@@ -208,12 +204,10 @@ def test_bad_method(core: ModuleType, method: Any) -> None:
 
 
 def test_string_escaping(core: ModuleType) -> None:
-    s = "\x00\x01\x08\t\n\x0b\x0c\r\x1f \"\\/\x7f\u2028é😀"
+    s = '\x00\x01\x08\t\n\x0b\x0c\r\x1f "\\/\x7f\u2028é😀'
     out = core.encode_result(1, s)
     assert out == (
-        b'{"jsonrpc":"2.0","id":1,"result":"\\u0000\\u0001\\b\\t\\n\\u000b\\f\\r\\u001f \\"\\\\/\x7f'
-        + "\u2028é😀".encode()
-        + b'"}'
+        b'{"jsonrpc":"2.0","id":1,"result":"\\u0000\\u0001\\b\\t\\n\\u000b\\f\\r\\u001f \\"\\\\/\x7f' + "\u2028é😀".encode() + b'"}'
     )
 
 

@@ -295,7 +295,7 @@ def test_close_keeps_stream_state(core: ModuleType) -> None:
 STREAM = (
     b"\xef\xbb\xbf: hello\r\n"
     b"retry: 1000\r\n\r\n"
-    b"id: 1\r\nevent: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r\n\r\n"
+    b'id: 1\r\nevent: message\r\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\r\n\r\n'
     b"data: line1\rdata: line2\r\r"
     b"id: 2\ndata: caf\xc3\xa9\ndata:\n\n"
     b"id: z\x00\nevent: other\ndata: x\n\n"

@@ -26,7 +26,16 @@ messages = st.fixed_dictionaries(
 
 def session() -> ServerSession:
     s = ServerSession({"name": "f", "version": "0"}, {"tools": {}, "logging": {}})
-    s.receive(orjson.dumps({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "0"}}}))
+    s.receive(
+        orjson.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": "init",
+                "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "0"}},
+            }
+        )
+    )
     s.data_to_send()
     return s
 

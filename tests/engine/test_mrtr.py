@@ -45,7 +45,7 @@ def test_a_changed_last_character_is_refused_even_when_it_decodes_the_same() -> 
         body = token.rstrip("=")
         last = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
         twin = last[last.index(body[-1]) ^ 1]  # differs only in the lowest bit, unused here
-        forged = body[:-1] + twin + token[len(body):]
+        forged = body[:-1] + twin + token[len(body) :]
         assert forged != token
         with pytest.raises(McpError, match="invalid"):
             sealer.open("tools/call:x", forged)
@@ -74,4 +74,7 @@ def test_input_required_collects_one_or_many_requests() -> None:
     with pytest.raises(ValueError):
         InputRequired("name", None)
     assert input_required_result(many.requests, "st") == {
-        "resultType": "input_required", "inputRequests": many.requests, "requestState": "st"}
+        "resultType": "input_required",
+        "inputRequests": many.requests,
+        "requestState": "st",
+    }

@@ -16,8 +16,16 @@ MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.mode
 
 def ready(version: str = "2025-11-25", caps: dict[str, Any] | None = None) -> ServerSession:
     s = ServerSession({"name": "srv", "version": "1"}, CAPS)
-    s.receive(orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": version, "capabilities": caps or {}, "clientInfo": {"name": "c", "version": "1"}}}))
+    s.receive(
+        orjson.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {"protocolVersion": version, "capabilities": caps or {}, "clientInfo": {"name": "c", "version": "1"}},
+            }
+        )
+    )
     s.receive(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
     s.records_to_send()
     return s
@@ -40,8 +48,9 @@ def shape(record: Outgoing) -> tuple[str, Any, Any, bool, Any]:
         pytest.param(b'{"jsonrpc":"2.0","id":7,"method":"ping"}', (RESULT, 7, None, True, "T"), id="ping"),
         pytest.param(b'{"jsonrpc":"2.0","id":8,"method":"nope/x"}', (ERROR, 8, -32601, True, "T"), id="unknown-method"),
         pytest.param(b'{"jsonrpc":"2.0","id":9,', (ERROR, None, -32700, True, "T"), id="parse-error"),
-        pytest.param(b'{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"loud"}}',
-                     (ERROR, 1, -32602, True, "T"), id="bad-level"),
+        pytest.param(
+            b'{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"loud"}}', (ERROR, 1, -32602, True, "T"), id="bad-level"
+        ),
     ],
 )
 def test_engine_answers_carry_their_request_code_and_tag(message: bytes, expected: tuple[Any, ...]) -> None:
@@ -132,8 +141,12 @@ def test_batch_of_cancelled_requests_ends_with_an_end_record() -> None:
 
 def test_stateless_listen_stream_records() -> None:
     s = ServerSession({"name": "srv", "version": "1"}, CAPS)
-    listen = {"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen",
-              "params": {"_meta": MODERN_META, "notifications": {"toolsListChanged": True}}}
+    listen = {
+        "jsonrpc": "2.0",
+        "id": "L",
+        "method": "subscriptions/listen",
+        "params": {"_meta": MODERN_META, "notifications": {"toolsListChanged": True}},
+    }
     assert s.receive_message(core.decode(orjson.dumps(listen)), "S") == []
     s.notify("notifications/tools/list_changed")
     s.close_listens()

@@ -250,8 +250,12 @@ def test_server_requests_need_declared_client_capabilities() -> None:
     rid = s.send_request("sampling/createMessage", {"messages": [], "maxTokens": 1})
     (msg,) = [orjson.loads(b) for b in s.data_to_send()]
     assert msg["method"] == "sampling/createMessage" and msg["id"] == rid
-    events, _ = send(s, {"jsonrpc": "2.0", "id": rid, "result": {"role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"}})
-    assert events == [ReplyReceived(rid, "sampling/createMessage", {"role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"}, None)]
+    events, _ = send(
+        s, {"jsonrpc": "2.0", "id": rid, "result": {"role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"}}
+    )
+    assert events == [
+        ReplyReceived(rid, "sampling/createMessage", {"role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"}, None)
+    ]
     events, _ = send(s, {"jsonrpc": "2.0", "id": rid, "result": {}})  # a second reply is ignored
     assert events == []
 
@@ -377,14 +381,21 @@ def test_stateless_errors() -> None:
     for method in ("ping", "logging/setLevel", "resources/subscribe"):
         _, out = send(s, modern(3, method))
         assert out[0]["error"]["code"] == -32601, method
-    _, out = send(s, request(4, "tools/list", {"_meta": {MODERN: "2026-07-28", MODERN_CAPS: {}, "io.modelcontextprotocol/logLevel": "loud"}}))
+    _, out = send(
+        s, request(4, "tools/list", {"_meta": {MODERN: "2026-07-28", MODERN_CAPS: {}, "io.modelcontextprotocol/logLevel": "loud"}})
+    )
     assert out[0]["error"]["code"] == -32602
 
 
 def test_stateless_logs_only_with_a_request_level() -> None:
     s = make()
     send(s, modern(1, "tools/call", {"name": "t"}))
-    send(s, request(2, "tools/call", {"name": "t", "_meta": {MODERN: "2026-07-28", MODERN_CAPS: {}, "io.modelcontextprotocol/logLevel": "info"}}))
+    send(
+        s,
+        request(
+            2, "tools/call", {"name": "t", "_meta": {MODERN: "2026-07-28", MODERN_CAPS: {}, "io.modelcontextprotocol/logLevel": "info"}}
+        ),
+    )
     assert not s.log("error", "x", request_id=1)
     assert not s.log("debug", "x", request_id=2)
     assert s.log("info", "x", request_id=2)
@@ -418,7 +429,10 @@ def test_subscriptions_listen_stream() -> None:
     validate(ack, "2026-07-28")
     assert ack["method"] == "notifications/subscriptions/acknowledged"
     # prompts were not declared, so they are not honoured
-    assert ack["params"] == {"notifications": {"toolsListChanged": True, "resourceSubscriptions": ["a://x"]}, "_meta": {"io.modelcontextprotocol/subscriptionId": 5}}
+    assert ack["params"] == {
+        "notifications": {"toolsListChanged": True, "resourceSubscriptions": ["a://x"]},
+        "_meta": {"io.modelcontextprotocol/subscriptionId": 5},
+    }
     assert s.notify("notifications/tools/list_changed")
     assert s.notify("notifications/resources/updated", {"uri": "a://x"})
     assert not s.notify("notifications/resources/updated", {"uri": "a://other"})
@@ -559,7 +573,11 @@ def test_url_elicitation_needs_2025_11_25_and_the_url_capability() -> None:
     assert s.elicitation_complete("e1") and s.elicitation_complete("e2")
     assert not s.elicitation_complete("e1") and not s.elicitation_complete("unknown")
     out = [orjson.loads(b) for b in s.data_to_send()]
-    assert [m.get("method") for m in out] == ["elicitation/create", "notifications/elicitation/complete", "notifications/elicitation/complete"]
+    assert [m.get("method") for m in out] == [
+        "elicitation/create",
+        "notifications/elicitation/complete",
+        "notifications/elicitation/complete",
+    ]
     assert out[0]["id"] == rid
     for msg in out:
         validate(msg, "2025-11-25")

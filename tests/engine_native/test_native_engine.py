@@ -21,6 +21,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(HERE.parent / "client"))
 from _client_support import start_reference_server, stop  # noqa: E402
+
 APP = "_counting_app:app"
 
 # the suite also runs with MCPFAST_CORE=python, where there is no native engine (the last test checks the error)
@@ -68,8 +69,7 @@ def run(config: dict[str, Any], users: int, seconds: float) -> tuple[Any, dict[s
 
 def check_rows(rows: list[tuple], request_type: str) -> None:
     for r in rows:
-        (rtype, name, num, none, fails, total_ms, min_ms, max_ms, length, buckets, per_second, last_ts, errors,
-         failed_buckets) = r
+        (rtype, name, num, none, fails, total_ms, min_ms, max_ms, length, buckets, per_second, last_ts, errors, failed_buckets) = r
         assert rtype == request_type and none == 0 and 0 <= fails <= num
         assert sum(c for _, c in buckets) == num
         assert sum(n for _, n, _ in per_second) == num and sum(f for _, _, f in per_second) == fails
@@ -171,8 +171,11 @@ def test_an_engine_built_before_a_fork_refuses_to_start_after_it() -> None:
 
 
 def test_without_the_compiled_core_the_engine_is_a_clear_error() -> None:
-    code = ("from mcpfast import core\nassert not core.HAS_NATIVE_ENGINE and core.NativeEngine is None\n"
-            "try:\n    core.native_engine(b'{}')\nexcept RuntimeError as e:\n    print(e)\n")
-    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "MCPFAST_CORE": "python"},
-                         capture_output=True, text=True, timeout=60, check=True)
+    code = (
+        "from mcpfast import core\nassert not core.HAS_NATIVE_ENGINE and core.NativeEngine is None\n"
+        "try:\n    core.native_engine(b'{}')\nexcept RuntimeError as e:\n    print(e)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, "MCPFAST_CORE": "python"}, capture_output=True, text=True, timeout=60, check=True
+    )
     assert "compiled core" in out.stdout

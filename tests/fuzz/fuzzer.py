@@ -90,12 +90,44 @@ class Report:
 # ------------------------------------------------------------------------------- mutation
 
 _TOKENS = [
-    b"\r\n", b"\n", b"\r", b":", b" ", b"\t", b"\x00", b"\xff", b"\x7f", b",", b"0", b"9" * 20,
-    b"Transfer-Encoding: chunked\r\n", b"Content-Length: 5\r\n", b"Content-Length: 99999999\r\n",
-    b"Host: a\r\nHost: b\r\n", b"Host: exa mple\r\n", b"Upgrade: h2c\r\nConnection: Upgrade\r\n",
-    b"Expect: 100-continue\r\n", b"Connection: close\r\n", b"HTTP/1.0", b"HTTP/1.1", b"HTTP/2",
-    b"\x16\x03\x01\x02\x00", b"http://127.0.0.1/mcp", b"0\r\n\r\n", b"ffffffffffffffffff\r\n",
-    b'{"jsonrpc":"2.0"', b"[", b"]", b"{", b"}", b'"', b"\\u0000", b"\xc3\x28", b"null", b"-1", b"1e999",
+    b"\r\n",
+    b"\n",
+    b"\r",
+    b":",
+    b" ",
+    b"\t",
+    b"\x00",
+    b"\xff",
+    b"\x7f",
+    b",",
+    b"0",
+    b"9" * 20,
+    b"Transfer-Encoding: chunked\r\n",
+    b"Content-Length: 5\r\n",
+    b"Content-Length: 99999999\r\n",
+    b"Host: a\r\nHost: b\r\n",
+    b"Host: exa mple\r\n",
+    b"Upgrade: h2c\r\nConnection: Upgrade\r\n",
+    b"Expect: 100-continue\r\n",
+    b"Connection: close\r\n",
+    b"HTTP/1.0",
+    b"HTTP/1.1",
+    b"HTTP/2",
+    b"\x16\x03\x01\x02\x00",
+    b"http://127.0.0.1/mcp",
+    b"0\r\n\r\n",
+    b"ffffffffffffffffff\r\n",
+    b'{"jsonrpc":"2.0"',
+    b"[",
+    b"]",
+    b"{",
+    b"}",
+    b'"',
+    b"\\u0000",
+    b"\xc3\x28",
+    b"null",
+    b"-1",
+    b"1e999",
 ]
 
 
@@ -322,7 +354,8 @@ def run_http(seconds: float, seed: int) -> Report:
     port = _free_port()
     proc = _start(
         ["--transport", "http", "--port", str(port), "--session-idle-timeout", "5", "--head-timeout", "5"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 30
@@ -448,12 +481,14 @@ def run_stdio(seconds: float, seed: int) -> Report:
             pending += chunk
 
     try:
-        send([
-            b'{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25",'
-            b'"capabilities":{},"clientInfo":{"name":"fuzz","version":"1"}}}',
-            b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
-            b'{"jsonrpc":"2.0","id":"s-0","method":"ping"}',
-        ])
+        send(
+            [
+                b'{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25",'
+                b'"capabilities":{},"clientInfo":{"name":"fuzz","version":"1"}}}',
+                b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+                b'{"jsonrpc":"2.0","id":"s-0","method":"ping"}',
+            ]
+        )
         if read_until("s-0", time.monotonic() + 30) is None:
             report.crashes += 1
             report.fail("server did not start", b"")
@@ -550,8 +585,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "results.json").write_text(text + "\n")
-        rows = ["| | cases | requests | answers | hangs | crashes | 5xx | wrong answers | RSS start KB | RSS end KB | RSS peak KB | alive |",
-                "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        rows = [
+            "| | cases | requests | answers | hangs | crashes | 5xx | wrong answers | RSS start KB | RSS end KB | RSS peak KB | alive |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in reports:
             rows.append(
                 f"| {r.kind} | {r.cases} | {r.requests} | {r.answers} | {r.hangs} | {r.crashes} | {r.server_errors} | "
@@ -563,7 +600,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.seconds * 0.4:.0f} s. stdio cases are lines (requests: those with an id, answered once each; "
             f"answers include the errors to malformed lines).\n\n" + "\n".join(rows) + "\n\n"
             f"HTTP statuses seen: {dict(sorted(reports[0].statuses.items()))}\n\n"
-            + ("Failures:\n" + "\n".join(f"- `{e}`" for r in reports for e in r.examples) + "\n" if any(r.examples for r in reports) else "No failures.\n")
+            + (
+                "Failures:\n" + "\n".join(f"- `{e}`" for r in reports for e in r.examples) + "\n"
+                if any(r.examples for r in reports)
+                else "No failures.\n"
+            )
         )
     return 0 if all(r.failures == 0 for r in reports) else 1
 

@@ -45,7 +45,7 @@ class Run:
         except ValueError:
             return []
         out = []
-        for line in lines[start + 3:]:
+        for line in lines[start + 3 :]:
             if line.startswith("---"):
                 break
             out.append(line.split(None, 1)[1].strip() if line.strip() else "")
@@ -62,7 +62,6 @@ class Run:
 
 
 LOCUSTS_DIR = LOADTESTS
-
 
 
 COUNTING = str(Path(__file__).resolve().parent / "_counting_servers.py")
@@ -108,7 +107,7 @@ def console_counts(output: str) -> dict[tuple[str, str], int]:
     if not starts:
         return {}
     out: dict[tuple[str, str], int] = {}
-    for line in lines[starts[-1] + 2:]:
+    for line in lines[starts[-1] + 2 :]:
         line = line.split("] ")[-1] if "] " in line[:40] else line
         if line.startswith("---") or not line.strip():
             break
@@ -127,8 +126,7 @@ def html_counts(path: Path) -> dict[tuple[str, str], int]:
     if not m:
         raise AssertionError("no templateArgs in the HTML report")
     data = json.loads(m.group(1))
-    return {(r["method"], r["name"]): int(r["num_requests"]) for r in data["requests_statistics"]
-            if r["name"] != "Aggregated"}
+    return {(r["method"], r["name"]): int(r["num_requests"]) for r in data["requests_statistics"] if r["name"] != "Aggregated"}
 
 
 def all_counts(run: Run, html: Path | None = None) -> dict[str, dict[tuple[str, str], int]]:

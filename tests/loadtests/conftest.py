@@ -21,14 +21,27 @@ def run_locust(tmp_path: Path) -> Callable[..., Run]:
         prefix = tmp_path / f"run{next(counter)}"
         if not any(a == "--mcp-engine" or a.startswith("--mcp-engine=") for a in args):
             args = ("--mcp-engine", "python", *args)  # these tests are about the Python users
-        cmd = [sys.executable, "-m", "locust", "-f", locustfile, "--headless", "--csv", str(prefix),
-               "--only-summary", "--exit-code-on-error", "0", "--stop-timeout", "3", *args]
+        cmd = [
+            sys.executable,
+            "-m",
+            "locust",
+            "-f",
+            locustfile,
+            "--headless",
+            "--csv",
+            str(prefix),
+            "--only-summary",
+            "--exit-code-on-error",
+            "0",
+            "--stop-timeout",
+            "3",
+            *args,
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=child_env(), cwd=tmp_path)
         assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
         return Run(prefix, proc)
 
     return run
-
 
 
 @pytest.fixture

@@ -14,8 +14,7 @@ from _loadtest_support import child_env
 
 def test_generator_cost_short_run(tmp_path: Path) -> None:
     out = tmp_path / "swarm"
-    cmd = [sys.executable, "-m", "mcpfast.bench.generator_cost", "--out", str(out),
-           "--users", "4", "--seconds", "2", "--repeats", "1"]
+    cmd = [sys.executable, "-m", "mcpfast.bench.generator_cost", "--out", str(out), "--users", "4", "--seconds", "2", "--repeats", "1"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=child_env(), cwd=tmp_path)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     result = json.loads((out / "generator_cost.json").read_text())

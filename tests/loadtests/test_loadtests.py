@@ -12,11 +12,20 @@ from _loadtest_support import FAKE, SDK
 
 FAMILY_NAMES_HTTP = {
     # handshake / session churn
-    "initialize", "notifications/initialized", "tools/call:echo (first)", "DELETE",
+    "initialize",
+    "notifications/initialized",
+    "tools/call:echo (first)",
+    "DELETE",
     # tools_call / mixed
-    "tools/call:echo", "tools/list",
+    "tools/call:echo",
+    "tools/list",
     # sse_streaming
-    "tools/call:stream", "sse:first-event", "sse:gap", "progress:first-event", "progress:gap", "GET:open",
+    "tools/call:stream",
+    "sse:first-event",
+    "sse:gap",
+    "progress:first-event",
+    "progress:gap",
+    "GET:open",
 }
 
 
@@ -37,8 +46,16 @@ def test_all_families_over_stdio(run_locust) -> None:
     command = f"{sys.executable} {FAKE} stdio"
     run = run_locust("-u", "5", "-r", "5", "-t", "4s", "--mcp-command", command)
     names = {name for (rtype, name) in run.stats() if rtype == "mcp-stdio"}
-    expected = {"initialize", "notifications/initialized", "tools/call:echo (first)", "tools/call:echo",
-                "tools/call:stream", "progress:first-event", "progress:gap", "tools/list"}
+    expected = {
+        "initialize",
+        "notifications/initialized",
+        "tools/call:echo (first)",
+        "tools/call:echo",
+        "tools/call:stream",
+        "progress:first-event",
+        "progress:gap",
+        "tools/list",
+    }
     assert expected <= names, expected - names
     assert "DELETE" not in names and not any(n.startswith(("sse:", "GET:")) for n in names)
     assert not run.failures(), (run.failures(), run.errors())
@@ -46,8 +63,19 @@ def test_all_families_over_stdio(run_locust) -> None:
 
 def test_modern_protocol_over_http_against_the_sdk(run_locust, http_server) -> None:
     _proc, url = http_server(SDK, "--json")
-    run = run_locust("-u", "3", "-r", "3", "-t", "3s", "--host", url, "--mcp-protocol-version", "2026-07-28",
-                     locustfile=f"{Path(SDK).parents[2]}/loadtests/tools_call.py,{Path(SDK).parents[2]}/loadtests/mixed.py")
+    run = run_locust(
+        "-u",
+        "3",
+        "-r",
+        "3",
+        "-t",
+        "3s",
+        "--host",
+        url,
+        "--mcp-protocol-version",
+        "2026-07-28",
+        locustfile=f"{Path(SDK).parents[2]}/loadtests/tools_call.py,{Path(SDK).parents[2]}/loadtests/mixed.py",
+    )
     names = {name for (_t, name) in run.stats()}
     assert {"server/discover", "tools/call:echo", "tools/list"} <= names and "initialize" not in names
     assert not run.failures(), (run.failures(), run.errors())
@@ -59,14 +87,13 @@ def test_modern_protocol_over_http_against_the_sdk(run_locust, http_server) -> N
 )
 def test_broken_server_failures_are_categorised(run_locust, http_server, mode: str, category: str) -> None:
     _proc, url = http_server(FAKE, "--mode", mode)
-    run = run_locust("-u", "1", "-r", "1", "-t", "1s", "--host", url,
-                     locustfile=str(Path(FAKE).parents[2] / "loadtests" / "tools_call.py"))
+    run = run_locust("-u", "1", "-r", "1", "-t", "1s", "--host", url, locustfile=str(Path(FAKE).parents[2] / "loadtests" / "tools_call.py"))
     assert set(run.failures()) == {("mcp-http", "initialize")}
     errors = run.errors()
     assert errors and all(e.startswith(f"mcp-http initialize: {category}") for e in errors), errors
 
 
-DELAY_LOCUSTFILE = '''
+DELAY_LOCUSTFILE = """
 import locust  # noqa: F401
 from locust import task
 from mcpfast.locust.users import McpUser
@@ -78,7 +105,7 @@ class DelayUser(McpUser):
         if self.ready():
             self.mcp.call_tool("echo", {"text": "x"})
             self.mcp.call_tool("delay", {"ms": 2})
-'''
+"""
 
 
 def test_injected_2ms_delay_measured_within_5_percent(run_locust, tmp_path: Path) -> None:
@@ -86,8 +113,7 @@ def test_injected_2ms_delay_measured_within_5_percent(run_locust, tmp_path: Path
     # the same transport; the p50 difference is the injected delay
     locustfile = tmp_path / "delay_swarm.py"
     locustfile.write_text(DELAY_LOCUSTFILE)
-    run = run_locust("-u", "1", "-r", "1", "-t", "4s", "--mcp-command", f"{sys.executable} {FAKE} stdio",
-                     locustfile=str(locustfile))
+    run = run_locust("-u", "1", "-r", "1", "-t", "4s", "--mcp-command", f"{sys.executable} {FAKE} stdio", locustfile=str(locustfile))
     echo = run.summary("mcp-stdio", "tools/call:echo")
     delay = run.summary("mcp-stdio", "tools/call:delay")
     # Other load on the machine can only add latency, never remove it: the difference at a low
@@ -106,8 +132,19 @@ def test_stall_shows_in_open_model_percentiles(run_locust, http_server) -> None:
     # the whole server stalls 250 ms every 150th tools/call; at 100 arrivals/s from the intended send
     # times, the ~25 requests due during each stall all carry it (a closed loop would record one per user)
     _proc, url = http_server(FAKE, "--mode", "stall", "--stall-every", "150", "--stall-ms", "250")
-    run = run_locust("-u", "10", "-r", "10", "-t", "5s", "--host", url, "--mcp-rate", "100",
-                     locustfile=str(Path(FAKE).parents[2] / "loadtests" / "tools_call.py"))
+    run = run_locust(
+        "-u",
+        "10",
+        "-r",
+        "10",
+        "-t",
+        "5s",
+        "--host",
+        url,
+        "--mcp-rate",
+        "100",
+        locustfile=str(Path(FAKE).parents[2] / "loadtests" / "tools_call.py"),
+    )
     hist = run.histograms()
     assert hist["latency_origin"] == "intended send time (open model)"
     s = run.summary("mcp-http", "tools/call:echo")
@@ -121,8 +158,16 @@ def test_all_families_over_stdio_against_the_reference_server(run_locust) -> Non
     command = f"{sys.executable} -m mcpfast serve --transport stdio"
     run = run_locust("-u", "5", "-r", "5", "-t", "4s", "--mcp-command", command)
     names = {name for (rtype, name) in run.stats() if rtype == "mcp-stdio"}
-    expected = {"initialize", "notifications/initialized", "tools/call:echo (first)", "tools/call:echo",
-                "tools/call:stream", "progress:first-event", "progress:gap", "tools/list"}
+    expected = {
+        "initialize",
+        "notifications/initialized",
+        "tools/call:echo (first)",
+        "tools/call:echo",
+        "tools/call:stream",
+        "progress:first-event",
+        "progress:gap",
+        "tools/list",
+    }
     assert expected <= names, expected - names
     assert not run.failures(), (run.failures(), run.errors())
 
@@ -148,8 +193,17 @@ def test_modern_protocol_over_http_against_the_reference_server(run_locust, refe
     _proc, url = reference_server()
     run = run_locust("-u", "5", "-r", "5", "-t", "5s", "--host", url, "--mcp-protocol-version", "2026-07-28")
     names = {name for (rtype, name) in run.stats() if rtype == "mcp-http"}
-    expected = {"server/discover", "tools/call:echo", "tools/call:echo (first)", "tools/list", "tools/call:stream",
-                "progress:first-event", "progress:gap", "sse:first-event", "subscriptions/listen:ack"}
+    expected = {
+        "server/discover",
+        "tools/call:echo",
+        "tools/call:echo (first)",
+        "tools/list",
+        "tools/call:stream",
+        "progress:first-event",
+        "progress:gap",
+        "sse:first-event",
+        "subscriptions/listen:ack",
+    }
     assert expected <= names, expected - names
     assert "initialize" not in names and "DELETE" not in names
     assert not run.failures(), (run.failures(), run.errors())
@@ -160,8 +214,18 @@ def test_legacy_http_sse_transport_against_the_reference_server(run_locust, refe
     _proc, url = reference_server()
     run = run_locust("-u", "5", "-r", "5", "-t", "4s", "--host", url, "--mcp-protocol-version", "2024-11-05")
     names = {name for (rtype, name) in run.stats() if rtype == "mcp-http"}
-    expected = {"initialize", "notifications/initialized", "tools/call:echo (first)", "tools/call:echo", "tools/list",
-                "tools/call:stream", "sse:first-event", "sse:gap", "progress:first-event", "progress:gap"}
+    expected = {
+        "initialize",
+        "notifications/initialized",
+        "tools/call:echo (first)",
+        "tools/call:echo",
+        "tools/list",
+        "tools/call:stream",
+        "sse:first-event",
+        "sse:gap",
+        "progress:first-event",
+        "progress:gap",
+    }
     assert expected <= names, expected - names
     assert "DELETE" not in names and "GET:open" not in names  # no DELETE; the GET stream is the transport
     assert not run.failures(), (run.failures(), run.errors())
@@ -171,9 +235,23 @@ def test_input_required_rounds_are_answered_by_the_users(run_locust, reference_s
     # the conformance fixture's test_sampling asks the client for a sampling; in 2026-07-28 that is an
     # input_required result the users answer (canned) and retry with inputResponses + requestState
     _proc, url = reference_server("--fixture", "conformance")
-    run = run_locust("-u", "2", "-r", "2", "-t", "2s", "--host", url, "--mcp-protocol-version", "2026-07-28",
-                     "--mcp-tool", "test_sampling", "--mcp-tool-args", '{"prompt": "hi"}',
-                     locustfile=str(Path(SDK).parents[2] / "loadtests" / "tools_call.py"))
+    run = run_locust(
+        "-u",
+        "2",
+        "-r",
+        "2",
+        "-t",
+        "2s",
+        "--host",
+        url,
+        "--mcp-protocol-version",
+        "2026-07-28",
+        "--mcp-tool",
+        "test_sampling",
+        "--mcp-tool-args",
+        '{"prompt": "hi"}',
+        locustfile=str(Path(SDK).parents[2] / "loadtests" / "tools_call.py"),
+    )
     stats = run.stats()
     final = int(stats[("mcp-http", "tools/call:test_sampling")]["Request Count"])
     rounds = int(stats[("mcp-http", "tools/call:test_sampling (input required)")]["Request Count"])
@@ -185,9 +263,23 @@ def test_churn_counters_merged_across_processes(run_locust, reference_server, tm
     proc, url = reference_server()
     # the server runs under coreutils `timeout`: its pid is the wrapper's child
     server_pid = int(Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()[0])
-    run = run_locust("--processes", "2", "-u", "4", "-r", "4", "-t", "3s", "--host", url,
-                     "--mcp-server-pid", str(server_pid), "--mcp-churn-delete-share", "0.5",
-                     locustfile=str(Path(SDK).parents[2] / "loadtests" / "session_churn.py"))
+    run = run_locust(
+        "--processes",
+        "2",
+        "-u",
+        "4",
+        "-r",
+        "4",
+        "-t",
+        "3s",
+        "--host",
+        url,
+        "--mcp-server-pid",
+        str(server_pid),
+        "--mcp-churn-delete-share",
+        "0.5",
+        locustfile=str(Path(SDK).parents[2] / "loadtests" / "session_churn.py"),
+    )
     assert not list(tmp_path.glob("*_churn-worker*.json"))  # one merged file, no per-worker files
     churn = json.loads((tmp_path / "run0_churn.json").read_text())
     assert churn["workers"] == 2 and churn["workers_final"] == 2 and churn["complete"], churn

@@ -45,8 +45,12 @@ def everything_http() -> Iterator[str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen(["timeout", "240", *everything_command("streamableHttp")], env=everything_env(port),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        ["timeout", "240", *everything_command("streamableHttp")],
+        env=everything_env(port),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 30
     while True:
         try:
@@ -61,13 +65,29 @@ def everything_http() -> Iterator[str]:
     stop(proc)
 
 
-def locust(tmp_path: Path, locustfile: str, *args: str, timeout: float = 120.0, env: dict | None = None,
-           ) -> tuple[subprocess.CompletedProcess, Run]:
+def locust(
+    tmp_path: Path,
+    locustfile: str,
+    *args: str,
+    timeout: float = 120.0,
+    env: dict | None = None,
+) -> tuple[subprocess.CompletedProcess, Run]:
     prefix = tmp_path / f"run{len(list(tmp_path.glob('run*_histograms.json')))}-{time.monotonic_ns()}"
-    cmd = [sys.executable, "-m", "locust", "-f", locustfile, "--headless", "--csv", str(prefix), "--only-summary",
-           "--stop-timeout", "3", *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env or child_env(),
-                          cwd=tmp_path)
+    cmd = [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        locustfile,
+        "--headless",
+        "--csv",
+        str(prefix),
+        "--only-summary",
+        "--stop-timeout",
+        "3",
+        *args,
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env or child_env(), cwd=tmp_path)
     return proc, Run(prefix, proc)
 
 
@@ -81,9 +101,23 @@ def counts(run: Run) -> tuple[dict[str, int], dict[str, int]]:
 # -- server-everything -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("engine", ENGINES)
 def test_discover_against_server_everything_http(tmp_path: Path, everything_http: str, engine: str) -> None:
-    proc, run = locust(tmp_path, SCENARIO, "-u", "4", "-r", "4", "-t", "4s", "--host", everything_http,
-                       "--mcp-discover", "--mcp-discover-skip", "trigger-long-running-operation",
-                       "--mcp-engine", engine)
+    proc, run = locust(
+        tmp_path,
+        SCENARIO,
+        "-u",
+        "4",
+        "-r",
+        "4",
+        "-t",
+        "4s",
+        "--host",
+        everything_http,
+        "--mcp-discover",
+        "--mcp-discover-skip",
+        "trigger-long-running-operation",
+        "--mcp-engine",
+        engine,
+    )
     assert proc.returncode == 0, run.output[-4000:]
     ok, failed = counts(run)
     assert failed == {}, failed
@@ -95,9 +129,24 @@ def test_discover_against_server_everything_http(tmp_path: Path, everything_http
 def test_discover_against_server_everything_stdio(tmp_path: Path) -> None:
     command = " ".join(everything_command("stdio"))
     engine = ENGINES[0]
-    proc, run = locust(tmp_path, SCENARIO, "-u", "2", "-r", "2", "-t", "4s", "--mcp-command", command,
-                       "--mcp-discover", "--mcp-discover-skip", "trigger-long-running-operation",
-                       "--mcp-engine", engine, env=everything_env())
+    proc, run = locust(
+        tmp_path,
+        SCENARIO,
+        "-u",
+        "2",
+        "-r",
+        "2",
+        "-t",
+        "4s",
+        "--mcp-command",
+        command,
+        "--mcp-discover",
+        "--mcp-discover-skip",
+        "trigger-long-running-operation",
+        "--mcp-engine",
+        engine,
+        env=everything_env(),
+    )
     assert proc.returncode == 0, run.output[-4000:]
     ok, failed = counts(run)
     assert failed == {}, failed
@@ -108,13 +157,30 @@ def test_discover_against_server_everything_stdio(tmp_path: Path) -> None:
 
 
 def test_scenario_dump_prints_the_mix_and_exits(tmp_path: Path, everything_http: str) -> None:
-    proc, _run = locust(tmp_path, SCENARIO, "-u", "1", "-t", "5s", "--host", everything_http, "--mcp-discover",
-                        "--mcp-discover-skip", "trigger-long-running-operation", "--mcp-scenario-dump")
+    proc, _run = locust(
+        tmp_path,
+        SCENARIO,
+        "-u",
+        "1",
+        "-t",
+        "5s",
+        "--host",
+        everything_http,
+        "--mcp-discover",
+        "--mcp-discover-skip",
+        "trigger-long-running-operation",
+        "--mcp-scenario-dump",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    dumped = json.loads(proc.stdout[proc.stdout.index("{"):])
+    dumped = json.loads(proc.stdout[proc.stdout.index("{") :])
     ops = dumped["users"][0]["ops"]
-    assert {"op": "tools/call", "weight": 10, "tool": "echo", "arguments": {"message": "mcpfast"},
-            "note": "arguments generated from inputSchema"} in ops
+    assert {
+        "op": "tools/call",
+        "weight": 10,
+        "tool": "echo",
+        "arguments": {"message": "mcpfast"},
+        "note": "arguments generated from inputSchema",
+    } in ops
     reasons = {e["op"]: e["reason"] for e in dumped["excluded"]}
     assert reasons["tools/call:trigger-long-running-operation"] == "--mcp-discover-skip"
     assert "tools/call:gzip-file-as-resource" in reasons  # its default URL is refused: no outside network
@@ -124,10 +190,24 @@ def test_scenario_dump_prints_the_mix_and_exits(tmp_path: Path, everything_http:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_sse_streaming_long_running_operation(tmp_path: Path, everything_http: str, engine: str) -> None:
     steps = 4
-    proc, run = locust(tmp_path, os.path.join(LOADTESTS, "sse_streaming.py"), "-u", "3", "-r", "3", "-t", "4s",
-                       "--host", everything_http, "--mcp-engine", engine,
-                       "--mcp-stream-tool", "trigger-long-running-operation",
-                       "--mcp-stream-args", json.dumps({"duration": 0.2, "steps": steps}))
+    proc, run = locust(
+        tmp_path,
+        os.path.join(LOADTESTS, "sse_streaming.py"),
+        "-u",
+        "3",
+        "-r",
+        "3",
+        "-t",
+        "4s",
+        "--host",
+        everything_http,
+        "--mcp-engine",
+        engine,
+        "--mcp-stream-tool",
+        "trigger-long-running-operation",
+        "--mcp-stream-args",
+        json.dumps({"duration": 0.2, "steps": steps}),
+    )
     assert proc.returncode == 0, run.output[-4000:]
     ok, failed = counts(run)
     assert failed == {}, failed
@@ -149,17 +229,39 @@ def counting(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 def test_threshold_pass_and_fail_exit_codes(tmp_path: Path, counting: tuple[str, Path], engine: str) -> None:
     url, _countfile = counting
     base = ("-f", os.path.join(LOADTESTS, "tools_call.py"))
-    common = ["-u", "2", "-r", "2", "-t", "4s", "--host", url, "--mcp-engine", engine, "--mcp-tool", "counted",
-              "--mcp-tool-args", '{"text": "x"}']
-    proc, run = locust(tmp_path, base[1], *common, "--mcp-threshold", "fail_ratio<0.001",
-                       "--mcp-threshold", "tools/call:counted p50<10s", "--mcp-threshold", "tools/call:counted rps>1")
+    common = [
+        "-u",
+        "2",
+        "-r",
+        "2",
+        "-t",
+        "4s",
+        "--host",
+        url,
+        "--mcp-engine",
+        engine,
+        "--mcp-tool",
+        "counted",
+        "--mcp-tool-args",
+        '{"text": "x"}',
+    ]
+    proc, run = locust(
+        tmp_path,
+        base[1],
+        *common,
+        "--mcp-threshold",
+        "fail_ratio<0.001",
+        "--mcp-threshold",
+        "tools/call:counted p50<10s",
+        "--mcp-threshold",
+        "tools/call:counted rps>1",
+    )
     assert proc.returncode == 0, run.output[-4000:]
     assert "pass  tools/call:counted p50<10s" in proc.stdout
     results = run.histograms()["thresholds"]
     assert [r["passed"] for r in results] == [True, True, True]
     assert results[2]["measured"] > 1
-    proc, run = locust(tmp_path, base[1], *common, "--mcp-threshold", "fail_ratio<0.001",
-                       "--mcp-threshold", "tools/call:counted p99<1us")
+    proc, run = locust(tmp_path, base[1], *common, "--mcp-threshold", "fail_ratio<0.001", "--mcp-threshold", "tools/call:counted p99<1us")
     assert proc.returncode == 1, run.output[-4000:]
     assert "FAIL  tools/call:counted p99<1us  (measured " in proc.stdout
     results = run.histograms()["thresholds"]
@@ -168,22 +270,39 @@ def test_threshold_pass_and_fail_exit_codes(tmp_path: Path, counting: tuple[str,
 
 def test_malformed_threshold_stops_before_load(tmp_path: Path, counting: tuple[str, Path]) -> None:
     url, countfile = counting
-    proc, _run = locust(tmp_path, os.path.join(LOADTESTS, "tools_call.py"), "-u", "1", "-t", "2s", "--host", url,
-                        "--mcp-tool", "counted", "--mcp-threshold", "tools/call:counted p99<5parsecs")
+    proc, _run = locust(
+        tmp_path,
+        os.path.join(LOADTESTS, "tools_call.py"),
+        "-u",
+        "1",
+        "-t",
+        "2s",
+        "--host",
+        url,
+        "--mcp-tool",
+        "counted",
+        "--mcp-threshold",
+        "tools/call:counted p99<5parsecs",
+    )
     assert proc.returncode == 2
     assert "latency unit must be us, ms or s, got 'parsecs'" in proc.stderr
     assert countfile.stat().st_size == 0
 
 
 BAD_SCENARIOS = {
-    "unknown_op.toml": ('[[ops]]\nop = "tools/call"\ntool = "counted"\narguments = {text = "x"}\n\n'
-                        '[[ops]]\nop = "tools/delete"\n', "unknown_op.toml:7: unknown operation 'tools/delete'"),
-    "unlisted.toml": ('[[ops]]\nop = "tools/call"\ntool = "counted"\narguments = {text = "x"}\n\n'
-                      '[[ops]]\nop = "tools/call"\ntool = "missing"\n',
-                      "unlisted.toml:7: the server does not list tool 'missing'"),
-    "bad_args.json": ('{"ops": [\n  {"op": "tools/call", "tool": "counted", "arguments": {"text": "x"}},\n'
-                      '  {"op": "tools/call", "tool": "echo", "arguments": {"text": 3}}\n]}\n',
-                      "bad_args.json:3: arguments of 'echo' fail its inputSchema: text: 3 is not of type 'string'"),
+    "unknown_op.toml": (
+        '[[ops]]\nop = "tools/call"\ntool = "counted"\narguments = {text = "x"}\n\n[[ops]]\nop = "tools/delete"\n',
+        "unknown_op.toml:7: unknown operation 'tools/delete'",
+    ),
+    "unlisted.toml": (
+        '[[ops]]\nop = "tools/call"\ntool = "counted"\narguments = {text = "x"}\n\n[[ops]]\nop = "tools/call"\ntool = "missing"\n',
+        "unlisted.toml:7: the server does not list tool 'missing'",
+    ),
+    "bad_args.json": (
+        '{"ops": [\n  {"op": "tools/call", "tool": "counted", "arguments": {"text": "x"}},\n'
+        '  {"op": "tools/call", "tool": "echo", "arguments": {"text": 3}}\n]}\n',
+        "bad_args.json:3: arguments of 'echo' fail its inputSchema: text: 3 is not of type 'string'",
+    ),
 }
 
 
@@ -193,8 +312,7 @@ def test_bad_scenario_is_refused_before_any_load(tmp_path: Path, counting: tuple
     text, expected = BAD_SCENARIOS[name]
     path = tmp_path / name
     path.write_text(text)
-    proc, _run = locust(tmp_path, SCENARIO, "-u", "2", "-r", "2", "-t", "3s", "--host", url,
-                        "--mcp-scenario", str(path))
+    proc, _run = locust(tmp_path, SCENARIO, "-u", "2", "-r", "2", "-t", "3s", "--host", url, "--mcp-scenario", str(path))
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert expected in proc.stderr, proc.stderr[-3000:]
     assert countfile.stat().st_size == 0  # the server answered no tools/call: nothing was sent
@@ -250,13 +368,22 @@ def test_scenario_file_runs_every_operation_kind(tmp_path: Path, counting: tuple
     url, countfile = counting
     path = tmp_path / "mix.toml"
     path.write_text(SCENARIO_TOML)
-    proc, run = locust(tmp_path, SCENARIO, "-u", "4", "-r", "4", "-t", "3s", "--host", url,
-                       "--mcp-scenario", str(path), "--mcp-engine", engine)
+    proc, run = locust(
+        tmp_path, SCENARIO, "-u", "4", "-r", "4", "-t", "3s", "--host", url, "--mcp-scenario", str(path), "--mcp-engine", engine
+    )
     assert proc.returncode == 0, run.output[-4000:]
     ok, failed = counts(run)
     assert failed == {}, failed
-    for name in ("tools/call:counted", "tools/call:add", "tools/call:stream", "progress:first-event",
-                 "resources/read", "prompts/get:summarise", "completion/complete", "resources/templates/list"):
+    for name in (
+        "tools/call:counted",
+        "tools/call:add",
+        "tools/call:stream",
+        "progress:first-event",
+        "resources/read",
+        "prompts/get:summarise",
+        "completion/complete",
+        "resources/templates/list",
+    ):
         assert ok.get(name, 0) > 0, (name, ok)
     assert ok["progress:gap"] == 2 * ok["tools/call:stream"]
     assert countfile.stat().st_size == ok["tools/call:counted"]  # the server's own count agrees
@@ -267,9 +394,21 @@ def test_hold_streams_and_fanout(tmp_path: Path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, os.path.join(LOADTESTS, "_broadcast_server.py"), "--transport", "http",
-                               "--host", "127.0.0.1", "--port", str(port)], env=child_env(),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            os.path.join(LOADTESTS, "_broadcast_server.py"),
+            "--transport",
+            "http",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        env=child_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -279,10 +418,28 @@ def test_hold_streams_and_fanout(tmp_path: Path) -> None:
             except OSError:
                 assert server.poll() is None and time.monotonic() < deadline, "broadcast server did not start"
                 time.sleep(0.1)
-        proc, run = locust(tmp_path, os.path.join(LOADTESTS, "hold.py"), "-u", "3", "-r", "3", "-t", "6s",
-                           "--host", f"http://127.0.0.1:{port}/mcp", "--mcp-engine", "python",
-                           "--mcp-hold-per-user", "10", "--mcp-hold-trigger", "broadcast",
-                           "--mcp-hold-trigger-every", "1", "--mcp-server-pid", str(server.pid))
+        proc, run = locust(
+            tmp_path,
+            os.path.join(LOADTESTS, "hold.py"),
+            "-u",
+            "3",
+            "-r",
+            "3",
+            "-t",
+            "6s",
+            "--host",
+            f"http://127.0.0.1:{port}/mcp",
+            "--mcp-engine",
+            "python",
+            "--mcp-hold-per-user",
+            "10",
+            "--mcp-hold-trigger",
+            "broadcast",
+            "--mcp-hold-trigger-every",
+            "1",
+            "--mcp-server-pid",
+            str(server.pid),
+        )
     finally:
         stop(server)
     assert proc.returncode == 0, run.output[-4000:]
@@ -302,9 +459,24 @@ def test_hold_streams_and_fanout(tmp_path: Path) -> None:
 # -- discover ---------------------------------------------------------------------------------------------------
 def test_discover_family_against_the_handshake(tmp_path: Path, counting: tuple[str, Path]) -> None:
     url, countfile = counting
-    proc, run = locust(tmp_path, os.path.join(LOADTESTS, "discover.py"), "-u", "2", "-r", "2", "-t", "3s",
-                       "--host", url, "--mcp-engine", "python", "--mcp-tool", "counted",
-                       "--mcp-tool-args", '{"text": "x"}')
+    proc, run = locust(
+        tmp_path,
+        os.path.join(LOADTESTS, "discover.py"),
+        "-u",
+        "2",
+        "-r",
+        "2",
+        "-t",
+        "3s",
+        "--host",
+        url,
+        "--mcp-engine",
+        "python",
+        "--mcp-tool",
+        "counted",
+        "--mcp-tool-args",
+        '{"text": "x"}',
+    )
     assert proc.returncode == 0, run.output[-4000:]
     ok, failed = counts(run)
     assert failed == {}, failed
@@ -321,9 +493,25 @@ def test_tasks_family_polls_to_completion_and_cancels(tmp_path: Path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "mcpfast", "serve", "--app", "mcpfast.server.conformance:app",
-                               "--transport", "http", "--host", "127.0.0.1", "--port", str(port)], env=child_env(),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mcpfast",
+            "serve",
+            "--app",
+            "mcpfast.server.conformance:app",
+            "--transport",
+            "http",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        env=child_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         deadline = time.monotonic() + 30
@@ -345,9 +533,26 @@ def test_tasks_family_polls_to_completion_and_cancels(tmp_path: Path) -> None:
             probe.close()
         if "io.modelcontextprotocol/tasks" not in extensions:
             pytest.skip("this server has no tasks extension yet (helper 15a's branch issue-15a builds it)")
-        proc, run = locust(tmp_path, os.path.join(LOADTESTS, "tasks.py"), "-u", "4", "-r", "4", "-t", "5s",
-                           "--host", url, "--mcp-engine", "python", "--mcp-tool", "slow_compute",
-                           "--mcp-tool-args", '{"seconds": 1.0}', "--mcp-tasks-cancel-share", "0.5")
+        proc, run = locust(
+            tmp_path,
+            os.path.join(LOADTESTS, "tasks.py"),
+            "-u",
+            "4",
+            "-r",
+            "4",
+            "-t",
+            "5s",
+            "--host",
+            url,
+            "--mcp-engine",
+            "python",
+            "--mcp-tool",
+            "slow_compute",
+            "--mcp-tool-args",
+            '{"seconds": 1.0}',
+            "--mcp-tasks-cancel-share",
+            "0.5",
+        )
     finally:
         stop(server)
     assert proc.returncode == 0, run.output[-4000:]

@@ -73,9 +73,26 @@ ENGINES = ["python", pytest.param("native", marks=needs_native)]
 def test_every_output_counts_what_the_server_answered(tmp_path: Path, counting_server, engine: str) -> None:
     url, countfile = counting_server("mcpfast")
     # --json-file too: Locust's serialisation clears its entries, the CSV rows must be final before it
-    run, html = locust(tmp_path, "-f", TOOLS_CALL, "-u", "8", "-r", "8", "-t", "3s", "--host", url,
-                       "--mcp-tool", "counted", "--mcp-engine", engine, "--json-file", str(tmp_path / "r_locust"),
-                       "--csv-full-history")
+    run, html = locust(
+        tmp_path,
+        "-f",
+        TOOLS_CALL,
+        "-u",
+        "8",
+        "-r",
+        "8",
+        "-t",
+        "3s",
+        "--host",
+        url,
+        "--mcp-tool",
+        "counted",
+        "--mcp-engine",
+        engine,
+        "--json-file",
+        str(tmp_path / "r_locust"),
+        "--csv-full-history",
+    )
     counts = all_counts(run, html)
     assert "json" in counts and "console" not in counts  # --json-file: JSON instead of the console table
     csv = assert_agree(run, html, countfile)
@@ -84,8 +101,7 @@ def test_every_output_counts_what_the_server_answered(tmp_path: Path, counting_s
     import csv as csvmod
 
     with open(f"{run.prefix}_stats_history.csv", newline="") as fh:
-        last = {(r["Type"], r["Name"]): int(r["Total Request Count"]) for r in csvmod.DictReader(fh)
-                if r["Name"] != "Aggregated"}
+        last = {(r["Type"], r["Name"]): int(r["Total Request Count"]) for r in csvmod.DictReader(fh) if r["Name"] != "Aggregated"}
     assert last == csv
     text = Path(f"{run.prefix}_histograms.hlog").read_text()
     assert text.startswith("#[Histogram log format version 1.3]") and "Tag=mcp-http:tools/call:counted," in text
@@ -102,8 +118,24 @@ def test_every_output_counts_what_the_server_answered(tmp_path: Path, counting_s
 @needs_native
 def test_reset_stats_restarts_every_output_together(tmp_path: Path, counting_server) -> None:
     url, countfile = counting_server("mcpfast")
-    run, html = locust(tmp_path, "-f", TOOLS_CALL, "-u", "4", "-r", "2", "-t", "4s", "--reset-stats", "--host", url,
-                       "--mcp-tool", "counted", "--mcp-engine", "native")
+    run, html = locust(
+        tmp_path,
+        "-f",
+        TOOLS_CALL,
+        "-u",
+        "4",
+        "-r",
+        "2",
+        "-t",
+        "4s",
+        "--reset-stats",
+        "--host",
+        url,
+        "--mcp-tool",
+        "counted",
+        "--mcp-engine",
+        "native",
+    )
     counts = all_counts(run, html)
     for source, got in counts.items():
         assert got == counts["csv"], (source, got, counts["csv"])
@@ -116,8 +148,9 @@ def test_without_csv_nothing_is_written_into_the_directory(tmp_path: Path, count
     url, countfile = counting_server("mcpfast")
     work = tmp_path / "cwd"
     work.mkdir()
-    run, _ = locust(work, "-f", TOOLS_CALL, "-u", "2", "-r", "2", "-t", "2s", "--host", url, "--mcp-tool", "counted",
-                    "--mcp-engine", engine, csv=False)
+    run, _ = locust(
+        work, "-f", TOOLS_CALL, "-u", "2", "-r", "2", "-t", "2s", "--host", url, "--mcp-tool", "counted", "--mcp-engine", engine, csv=False
+    )
     assert list(work.iterdir()) == []
     assert "mcpfast latency percentiles" in run.output and "not written" in run.output
 
@@ -125,8 +158,9 @@ def test_without_csv_nothing_is_written_into_the_directory(tmp_path: Path, count
 @needs_native
 def test_native_engine_against_the_official_sdk_server(tmp_path: Path, counting_server) -> None:
     url, countfile = counting_server("sdk")
-    run, html = locust(tmp_path, "-f", TOOLS_CALL, "-u", "4", "-r", "4", "-t", "3s", "--host", url,
-                       "--mcp-tool", "counted", "--mcp-engine", "native")
+    run, html = locust(
+        tmp_path, "-f", TOOLS_CALL, "-u", "4", "-r", "4", "-t", "3s", "--host", url, "--mcp-tool", "counted", "--mcp-engine", "native"
+    )
     assert_agree(run, html, countfile)
 
 
@@ -134,9 +168,25 @@ def test_native_engine_against_the_official_sdk_server(tmp_path: Path, counting_
 def test_native_engine_over_stdio(tmp_path: Path) -> None:
     countfile = tmp_path / "count-stdio"
     countfile.write_bytes(b"")
-    run, html = locust(tmp_path, "-f", TOOLS_CALL, "-u", "3", "-r", "3", "-t", "3s", "--mcp-tool", "counted",
-                       "--mcp-command", stdio_counting_command(countfile), "--mcp-engine", "native",
-                       "--mcp-stdio-inflight", "4")
+    run, html = locust(
+        tmp_path,
+        "-f",
+        TOOLS_CALL,
+        "-u",
+        "3",
+        "-r",
+        "3",
+        "-t",
+        "3s",
+        "--mcp-tool",
+        "counted",
+        "--mcp-command",
+        stdio_counting_command(countfile),
+        "--mcp-engine",
+        "native",
+        "--mcp-stdio-inflight",
+        "4",
+    )
     assert_agree(run, html, countfile, rtype="mcp-stdio")
 
 
@@ -145,9 +195,29 @@ def test_native_engine_with_two_processes(tmp_path: Path, counting_server) -> No
     url, countfile = counting_server("mcpfast")
     # a port of its own: other Locust masters on this machine use the default 5557
     port = str(_free_port())
-    run, html = locust(tmp_path, "-f", TOOLS_CALL, "--processes", "2", "--master-bind-port", port, "--master-port", port,
-                       "-u", "4", "-r", "4", "-t", "3s",
-                       "--host", url, "--mcp-tool", "counted", "--mcp-engine", "native")
+    run, html = locust(
+        tmp_path,
+        "-f",
+        TOOLS_CALL,
+        "--processes",
+        "2",
+        "--master-bind-port",
+        port,
+        "--master-port",
+        port,
+        "-u",
+        "4",
+        "-r",
+        "4",
+        "-t",
+        "3s",
+        "--host",
+        url,
+        "--mcp-tool",
+        "counted",
+        "--mcp-engine",
+        "native",
+    )
     assert_agree(run, html, countfile)
     hist = run.histograms()
     assert hist["runner"] == "master" and hist["complete"] and len(hist["workers"]) == 2
@@ -163,14 +233,48 @@ def _free_port() -> int:
 def test_native_engine_master_and_two_workers(tmp_path: Path, counting_server) -> None:
     url, countfile = counting_server("mcpfast")
     port = _free_port()
-    worker_cmd = [sys.executable, "-m", "locust", "-f", TOOLS_CALL, "--worker", "--master-host", "127.0.0.1",
-                  "--master-port", str(port), "--mcp-engine", "native"]
-    workers = [subprocess.Popen(worker_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env(),
-                                cwd=tmp_path) for _ in range(2)]
+    worker_cmd = [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        TOOLS_CALL,
+        "--worker",
+        "--master-host",
+        "127.0.0.1",
+        "--master-port",
+        str(port),
+        "--mcp-engine",
+        "native",
+    ]
+    workers = [
+        subprocess.Popen(worker_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env(), cwd=tmp_path) for _ in range(2)
+    ]
     try:
-        run, html = locust(tmp_path, "-f", TOOLS_CALL, "--master", "--master-bind-host", "127.0.0.1",
-                           "--master-bind-port", str(port), "--expect-workers", "2", "-u", "4", "-r", "4", "-t", "3s",
-                           "--host", url, "--mcp-tool", "counted", "--mcp-engine", "native")
+        run, html = locust(
+            tmp_path,
+            "-f",
+            TOOLS_CALL,
+            "--master",
+            "--master-bind-host",
+            "127.0.0.1",
+            "--master-bind-port",
+            str(port),
+            "--expect-workers",
+            "2",
+            "-u",
+            "4",
+            "-r",
+            "4",
+            "-t",
+            "3s",
+            "--host",
+            url,
+            "--mcp-tool",
+            "counted",
+            "--mcp-engine",
+            "native",
+        )
     finally:
         for w in workers:
             try:
@@ -212,18 +316,41 @@ def test_native_engine_follows_a_load_test_shape(tmp_path: Path, counting_server
 
 
 FAMILY_NAMES_HTTP = {
-    "initialize", "notifications/initialized", "tools/call:echo (first)", "DELETE", "tools/call:echo", "tools/list",
-    "tools/call:stream", "sse:first-event", "sse:gap", "progress:first-event", "progress:gap",
+    "initialize",
+    "notifications/initialized",
+    "tools/call:echo (first)",
+    "DELETE",
+    "tools/call:echo",
+    "tools/list",
+    "tools/call:stream",
+    "sse:first-event",
+    "sse:gap",
+    "progress:first-event",
+    "progress:gap",
 }
 
 
 @needs_native
 @pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
-def test_every_family_on_the_native_engine_names_rows_like_the_python_users(tmp_path: Path, counting_server,
-                                                                            version: str) -> None:
+def test_every_family_on_the_native_engine_names_rows_like_the_python_users(tmp_path: Path, counting_server, version: str) -> None:
     url, _countfile = counting_server("mcpfast")
-    run, html = locust(tmp_path, "-f", LOADTESTS, "-u", "5", "-r", "5", "-t", "4s", "--host", url,
-                       "--mcp-engine", "native", "--mcp-protocol-version", version)
+    run, html = locust(
+        tmp_path,
+        "-f",
+        LOADTESTS,
+        "-u",
+        "5",
+        "-r",
+        "5",
+        "-t",
+        "4s",
+        "--host",
+        url,
+        "--mcp-engine",
+        "native",
+        "--mcp-protocol-version",
+        version,
+    )
     counts = all_counts(run, html)
     for source, got in counts.items():
         assert got == counts["csv"], (source, got, counts["csv"])
@@ -242,9 +369,29 @@ def test_native_session_churn_counters_match_the_rows(tmp_path: Path, counting_s
 
     url, _countfile = counting_server("mcpfast")
     port = str(_free_port())
-    run, html = locust(tmp_path, "-f", str(Path(LOADTESTS) / "session_churn.py"), "--processes", "2",
-                       "--master-bind-port", port, "--master-port", port, "-u", "4", "-r", "4", "-t", "3s",
-                       "--host", url, "--mcp-engine", "native", "--mcp-churn-delete-share", "0.5")
+    run, html = locust(
+        tmp_path,
+        "-f",
+        str(Path(LOADTESTS) / "session_churn.py"),
+        "--processes",
+        "2",
+        "--master-bind-port",
+        port,
+        "--master-port",
+        port,
+        "-u",
+        "4",
+        "-r",
+        "4",
+        "-t",
+        "3s",
+        "--host",
+        url,
+        "--mcp-engine",
+        "native",
+        "--mcp-churn-delete-share",
+        "0.5",
+    )
     counts = all_counts(run, html)
     assert counts["csv"] == counts["console"] == counts["histograms"] == counts["html"]
     assert not run.failures(), (run.failures(), run.errors())
@@ -258,8 +405,26 @@ def test_native_session_churn_counters_match_the_rows(tmp_path: Path, counting_s
 
 @needs_native
 def test_a_config_the_engine_refuses_fails_the_run_with_its_reason(tmp_path: Path) -> None:
-    cmd = [sys.executable, "-m", "locust", *BASE, "-f", TOOLS_CALL, "-u", "2", "-r", "2", "-t", "2s",
-           "--host", "http://127.0.0.1:9/mcp", "--mcp-engine", "native", "--mcp-protocol-version", "auto"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "locust",
+        *BASE,
+        "-f",
+        TOOLS_CALL,
+        "-u",
+        "2",
+        "-r",
+        "2",
+        "-t",
+        "2s",
+        "--host",
+        "http://127.0.0.1:9/mcp",
+        "--mcp-engine",
+        "native",
+        "--mcp-protocol-version",
+        "auto",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=child_env(), cwd=tmp_path)
     assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]
     out = proc.stdout + proc.stderr

@@ -51,14 +51,40 @@ def test_web_ui_shows_native_rates_percentiles_and_failures(tmp_path: Path) -> N
     server, url, _count = start_counting_server("mcpfast", tmp_path)
     web = _free_port()
     # the demo's stream tool with a 3 ms delay per step: two steps, about 6 ms a call
-    cmd = [sys.executable, "-m", "locust", "-f", str(Path(LOADTESTS) / "tools_call.py"), "--autostart",
-           "-u", "4", "-r", "4", "-t", "60s", "--web-host", "127.0.0.1", "--web-port", str(web), "--host", url,
-           "--mcp-engine", "native", "--mcp-tool", "stream", "--mcp-tool-args", '{"n": 2, "delay": 0.003}']
+    cmd = [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        str(Path(LOADTESTS) / "tools_call.py"),
+        "--autostart",
+        "-u",
+        "4",
+        "-r",
+        "4",
+        "-t",
+        "60s",
+        "--web-host",
+        "127.0.0.1",
+        "--web-port",
+        str(web),
+        "--host",
+        url,
+        "--mcp-engine",
+        "native",
+        "--mcp-tool",
+        "stream",
+        "--mcp-tool-args",
+        '{"n": 2, "delay": 0.003}',
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env(), cwd=tmp_path)
     name = "tools/call:stream"
     try:
-        live, _ = _poll(web, 30, lambda d, rows: name in rows and rows[name]["current_rps"] > 0
-                        and (rows[name]["response_time_percentile_0.95"] or 0) >= 5)
+        live, _ = _poll(
+            web,
+            30,
+            lambda d, rows: name in rows and rows[name]["current_rps"] > 0 and (rows[name]["response_time_percentile_0.95"] or 0) >= 5,
+        )
         rows = {r["name"]: r for r in live["stats"]}
         assert rows[name]["num_failures"] == 0 and rows["initialize"]["num_requests"] >= 4
         assert 5 <= rows[name]["median_response_time"] < 1000

@@ -5,13 +5,12 @@ there for the same requests."""
 
 from __future__ import annotations
 
-import locust  # noqa: I001 - first
-
 import json
 import random
 import sys
 from collections import defaultdict
 
+import locust  # noqa: I001 - first
 import locust.stats
 from locust.stats import RequestStats
 
@@ -45,10 +44,23 @@ def synthetic(seed: int, n: int, t0: int) -> tuple[list[tuple], list[tuple]]:
                 per_second[sec][1] += 1
                 errors[reason] += 1
         ms = [q[2] / 1000.0 for q in qs]
-        rows.append((rtype, name, len(qs), 0, sum(1 for q in qs if q[4]), sum(ms), min(ms), max(ms),
-                     sum(q[3] for q in qs), sorted(buckets.items()),
-                     sorted((s, a, b) for s, (a, b) in per_second.items()), float(max(q[5] for q in qs)) + 0.5,
-                     sorted(errors.items())))
+        rows.append(
+            (
+                rtype,
+                name,
+                len(qs),
+                0,
+                sum(1 for q in qs if q[4]),
+                sum(ms),
+                min(ms),
+                max(ms),
+                sum(q[3] for q in qs),
+                sorted(buckets.items()),
+                sorted((s, a, b) for s, (a, b) in per_second.items()),
+                float(max(q[5] for q in qs)) + 0.5,
+                sorted(errors.items()),
+            )
+        )
     return reqs, rows
 
 
@@ -56,15 +68,25 @@ def table(stats: RequestStats) -> dict:
     out = {}
     for (name, rtype), e in sorted(stats.entries.items()):
         out[f"{rtype} {name}"] = {
-            "num_requests": e.num_requests, "num_failures": e.num_failures,
-            "total_ms": round(e.total_response_time, 6), "min": e.min_response_time, "max": e.max_response_time,
-            "length": e.total_content_length, "times": sorted(e.response_times.items()),
-            "per_sec": sorted(e.num_reqs_per_sec.items()), "fail_per_sec": sorted(e.num_fail_per_sec.items()),
-            "median": e.median_response_time, "p99": e.get_response_time_percentile(0.99),
+            "num_requests": e.num_requests,
+            "num_failures": e.num_failures,
+            "total_ms": round(e.total_response_time, 6),
+            "min": e.min_response_time,
+            "max": e.max_response_time,
+            "length": e.total_content_length,
+            "times": sorted(e.response_times.items()),
+            "per_sec": sorted(e.num_reqs_per_sec.items()),
+            "fail_per_sec": sorted(e.num_fail_per_sec.items()),
+            "median": e.median_response_time,
+            "p99": e.get_response_time_percentile(0.99),
         }
     t = stats.total
-    out["Aggregated"] = {"num_requests": t.num_requests, "num_failures": t.num_failures,
-                         "times": sorted(t.response_times.items()), "per_sec": sorted(t.num_reqs_per_sec.items())}
+    out["Aggregated"] = {
+        "num_requests": t.num_requests,
+        "num_failures": t.num_failures,
+        "times": sorted(t.response_times.items()),
+        "per_sec": sorted(t.num_reqs_per_sec.items()),
+    }
     out["errors"] = sorted((e.method, e.name, str(e.error), e.occurrences) for e in stats.errors.values())
     return out
 

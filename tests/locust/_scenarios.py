@@ -9,8 +9,6 @@ collecting the file.)
 
 from __future__ import annotations
 
-import locust  # noqa: I001 - first, so gevent patches the stdlib before anything else imports it
-
 import argparse
 import json
 import logging
@@ -19,12 +17,13 @@ import sys
 import time
 
 import gevent
+import locust  # noqa: I001 - first, so gevent patches the stdlib before anything else imports it
+import locust.runners
 from locust import User, constant, task
 from locust.argument_parser import get_parser
 from locust.env import Environment
 from locust.event import Events
 
-import locust.runners
 from mcpfast.locust import stats as mstats
 
 RECORDS: dict[int, int] = {}  # id(environment) -> records made by that environment's users
@@ -122,9 +121,7 @@ def distributed(out_dir: str) -> dict:
         before = {id(env): RECORDS.get(id(env), 0) for env, _ in workers}
         master.start(4, spawn_rate=100)
         gevent.sleep(1.2)
-        schedules = sorted(
-            [s.worker_index, s.worker_count, s.runner_rate] for s in (mstats.get(env).schedule for env, _ in workers)
-        )
+        schedules = sorted([s.worker_index, s.worker_count, s.runner_rate] for s in (mstats.get(env).schedule for env, _ in workers))
         if finish == "stop":
             master.stop()
         else:

@@ -27,8 +27,12 @@ def _sample(seed: int, n: int) -> Histogram:
 
 def test_bulk_feed_equals_request_by_request_logging(child_env, tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, str(HERE / "_native_units.py")], capture_output=True, text=True, timeout=60,
-        env=child_env(), cwd=tmp_path,
+        [sys.executable, str(HERE / "_native_units.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=child_env(),
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -61,15 +61,21 @@ def main(argv: list[str]) -> int:
     check(reply.get("id") == 1 and "serverInfo" in reply.get("result", {}), "mcpfast serve (stdio) answers initialize")
 
     port = free_port()
-    server = subprocess.Popen([mcpfast, "serve", "--transport", "http", "--host", "127.0.0.1", "--port", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = subprocess.Popen(
+        [mcpfast, "serve", "--transport", "http", "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         answer: dict[str, object] = {}
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not answer:
             request = urllib.request.Request(
-                f"http://127.0.0.1:{port}/mcp", data=json.dumps(INIT).encode(), method="POST",
-                headers={"Accept": "application/json, text/event-stream", "Content-Type": "application/json"})
+                f"http://127.0.0.1:{port}/mcp",
+                data=json.dumps(INIT).encode(),
+                method="POST",
+                headers={"Accept": "application/json, text/event-stream", "Content-Type": "application/json"},
+            )
             try:
                 with urllib.request.urlopen(request, timeout=5) as r:
                     answer = json.loads(r.read())

@@ -93,8 +93,12 @@ def test_server_check_names_what_is_wrong(change: dict[bytes, bytes | None], pro
 
 
 def test_param_headers_round_trip() -> None:
-    schema = {"properties": {"region": {"type": "string", "x-mcp-header": "Region"},
-                             "opts": {"properties": {"n": {"type": "integer", "x-mcp-header": "N"}}}}}
+    schema = {
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "opts": {"properties": {"n": {"type": "integer", "x-mcp-header": "N"}}},
+        }
+    }
     annotations = wire.param_annotations(schema)
     assert annotations == [(b"mcp-param-region", ("region",)), (b"mcp-param-n", ("opts", "n"))]
     arguments = {"region": "é", "opts": {"n": 7}}

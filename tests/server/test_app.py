@@ -60,7 +60,9 @@ class Client:
                 await asyncio.sleep(0.001)
 
     async def init(self, version: str = "2025-11-25", caps: dict[str, Any] | None = None) -> dict[str, Any]:
-        reply = await self.request("initialize", {"protocolVersion": version, "capabilities": caps or {}, "clientInfo": {"name": "t", "version": "0"}})
+        reply = await self.request(
+            "initialize", {"protocolVersion": version, "capabilities": caps or {}, "clientInfo": {"name": "t", "version": "0"}}
+        )
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return reply
 
@@ -380,12 +382,15 @@ async def test_mrtr_input_required_rounds() -> None:
     first = (await c.call("interview", {}, _meta=meta))["result"]
     assert first["resultType"] == "input_required"
     assert first["inputRequests"] == {
-        "elicitation-0": {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}
+        "elicitation-0": {
+            "method": "elicitation/create",
+            "params": {"message": "Name?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}},
+        }
     }
     answer = {"action": "accept", "content": {"name": "Ada"}}
-    second = (
-        await c.call("interview", {}, _meta=meta, inputResponses={"elicitation-0": answer}, requestState=first["requestState"])
-    )["result"]
+    second = (await c.call("interview", {}, _meta=meta, inputResponses={"elicitation-0": answer}, requestState=first["requestState"]))[
+        "result"
+    ]
     assert second["resultType"] == "input_required" and list(second["inputRequests"]) == ["roots-1"]
     roots = {"roots": [{"uri": "file:///a"}]}
     done = (await c.call("interview", {}, _meta=meta, inputResponses={"roots-1": roots}, requestState=second["requestState"]))["result"]
@@ -432,7 +437,7 @@ async def test_mrtr_named_keys_several_at_once_and_resumed() -> None:
     first = (await c.call("named", {}, _meta=meta))["result"]
     assert first["resultType"] == "input_required" and list(first["inputRequests"]) == ["user_name"]
     name = {"action": "accept", "content": {"name": "Ada"}}
-    done = (await c.call("named", {}, _meta=meta, inputResponses={"user_name": name}, requestState=first["requestState"]))
+    done = await c.call("named", {}, _meta=meta, inputResponses={"user_name": name}, requestState=first["requestState"])
     assert done["result"]["content"][0]["text"] == "Ada resumed=True"
     bare = (await c.call("named", {}, _meta=meta, inputResponses={"user_name": name}))["result"]  # no state sent
     assert bare["content"][0]["text"] == "Ada resumed=False"
@@ -450,7 +455,7 @@ async def test_mrtr_named_keys_several_at_once_and_resumed() -> None:
     half = (await c.call("several", {}, _meta=meta, inputResponses={"who": name}, requestState=both["requestState"]))["result"]
     assert list(half["inputRequests"]) == ["where"]
     roots = {"roots": [{"uri": "file:///a"}, {"uri": "file:///b"}]}
-    full = (await c.call("several", {}, _meta=meta, inputResponses={"where": roots}, requestState=half["requestState"]))
+    full = await c.call("several", {}, _meta=meta, inputResponses={"where": roots}, requestState=half["requestState"])
     assert full["result"]["content"][0]["text"] == "accept 2"
     no_roots = {**MODERN_META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
     refused = (await c.call("several", {}, _meta=no_roots))["error"]
@@ -498,7 +503,9 @@ async def test_unanswered_client_request_times_out_and_is_cancelled() -> None:
     sent = [m for m in c.out if m.get("method")]
     assert [m["method"] for m in sent] == ["sampling/createMessage", "notifications/cancelled"]
     assert sent[1]["params"]["requestId"] == sent[0]["id"]
-    c.send({"jsonrpc": "2.0", "id": sent[0]["id"], "result": {"role": "assistant", "content": {"type": "text", "text": "late"}, "model": "m"}})
+    c.send(
+        {"jsonrpc": "2.0", "id": sent[0]["id"], "result": {"role": "assistant", "content": {"type": "text", "text": "late"}, "model": "m"}}
+    )
     assert c.conn.session.pending_requests() == []  # the late answer was dropped
 
 
@@ -541,7 +548,16 @@ def test_plain_sync_tool_is_answered_inside_feed() -> None:
         return text
 
     conn = app.connect()
-    conn.feed(orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}))
+    conn.feed(
+        orjson.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+            }
+        )
+    )
     conn.feed(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
     conn.session.data_to_send()
     # No event loop is running here: a plain sync tool needs none (no task, no thread).
@@ -575,7 +591,14 @@ async def test_blocking_tool_runs_in_the_pool_and_does_not_stall_the_loop() -> N
 
     c = Client(app)
     await c.init()
-    c.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "crunch", "arguments": {"seconds": 0.3}, "_meta": {"progressToken": "p"}}})
+    c.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "crunch", "arguments": {"seconds": 0.3}, "_meta": {"progressToken": "p"}},
+        }
+    )
     async with asyncio.timeout(5):
         while not started.is_set():
             await asyncio.sleep(0.001)

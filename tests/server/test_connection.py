@@ -138,8 +138,16 @@ async def test_server_connect_wires_its_dispatch_and_registry() -> None:
 
     conn = app.connect()
     assert conn in app._connections
-    conn.session.receive(orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}))
+    conn.session.receive(
+        orjson.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}},
+            }
+        )
+    )
     conn.feed(orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}}))
     out = [orjson.loads(b) for b in conn.session.data_to_send()]
     assert out[-1]["result"]["content"][0]["text"] == "hi"

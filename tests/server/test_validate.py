@@ -19,16 +19,33 @@ SCHEMAS: list[dict[str, Any]] = [
     {"type": "object", "additionalProperties": {"type": "boolean"}},
     {"type": "object", "properties": {"mode": {"enum": ["a", "b"]}, "n": {"type": ["integer", "null"]}}},
     {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}}}},
-    {"type": "object", "properties": {"p": {"anyOf": [{"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}, {"type": "null"}]}}},
+    {
+        "type": "object",
+        "properties": {"p": {"anyOf": [{"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}, {"type": "null"}]}},
+    },
     {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": {"v": {"description": "anything"}}},
-    {"type": "object", "properties": {"nested": {"type": "object", "properties": {"deep": {"type": "array"}}, "required": ["deep"], "additionalProperties": False}}},
+    {
+        "type": "object",
+        "properties": {
+            "nested": {"type": "object", "properties": {"deep": {"type": "array"}}, "required": ["deep"], "additionalProperties": False}
+        },
+    },
     {"properties": {"x": {"type": "string"}}, "required": ["x"]},  # no "type": non-objects pass
     {"type": ["object", "string"], "properties": {"x": {"type": "boolean"}}},
 ]
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False, allow_infinity=False, width=32) | st.sampled_from(["a", "b", "", "text"]),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["text", "a", "b", "q", "x", "n", "mode", "tags", "p", "v", "deep", "nested", "other"]), inner, max_size=4),
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.floats(allow_nan=False, allow_infinity=False, width=32)
+    | st.sampled_from(["a", "b", "", "text"]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["text", "a", "b", "q", "x", "n", "mode", "tags", "p", "v", "deep", "nested", "other"]), inner, max_size=4
+        )
+    ),
     max_leaves=8,
 )
 

@@ -210,9 +210,7 @@ async def test_stateless_2026_statuses(client: httpx.AsyncClient, transport: Htt
     r = await client.post("/mcp", json=call("echo", {"text": "m"}, meta=META), headers=modern_headers("tools/call", "echo"))
     assert r.status_code == 200 and r.json()["result"]["resultType"] == "complete"
     # Base64 header form.
-    r = await client.post(
-        "/mcp", json=call("echo", {"text": "m"}, meta=META), headers=modern_headers("tools/call", "=?base64?ZWNobw==?=")
-    )
+    r = await client.post("/mcp", json=call("echo", {"text": "m"}, meta=META), headers=modern_headers("tools/call", "=?base64?ZWNobw==?="))
     assert r.status_code == 200
     for headers, code in [
         (modern_headers("tools/call", "other"), -32020),
@@ -222,15 +220,20 @@ async def test_stateless_2026_statuses(client: httpx.AsyncClient, transport: Htt
     ]:
         r = await client.post("/mcp", json=call("echo", {"text": "m"}, meta=META), headers=headers)
         assert (r.status_code, r.json()["error"]["code"], r.json()["id"]) == (400, code, 2)
-    r = await client.post("/mcp", json={"jsonrpc": "2.0", "id": 5, "method": "nope/x", "params": {"_meta": META}},
-                          headers=modern_headers("nope/x"))
+    r = await client.post(
+        "/mcp", json={"jsonrpc": "2.0", "id": 5, "method": "nope/x", "params": {"_meta": META}}, headers=modern_headers("nope/x")
+    )
     assert (r.status_code, r.json()["error"]["code"]) == (404, -32601)
-    r = await client.post("/mcp", json={"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": {}},
-                          headers=modern_headers("tools/list"))
+    r = await client.post(
+        "/mcp", json={"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": {}}, headers=modern_headers("tools/list")
+    )
     assert (r.status_code, r.json()["error"]["code"]) == (400, -32602)
     old = {**META, "io.modelcontextprotocol/protocolVersion": "2099-01-01"}
-    r = await client.post("/mcp", json={"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": old}},
-                          headers={**modern_headers("tools/list"), "MCP-Protocol-Version": "2099-01-01"})
+    r = await client.post(
+        "/mcp",
+        json={"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": old}},
+        headers={**modern_headers("tools/list"), "MCP-Protocol-Version": "2099-01-01"},
+    )
     assert (r.status_code, r.json()["error"]["code"]) == (400, -32022)
     assert r.json()["error"]["data"]["supported"] == [M2026]
     # An error from a handler that answered later has the same status rule as an inline one.
@@ -369,8 +372,7 @@ def test_vanishing_clients_harm_nothing(live: tuple[str, HttpTransport]) -> None
     with httpx.Client(timeout=10) as c:
         h = sync_session(c, url)
         # Handshake era: a disconnect is not a cancellation; the work finishes, replayable.
-        with c.stream("POST", url, json=call("slow", {"steps": 4, "delay": 0.05}, rid=11, meta={"progressToken": 1}),
-                      headers=h) as r:
+        with c.stream("POST", url, json=call("slow", {"steps": 4, "delay": 0.05}, rid=11, meta={"progressToken": 1}), headers=h) as r:
             first = sse_events(r.iter_lines(), 1)[0]
         time.sleep(0.4)
         with c.stream("GET", url, headers={**h, "Last-Event-ID": first["id"]}) as r:
@@ -401,7 +403,9 @@ def test_cancelled_request_gets_a_stream_that_ends_without_its_answer(live: tupl
     with httpx.Client(timeout=10) as c:
         h = sync_session(c, url)
         got: list[httpx.Response] = []
-        post = threading.Thread(target=lambda: got.append(c.post(url, json=call("slow", {"steps": 200, "delay": 0.02}, rid="cx"), headers=h)))
+        post = threading.Thread(
+            target=lambda: got.append(c.post(url, json=call("slow", {"steps": 200, "delay": 0.02}, rid="cx"), headers=h))
+        )
         post.start()
         for _ in range(200):
             if "cx" in started:
@@ -474,11 +478,13 @@ def test_2026_listen_stream(live: tuple[str, HttpTransport]) -> None:
     assert not t._stateless and not t.sessions
 
 
-@app.tool(input_schema={
-    "type": "object",
-    "properties": {"region": {"type": "string", "x-mcp-header": "Region"}, "n": {"type": "integer", "x-mcp-header": "N"}},
-    "required": ["region"],
-})
+@app.tool(
+    input_schema={
+        "type": "object",
+        "properties": {"region": {"type": "string", "x-mcp-header": "Region"}, "n": {"type": "integer", "x-mcp-header": "N"}},
+        "required": ["region"],
+    }
+)
 def regional(region: str, n: int | None = None) -> str:
     """A tool whose arguments are mirrored in Mcp-Param-* headers."""
     return region
@@ -487,14 +493,19 @@ def regional(region: str, n: int | None = None) -> str:
 @pytest.mark.anyio
 async def test_2026_param_headers(client: httpx.AsyncClient) -> None:
     base = modern_headers("tools/call", "regional")
-    ok = [({"region": "eu"}, {"Mcp-Param-Region": "eu"}),
-          ({"region": "é", "n": 7}, {"Mcp-Param-Region": "=?base64?w6k=?=", "mcp-param-n": "07"})]
+    ok = [
+        ({"region": "eu"}, {"Mcp-Param-Region": "eu"}),
+        ({"region": "é", "n": 7}, {"Mcp-Param-Region": "=?base64?w6k=?=", "mcp-param-n": "07"}),
+    ]
     for args, extra in ok:
         r = await client.post("/mcp", json=call("regional", args, meta=META), headers={**base, **extra})
         assert r.status_code == 200, r.text
-    bad = [({"region": "eu"}, {}), ({"region": "eu"}, {"Mcp-Param-Region": "us"}),
-           ({"region": "eu", "n": 7}, {"Mcp-Param-Region": "eu", "Mcp-Param-N": "8"}),
-           ({"region": "eu"}, {"Mcp-Param-Region": "eu", "Mcp-Param-N": "1"})]
+    bad = [
+        ({"region": "eu"}, {}),
+        ({"region": "eu"}, {"Mcp-Param-Region": "us"}),
+        ({"region": "eu", "n": 7}, {"Mcp-Param-Region": "eu", "Mcp-Param-N": "8"}),
+        ({"region": "eu"}, {"Mcp-Param-Region": "eu", "Mcp-Param-N": "1"}),
+    ]
     for args, extra in bad:
         r = await client.post("/mcp", json=call("regional", args, meta=META), headers={**base, **extra})
         assert (r.status_code, r.json()["error"]["code"]) == (400, -32020), (args, extra)
@@ -508,8 +519,9 @@ async def test_batch_in_2025_03_26(client: httpx.AsyncClient, transport: HttpTra
     assert r.status_code == 200
     replies = {m["id"]: m for m in r.json()}
     assert replies[1]["result"] == {} and replies[2]["result"]["content"][0]["text"] == "b"
-    r = await client.post("/mcp", json=[{"jsonrpc": "2.0", "method": "notifications/progress",
-                                          "params": {"progressToken": 1, "progress": 1}}], headers=h)
+    r = await client.post(
+        "/mcp", json=[{"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 1}}], headers=h
+    )
     assert r.status_code == 202
 
 

@@ -17,12 +17,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_http_server import INIT, Conn, app, call, post, session
 
 from mcpfast.protocol.host import HostRules, default_allowed_hosts, parse_host
 from mcpfast.transports.http import asgi_app
 from mcpfast.transports.http_server import DEFAULT_MAX_HEAD
 from mcpfast.transports.http_testing import serve_in_thread
-from test_http_server import INIT, Conn, app, call, post, session
 
 pytestmark = [pytest.mark.timeout(60)]
 
@@ -167,8 +167,10 @@ def test_4_head_limit_holds_while_the_head_arrives(base: str, prefix: bytes, sta
 
 @pytest.mark.parametrize(
     "upgrade",
-    [b"Upgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n",
-     b"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"],
+    [
+        b"Upgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n",
+        b"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n",
+    ],
 )
 def test_5_upgrade_is_ignored_and_the_request_answered_once(any_base: str, upgrade: bytes) -> None:
     c = Conn(any_base)
@@ -248,7 +250,9 @@ def test_cli_max_connections_and_default_allowed_hosts() -> None:
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "mcpfast", "serve", "--transport", "http", "--port", str(port), "--max-connections", "1"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 20
@@ -284,7 +288,9 @@ async def test_4_head_limit_also_under_asgi_servers(anyio_backend: str) -> None:
     async with httpx.AsyncClient(transport=httpx.ASGITransport(transport), base_url="http://127.0.0.1") as c:
         r = await c.post("/mcp", content=INIT, headers={"Content-Type": "application/json", "X-Big": "a" * DEFAULT_MAX_HEAD})
         assert r.status_code == 431
-        r = await c.post("/mcp", content=INIT, headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+        r = await c.post(
+            "/mcp", content=INIT, headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        )
         assert r.status_code == 200
     await transport.aclose()
 

@@ -38,8 +38,12 @@ async def steps(n: int, ctx: Context) -> str:
 
 
 INIT = json.dumps(
-    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-     "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
 ).encode()
 
 
@@ -52,7 +56,9 @@ def post(body: bytes, extra: bytes = b"", *, length: bool = True) -> bytes:
 
 
 def call(rid: int, text: str = "hi") -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": text}}}).encode()
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": text}}}
+    ).encode()
 
 
 class Conn:
@@ -146,8 +152,14 @@ def test_streamed_answers_one_after_another_on_one_connection(base: str) -> None
     c = Conn(base)
     extra = session(c)
     for rid in (20, 21, 22):
-        body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-                           "params": {"name": "steps", "arguments": {"n": 2}, "_meta": {"progressToken": rid}}}).encode()
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "method": "tools/call",
+                "params": {"name": "steps", "arguments": {"n": 2}, "_meta": {"progressToken": rid}},
+            }
+        ).encode()
         c.send(post(body, extra))
         status, headers, stream = c.response()
         assert status == 200 and headers[b"content-type"] == b"text/event-stream"
@@ -167,8 +179,14 @@ def test_refusal_pipelined_behind_a_streamed_answer_is_answered_in_turn(base: st
     a malformed or oversized one with its status (not a silent close), and then the connection ends."""
     c = Conn(base)
     extra = session(c)
-    body = json.dumps({"jsonrpc": "2.0", "id": 30, "method": "tools/call",
-                       "params": {"name": "steps", "arguments": {"n": 3}, "_meta": {"progressToken": 30}}}).encode()
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 30,
+            "method": "tools/call",
+            "params": {"name": "steps", "arguments": {"n": 3}, "_meta": {"progressToken": 30}},
+        }
+    ).encode()
     c.send(post(body, extra) + post(call(31), extra) + bad)  # one write: stream, plain call, refusal
     status, headers, stream = c.response()
     assert status == 200 and headers[b"content-type"] == b"text/event-stream"

@@ -185,17 +185,20 @@ async def test_bad_input_is_answered_and_the_stream_goes_on() -> None:
     messages = await h.close()
     # Engine-level errors go out at once, handler-level ones when their task runs: any order.
     errors = sorted(((m.get("id"), m["error"]["code"]) for m in messages if "error" in m), key=str)
-    assert errors == sorted([
-        (None, -32700),
-        (None, -32700),
-        (3, -32602),
-        (4, -32602),
-        (5, -32601),
-        (None, -32600),
-        (6, -32600),
-        (None, -32600),
-        (None, -32600),
-    ], key=str)
+    assert errors == sorted(
+        [
+            (None, -32700),
+            (None, -32700),
+            (3, -32602),
+            (4, -32602),
+            (5, -32601),
+            (None, -32600),
+            (6, -32600),
+            (None, -32600),
+            (None, -32600),
+        ],
+        key=str,
+    )
     bad_args = next(m for m in messages if m.get("id") == 7)
     assert bad_args["result"]["isError"] is True  # 2025-11-25: input validation is a tool error
     assert next(m for m in messages if m.get("id") == 8)["result"] == {}

@@ -105,7 +105,15 @@ async def test_stdio(anyio_backend: str) -> None:
             pass
 
     task = asyncio.get_running_loop().create_task(serve_stdio(app, reader, Writer()))  # type: ignore[arg-type]
-    lines = [INIT, INITIALIZED, call(1, "sync_bad", 0), call(2, "sync_bad", 1), call(3, "async_bad", 0), call(4, "async_bad", 1), call(5, "fine")]
+    lines = [
+        INIT,
+        INITIALIZED,
+        call(1, "sync_bad", 0),
+        call(2, "sync_bad", 1),
+        call(3, "async_bad", 0),
+        call(4, "async_bad", 1),
+        call(5, "fine"),
+    ]
     for line in lines:
         reader.feed_data(orjson.dumps(line) + b"\n")
     async with asyncio.timeout(10):
