@@ -286,6 +286,10 @@ class ServerSession:
         except core.JsonRpcError as exc:
             self._reply(exc.id, core.encode_error(exc.id, exc.code, exc.message), exc.code, None, tag)
             return []
+        if type(decoded) is not list and decoded.kind == "request":  # the usual case, one call less
+            events: list[Event] = []
+            self._receive_request(decoded, events, None, tag)
+            return events
         return self.receive_message(decoded, tag)
 
     def receive_message(self, decoded: Any, tag: Any = None) -> list[Event]:

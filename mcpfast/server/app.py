@@ -526,6 +526,7 @@ class Server:
         conn = Connection(
             self.new_session(),
             self.handle,
+            routes=self._routes,
             request_timeout=self.request_timeout,
             on_notification=self._notified,
             on_close=self._connections.discard,
