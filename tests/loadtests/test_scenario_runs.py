@@ -531,8 +531,7 @@ def test_tasks_family_polls_to_completion_and_cancels(tmp_path: Path) -> None:
             extensions = (probe.session.server_capabilities or {}).get("extensions") or {}
         finally:
             probe.close()
-        if "io.modelcontextprotocol/tasks" not in extensions:
-            pytest.skip("this server has no tasks extension yet (helper 15a's branch issue-15a builds it)")
+        assert "io.modelcontextprotocol/tasks" in extensions, extensions  # the fixture's task tools
         proc, run = locust(
             tmp_path,
             os.path.join(LOADTESTS, "tasks.py"),
