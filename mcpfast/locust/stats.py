@@ -450,7 +450,9 @@ class McpStats:
         self.tick(max(self.stop_time, self._last_tick or 0.0))
         path = self.output_path()
         data = self.to_dict(complete=complete)
-        thresholds.apply(self.environment, data)  # --mcp-threshold: into the JSON, printed, exit code
+        thresholds.apply(
+            self.environment, data, list(option(self.environment, "mcp_threshold") or [])
+        )  # --mcp-threshold: into the JSON, printed, exit code
         if path is not None:
             if directory := os.path.dirname(path):
                 os.makedirs(directory, exist_ok=True)

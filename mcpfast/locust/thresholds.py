@@ -183,12 +183,9 @@ def render(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def apply(environment: Any, data: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """``McpStats.write_output`` hook: evaluate ``--mcp-threshold``s on the run's summary dict, add
-    them to it, print them, and make a failing gate the process's exit code."""
-    from mcpfast.locust.options import option
-
-    texts = list(option(environment, "mcp_threshold") or [])
+def apply(environment: Any, data: dict[str, Any], texts: list[str]) -> list[dict[str, Any]] | None:
+    """``McpStats.write_output`` hook: evaluate the ``--mcp-threshold`` ``texts`` on the run's
+    summary dict, add them to it, print them, and make a failing gate the process's exit code."""
     if not texts:
         return None
     results = evaluate(texts, data)
