@@ -20,11 +20,10 @@ import shlex
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from mcpfast.bench.procs import free_port, pinned, port_open, repo_root, stop_process, write_json
+from mcpfast.bench.procs import free_port, pinned, repo_root, stop_process, wait_port, write_json
 
 __all__ = ["main", "measure"]
 
@@ -39,11 +38,7 @@ def measure(tree: Path, load: Path, mode: str, *, duration: float, warmup: float
     env = {**os.environ, "MCPFAST_CORE": "rust"}
     server = subprocess.Popen(pinned(argv, 0), cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
-        while not port_open("127.0.0.1", port):
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{tree}: the server did not open port {port} (exit {server.poll()})")
-            time.sleep(0.05)
+        wait_port(port, server, timeout=30)
         count = "--sessions" if mode == "calls" else "--connections"
         gen = [str(load), mode, "--url", f"http://127.0.0.1:{port}/mcp", count, str(sessions)]
         gen += ["--duration", str(duration), "--warmup", str(warmup), "--server-pid", str(server.pid)]

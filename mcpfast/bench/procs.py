@@ -215,6 +215,22 @@ def port_open(host: str, port: int) -> bool:
         return False
 
 
+def wait_port(port: int, proc: subprocess.Popen[Any], timeout: float = 20.0, host: str = "127.0.0.1") -> None:
+    """Wait until something listens on ``host:port``.
+
+    Raises:
+        RuntimeError: ``proc`` exited first, or nothing listened within ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{proc.args!r} exited with {proc.returncode}")
+        if port_open(host, port):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
 def pinned(argv: Sequence[str], cpus: str | int | None) -> list[str]:
     """``argv`` behind ``taskset -c CPUS`` (unchanged when ``cpus`` is None).
 

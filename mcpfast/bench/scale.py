@@ -24,7 +24,6 @@ import json
 import os
 import shlex
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,29 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from mcpfast.bench.http_peers import GENERATOR_CPU, SERVER_CPU, cpu_seconds, load_binary, machine, measure_rate, process_tree
+from mcpfast.bench.procs import free_port, wait_port
 
 __all__ = ["main"]
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args!r} exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on {port}")
 
 
 @dataclass
@@ -68,7 +49,7 @@ class Served:
 
 class Redis:
     def __init__(self, workdir: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         binary = shutil.which("redis-server")
         if binary is None:
             raise SystemExit("redis-server is not installed (make redis-install)")
@@ -89,7 +70,7 @@ class Redis:
             str(workdir),
         ]
         self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _wait(self.port, self.proc)
+        wait_port(self.port, self.proc)
 
     @property
     def url(self) -> str:
@@ -114,7 +95,7 @@ class Redis:
 
 
 def _serve(store: str, workers: int, pinned: bool, log: Path) -> tuple[subprocess.Popen[bytes], Served, list[str]]:
-    port = _free_port()
+    port = free_port()
     argv = [
         sys.executable,
         "-m",
@@ -137,7 +118,7 @@ def _serve(store: str, workers: int, pinned: bool, log: Path) -> tuple[subproces
         out.write("$ " + shlex.join(argv) + "\n")
         out.flush()
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=str(ROOT))
-    _wait(port, proc)
+    wait_port(port, proc)
     time.sleep(0.5 if workers > 1 else 0.1)  # every worker bound
     return proc, Served(proc.pid, f"http://127.0.0.1:{port}/mcp"), argv
 

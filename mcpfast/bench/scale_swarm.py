@@ -22,13 +22,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mcpfast.bench.scale import ROOT, Redis, _free_port, _stop, _wait
+from mcpfast.bench.procs import free_port, wait_port
+from mcpfast.bench.scale import ROOT, Redis, _stop
 
 __all__ = ["main"]
 
 
 def _serve(redis: Redis, log: Path) -> subprocess.Popen[bytes]:
-    port = _free_port()
+    port = free_port()
     argv = [
         sys.executable,
         "-m",
@@ -45,7 +46,7 @@ def _serve(redis: Redis, log: Path) -> subprocess.Popen[bytes]:
     ]
     with log.open("a") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=str(ROOT))
-    _wait(port, proc)
+    wait_port(port, proc)
     proc.port = port  # type: ignore[attr-defined]
     return proc
 
@@ -77,7 +78,7 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
     try:
         procs = [_serve(redis, work / f"serve{i}.log") for i in range(2)]
         for core in ("rust", "python"):
-            port = _free_port()
+            port = free_port()
             proxy_log = work / f"proxy-{core}.log"
             with proxy_log.open("wb") as plog:
                 proxy = subprocess.Popen(
@@ -85,7 +86,7 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
                     stdout=plog,
                     stderr=subprocess.STDOUT,
                 )
-            _wait(port, proxy)
+            wait_port(port, proxy)
             prefix = work / f"swarm-{core}"
             argv = [sys.executable, "-m", "locust", "-f", str(ROOT / "loadtests"), "--headless", "-u", str(opts.users), "-r", str(opts.users),
                     "-t", f"{opts.duration}s", "--host", f"http://127.0.0.1:{port}/mcp", "--csv", str(prefix), "--only-summary"]  # fmt: skip

@@ -39,6 +39,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from mcpfast.bench.procs import child_env, free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 LOADTESTS = ROOT / "loadtests"
 ECHO_LUA = ROOT / "bench_results" / "http" / "echo.lua"
@@ -46,21 +48,9 @@ HANDSHAKE_LUA = ROOT / "bench_results" / "swarm" / "native" / "handshake.lua"
 SERVER_CORE, GENERATOR_CORE = "0", "1"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
-    return env
-
-
 class Server:
     def __init__(self, python: str) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         cmd = [
             "taskset",
@@ -77,7 +67,7 @@ class Server:
             "--port",
             str(self.port),
         ]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env())
         deadline = time.monotonic() + 20
         while True:
             try:
@@ -160,7 +150,7 @@ def locust(python: str, family: str, url: str, users: int, seconds: int, engine:
             engine,
             *extra,
         ]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), cwd=tmp)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env(), cwd=tmp)
         if during is not None:
             threading.Thread(target=during, daemon=True).start()
         output, _ = proc.communicate(timeout=seconds + 60)
