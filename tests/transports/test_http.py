@@ -49,6 +49,14 @@ async def slow(steps: int, delay: float, ctx: Context) -> str:
     return "done"
 
 
+@pytest.fixture(autouse=True)
+def _fresh_request_logs() -> None:
+    """Every test (and every server it runs against) starts with empty logs: a request id left
+    by the run against the previous server must not satisfy a wait for this one's."""
+    started.clear()
+    cancelled.clear()
+
+
 @app.tool()
 async def needs_sampling(ctx: Context) -> str:
     """An async tool (answered later, not inline) that needs the client's sampling capability."""
@@ -411,6 +419,7 @@ def test_cancelled_request_gets_a_stream_that_ends_without_its_answer(live: tupl
             if "cx" in started:
                 break
             time.sleep(0.02)
+        assert "cx" in started  # the cancel must reach a request that is running
         cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "cx"}}
         assert c.post(url, json=cancel, headers=h).status_code == 202
         post.join(10)
