@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal, TypedDict
 
 import orjson
 import pytest
+from _support import until
 
 import mcpfast
 from mcpfast import Context, McpError, Server
@@ -569,17 +570,17 @@ def test_plain_sync_tool_is_answered_inside_feed() -> None:
 
 async def test_blocking_tool_runs_in_the_pool_and_does_not_stall_the_loop() -> None:
     import threading
-    import time
 
     app = Server("pool")
     started = threading.Event()
+    release = threading.Event()
     seen: dict[str, Any] = {}
 
     @app.tool(blocking=True)
     def crunch(seconds: float, ctx: Context) -> str:
         seen["thread"] = threading.current_thread().name
         started.set()
-        time.sleep(seconds)  # blocks its worker thread only
+        release.wait(seconds)  # blocks its worker thread only (until the test saw the echo answered)
         assert ctx.report_progress(1, 1, "done")  # handed to the event loop's thread
         ctx.info("crunched")
         return "crunched"
@@ -596,17 +597,18 @@ async def test_blocking_tool_runs_in_the_pool_and_does_not_stall_the_loop() -> N
             "jsonrpc": "2.0",
             "id": 1,
             "method": "tools/call",
-            "params": {"name": "crunch", "arguments": {"seconds": 0.3}, "_meta": {"progressToken": "p"}},
+            "params": {"name": "crunch", "arguments": {"seconds": 30}, "_meta": {"progressToken": "p"}},
         }
     )
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(15):
         while not started.is_set():
             await asyncio.sleep(0.001)
     assert c.conn.in_flight == 1
     fast = await c.call("echo", {"text": "meanwhile"})
     assert fast["result"]["content"][0]["text"] == "meanwhile"
     assert not any(m.get("id") == 1 for m in c.out)  # the blocking call is still running
-    async with asyncio.timeout(5):
+    release.set()
+    async with asyncio.timeout(15):
         while not any(m.get("id") == 1 for m in c.out):
             await asyncio.sleep(0.01)
             c._collect()
@@ -619,25 +621,29 @@ async def test_blocking_tool_runs_in_the_pool_and_does_not_stall_the_loop() -> N
 
 async def test_cancelled_blocking_tool_sends_no_reply() -> None:
     import threading
-    import time
 
     app = Server("pool")
+    started = threading.Event()
     release = threading.Event()
+    returned = threading.Event()
 
     @app.tool(blocking=True)
     def wait() -> str:
-        release.wait(5)
+        started.set()
+        release.wait(15)
+        returned.set()
         return "late"
 
     c = Client(app)
     await c.init()
     c.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "wait", "arguments": {}}})
-    await asyncio.sleep(0.05)
+    assert await until(started.is_set)  # the cancel reaches a call that is running in the pool
     c.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
     release.set()
     await c.request("ping")
-    time.sleep(0.05)
-    await asyncio.sleep(0.05)
+    assert await until(returned.is_set)  # the function returned its (late) value...
+    assert await until(lambda: c.conn.in_flight == 0)  # ...and the loop has dealt with it
+    await c.request("ping")  # anything the loop would have sent for id 1 is out before this answer
     c._collect()
     assert not any(m.get("id") == 1 for m in c.out) and c.conn.in_flight == 0
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx2 as httpx
 import pytest
+from _support import until, wait_until
 
 from mcpfast import Context, Server, core
 from mcpfast.transports.event_store import MemoryEventStore
@@ -199,11 +199,7 @@ async def test_sessions_are_capped_and_idle_ones_reaped() -> None:
         await open_session(c)
         r = await c.post("/mcp", json=init_body(), headers=HEADERS)
         assert r.status_code == 503 and r.json()["error"]["code"] == -32603 and "mcp-session-id" not in r.headers
-        for _ in range(40):
-            if not t.sessions:
-                break
-            await asyncio.sleep(0.05)
-        assert not t.sessions
+        assert await until(lambda: not t.sessions)  # reaped once idle
         await open_session(c)  # room again
     await t.aclose()
     assert not t.sessions
@@ -294,8 +290,10 @@ def test_memory_event_store_bounds_and_replay() -> None:
 # ------------------------------------------------------------------ real server
 
 
-@pytest.fixture(scope="module", params=SERVERS)
+@pytest.fixture(params=SERVERS)
 def live(request: pytest.FixtureRequest) -> Iterator[tuple[str, HttpTransport]]:
+    """A real server per test: a session one test leaves behind (when it fails midway) fails
+    that test's teardown, not the next test's ``assert not t.sessions``."""
     t = asgi_app(app, keepalive=0.2, retry_ms=500)
     with serve_in_thread(t, server=request.param) as base:
         yield base + "/mcp", t
@@ -382,28 +380,29 @@ def test_vanishing_clients_harm_nothing(live: tuple[str, HttpTransport]) -> None
         # Handshake era: a disconnect is not a cancellation; the work finishes, replayable.
         with c.stream("POST", url, json=call("slow", {"steps": 4, "delay": 0.05}, rid=11, meta={"progressToken": 1}), headers=h) as r:
             first = sse_events(r.iter_lines(), 1)[0]
-        time.sleep(0.4)
-        with c.stream("GET", url, headers={**h, "Last-Event-ID": first["id"]}) as r:
-            rest = [json.loads(e["data"]) for e in sse_events(r.iter_lines(), 10) if e.get("data")]
-        assert rest[-1]["id"] == 11 and rest[-1]["result"]["content"][0]["text"] == "done"
+        resume = {**h, "Last-Event-ID": first["id"]}
+        rest: list[dict[str, Any]] = []
+
+        def resumed() -> bool:  # 409 until the server has seen the first reader go (slow on a busy machine)
+            with c.stream("GET", url, headers=resume) as r:
+                if r.status_code == 409:
+                    return False
+                assert r.status_code == 200
+                rest.extend(json.loads(e["data"]) for e in sse_events(r.iter_lines(), 10) if e.get("data"))
+                return True
+
+        assert wait_until(resumed, interval=0.05)
+        assert rest and rest[-1]["id"] == 11 and rest[-1]["result"]["content"][0]["text"] == "done"
         # 2026: closing the response stream cancels the request.
         body = call("slow", {"steps": 50, "delay": 0.05}, rid="gone", meta={**META, "progressToken": 1})
         with c.stream("POST", url, json=body, headers=modern_headers("tools/call", "slow")) as r:
             assert r.status_code == 200
             next(r.iter_lines())
-        for _ in range(60):
-            if "gone" in cancelled:
-                break
-            time.sleep(0.05)
-        assert "gone" in cancelled
+        assert wait_until(lambda: "gone" in cancelled)
         # The session still serves.
         assert c.post(url, json=call("echo", {"text": "ok"}, rid=12), headers=h).json()["result"]["content"][0]["text"] == "ok"
         assert c.delete(url, headers=h).status_code == 200
-    for _ in range(40):
-        if not t._stateless:
-            break
-        time.sleep(0.05)
-    assert not t.sessions and not t._stateless
+    assert wait_until(lambda: not t._stateless) and not t.sessions
 
 
 def test_cancelled_request_gets_a_stream_that_ends_without_its_answer(live: tuple[str, HttpTransport]) -> None:
@@ -415,11 +414,7 @@ def test_cancelled_request_gets_a_stream_that_ends_without_its_answer(live: tupl
             target=lambda: got.append(c.post(url, json=call("slow", {"steps": 200, "delay": 0.02}, rid="cx"), headers=h))
         )
         post.start()
-        for _ in range(200):
-            if "cx" in started:
-                break
-            time.sleep(0.02)
-        assert "cx" in started  # the cancel must reach a request that is running
+        assert wait_until(lambda: "cx" in started)  # the cancel must reach a request that is running
         cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "cx"}}
         assert c.post(url, json=cancel, headers=h).status_code == 202
         post.join(10)
@@ -450,11 +445,7 @@ def test_legacy_http_sse_2024(live: tuple[str, HttpTransport]) -> None:
         msg = json.loads(sse_events(lines, 1)[0]["data"])
         assert msg["result"]["content"][0]["text"] == "old"
         assert c.post(base + "/messages?session_id=unknown", json=call("echo", {"text": "x"}), headers=HEADERS).status_code == 404
-    for _ in range(40):
-        if not t.sessions:
-            break
-        time.sleep(0.05)
-    assert not t.sessions  # the SSE connection closing ended the session
+    assert wait_until(lambda: not t.sessions)  # the SSE connection closing ended the session
 
 
 def test_core_sse_encoder_is_used_for_events() -> None:
@@ -480,11 +471,7 @@ def test_2026_listen_stream(live: tuple[str, HttpTransport]) -> None:
         note = next(json.loads(e["data"]) for e in sse_events(lines, 5) if e.get("data"))
         assert note["method"] == "notifications/resources/updated"
         assert note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "L1"
-    for _ in range(40):
-        if not t._stateless:
-            break
-        time.sleep(0.05)
-    assert not t._stateless and not t.sessions
+    assert wait_until(lambda: not t._stateless) and not t.sessions
 
 
 @app.tool(

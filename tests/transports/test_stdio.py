@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 import pytest
+from _support import until
 
 from mcpfast import Context, Server
 from mcpfast.protocol import TranscriptValidator
@@ -123,7 +124,7 @@ class Harness:
             params["_meta"] = meta
         self.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params})
 
-    async def wait_for(self, predicate: Any, timeout: float = 5.0) -> list[Any]:
+    async def wait_for(self, predicate: Any, timeout: float = 15.0) -> list[Any]:
         async with asyncio.timeout(timeout):
             while True:
                 messages = self.writer.messages()
@@ -247,8 +248,8 @@ async def test_cancelled_initialize_is_still_answered() -> None:
 async def test_cancellation_stops_work_and_suppresses_the_reply() -> None:
     h = Harness()
     h.send(INIT, INITIALIZED)
-    h.call(1, "slow", {"seconds": 5}, progressToken="p")
-    await asyncio.sleep(0.05)
+    h.call(1, "slow", {"seconds": 30}, progressToken="p")
+    assert await until(lambda: h.probe.running == 1)  # the cancel reaches a handler that is running
     h.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "enough"}})
     h.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})  # twice: ignored
     h.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
@@ -288,7 +289,12 @@ async def test_client_that_stops_reading_pauses_input() -> None:
     text = "y" * 1000
     for i in range(1, 1001):
         h.call(i, "echo", {"text": text})
-    await asyncio.sleep(0.3)
+    previous = -1
+    for _ in range(50):  # until no call was taken for 0.3 s (15 s at most): where the server stopped
+        if h.probe.calls == previous:
+            break
+        previous = h.probe.calls
+        await asyncio.sleep(0.3)
     stalled = h.probe.calls
     assert stalled < 200  # the server stopped reading input instead of buffering every reply
     h.writer.gate.set()
@@ -306,7 +312,7 @@ async def test_eof_cancels_work_in_flight() -> None:
     loop = asyncio.get_running_loop()
     start = loop.time()
     messages = await h.close()
-    assert loop.time() - start < 2
+    assert loop.time() - start < 10  # the 30 s call was cancelled after the grace, not awaited
     assert h.probe.cancelled == 1 and h.writer.closed
     assert not any(m.get("id") == 1 for m in messages)
 
@@ -375,21 +381,23 @@ async def test_replies_of_one_chunk_go_out_in_one_write() -> None:
 
 
 async def test_blocking_tool_leaves_the_stream_responsive() -> None:
-    import time
+    import threading
 
     h = Harness()
+    release = threading.Event()
 
     @h.app.tool(blocking=True)
     def nap(seconds: float) -> str:
-        """Block the worker thread."""
-        time.sleep(seconds)
+        """Block the worker thread (until the test saw the other call answered)."""
+        release.wait(seconds)
         return "rested"
 
     h.send(INIT, INITIALIZED)
-    h.call(1, "nap", {"seconds": 0.3})
+    h.call(1, "nap", {"seconds": 30})
     h.call(2, "echo", {"text": "quick"})
     assert (await h.reply(2))["result"]["content"][0]["text"] == "quick"
     assert not any(m.get("id") == 1 for m in h.writer.messages())
+    release.set()
     assert (await h.reply(1))["result"]["content"][0]["text"] == "rested"
     await h.close()
 
@@ -411,9 +419,12 @@ async def test_real_process_stdout_carries_only_protocol() -> None:
     ]
     proc.stdin.write(b"".join(orjson.dumps(line) + b"\n" for line in lines) + b"garbage\n")
     await proc.stdin.drain()
-    await asyncio.sleep(0.5)
+    assert proc.stdout is not None
+    # the three answers (0, 1 and the parse error) before the EOF: an EOF cancels work in flight
+    early = [await asyncio.wait_for(proc.stdout.readline(), 30) for _ in range(3)]
     proc.stdin.close()
-    stdout, stderr = await asyncio.wait_for(proc.communicate(), 10)
+    rest, stderr = await asyncio.wait_for(proc.communicate(), 10)
+    stdout = b"".join(early) + rest
     assert proc.returncode == 0
     checker = TranscriptValidator()
     for line in lines:

@@ -1,0 +1,86 @@
+"""Helpers every test area shares, once: child processes, free ports, waiting for a condition.
+
+A plain module (test folders have no ``__init__.py``; ``tests/`` is on ``sys.path`` because
+``tests/conftest.py`` lives there). The process primitives are the benchmarks' own
+(:mod:`mcpfast.bench.procs`); this module adds what only tests need:
+
+* :func:`child_env`: a child interpreter's environment (this checkout first, no ``PYTHONWARNINGS``);
+* :func:`start_process`: start a server process and wait until it listens on its port;
+* :func:`wait_until` / :func:`until`: wait for a condition with a deadline, instead of a fixed
+  sleep; the caller asserts what it waited for, so a wait that ran out still fails the test;
+* :func:`locust_master_args`: a Locust master on a free 127.0.0.1 port, not the default 5557
+  another suite on this machine may hold.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from mcpfast.bench import procs
+from mcpfast.bench.procs import free_port, stop_process, wait_port
+
+__all__ = ["child_env", "free_port", "locust_master_args", "start_process", "stop_process", "until", "wait_until"]
+
+#: How long a test waits for something the server does by itself (a session ending, a cancel
+#: arriving, a process listening): generous, since CI machines are busy; a pass returns at once.
+WAIT = 15.0
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a child interpreter that imports this checkout's ``mcpfast``
+    (:func:`mcpfast.bench.procs.child_env` without the suite's ``PYTHONWARNINGS``), plus ``extra``."""
+    env = procs.child_env()
+    env.pop("PYTHONWARNINGS", None)
+    env.update(extra)
+    return env
+
+
+def start_process(cmd: Sequence[str], port: int, what: str | None = None, *, timeout: float = 30.0, **popen: Any) -> subprocess.Popen[Any]:
+    """``Popen(cmd, **popen)`` (stdout and stderr discarded unless given), then wait until it
+    listens on 127.0.0.1:``port``; a process that exits first or never listens is stopped and
+    raises ``RuntimeError`` naming ``what``."""
+    popen.setdefault("stdout", subprocess.DEVNULL)
+    popen.setdefault("stderr", subprocess.DEVNULL)
+    proc = subprocess.Popen(list(cmd), **popen)
+    try:
+        wait_port(port, proc, timeout=timeout)
+    except RuntimeError as exc:
+        stop_process(proc)
+        raise RuntimeError(f"{what or cmd[0]} did not start: {exc}") from None
+    return proc
+
+
+def wait_until(condition: Callable[[], object], timeout: float = WAIT, interval: float = 0.02) -> bool:
+    """Poll ``condition`` until it is true or ``timeout`` seconds passed; return its last truth.
+
+    ``assert wait_until(lambda: not t.sessions)``: the wait ends as soon as the condition holds,
+    and a condition that never holds fails the assertion."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if condition():
+            return True
+        if time.monotonic() >= deadline:
+            return bool(condition())
+        time.sleep(interval)
+
+
+async def until(condition: Callable[[], object], timeout: float = WAIT, interval: float = 0.01) -> bool:
+    """:func:`wait_until` inside an event loop (the loop keeps running meanwhile)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if condition():
+            return True
+        if time.monotonic() >= deadline:
+            return bool(condition())
+        await asyncio.sleep(interval)
+
+
+def locust_master_args() -> list[str]:
+    """Locust options for a master (``--master`` or ``--processes N``) of its own: bound to
+    127.0.0.1 on a free port, its workers pointed at that port."""
+    port = str(free_port())
+    return ["--master-bind-host", "127.0.0.1", "--master-bind-port", port, "--master-port", port]
