@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from _loadtest_support import FAKE, SDK
+from _support import locust_master_args
 
 FAMILY_NAMES_HTTP = {
     # handshake / session churn
@@ -266,6 +267,7 @@ def test_churn_counters_merged_across_processes(run_locust, reference_server, tm
     run = run_locust(
         "--processes",
         "2",
+        *locust_master_args(),  # not the default 5557 another suite's master may hold
         "-u",
         "4",
         "-r",

@@ -5,7 +5,6 @@ calls the swarm counted, with 0 failures; ``--processes 2``, master + 2 workers 
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from _loadtest_support import (
     stdio_counting_command,
     stop,
 )
+from _support import free_port, locust_master_args
 
 from mcpfast.locust.hlog import read_log, tag_of
 from mcpfast.locust.options import native_available
@@ -193,18 +193,13 @@ def test_native_engine_over_stdio(tmp_path: Path) -> None:
 @needs_native
 def test_native_engine_with_two_processes(tmp_path: Path, counting_server) -> None:
     url, countfile = counting_server("mcpfast")
-    # a port of its own: other Locust masters on this machine use the default 5557
-    port = str(_free_port())
     run, html = locust(
         tmp_path,
         "-f",
         TOOLS_CALL,
         "--processes",
         "2",
-        "--master-bind-port",
-        port,
-        "--master-port",
-        port,
+        *locust_master_args(),  # not the default 5557 another suite's master may hold
         "-u",
         "4",
         "-r",
@@ -223,16 +218,10 @@ def test_native_engine_with_two_processes(tmp_path: Path, counting_server) -> No
     assert hist["runner"] == "master" and hist["complete"] and len(hist["workers"]) == 2
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @needs_native
 def test_native_engine_master_and_two_workers(tmp_path: Path, counting_server) -> None:
     url, countfile = counting_server("mcpfast")
-    port = _free_port()
+    port = free_port()
     worker_cmd = [
         sys.executable,
         "-m",
@@ -370,17 +359,13 @@ def test_native_session_churn_counters_match_the_rows(tmp_path: Path, counting_s
     # churn abandons half its sessions on purpose: at the native engine's rate a 3 s run opens
     # more than the default cap of 10,000, so the server gets a cap it will not reach
     url, _countfile = counting_server("mcpfast", "--max-sessions", "1000000")
-    port = str(_free_port())
     run, html = locust(
         tmp_path,
         "-f",
         str(Path(LOADTESTS) / "session_churn.py"),
         "--processes",
         "2",
-        "--master-bind-port",
-        port,
-        "--master-port",
-        port,
+        *locust_master_args(),
         "-u",
         "4",
         "-r",

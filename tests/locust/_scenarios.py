@@ -71,13 +71,29 @@ def _capture_console() -> _Lines:
     return handler
 
 
+def _run_until(enough, at_least: float = 1.0, at_most: float = 20.0) -> None:
+    """Let the users run ``at_least`` seconds and until ``enough()`` (a busy machine runs them
+    slower: a fixed run time would make fewer records than the tests need), ``at_most`` seconds."""
+    start = time.monotonic()
+    while time.monotonic() - start < at_most and (time.monotonic() - start < at_least or not enough()):
+        gevent.sleep(0.05)
+
+
+def _wait(condition, what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise SystemExit(what)
+        gevent.sleep(0.05)
+
+
 def local(out_dir: str) -> dict:
     table = _capture_console()
     env = Environment(user_classes=[Recorder], events=Events(), parsed_options=_options(f"{out_dir}/local", 400.0))
     runner = env.create_local_runner()
     s = mstats.install(env)
     runner.start(4, spawn_rate=100)
-    gevent.sleep(1.5)
+    _run_until(lambda: RECORDS.get(id(env), 0) >= 300)
     runner.quit()
     return {
         "records": RECORDS.get(id(env), 0),
@@ -109,26 +125,20 @@ def distributed(out_dir: str) -> dict:
         runner = env.create_worker_runner("127.0.0.1", port)
         mstats.install(env)
         workers.append((env, runner))
-    deadline = time.monotonic() + 5
-    while len(master.clients.ready) < 2:
-        if time.monotonic() > deadline:
-            raise SystemExit("workers did not connect")
-        gevent.sleep(0.05)
+    _wait(lambda: len(master.clients.ready) == 2, "workers did not connect")
 
     result: dict = {"runs": []}
     # run 1 ends with stop() (web-UI path), run 2 with quit() (--run-time / headless path)
     for _run, finish in enumerate(("stop", "quit")):
         before = {id(env): RECORDS.get(id(env), 0) for env, _ in workers}
         master.start(4, spawn_rate=100)
-        gevent.sleep(1.2)
+        _run_until(lambda: sum(RECORDS.get(id(env), 0) - before[id(env)] for env, _ in workers) >= 300)  # noqa: B023
         schedules = sorted([s.worker_index, s.worker_count, s.runner_rate] for s in (mstats.get(env).schedule for env, _ in workers))
         if finish == "stop":
             master.stop()
         else:
             master.quit()
-        deadline = time.monotonic() + 5
-        while master_stats.written_path is None and time.monotonic() < deadline:
-            gevent.sleep(0.05)
+        _wait(lambda: master_stats.written_path is not None, "the master wrote no histograms")  # noqa: B023
         with open(master_stats.written_path, encoding="utf-8") as fh:
             data = json.load(fh)
         result["runs"].append(
@@ -145,7 +155,7 @@ def distributed(out_dir: str) -> dict:
             }
         )
         if finish == "stop":
-            gevent.sleep(0.3)  # let workers report ready again
+            _wait(lambda: len(master.clients.ready) == 2, "workers did not report ready again")
             master_stats.written_path = None
     for _, runner in workers:
         runner.quit()

@@ -43,7 +43,7 @@ def child_env() -> Callable[..., dict[str, str]]:
 def run_scenario(tmp_path: Path) -> Callable[[str], dict]:
     """Run one scenario of ``_scenarios.py`` in a child interpreter; return its JSON summary."""
 
-    def run(name: str, timeout: float = 30.0) -> dict:
+    def run(name: str, timeout: float = 90.0) -> dict:
         proc = subprocess.run(
             [sys.executable, str(HERE / "_scenarios.py"), name, str(tmp_path)],
             capture_output=True,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import configargparse
 import pytest
+from _support import locust_master_args
 
 from mcpfast.locust.histogram import Histogram
 from mcpfast.locust.options import DEFAULTS, add_arguments, option
@@ -127,7 +128,7 @@ def test_cli_processes_run_merges_forked_workers(tmp_path: Path, child_env) -> N
     locustfile = tmp_path / "swarm.py"
     locustfile.write_text(LOCUSTFILE)
     out = tmp_path / "out" / "cli"
-    args = ["-f", str(locustfile), "--headless", "-u", "4", "-r", "100", "-t", "2s", "--processes", "2"]
+    args = ["-f", str(locustfile), "--headless", "-u", "4", "-r", "100", "-t", "2s", "--processes", "2", *locust_master_args()]
     args += ["--mcp-rate", "300", "--mcp-histogram-out", str(out), "--only-summary", "--exit-code-on-error", "0"]
     proc = subprocess.run(
         [sys.executable, "-m", "locust", *args],
