@@ -1,12 +1,13 @@
-"""Paths shared by the client tests (a plain module: conftest.py is not importable by name)."""
+"""Paths and servers shared by the client tests (a plain module: conftest.py is not importable by name)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from _support import child_env, free_port, start_process, stop_process
 
 import mcpfast
 
@@ -15,14 +16,6 @@ HERE = Path(__file__).resolve().parent
 FAKE = str(HERE / "_fake_server.py")
 SDK = str(HERE / "_sdk_server.py")
 DRIVE = str(HERE / "_drive.py")
-
-
-def child_env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))
-    env.pop("PYTHONWARNINGS", None)
-    env.update(extra)
-    return env
 
 
 def start_http_server(script: str, tmp: Path, *args: str, lifetime: float = 90.0) -> tuple[subprocess.Popen, str]:
@@ -44,48 +37,13 @@ def start_http_server(script: str, tmp: Path, *args: str, lifetime: float = 90.0
 
 
 def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    stop_process(proc)
 
 
 def start_reference_server(*args: str, lifetime: int = 150) -> tuple[subprocess.Popen, str]:
     """``mcpfast serve --transport http`` on a free 127.0.0.1 port (killed by ``timeout`` after
     ``lifetime`` s at the latest); returns (process, ``http://127.0.0.1:PORT/mcp``)."""
-    import socket
-    import time
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    cmd = [
-        "timeout",
-        str(lifetime),
-        sys.executable,
-        "-m",
-        "mcpfast",
-        "serve",
-        "--transport",
-        "http",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        *args,
-    ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env())
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                stop(proc)
-                raise RuntimeError("mcpfast serve --transport http did not start") from None
-            time.sleep(0.1)
+    port = free_port()
+    serve = [sys.executable, "-m", "mcpfast", "serve", "--transport", "http", "--host", "127.0.0.1", "--port", str(port), *args]
+    proc = start_process(["timeout", str(lifetime), *serve], port, "mcpfast serve --transport http", env=child_env())
     return proc, f"http://127.0.0.1:{port}/mcp"

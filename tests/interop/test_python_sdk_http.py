@@ -16,6 +16,7 @@ from typing import Any
 
 import mcp
 import pytest
+from _support import wait_until
 from mcp import types
 from mcp.client.streamable_http import streamable_http_client
 
@@ -55,22 +56,24 @@ class Live:
         return checker.checked
 
 
-@pytest.fixture(scope="module", params=SERVERS)
+@pytest.fixture(params=SERVERS)
 def live_interop(request: pytest.FixtureRequest) -> Iterator[Live]:
+    """A server per test: a session one test leaves behind fails that test, not the next one."""
     live = Live(interop)
     with serve_in_thread(live.recorder, server=request.param) as base:
         live.url = base + "/mcp"
         yield live
-    assert not live.transport.sessions
+        assert wait_until(lambda: not live.transport.sessions)  # a legacy session ends when its stream closes
 
 
-@pytest.fixture(scope="module", params=SERVERS)
+@pytest.fixture(params=SERVERS)
 def live_fixture(request: pytest.FixtureRequest) -> Iterator[Live]:
+    """A server per test: a session one test leaves behind fails that test, not the next one."""
     live = Live(fixture)
     with serve_in_thread(live.recorder, server=request.param) as base:
         live.url = base + "/mcp"
         yield live
-    assert not live.transport.sessions
+        assert wait_until(lambda: not live.transport.sessions)  # a legacy session ends when its stream closes
 
 
 @asynccontextmanager

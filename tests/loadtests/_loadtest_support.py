@@ -16,6 +16,7 @@ CLIENT_TESTS = REPO_ROOT / "tests" / "client"
 sys.path.insert(0, str(CLIENT_TESTS))
 
 from _client_support import child_env, start_http_server, start_reference_server, stop  # noqa: E402, F401
+from _support import free_port, start_process  # noqa: E402
 
 LOADTESTS = str(REPO_ROOT / "loadtests")
 FAKE = str(CLIENT_TESTS / "_fake_server.py")
@@ -70,27 +71,12 @@ COUNTING = str(Path(__file__).resolve().parent / "_counting_servers.py")
 def start_counting_server(kind: str, tmp: Path, *args: str, lifetime: int = 120) -> tuple[subprocess.Popen, str, Path]:
     """``mcpfast`` or ``sdk`` (peers/python_sdk) HTTP server with the ``counted`` tool on a free
     127.0.0.1 port; returns (process, endpoint URL, count file)."""
-    import socket
-    import time
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     countfile = tmp / f"count-{kind}-{port}"
     countfile.write_bytes(b"")
     extra = ["--transport", "http", "--host", "127.0.0.1", "--port", str(port), *args]
     cmd = ["timeout", str(lifetime), sys.executable, COUNTING, kind, str(countfile), *extra]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env())
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                stop(proc)
-                raise RuntimeError(f"counting server {kind} did not start") from None
-            time.sleep(0.1)
+    proc = start_process(cmd, port, f"counting server {kind}", env=child_env())
     return proc, f"http://127.0.0.1:{port}/mcp", countfile
 
 

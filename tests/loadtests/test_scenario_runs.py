@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from _loadtest_support import LOADTESTS, REPO_ROOT, Run, child_env, start_counting_server, stop
+from _support import free_port, start_process
 
 from mcpfast.locust.options import native_available
 
@@ -42,25 +42,9 @@ def everything_env(port: int | None = None) -> dict[str, str]:
 
 @pytest.fixture
 def everything_http() -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        ["timeout", "240", *everything_command("streamableHttp")],
-        env=everything_env(port),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                stop(proc)
-                raise RuntimeError("server-everything did not start") from None
-            time.sleep(0.1)
+    port = free_port()
+    cmd = ["timeout", "240", *everything_command("streamableHttp")]
+    proc = start_process(cmd, port, "server-everything", env=everything_env(port))
     yield f"http://127.0.0.1:{port}/mcp"
     stop(proc)
 
@@ -391,33 +375,10 @@ def test_scenario_file_runs_every_operation_kind(tmp_path: Path, counting: tuple
 
 # -- hold -----------------------------------------------------------------------------------------------------
 def test_hold_streams_and_fanout(tmp_path: Path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            os.path.join(LOADTESTS, "_broadcast_server.py"),
-            "--transport",
-            "http",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
-        env=child_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    port = free_port()
+    broadcast = [sys.executable, os.path.join(LOADTESTS, "_broadcast_server.py"), "--transport", "http", "--host", "127.0.0.1"]
+    server = start_process([*broadcast, "--port", str(port)], port, "broadcast server", env=child_env())
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                assert server.poll() is None and time.monotonic() < deadline, "broadcast server did not start"
-                time.sleep(0.1)
         proc, run = locust(
             tmp_path,
             os.path.join(LOADTESTS, "hold.py"),
@@ -490,38 +451,11 @@ def test_discover_family_against_the_handshake(tmp_path: Path, counting: tuple[s
 
 # -- tasks ------------------------------------------------------------------------------------------------------
 def test_tasks_family_polls_to_completion_and_cancels(tmp_path: Path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mcpfast",
-            "serve",
-            "--app",
-            "mcpfast.server.conformance:app",
-            "--transport",
-            "http",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
-        env=child_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    port = free_port()
+    serve = [sys.executable, "-m", "mcpfast", "serve", "--app", "mcpfast.server.conformance:app", "--transport", "http"]
+    server = start_process([*serve, "--host", "127.0.0.1", "--port", str(port)], port, "conformance server", env=child_env())
     url = f"http://127.0.0.1:{port}/mcp"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                assert server.poll() is None and time.monotonic() < deadline, "conformance server did not start"
-                time.sleep(0.1)
         from mcpfast.client.http import HttpClient
         from mcpfast.client.session import ClientSession
 
