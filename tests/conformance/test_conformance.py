@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _support import free_port, start_process, stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache"
@@ -69,41 +70,22 @@ def _suite(which: str) -> Path:
     return entry
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("conformance") / "server.log"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    serve = [sys.executable, "-m", "mcpfast", "serve", "--fixture", "conformance", "--transport", "http"]
     with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "mcpfast", "serve", "--fixture", "conformance", "--transport", "http",
-             "--host", "127.0.0.1", "--port", str(port)],
-            stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=env,
-        )
         try:
-            deadline = time.monotonic() + 20
-            while True:
-                try:
-                    with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                        break
-                except OSError:
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError(f"server did not start:\n{log.read_text()}") from None
-                    time.sleep(0.05)
+            proc = start_process([*serve, "--host", "127.0.0.1", "--port", str(port)], port, "mcpfast serve",
+                                 timeout=20, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=env)  # fmt: skip
+        except RuntimeError as exc:
+            raise RuntimeError(f"{exc}:\n{log.read_text()}") from None
+        try:
             yield f"http://127.0.0.1:{port}/mcp"
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
+            stop_process(proc, timeout=10)
 
 
 def _run(entry: Path, url: str, *extra: str) -> subprocess.CompletedProcess[str]:

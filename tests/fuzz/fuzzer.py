@@ -42,6 +42,7 @@ ANSWER_TIMEOUT = 10.0
 
 os.environ.setdefault("MCPFAST_CORE", "rust")
 sys.path.insert(0, str(ROOT))
+from mcpfast.bench.procs import free_port  # noqa: E402
 from mcpfast.core import load  # noqa: E402
 
 ORACLE = load("python")  # the pure-Python twin of the server's framing
@@ -321,12 +322,6 @@ def _start(args: list[str], **popen: Any) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "mcpfast", "serve", *args], cwd=ROOT, **popen)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _initialize(port: int) -> bytes | None:
     """A session on the server (a control client): its id, or ``None`` when not served."""
     body = (
@@ -351,7 +346,7 @@ def _initialize(port: int) -> bytes | None:
 def run_http(seconds: float, seed: int) -> Report:
     report = Report("http")
     rng = random.Random(seed)
-    port = _free_port()
+    port = free_port()
     proc = _start(
         ["--transport", "http", "--port", str(port), "--session-idle-timeout", "5", "--head-timeout", "5"],
         stdout=subprocess.DEVNULL,

@@ -5,7 +5,6 @@ and failures (with their reason)."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -14,16 +13,11 @@ from pathlib import Path
 
 import pytest
 from _loadtest_support import LOADTESTS, child_env, start_counting_server, stop
+from _support import free_port
 
 from mcpfast.locust.options import native_available
 
 pytestmark = pytest.mark.skipif(not native_available(), reason="mcpfast._core has no NativeEngine (not built)")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url: str) -> dict:
@@ -49,7 +43,7 @@ def _poll(web: int, seconds: float, ok) -> tuple[dict, list[dict]]:
 
 def test_web_ui_shows_native_rates_percentiles_and_failures(tmp_path: Path) -> None:
     server, url, _count = start_counting_server("mcpfast", tmp_path)
-    web = _free_port()
+    web = free_port()
     # the demo's stream tool with a 3 ms delay per step: two steps, about 6 ms a call
     cmd = [
         sys.executable,

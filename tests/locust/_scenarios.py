@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import socket
 import sys
 import time
 
@@ -24,6 +23,7 @@ from locust.argument_parser import get_parser
 from locust.env import Environment
 from locust.event import Events
 
+from mcpfast.bench.procs import free_port
 from mcpfast.locust import stats as mstats
 
 RECORDS: dict[int, int] = {}  # id(environment) -> records made by that environment's users
@@ -105,16 +105,10 @@ def local(out_dir: str) -> dict:
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def distributed(out_dir: str) -> dict:
     locust.runners.WORKER_REPORT_INTERVAL = 0.2  # exercise the periodic deltas, not only the final one
     table = _capture_console()
-    port = _free_port()
+    port = free_port()
     options = _options(f"{out_dir}/dist", 400.0)
     master_env = Environment(user_classes=[Recorder], events=Events(), parsed_options=options)
     master = master_env.create_master_runner("127.0.0.1", port)

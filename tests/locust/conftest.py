@@ -11,26 +11,18 @@ import Locust.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from _support import child_env as _child_env
 
 import mcpfast
 
 REPO_ROOT = Path(mcpfast.__file__).resolve().parent.parent
 HERE = Path(__file__).resolve().parent
-
-
-def _child_env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))
-    env.pop("PYTHONWARNINGS", None)
-    env.update(extra)
-    return env
 
 
 @pytest.fixture

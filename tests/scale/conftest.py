@@ -8,36 +8,26 @@ each on its own port. Nothing is mocked.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from scale_client import Mcp
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from mcpfast.bench.procs import free_port, wait_port
 
 
 def _wait_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{what} exited with {proc.returncode}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"{what} did not listen on {port} within {timeout}s")
+    """:func:`mcpfast.bench.procs.wait_port`, its error naming ``what``."""
+    try:
+        wait_port(port, proc, timeout=timeout)
+    except RuntimeError as exc:
+        raise RuntimeError(f"{what}: {exc}") from None
 
 
 class RedisServer:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import shutil
-import socket
-import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -14,6 +12,7 @@ from typing import Any
 import httpx2 as httpx
 import orjson
 import pytest
+from _support import free_port, start_process
 
 from mcpfast import Context, Server
 from mcpfast.protocol.errors import INTERNAL_ERROR, McpError
@@ -550,21 +549,9 @@ def redis_url() -> Iterator[str]:
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.skip("redis-server is not installed")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    port = free_port()
+    proc = start_process([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], port, "redis-server")
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
         yield f"redis://127.0.0.1:{port}/0"
     finally:
         proc.terminate()

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _support import free_port
 from test_http_server import INIT, Conn, app, call, post, session
 
 from mcpfast.protocol.host import HostRules, default_allowed_hosts, parse_host
@@ -238,16 +239,10 @@ def test_a_trickled_head_is_closed_at_its_deadline() -> None:
         good.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_cli_max_connections_and_default_allowed_hosts() -> None:
     """``mcpfast serve --transport http --max-connections 1`` bound to loopback: a second
     connection gets 503; a rebound name gets 421; the loopback name is served."""
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "mcpfast", "serve", "--transport", "http", "--port", str(port), "--max-connections", "1"],
         cwd=ROOT,
