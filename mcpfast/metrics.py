@@ -3,7 +3,12 @@
 ``with_metrics(transport)`` wraps an ``HttpTransport`` (the native server's direct path and
 ASGI alike) and counts, per process:
 
-* ``mcpfast_http_requests_total{method, status}``: HTTP requests answered;
+* ``mcpfast_http_requests_total{method, status}``: HTTP requests answered, by the JSON-RPC
+  method a POST carries (``tools/call``, ``initialize``, ``notifications/initialized``...;
+  ``response`` for a client's answer to a server request, ``batch``, ``invalid`` for a body
+  that is not JSON-RPC, ``other`` for a method MCP does not define: the label set stays
+  bounded whatever clients send) or, for the other requests, by the HTTP method (``GET``,
+  ``DELETE``), and the HTTP status;
 * ``mcpfast_http_request_seconds``: from the request's body read to its answer's end (a
   stream's whole life for SSE);
 * ``mcpfast_sessions_open``, ``mcpfast_streams_open``: handshake-era sessions held by this
@@ -20,17 +25,39 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Final
+from typing import Any, Final, cast
+
+from mcpfast import core
+from mcpfast.protocol.methods import CLIENT_NOTIFICATIONS, CLIENT_REQUESTS
 
 try:
     from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
 except ImportError as exc:  # pragma: no cover - the extra is part of `make install`
     raise ImportError("--metrics needs prometheus-client: pip install 'mcpfast[metrics]'") from exc
 
-__all__ = ["MULTIPROC_ENV", "Metrics", "with_metrics"]
+__all__ = ["MULTIPROC_ENV", "Metrics", "request_label", "with_metrics"]
 
 MULTIPROC_ENV: Final = "PROMETHEUS_MULTIPROC_DIR"
 _TEXT: Final = ((b"content-type", b"text/plain; version=0.0.4; charset=utf-8"),)
+_RPC_METHODS: Final = CLIENT_REQUESTS | CLIENT_NOTIFICATIONS
+_HTTP_METHODS: Final = frozenset({"GET", "POST", "DELETE", "PUT", "PATCH", "HEAD", "OPTIONS"})
+
+
+def request_label(method: str, body: bytes) -> str:
+    """The ``method`` label of one HTTP request: the JSON-RPC method of a POST body (bounded to
+    MCP's own: ``other`` beyond them), ``response``/``batch``/``invalid``, else the HTTP method."""
+    if method != "POST" or not body:
+        return method if method in _HTTP_METHODS else "other"
+    try:
+        decoded = core.decode(body)
+    except core.JsonRpcError:
+        return "invalid"
+    if isinstance(decoded, list):
+        return "batch"
+    if decoded.kind in ("result", "error"):
+        return "response"
+    rpc = decoded.method
+    return rpc if rpc in _RPC_METHODS else "other"
 
 
 class Metrics:
@@ -66,10 +93,10 @@ class Metrics:
     def __getattr__(self, name: str) -> Any:  # aclose, sessions... : the transport's
         return getattr(self.transport, name)
 
-    def _count(self, method: str, status: int, started: float) -> None:
-        child = self._children.get((method, status))
+    def _count(self, label: str, status: int, started: float) -> None:
+        child = self._children.get((label, status))
         if child is None:
-            child = self._children[(method, status)] = self.requests.labels(method, str(status))
+            child = self._children[(label, status)] = self.requests.labels(label, str(status))
         child.inc()
         self.latency.observe(time.perf_counter() - started)
         self._sync()
@@ -96,9 +123,10 @@ class Metrics:
         if path == self.path:
             return self._render() if method == "GET" else (405, [(b"allow", b"GET")], b"")
         started = time.perf_counter()
+        label = request_label(method, body)
         outcome = self.transport.handle(method, path, query, headers, body, root)
         if type(outcome) is tuple:
-            self._count(method, outcome[0], started)
+            self._count(label, outcome[0], started)
             return outcome
 
         async def deferred(receive: Any, send: Any) -> None:
@@ -119,19 +147,16 @@ class Metrics:
             finally:
                 if streaming:
                     self.streams.dec()
-                self._count(method, status, started)
+                self._count(label, status, started)
 
         return deferred
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["path"] == self.path:
-            status, headers, body = self._render()
-            await send(
-                {"type": "http.response.start", "status": status, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
-            )
-            await send({"type": "http.response.body", "body": body})
-            return
-        await self.transport(scope, receive, send)
+        """ASGI (uvicorn, granian): the transport's own ASGI entry, answering through :meth:`handle`
+        (``/metrics`` included), so both paths count the same requests the same way."""
+        from mcpfast.transports.http import HttpTransport
+
+        await HttpTransport.__call__(cast(HttpTransport, self), scope, receive, send)
 
 
 def with_metrics(transport: Any) -> Metrics:

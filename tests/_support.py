@@ -8,6 +8,7 @@ A plain module (test folders have no ``__init__.py``; ``tests/`` is on ``sys.pat
 * :func:`start_process`: start a server process and wait until it listens on its port;
 * :func:`wait_until` / :func:`until`: wait for a condition with a deadline, instead of a fixed
   sleep; the caller asserts what it waited for, so a wait that ran out still fails the test;
+* :func:`metric`: one sample of a server's Prometheus text (``/metrics``);
 * :func:`locust_master_args`: a Locust master on a free 127.0.0.1 port, not the default 5557
   another suite on this machine may hold.
 """
@@ -23,7 +24,7 @@ from typing import Any
 from mcpfast.bench import procs
 from mcpfast.bench.procs import free_port, stop_process, wait_port
 
-__all__ = ["child_env", "free_port", "locust_master_args", "start_process", "stop_process", "until", "wait_until"]
+__all__ = ["child_env", "free_port", "locust_master_args", "metric", "start_process", "stop_process", "until", "wait_until"]
 
 #: How long a test waits for something the server does by itself (a session ending, a cancel
 #: arriving, a process listening): generous, since CI machines are busy; a pass returns at once.
@@ -84,3 +85,18 @@ def locust_master_args() -> list[str]:
     127.0.0.1 on a free port, its workers pointed at that port."""
     port = str(free_port())
     return ["--master-bind-host", "127.0.0.1", "--master-bind-port", port, "--master-port", port]
+
+
+def metric(text: str, name: str, **labels: str) -> float:
+    """The value of the sample ``name`` with exactly these label values in Prometheus text (0 when
+    absent); without labels, the unlabelled sample."""
+    for line in text.splitlines():
+        if line.startswith("#") or not line.startswith(name):
+            continue
+        head, _, value = line.rpartition(" ")
+        sample, _, rest = head.partition("{")
+        if sample != name:
+            continue
+        if all(f'{k}="{v}"' in rest for k, v in labels.items()) and (labels or not rest):
+            return float(value)
+    return 0.0

@@ -6,6 +6,7 @@ from typing import Final
 
 __all__ = [
     "CLIENT_CAPABILITY_FOR",
+    "CLIENT_NOTIFICATIONS",
     "CLIENT_REQUESTS",
     "INTRODUCED_IN",
     "LOG_LEVELS",
@@ -78,6 +79,11 @@ CLIENT_REQUESTS: Final[frozenset[str]] = frozenset(
     }
 )
 """Every request a client may send (in some revision); anything else is -32601."""
+
+CLIENT_NOTIFICATIONS: Final[frozenset[str]] = frozenset(
+    {NOTIFICATION_INITIALIZED, NOTIFICATION_CANCELLED, NOTIFICATION_PROGRESS, NOTIFICATION_ROOTS_LIST_CHANGED}
+)
+"""Every notification a client may send (in some revision)."""
 
 SERVER_CAPABILITY_FOR: Final[dict[str, str]] = {
     TOOLS_LIST: "tools",

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _support import metric
 from conftest import _wait_port, free_port
 from scale_client import Mcp
 
@@ -78,17 +79,6 @@ def test_workers_share_a_port_restart_and_drain(redis) -> None:  # noqa: ANN001
             sup.stderr.close()
 
 
-def _metric(text: str, name: str, **labels: str) -> float:
-    """The value of one sample of Prometheus text (0 when absent)."""
-    for line in text.splitlines():
-        if line.startswith("#") or not line.startswith(name):
-            continue
-        head, _, value = line.rpartition(" ")
-        if all(f'{k}="{v}"' in head for k, v in labels.items()) and (labels or head == name):
-            return float(value)
-    return 0.0
-
-
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_metrics_count_every_request_once(redis, workers: str) -> None:  # noqa: ANN001
     import urllib.request
@@ -105,11 +95,13 @@ def test_metrics_count_every_request_once(redis, workers: str) -> None:  # noqa:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
             assert resp.headers["content-type"].startswith("text/plain")
             text = resp.read().decode()
-        # initialize + initialized + 31 calls, whichever worker served them: counted once each
-        assert _metric(text, "mcpfast_http_requests_total", method="POST", status="200") == 32
-        assert _metric(text, "mcpfast_http_requests_total", method="POST", status="202") == 1
-        assert _metric(text, "mcpfast_http_request_seconds_count") == 33
-        assert _metric(text, "mcpfast_store_round_trips_total") >= 1  # at least the session's creation
+        # initialize + initialized + 31 calls, whichever worker served them: counted once each, by method
+        assert metric(text, "mcpfast_http_requests_total", method="initialize", status="200") == 1
+        assert metric(text, "mcpfast_http_requests_total", method="notifications/initialized", status="202") == 1
+        assert metric(text, "mcpfast_http_requests_total", method="tools/call", status="200") == 30
+        assert metric(text, "mcpfast_http_requests_total", method="tools/list", status="200") == 1
+        assert metric(text, "mcpfast_http_request_seconds_count") == 33
+        assert metric(text, "mcpfast_store_round_trips_total") >= 1  # at least the session's creation
     finally:
         sup.send_signal(signal.SIGTERM)
         sup.wait(30)
