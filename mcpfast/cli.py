@@ -84,7 +84,14 @@ def _http_arguments(serve: argparse.ArgumentParser) -> None:
     group.add_argument("--store", default=None, help="where sessions live: memory (default) or redis://HOST:PORT/DB (shared)")
     group.add_argument("--secret", default=None, help="key sealing 2026 requestState (default: shared through --store, else random)")
     group.add_argument("--metrics", action="store_true", help="serve Prometheus metrics at /metrics (summed over --workers)")
-    group.add_argument("--workers", type=int, default=1, help="processes serving the port (SO_REUSEPORT; >1 needs --store redis://)")
+    group.add_argument(
+        "--workers", type=int, default=1, help="processes serving the port (SO_REUSEPORT; >1 needs --store redis:// or --stateless-only)"
+    )
+    group.add_argument(
+        "--stateless-only",
+        action="store_true",
+        help="serve 2026-07-28 stateless requests only: initialize gets -32022, GET/DELETE 405, no /sse (no sessions)",
+    )
     group.add_argument("--grace", type=float, default=5.0, help="seconds SIGTERM lets requests in flight finish")
     group.add_argument("--no-legacy-sse", action="store_true", help="do not serve the 2024-11-05 /sse endpoints")
     group.add_argument("--auth-jwks", help="JWKS (file path or https URL) that signs accepted access tokens")
@@ -111,7 +118,7 @@ def _serve_http(args: argparse.Namespace, argv: list[str]) -> int:
     from mcpfast.protocol.host import default_allowed_hosts
     from mcpfast.transports.http_runner import run
 
-    problem = serve_workers.check(args.workers, args.store)
+    problem = serve_workers.check(args.workers, args.store, args.stateless_only)
     if problem is not None:
         print(f"mcpfast: {problem}", file=sys.stderr)
         return 2
@@ -136,8 +143,10 @@ def _serve_http(args: argparse.Namespace, argv: list[str]) -> int:
             options[name] = value
     if args.metrics:
         options["metrics"] = True
-    if args.no_legacy_sse:
+    if args.no_legacy_sse or args.stateless_only:
         options["sse_path"] = None
+    if args.stateless_only:
+        options["stateless_only"] = True
     if args.auth_jwks:
         if not args.resource_url:
             print("mcpfast: --auth-jwks needs --resource-url (the token audience)", file=sys.stderr)

@@ -8,7 +8,8 @@ every worker to drain: stop accepting, finish what is in flight within ``--grace
 close streams; a worker still alive ``grace + KILL_AFTER`` seconds later is killed.
 
 Sessions made by one worker must be known to the others, so ``N > 1`` needs a shared store
-(``--store redis://…``); ``check`` refuses the memory store.
+(``--store redis://…``) unless the server makes none (``--stateless-only``); ``check`` refuses
+the memory store otherwise.
 """
 
 from __future__ import annotations
@@ -34,14 +35,18 @@ RESTART_WINDOW: Final = 60.0
 KILL_AFTER: Final = 3.0
 
 
-def check(workers: int, store: str | None) -> str | None:
-    """Why ``workers`` processes cannot serve with ``store`` (``None``: they can)."""
+def check(workers: int, store: str | None, stateless_only: bool = False) -> str | None:
+    """Why ``workers`` processes cannot serve with ``store`` (``None``: they can).
+
+    ``stateless_only``: the server keeps no sessions (``--stateless-only``), so the memory store
+    serves any number of workers."""
     if workers < 1:
         return "--workers must be at least 1"
-    if workers > 1 and (store is None or store == "memory"):
+    if workers > 1 and (store is None or store == "memory") and not stateless_only:
         return (
             f"--workers {workers} needs a shared session store: with --store memory a session made by one "
-            "worker is unknown to the others (add --store redis://HOST:PORT/DB)"
+            "worker is unknown to the others (add --store redis://HOST:PORT/DB, or serve 2026-07-28 "
+            "stateless requests only with --stateless-only)"
         )
     return None
 

@@ -31,11 +31,16 @@ def build_app(spec: str, options: dict[str, Any]) -> Any:
 
 
 def _transport(server: Server, opts: dict[str, Any]) -> Any:
-    """The transport for ``server``: scaled out (``store``, ``secret``), counted (``metrics``)."""
+    """The transport for ``server``: scaled out (``store``, ``secret``), 2026 only (``stateless_only``), counted (``metrics``)."""
     from mcpfast.transports.http import asgi_app
 
     metrics = opts.pop("metrics", False)
-    app = asgi_app(_scaled(server, opts), **opts)
+    only_stateless = opts.pop("stateless_only", False)
+    app: Any = asgi_app(_scaled(server, opts), **opts)
+    if only_stateless:
+        from mcpfast.stateless_only import stateless_only
+
+        app = stateless_only(app)
     if metrics:
         from mcpfast.metrics import with_metrics
 
