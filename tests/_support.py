@@ -55,29 +55,30 @@ def start_process(cmd: Sequence[str], port: int, what: str | None = None, *, tim
     return proc
 
 
+def _settled(condition: Callable[[], object], deadline: float) -> bool | None:
+    """``True`` when ``condition`` holds, ``False`` when the deadline passed, ``None``: poll again."""
+    if condition():
+        return True
+    return bool(condition()) if time.monotonic() >= deadline else None
+
+
 def wait_until(condition: Callable[[], object], timeout: float = WAIT, interval: float = 0.02) -> bool:
     """Poll ``condition`` until it is true or ``timeout`` seconds passed; return its last truth.
 
     ``assert wait_until(lambda: not t.sessions)``: the wait ends as soon as the condition holds,
     and a condition that never holds fails the assertion."""
     deadline = time.monotonic() + timeout
-    while True:
-        if condition():
-            return True
-        if time.monotonic() >= deadline:
-            return bool(condition())
+    while (done := _settled(condition, deadline)) is None:
         time.sleep(interval)
+    return done
 
 
 async def until(condition: Callable[[], object], timeout: float = WAIT, interval: float = 0.01) -> bool:
     """:func:`wait_until` inside an event loop (the loop keeps running meanwhile)."""
     deadline = time.monotonic() + timeout
-    while True:
-        if condition():
-            return True
-        if time.monotonic() >= deadline:
-            return bool(condition())
+    while (done := _settled(condition, deadline)) is None:
         await asyncio.sleep(interval)
+    return done
 
 
 def locust_master_args() -> list[str]:
