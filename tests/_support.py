@@ -8,6 +8,7 @@ A plain module (test folders have no ``__init__.py``; ``tests/`` is on ``sys.pat
 * :func:`start_process`: start a server process and wait until it listens on its port;
 * :func:`wait_until` / :func:`until`: wait for a condition with a deadline, instead of a fixed
   sleep; the caller asserts what it waited for, so a wait that ran out still fails the test;
+* :func:`refused_port`: a port where a connection is refused (not a fixed one such as 9);
 * :func:`metric`: one sample of a server's Prometheus text (``/metrics``);
 * :func:`locust_master_args`: a Locust master on a free 127.0.0.1 port, not the default 5557
   another suite on this machine may hold.
@@ -16,15 +17,27 @@ A plain module (test folders have no ``__init__.py``; ``tests/`` is on ``sys.pat
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from mcpfast.bench import procs
 from mcpfast.bench.procs import free_port, stop_process, wait_port
 
-__all__ = ["child_env", "free_port", "locust_master_args", "metric", "start_process", "stop_process", "until", "wait_until"]
+__all__ = [
+    "child_env",
+    "free_port",
+    "locust_master_args",
+    "metric",
+    "refused_port",
+    "start_process",
+    "stop_process",
+    "until",
+    "wait_until",
+]
 
 #: How long a test waits for something the server does by itself (a session ending, a cancel
 #: arriving, a process listening): generous, since CI machines are busy; a pass returns at once.
@@ -101,3 +114,12 @@ def metric(text: str, name: str, **labels: str) -> float:
         if all(f'{k}="{v}"' in rest for k, v in labels.items()) and (labels or not rest):
             return float(value)
     return 0.0
+
+
+@contextlib.contextmanager
+def refused_port() -> Iterator[int]:
+    """A 127.0.0.1 port bound but never listening while the block runs: a connection to it is
+    refused, and no other process can start listening there meanwhile."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])

@@ -7,6 +7,7 @@ import json
 
 import pytest
 from _client_support import FAKE, SDK
+from _support import refused_port
 
 
 def names(out: dict) -> list[str]:
@@ -80,7 +81,8 @@ def test_broken_fake_server_failure_categories(drive, http_servers, args: list[s
 
 
 def test_connection_refused_and_http_status(drive, http_servers) -> None:
-    out = drive({"transport": "http", "target": "http://127.0.0.1:9/mcp", "ops": [["initialize"]], "timeout": 2})
+    with refused_port() as port:
+        out = drive({"transport": "http", "target": f"http://127.0.0.1:{port}/mcp", "ops": [["initialize"]], "timeout": 2})
     assert failures(out)[0][3] == "ConnectionFailure('connection error')"
     url = http_servers(SDK, "--json")
     # a request on a session the server never issued -> 4xx from the SDK

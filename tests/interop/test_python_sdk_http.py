@@ -56,24 +56,23 @@ class Live:
         return checker.checked
 
 
-@pytest.fixture(params=SERVERS)
-def live_interop(request: pytest.FixtureRequest) -> Iterator[Live]:
+def _serve(server: Any, runner: str) -> Iterator[Live]:
     """A server per test: a session one test leaves behind fails that test, not the next one."""
-    live = Live(interop)
-    with serve_in_thread(live.recorder, server=request.param) as base:
+    live = Live(server)
+    with serve_in_thread(live.recorder, server=runner) as base:
         live.url = base + "/mcp"
         yield live
         assert wait_until(lambda: not live.transport.sessions)  # a legacy session ends when its stream closes
+
+
+@pytest.fixture(params=SERVERS)
+def live_interop(request: pytest.FixtureRequest) -> Iterator[Live]:
+    yield from _serve(interop, request.param)
 
 
 @pytest.fixture(params=SERVERS)
 def live_fixture(request: pytest.FixtureRequest) -> Iterator[Live]:
-    """A server per test: a session one test leaves behind fails that test, not the next one."""
-    live = Live(fixture)
-    with serve_in_thread(live.recorder, server=request.param) as base:
-        live.url = base + "/mcp"
-        yield live
-        assert wait_until(lambda: not live.transport.sessions)  # a legacy session ends when its stream closes
+    yield from _serve(fixture, request.param)
 
 
 @asynccontextmanager

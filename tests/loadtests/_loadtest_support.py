@@ -65,6 +65,24 @@ class Run:
 LOCUSTS_DIR = LOADTESTS
 
 
+def locust_command(locustfile: str, prefix: Path, *args: str) -> list[str]:
+    """A headless ``locust`` run of ``locustfile`` writing its CSVs (and histograms) at ``prefix``."""
+    return [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        locustfile,
+        "--headless",
+        "--csv",
+        str(prefix),
+        "--only-summary",
+        "--stop-timeout",
+        "3",
+        *args,
+    ]
+
+
 COUNTING = str(Path(__file__).resolve().parent / "_counting_servers.py")
 
 

@@ -4,12 +4,11 @@ Locust monkey-patches the interpreter, so it never runs inside pytest)."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from _loadtest_support import LOCUSTS_DIR, Run, child_env, start_http_server, start_reference_server, stop
+from _loadtest_support import LOCUSTS_DIR, Run, child_env, locust_command, start_http_server, start_reference_server, stop
 
 
 @pytest.fixture
@@ -21,22 +20,7 @@ def run_locust(tmp_path: Path) -> Callable[..., Run]:
         prefix = tmp_path / f"run{next(counter)}"
         if not any(a == "--mcp-engine" or a.startswith("--mcp-engine=") for a in args):
             args = ("--mcp-engine", "python", *args)  # these tests are about the Python users
-        cmd = [
-            sys.executable,
-            "-m",
-            "locust",
-            "-f",
-            locustfile,
-            "--headless",
-            "--csv",
-            str(prefix),
-            "--only-summary",
-            "--exit-code-on-error",
-            "0",
-            "--stop-timeout",
-            "3",
-            *args,
-        ]
+        cmd = locust_command(locustfile, prefix, "--exit-code-on-error", "0", *args)
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=child_env(), cwd=tmp_path)
         assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
         return Run(prefix, proc)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from _loadtest_support import FAKE, SDK
-from _support import locust_master_args
+from _support import locust_master_args, refused_port
 
 FAMILY_NAMES_HTTP = {
     # handshake / session churn
@@ -174,8 +174,9 @@ def test_all_families_over_stdio_against_the_reference_server(run_locust) -> Non
 
 
 def test_connection_refused_backs_off(run_locust) -> None:
-    # nothing listens on port 9: every family fails fast with a connection error, but not in a hot loop
-    run = run_locust("-u", "5", "-r", "5", "-t", "2s", "--host", "http://127.0.0.1:9/mcp")
+    # nothing listens on the port: every family fails fast with a connection error, but not in a hot loop
+    with refused_port() as port:
+        run = run_locust("-u", "5", "-r", "5", "-t", "2s", "--host", f"http://127.0.0.1:{port}/mcp")
     failures = run.failures()
     assert failures and all(n <= 200 for n in failures.values()), failures
     assert all("ConnectionFailure('connection error')" in e for e in run.errors())

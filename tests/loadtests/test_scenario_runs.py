@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _loadtest_support import LOADTESTS, REPO_ROOT, Run, child_env, start_counting_server, stop
+from _loadtest_support import LOADTESTS, REPO_ROOT, Run, child_env, locust_command, start_counting_server, stop
 from _support import free_port, start_process
 
 from mcpfast.locust.options import native_available
@@ -57,20 +57,7 @@ def locust(
     env: dict | None = None,
 ) -> tuple[subprocess.CompletedProcess, Run]:
     prefix = tmp_path / f"run{len(list(tmp_path.glob('run*_histograms.json')))}-{time.monotonic_ns()}"
-    cmd = [
-        sys.executable,
-        "-m",
-        "locust",
-        "-f",
-        locustfile,
-        "--headless",
-        "--csv",
-        str(prefix),
-        "--only-summary",
-        "--stop-timeout",
-        "3",
-        *args,
-    ]
+    cmd = locust_command(locustfile, prefix, *args)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env or child_env(), cwd=tmp_path)
     return proc, Run(prefix, proc)
 
