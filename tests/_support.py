@@ -9,6 +9,8 @@ A plain module (test folders have no ``__init__.py``; ``tests/`` is on ``sys.pat
 * :func:`wait_until` / :func:`until`: wait for a condition with a deadline, instead of a fixed
   sleep; the caller asserts what it waited for, so a wait that ran out still fails the test;
 * :func:`refused_port`: a port where a connection is refused (not a fixed one such as 9);
+* :func:`stdio_start_seconds`: how long a stdio server takes to answer ``initialize`` now (a
+  busy machine starts Python processes several times slower: runs sized by it get their calls);
 * :func:`metric`: one sample of a server's Prometheus text (``/metrics``);
 * :func:`locust_master_args`: a Locust master on a free 127.0.0.1 port, not the default 5557
   another suite on this machine may hold.
@@ -18,6 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import select
 import socket
 import subprocess
 import time
@@ -34,6 +38,7 @@ __all__ = [
     "metric",
     "refused_port",
     "start_process",
+    "stdio_start_seconds",
     "stop_process",
     "until",
     "wait_until",
@@ -123,3 +128,29 @@ def refused_port() -> Iterator[int]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         yield int(sock.getsockname()[1])
+
+
+_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}},
+}
+
+
+def stdio_start_seconds(argv: Sequence[str], timeout: float = 60.0, **popen: Any) -> float:
+    """Seconds from starting the stdio server ``argv`` to its answer to ``initialize`` (the
+    process is stopped afterwards). Raises ``RuntimeError`` when no answer comes in ``timeout``."""
+    start = time.monotonic()
+    proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, **popen)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(json.dumps(_INITIALIZE).encode() + b"\n")
+        proc.stdin.flush()
+        if not select.select([proc.stdout], [], [], timeout)[0] or not proc.stdout.readline():
+            raise RuntimeError(f"{argv[0]} did not answer initialize within {timeout:g} s")
+        return time.monotonic() - start
+    finally:
+        proc.stdin.close()
+        stop_process(proc)
+        proc.stdout.close()

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _support import child_env, stdio_start_seconds
 
 from mcpfast.bench import peers as runner
 from mcpfast.bench.peer_servers import PEERS, peer_versions, start_http
@@ -270,18 +271,6 @@ def test_steady_rate_starts_when_every_session_is_up(tmp_path: Path) -> None:
     assert runner.steady_rate(tmp_path / "missing.csv", "tools/call:echo", 2) is None
 
 
-def _stdio_start_seconds(name: str = "python-sdk") -> float:
-    """How long the slowest peer's stdio server takes, on this machine now, to answer initialize."""
-    start = time.monotonic()
-    client = Stdio(PEERS[name].stdio_argv())
-    try:
-        client.send(_request(1, "initialize", INIT))
-        client.until_reply(1, timeout=60)
-    finally:
-        client.close()
-    return time.monotonic() - start
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(480)
 def test_runner_writes_numbers_ratios_table_and_plots_for_every_scenario(tmp_path: Path) -> None:
@@ -289,7 +278,7 @@ def test_runner_writes_numbers_ratios_table_and_plots_for_every_scenario(tmp_pat
     pin = [] if len(os.sched_getaffinity(0)) >= 2 and {0, 1} <= os.sched_getaffinity(0) else ["--no-pin"]
     # 1 user; over stdio long enough for the Python SDK's process start to fit three times: about
     # 1 s on an idle machine, several on a busy one (a fixed 3.5 s left its rows without requests)
-    stdio_s = min(max(3.5, 3 * _stdio_start_seconds() + 1), 12.0)
+    stdio_s = min(max(3.5, 3 * stdio_start_seconds(PEERS["python-sdk"].stdio_argv(), cwd=ROOT, env=child_env()) + 1), 12.0)
     argv = [sys.executable, "-m", "mcpfast.bench.peers", "--out", str(out), "--duration", "2", "--stdio-duration", f"{stdio_s:.1f}",
             "--users", "1", "--no-server-plots", *pin]  # fmt: skip
     env = dict(os.environ)

@@ -5,6 +5,7 @@ calls the swarm counted, with 0 failures; ``--processes 2``, master + 2 workers 
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ from _loadtest_support import (
     stdio_counting_command,
     stop,
 )
-from _support import free_port, locust_master_args
+from _support import free_port, locust_master_args, stdio_start_seconds
 
 from mcpfast.locust.hlog import read_log, tag_of
 from mcpfast.locust.options import native_available
@@ -168,6 +169,8 @@ def test_native_engine_against_the_official_sdk_server(tmp_path: Path, counting_
 def test_native_engine_over_stdio(tmp_path: Path) -> None:
     countfile = tmp_path / "count-stdio"
     countfile.write_bytes(b"")
+    # long enough for the three server processes to start and call (a fixed 3 s made none at load 8)
+    start = stdio_start_seconds(shlex.split(stdio_counting_command(tmp_path / "count-probe")), env=child_env())
     run, html = locust(
         tmp_path,
         "-f",
@@ -177,7 +180,7 @@ def test_native_engine_over_stdio(tmp_path: Path) -> None:
         "-r",
         "3",
         "-t",
-        "3s",
+        f"{min(max(3.0, 3 * start + 1), 15.0):.0f}s",
         "--mcp-tool",
         "counted",
         "--mcp-command",
