@@ -105,13 +105,14 @@ class LifecycleError(McpError):
 
 
 class _Batch:
-    __slots__ = ("owed", "pending", "replies", "tag")
+    __slots__ = ("admitted", "owed", "pending", "replies", "tag")
 
     def __init__(self, tag: Any) -> None:
         self.pending = 0
         self.replies: list[bytes] = []
         self.tag = tag
         self.owed = False  # it held a request (or an invalid member), so an answer (or END) is due
+        self.admitted = False  # a member went to the application (else the engine answered it all)
 
 
 _INIT_RESULTS: dict[tuple[str, int, int, str | None], tuple[dict[str, Any], dict[str, Any], bytes]] = {}
@@ -228,11 +229,13 @@ class ServerSession:
         """Whether a request (or batch) received with ``tag`` is still to be answered."""
         return tag in self._open
 
-    def _emit(self, data: bytes, kind: str, request_id: int | str | None, code: int | None, final: bool, tag: Any) -> None:
+    def _emit(
+        self, data: bytes, kind: str, request_id: int | str | None, code: int | None, final: bool, tag: Any, by_engine: bool = False
+    ) -> None:
         """Queue one message and what it is (an ``Outgoing``; only its bytes when ``records`` is off)."""
         outbox = self._outbox
         if self.records:
-            outbox.append(_record(Outgoing, (data, kind, request_id, code, final, tag)))
+            outbox.append(_record(Outgoing, (data, kind, request_id, code, final, tag, by_engine)))
         elif data:
             outbox.append(data)
         else:
@@ -243,10 +246,10 @@ class ServerSession:
     def _notify_out(self, method: str, params: dict[str, Any] | None, related: int | str | None = None, tag: Any = None) -> None:
         self._emit(core.encode_notification(method, params), NOTIFICATION, related, None, False, tag)
 
-    def _reply(self, rid: int | str | None, data: bytes, code: int | None, batch: int | None, tag: Any) -> None:
-        """Emit a reply (``code``: an error's), or keep it for its batch's array."""
+    def _reply(self, rid: int | str | None, data: bytes, code: int | None, batch: int | None, tag: Any, by_engine: bool = True) -> None:
+        """Emit a reply (``code``: an error's; ``by_engine``: no handler saw the request), or keep it for its batch."""
         if batch is None:
-            self._emit(data, RESULT if code is None else ERROR, rid, code, True, tag)
+            self._emit(data, RESULT if code is None else ERROR, rid, code, True, tag, by_engine)
             return
         # A batch is answered by one array once every member is settled (JSON-RPC 2.0 §6).
         group = self._batches[batch]
@@ -260,7 +263,7 @@ class ServerSession:
             del self._batches[batch]
             tag = group.tag
             if group.replies:
-                self._emit(b"[" + b",".join(group.replies) + b"]", BATCH, None, None, True, tag)
+                self._emit(b"[" + b",".join(group.replies) + b"]", BATCH, None, None, True, tag, not group.admitted)
             elif group.owed:
                 self._emit(b"", END, None, None, True, tag)
             self._close_tag(tag)
@@ -342,7 +345,10 @@ class ServerSession:
                 if item.method == m.INITIALIZE:
                     self._error(item.id, INVALID_REQUEST, "initialize must not be part of a batch", batch, tag)
                 else:
+                    admitted = len(events)
                     self._receive_request(item, events, batch, tag)  # settles its slot when answered
+                    if len(events) > admitted:
+                        group.admitted = True
                 continue
             if kind == "notification":
                 self._receive_notification(item, events)
@@ -686,7 +692,7 @@ class ServerSession:
         tag = request._tag
         if request.batch is None and code is None:  # the usual case, inline (``_emit`` + ``_close_tag``)
             outbox = self._outbox
-            outbox.append(_record(Outgoing, (data, RESULT, request_id, None, True, tag)) if self.records else data)
+            outbox.append(_record(Outgoing, (data, RESULT, request_id, None, True, tag, False)) if self.records else data)
             if tag is not None:
                 opened = self._open
                 if len(opened) == 1 and opened.get(tag) == 1:  # the common case, inline
@@ -698,7 +704,7 @@ class ServerSession:
         else:
             if request.batch is None:
                 self._close_tag(tag)
-            self._reply(request_id, data, code, request.batch, tag)
+            self._reply(request_id, data, code, request.batch, tag, False)
         return True
 
     def respond_error(self, request_id: int | str, code: int, message: str, data: Any = None) -> bool:
@@ -717,7 +723,7 @@ class ServerSession:
         del self._inflight[request_id]
         if request.batch is None:
             self._close_tag(request._tag)
-        self._reply(request_id, reply, code, request.batch, request._tag)
+        self._reply(request_id, reply, code, request.batch, request._tag, False)
         return True
 
     def _end(self, request_id: int | str, entry: InboundRequest) -> None:

@@ -14,8 +14,8 @@ CAPS = {"tools": {"listChanged": True}, "resources": {"subscribe": True}, "loggi
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 
 
-def ready(version: str = "2025-11-25", caps: dict[str, Any] | None = None) -> ServerSession:
-    s = ServerSession({"name": "srv", "version": "1"}, CAPS)
+def ready(version: str = "2025-11-25", caps: dict[str, Any] | None = None, records: bool = True) -> ServerSession:
+    s = ServerSession({"name": "srv", "version": "1"}, CAPS, records=records)
     s.receive(
         orjson.dumps(
             {
@@ -27,7 +27,7 @@ def ready(version: str = "2025-11-25", caps: dict[str, Any] | None = None) -> Se
         )
     )
     s.receive(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
-    s.records_to_send()
+    s.data_to_send()
     return s
 
 
@@ -182,19 +182,7 @@ def _scenario_messages(s: ServerSession) -> None:
 @pytest.mark.parametrize("version", ["2025-03-26", "2025-11-25"])
 def test_a_session_without_records_writes_the_same_bytes(version: str) -> None:
     described = ready(version, caps={"sampling": {}})
-    plain = ServerSession({"name": "srv", "version": "1"}, CAPS, records=False)
-    plain.receive(
-        orjson.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {"protocolVersion": version, "capabilities": {"sampling": {}}, "clientInfo": {"name": "c", "version": "1"}},
-            }
-        )
-    )
-    plain.receive(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
-    plain.data_to_send()
+    plain = ready(version, caps={"sampling": {}}, records=False)
     for s in (described, plain):
         _scenario_messages(s)
     records = described.records_to_send()
@@ -230,3 +218,31 @@ def test_a_result_the_encoder_fails_on_unexpectedly_stays_in_flight(monkeypatch:
     assert s.respond(9, {"content": []}) is True
     (record,) = s.records_to_send()
     assert shape(record) == (RESULT, 9, None, True, "T")
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        pytest.param(b'{"jsonrpc":"2.0","id":7,"method":"ping"}', id="ping"),
+        pytest.param(b'{"jsonrpc":"2.0","id":8,"method":"nope/x"}', id="unknown-method"),
+        pytest.param(b'{"jsonrpc":"2.0","id":9,', id="parse-error"),
+        pytest.param(b'[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"nope/x"}]', id="engine-only-batch"),
+    ],
+)
+def test_answers_the_engine_makes_say_so(message: bytes) -> None:
+    s = ready("2025-03-26")
+    s.receive(message, "T")
+    (record,) = s.records_to_send()
+    assert record.final and record.by_engine
+
+
+def test_answers_through_the_application_are_not_the_engines() -> None:
+    s = ready("2025-03-26")
+    s.receive(call(1), "A")
+    s.receive(call(2), "B")
+    s.receive(b'[{"jsonrpc":"2.0","id":3,"method":"ping"},' + call(4) + b"]", "C")
+    s.respond(1, {"content": []})
+    s.respond_error(2, -32602, "bad")
+    s.respond(4, {"content": []})
+    records = s.records_to_send()
+    assert [(r.kind, r.by_engine) for r in records] == [(RESULT, False), (ERROR, False), (BATCH, False)]
