@@ -44,8 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from mcpfast._argtypes import int_at_least
-from mcpfast.bench.peer_servers import PEERS, PeerNotAvailable, RunningServer, peer_versions, start_http
-from mcpfast.bench.procs import cpu_seconds, log_path, machine_info, process_tree, rss_kib, write_summary
+from mcpfast.bench.peer_servers import PEERS, PeerNotAvailable, peer_versions, start_http
+from mcpfast.bench.procs import ServerProcess, cpu_seconds, log_path, machine_info, process_tree, rss_kib, write_summary
 from mcpfast.transports.http_runner import DEFAULT_RUNNER, RUNNERS
 
 __all__ = ["main", "run"]
@@ -92,7 +92,7 @@ def _failures(result: dict[str, Any]) -> int:
     return int(failures.get("total", 0)) if isinstance(failures, dict) else int(failures)
 
 
-def measure_rate(server: RunningServer, mode: str, args: list[str], timeout: float) -> dict[str, Any]:
+def measure_rate(server: ServerProcess, mode: str, args: list[str], timeout: float) -> dict[str, Any]:
     """One rate scenario. The generator reads the server's CPU time at the start and end of its
     measured window (``server_cpu``); the CPU over the whole generator run is recorded too."""
     pids = [arg for pid in process_tree(server.pid) for arg in ("--server-pid", str(pid))]
@@ -107,7 +107,7 @@ def measure_rate(server: RunningServer, mode: str, args: list[str], timeout: flo
     return result
 
 
-def measure_memory(server: RunningServer, hold: int, timeout: float) -> dict[str, Any]:
+def measure_memory(server: ServerProcess, hold: int, timeout: float) -> dict[str, Any]:
     """KB of server RSS per idle session: warm up, read RSS, open ``hold`` sessions, read again."""
     warm = _generator("churn", server.url, "--cycles", "300", "--connections", "8")
     _run_json(warm, timeout)
@@ -145,7 +145,7 @@ def measure_memory(server: RunningServer, hold: int, timeout: float) -> dict[str
     }
 
 
-def measure_churn(server: RunningServer, cycles: int, timeout: float) -> dict[str, Any]:
+def measure_churn(server: ServerProcess, cycles: int, timeout: float) -> dict[str, Any]:
     """RSS every ``cycles / 10`` create-and-delete cycles."""
     every = max(1, cycles // 10)
     argv = _generator("churn", server.url, "--cycles", str(cycles), "--connections", "32", "--report-every", str(every))

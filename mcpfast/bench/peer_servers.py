@@ -35,11 +35,10 @@ import shlex
 import shutil
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from mcpfast.bench import procs
 
@@ -47,12 +46,10 @@ __all__ = [
     "PEERS",
     "Peer",
     "PeerNotAvailable",
-    "RunningServer",
+    "initialize_problem",
     "node_executable",
     "peer_versions",
     "start_http",
-    "stop",
-    "wait_ready",
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,7 +121,7 @@ class Peer:
         (mcpfast only): the HTTP server under the app (``mcpfast serve --runner``)."""
         if self.name == "mcpfast":
             # the same command as `mcpfast bench` (with --max-sessions when the CLI has it)
-            argv = procs.ReferenceServer(sys.executable, Path(os.devnull), host=host, port=port).argv()
+            argv = procs.reference_argv(sys.executable, host, port)
             return argv + (["--runner", runner] if runner else [])
         if runner:
             raise ValueError(f"{self.name} has no --runner")
@@ -155,38 +152,6 @@ PEERS: dict[str, Peer] = {
 # ------------------------------------------------------------------------------ running server
 
 
-@dataclass
-class RunningServer:
-    """A peer serving HTTP: the process, its URL, and where its output goes."""
-
-    peer: Peer
-    proc: subprocess.Popen[Any]
-    host: str
-    port: int
-    argv: list[str]
-    cpus: str | None
-    reply_mode: str
-    log_path: Path | None = None
-    _log: IO[str] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}/mcp"
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def stop(self, timeout: float = 5.0) -> int | None:
-        return stop(self, timeout)
-
-    def __enter__(self) -> RunningServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
 def start_http(
     name: str,
     port: int | None = None,
@@ -197,7 +162,7 @@ def start_http(
     log_path: Path | None = None,
     ready_timeout: float = READY_TIMEOUT,
     runner: str | None = None,
-) -> RunningServer:
+) -> procs.ServerProcess:
     """Start peer ``name`` over Streamable HTTP on ``host:port`` (a free port by default), pinned
     to the CPU list ``cpus`` (``taskset -c``), and wait until it answers ``initialize``.
     ``runner``: mcpfast's HTTP server (``native``, ``uvicorn``, ``granian``; its default when None).
@@ -209,28 +174,14 @@ def start_http(
     peer.check()
     port = port or procs.free_port(host)
     argv = procs.pinned(peer.http_argv(port, host, json_response=json_response, runner=runner), cpus)
-    log: IO[str] | None = None
-    if log_path is not None:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed by stop()
-        log.write("$ " + shlex.join(argv) + "\n")
-        log.flush()
-    proc = subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
-        cwd=str(ROOT), env=procs.child_env(),
-    )  # fmt: skip
-    server = RunningServer(peer, proc, host, port, argv, cpus, peer.reply_mode(json_response), log_path, log)
-    try:
-        wait_ready(server, ready_timeout)
-    except BaseException:
-        stop(server)
-        raise
-    return server
+    server = procs.ServerProcess(peer.name, argv, host, port, log_path=log_path, cpus=cpus, reply_mode=peer.reply_mode(json_response))
+    return server.start(ready_timeout, ready=lambda: initialize_problem(host, port))
 
 
-def _probe(host: str, port: int, timeout: float) -> bool:
-    """One ``initialize`` POST to ``/mcp`` answered with a result (JSON or SSE), then the probe
-    session is DELETEd so that it does not count in the server's memory."""
+def initialize_problem(host: str, port: int, timeout: float = 2.0) -> str | None:
+    """``None`` when one ``initialize`` POST to ``/mcp`` is answered with a result (JSON or SSE),
+    else what went wrong; the probe session is DELETEd so that it does not count in the server's
+    memory. Raises ``OSError`` while nothing listens."""
     body = json.dumps({
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "mcpfast-ready", "version": "1"}},
@@ -245,42 +196,9 @@ def _probe(host: str, port: int, timeout: float) -> bool:
         if sid:
             conn.request("DELETE", "/mcp", headers={"mcp-session-id": sid, "mcp-protocol-version": PROTOCOL})
             conn.getresponse().read()
-        return ok
+        return None if ok else "initialize did not return a result"
     finally:
         conn.close()
-
-
-def wait_ready(server: RunningServer, timeout: float = READY_TIMEOUT) -> None:
-    """Wait until the server's port accepts and ``initialize`` gets a result; RuntimeError when
-    the process exits first or ``timeout`` passes."""
-    deadline = time.monotonic() + timeout
-    last = "port not open"
-    while time.monotonic() < deadline:
-        if server.proc.poll() is not None:
-            raise RuntimeError(f"{server.peer.name} exited with code {server.proc.returncode}: {_log_tail(server)}")
-        try:
-            if _probe(server.host, server.port, timeout=2.0):
-                return
-            last = "initialize did not return a result"
-        except OSError as exc:
-            last = f"{type(exc).__name__}: {exc}"
-        time.sleep(0.1)
-    raise RuntimeError(f"{server.peer.name} not ready on {server.url} within {timeout:g} s ({last})")
-
-
-def _log_tail(server: RunningServer, lines: int = 8) -> str:
-    if server._log is not None:
-        server._log.flush()
-    return procs.log_tail(server.log_path, lines, sep=" | ")
-
-
-def stop(server: RunningServer, timeout: float = 5.0) -> int | None:
-    """terminate, wait, kill; close the log; returns the exit code."""
-    code = procs.stop_process(server.proc, timeout)
-    if server._log is not None:
-        server._log.close()
-        server._log = None
-    return code
 
 
 # ----------------------------------------------------------------------------------- versions

@@ -212,7 +212,7 @@ def run_one(cfg: PeersConfig, server: str, transport: str, family: str, log: Tex
         with generator_affinity(cfg.generator_cpus):
             run_bench(bench, stream=log, make_plots=False)
     finally:
-        exited = running.proc.poll() if running is not None else None
+        exited = running.proc.poll() if running is not None and running.proc is not None else None
         if running is not None:
             running.stop()
     summary = _read_json(sdir / "summary.json") or {}

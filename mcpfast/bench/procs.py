@@ -10,7 +10,8 @@ measures processes the same way, so the figures they print are comparable:
 * :func:`log_path` (logs go to an ignored ``logs/`` folder beside the results) and :func:`log_tail`;
 * :func:`write_json` / :func:`write_summary`: every benchmark's results file, written the same
   way (atomically, indented, paths and dataclasses as JSON);
-* :class:`ReferenceServer`: the embedded reference server over Streamable HTTP, as a process.
+* :class:`ServerProcess`: a server process on a port (started, waited for, stopped), the one
+  class for it; :func:`reference_server` is the embedded reference server over Streamable HTTP.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TextIO
@@ -33,7 +34,7 @@ from mcpfast.client.base import rss_kib  # the swarm measures it too; one defini
 
 __all__ = [
     "CLOCK_TICKS",
-    "ReferenceServer",
+    "REFERENCE_SERVER",
     "Unavailable",
     "child_env",
     "child_pids",
@@ -48,8 +49,11 @@ __all__ = [
     "pinned",
     "port_open",
     "process_tree",
+    "reference_argv",
+    "reference_server",
     "repo_root",
     "rss_kib",
+    "ServerProcess",
     "stop_process",
     "write_json",
     "write_summary",
@@ -311,18 +315,42 @@ def write_summary(out: Path, summary: dict[str, Any]) -> None:
 # ------------------------------------------------------------------------------ the server
 
 
-class ReferenceServer:
-    """The embedded reference server over Streamable HTTP on 127.0.0.1:<free port>, as a process.
+class ServerProcess:
+    """A server process listening on ``host:port``: the one class every benchmark starts servers with.
 
-    :meth:`start` doubles as the probe: it returns ``(False, message)`` when the process exits
-    (for example while ``--transport http`` is not built) or the port never opens.
+    Its output goes to ``log_path`` (first line: the command; ``None``: discarded). ``start``
+    waits until ``ready`` says so (by default: the port accepts) and raises ``RuntimeError``,
+    having stopped it, when the process exits first or the wait times out; ``stop`` terminates,
+    waits and kills. A context manager: leaving the block stops it.
+
+    Attributes:
+        name: what to call it in messages (a peer's name, the reference server's command).
+        argv: the command (pinned with ``taskset`` when ``cpus`` is set by the caller).
+        cpus: the CPU list it is pinned to (``None``: not pinned).
+        reply_mode: how it answers HTTP POSTs (``json+sse``, ``json``, ``sse``), when known.
+        proc: the process, once started.
     """
 
-    def __init__(self, python: str, log_path: Path, host: str = "127.0.0.1", port: int | None = None) -> None:
-        self.python = python
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        host: str,
+        port: int,
+        *,
+        log_path: Path | None = None,
+        cpus: str | None = None,
+        reply_mode: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.name = name
+        self.argv = list(argv)
         self.host = host
-        self.port = port or free_port(host)
+        self.port = port
         self.log_path = log_path
+        self.cpus = cpus
+        self.reply_mode = reply_mode
+        self.env = env
         self.proc: subprocess.Popen[Any] | None = None
         self._log: TextIO | None = None
 
@@ -334,45 +362,83 @@ class ReferenceServer:
     def pid(self) -> int:
         return self.proc.pid if self.proc is not None else 0
 
-    def argv(self) -> list[str]:
-        argv = [self.python, "-m", "mcpfast", "serve", "--transport", "http", "--host", self.host, "--port", str(self.port)]
-        # Churn abandons sessions on purpose: lift the session cap when the CLI has the option.
-        if "--max-sessions" in _serve_help(self.python):
-            argv += ["--max-sessions", "1000000"]
-        return argv
+    def _port_ready(self) -> str | None:
+        return None if port_open(self.host, self.port) else f"{self.host}:{self.port} not open"
 
-    def start(self, timeout: float = SERVER_START_TIMEOUT) -> tuple[bool, str]:
-        self._log = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in stop()
-        argv = self.argv()
-        self._log.write("$ " + shlex.join(argv) + "\n")
-        self._log.flush()
+    def start(self, timeout: float = SERVER_START_TIMEOUT, ready: Callable[[], str | None] | None = None) -> ServerProcess:
+        """Start it and wait until ``ready()`` returns ``None`` (else it says what is missing).
+
+        Raises:
+            RuntimeError: the process exited, or was not ready within ``timeout`` seconds
+                (it is stopped first).
+        """
+        check = ready if ready is not None else self._port_ready
+        out: Any = subprocess.DEVNULL
+        if self.log_path is not None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            out = self._log = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in stop()
+            self._log.write("$ " + shlex.join(self.argv) + "\n")
+            self._log.flush()
+        env = self.env if self.env is not None else child_env()
         self.proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, cwd=str(repo_root()), env=child_env()
+            self.argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=str(repo_root()), env=env
         )
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                self._log.flush()
-                msg = log_tail(self.log_path) or f"exit code {self.proc.returncode}"
-                return False, f"`mcpfast serve --transport http` exited ({self.proc.returncode}): {msg}"
-            if port_open(self.host, self.port):
-                return True, f"embedded HTTP server pid {self.proc.pid} at {self.url}"
-            time.sleep(0.1)
-        self.stop()
-        return False, f"`mcpfast serve --transport http` did not open {self.host}:{self.port} within {timeout:g} s"
+        last = "not started"
+        try:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"{self.name} exited with code {self.proc.returncode}: {self.log_tail()}")
+                try:
+                    problem = check()
+                except OSError as exc:
+                    problem = f"{type(exc).__name__}: {exc}"
+                if problem is None:
+                    return self
+                last = problem
+                time.sleep(0.1)
+            raise RuntimeError(f"{self.name} not ready on {self.url} within {timeout:g} s ({last})")
+        except BaseException:
+            self.stop()
+            raise
 
-    def stop(self) -> int | None:
-        code = stop_process(self.proc) if self.proc is not None else None
+    def log_tail(self, lines: int = 8) -> str:
+        """The last lines of its output, on one line."""
+        if self._log is not None:
+            self._log.flush()
+        return log_tail(self.log_path, lines, sep=" | ")
+
+    def stop(self, timeout: float = 5.0) -> int | None:
+        """terminate, wait, kill; close the log; the exit code (``None``: never started)."""
+        code = stop_process(self.proc, timeout) if self.proc is not None else None
         if self._log is not None:
             self._log.close()
             self._log = None
         return code
 
-    def __enter__(self) -> ReferenceServer:
+    def __enter__(self) -> ServerProcess:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+REFERENCE_SERVER = "`mcpfast serve --transport http`"
+
+
+def reference_argv(python: str, host: str, port: int) -> list[str]:
+    """The command of the embedded reference server over Streamable HTTP (what ``mcpfast bench`` measures)."""
+    argv = [python, "-m", "mcpfast", "serve", "--transport", "http", "--host", host, "--port", str(port)]
+    # Churn abandons sessions on purpose: lift the session cap when the CLI has the option.
+    if "--max-sessions" in _serve_help(python):
+        argv += ["--max-sessions", "1000000"]
+    return argv
+
+
+def reference_server(python: str, log_path: Path | None, host: str = "127.0.0.1", port: int | None = None) -> ServerProcess:
+    """The embedded reference server on ``host:port`` (a free port by default), not started yet."""
+    port = port or free_port(host)
+    return ServerProcess(REFERENCE_SERVER, reference_argv(python, host, port), host, port, log_path=log_path, reply_mode="json+sse")
 
 
 _HELP_CACHE: dict[str, str] = {}

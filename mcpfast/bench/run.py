@@ -32,12 +32,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mcpfast.bench.procs import (
-    ReferenceServer,
+    ServerProcess,
     child_env,
     child_pids,
     log_path,
     log_tail,
     machine_info,
+    reference_server,
     repo_root,
     rss_kib,
     stop_process,
@@ -48,7 +49,6 @@ from mcpfast.bench.report import GENERATOR_BOUND_NOTE, generator_label
 __all__ = [
     "FAMILIES",
     "BenchConfig",
-    "ReferenceServer",
     "family_result",
     "machine_info",
     "render_table",
@@ -528,19 +528,20 @@ def run_bench(cfg: BenchConfig, stream: TextIO | None = None, make_plots: bool =
     transports_run: list[str] = []
     stdio_command = cfg.target_command or f"{shlex.quote(cfg.python)} -m mcpfast serve --transport stdio"
     for transport in _resolve_transports(cfg):
-        server: ReferenceServer | None = None
+        server: ServerProcess | None = None
         host = None
         pid = 0
         if transport == "http":
             if cfg.target:
                 host, pid = cfg.target, cfg.server_pid
             else:
-                server = ReferenceServer(cfg.python, log_path(cfg.out, "server-http.log"))
+                server = reference_server(cfg.python, log_path(cfg.out, "server-http.log"))
                 progress.update("server/http", f"starting on 127.0.0.1:{server.port}")
-                ok, message = server.start()
-                if not ok:
-                    server.stop()
-                    note = f"HTTP transport not available, not run: {message}"
+                try:
+                    server.start()
+                    message = f"embedded HTTP server pid {server.pid} at {server.url}"
+                except RuntimeError as exc:  # the process exited (e.g. no --transport http) or never listened
+                    note = f"HTTP transport not available, not run: {exc}"
                     progress.update("server/http", "not available", final=True)
                     progress.note(note)
                     if cfg.transport_explicit and cfg.transports == ("http",):

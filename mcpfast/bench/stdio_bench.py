@@ -337,6 +337,15 @@ def summarise(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     # Server CPU per call is far less sensitive to other load on a shared machine than calls/s
     # (a closed loop waits on both processes' wake-ups): 1e6 / µs-per-call is what one fully
     # busy core would serve.
+    base = runs.get("mcpfast-baseline", [])
+    before = [a["calls_per_s"] / b["calls_per_s"] for a, b in zip(fast, base, strict=False) if b["calls_per_s"] > 0]
+    if before:  # this tree against the older one (--baseline-src), paired per round
+        out["ratio_mcpfast_over_baseline"] = statistics.median(before)
+        out["ratios_over_baseline_per_round"] = [round(r, 3) for r in before]
+        cpu_before = [
+            b["server_us_per_call"] / a["server_us_per_call"] for a, b in zip(fast, base, strict=False) if a["server_us_per_call"] > 0
+        ]
+        out["cpu_ratio_baseline_over_mcpfast"] = statistics.median(cpu_before)
     cpu = [b["server_us_per_call"] / a["server_us_per_call"] for a, b in zip(fast, sdk, strict=False) if a["server_us_per_call"] > 0]
     if cpu:
         out["cpu_ratio_sdk_over_mcpfast"] = statistics.median(cpu)
@@ -384,6 +393,12 @@ def write_report(out_dir: Path, data: dict[str, Any]) -> None:
     ]
     if "ratios_per_round" in s:
         lines.append(f"Ratio per round (calls/s): {s['ratios_per_round']}")
+    if "ratio_mcpfast_over_baseline" in s:
+        lines.append(
+            f"mcpfast / mcpfast-baseline (calls/s, median of per-round ratios): {s['ratio_mcpfast_over_baseline']:.3f} "
+            f"(per round {s['ratios_over_baseline_per_round']}); server CPU per call, baseline / mcpfast: "
+            f"{s['cpu_ratio_baseline_over_mcpfast']:.3f}."
+        )
     if "cpu_ratio_sdk_over_mcpfast" in s:
         lines.append(
             f"Server CPU per call, SDK / mcpfast (median of rounds): {s['cpu_ratio_sdk_over_mcpfast']:.1f}x. "
@@ -403,8 +418,8 @@ def write_report(out_dir: Path, data: dict[str, Any]) -> None:
         "",
         f"Machine: {mach['nproc']} CPUs, {mach['cpu_model']}; {mach['implementation']} {mach['python']}; "
         f"mcpfast core {mach['mcpfast_core']}; mcp SDK {mach['mcp_sdk']}; load average at start "
-        f"{mach['loadavg_at_start']} (the machine is shared, so absolute numbers are noisy; the ratio "
-        "is paired per round).",
+        f"{mach['loadavg_at_start']}, at end {data.get('loadavg_at_end')} (the machine is shared, so absolute "
+        "numbers are noisy; the ratio is paired per round).",
         "",
         f"Command: `{data['command']}`",
         "",
@@ -530,6 +545,9 @@ def main(argv: list[str] | None = None) -> int:
     ratio = data["summary"].get("ratio_mcpfast_over_sdk")
     if ratio:
         print(f"median ratio mcpfast / SDK: {ratio:.1f}x -> {args.out}/results.md")
+    before = data["summary"].get("ratio_mcpfast_over_baseline")
+    if before:
+        print(f"median ratio mcpfast / baseline: {before:.3f} -> {args.out}/results.md")
     return 0
 
 

@@ -97,6 +97,11 @@ class Outgoing(NamedTuple):
         final: it ends the request (or batch) it answers: nothing more comes for that ``tag``.
         tag: what the transport passed to ``receive``/``receive_message`` with the message this
             record answers or is sent for (e.g. the HTTP stream of the POST); ``None`` otherwise.
+        by_engine: an answer the engine made itself, no application handler having seen the
+            request (a parse or protocol error, ``ping``, ``initialize``, ``logging/setLevel``,
+            ``server/discover``; a batch none of whose members reached the application).
+            ``False`` for answers through ``respond``/``respond_error`` and for every record
+            that is not an answer.
     """
 
     data: bytes
@@ -105,3 +110,4 @@ class Outgoing(NamedTuple):
     code: int | None
     final: bool
     tag: Any
+    by_engine: bool = False

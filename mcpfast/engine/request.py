@@ -21,17 +21,24 @@ class InboundRequest:
         client_capabilities: the capabilities that apply to this request.
         log_level: the minimum level of log notifications this request may emit, or ``None``
             when logging is off for it.
+        batch: the engine's number for the batch it came in, or ``None``.
+
+    While it is in flight it is also the engine's entry for it (``ServerSession`` keeps the
+    private ``_tag``, ``_cancelled`` and ``_last_progress`` here: one object per request).
     """
 
     __slots__ = (
+        "_cancelled",
+        "_last_progress",
         "_message",
+        "_tag",
+        "batch",
         "client_capabilities",
         "id",
         "log_level",
         "method",
         "stateless",
         "version",
-        "batch",
     )
 
     def __init__(
@@ -42,6 +49,7 @@ class InboundRequest:
         client_capabilities: dict[str, Any],
         log_level: str | None,
         batch: int | None = None,
+        tag: Any = None,
     ) -> None:
         self._message = message
         self.id: int | str = message.id
@@ -51,6 +59,9 @@ class InboundRequest:
         self.client_capabilities = client_capabilities
         self.log_level = log_level
         self.batch = batch
+        self._tag = tag  # what the transport gave with the message; on every record for this request
+        self._cancelled = False  # the client cancelled it: its answer is dropped
+        self._last_progress: float | None = None  # the last progress value sent for it
 
     @property
     def params(self) -> dict[str, Any]:

@@ -104,25 +104,15 @@ class LifecycleError(McpError):
     """The server tried to send something the lifecycle does not allow yet."""
 
 
-class _Inflight:
-    __slots__ = ("batch", "cancelled", "last_progress", "request", "tag")
-
-    def __init__(self, request: InboundRequest, tag: Any) -> None:
-        self.request = request
-        self.cancelled = False
-        self.last_progress: float | None = None
-        self.batch = request.batch
-        self.tag = tag
-
-
 class _Batch:
-    __slots__ = ("owed", "pending", "replies", "tag")
+    __slots__ = ("admitted", "owed", "pending", "replies", "tag")
 
     def __init__(self, tag: Any) -> None:
         self.pending = 0
         self.replies: list[bytes] = []
         self.tag = tag
         self.owed = False  # it held a request (or an invalid member), so an answer (or END) is due
+        self.admitted = False  # a member went to the application (else the engine answered it all)
 
 
 _INIT_RESULTS: dict[tuple[str, int, int, str | None], tuple[dict[str, Any], dict[str, Any], bytes]] = {}
@@ -153,6 +143,9 @@ class ServerSession:
         cache_scope: ``cacheScope`` put on cacheable 2026 results that do not set one.
         extra_methods: non-MCP request methods the application serves (admitted as events;
             any other unknown method is answered -32601 here).
+        records: keep an ``Outgoing`` record per message (``records_to_send``). ``False`` for a
+            transport that only writes bytes in order (stdio): the outbox then holds the
+            encoded messages themselves and ``data_to_send`` hands them over as they are.
 
     Attributes:
         state: the handshake-era lifecycle state.
@@ -176,7 +169,9 @@ class ServerSession:
         cache_ttl_ms: int = 0,
         cache_scope: str = "public",
         extra_methods: frozenset[str] = frozenset(),
+        records: bool = True,
     ) -> None:
+        self.records = records
         self.server_info = server_info
         self.capabilities = capabilities
         self.instructions = instructions
@@ -195,8 +190,8 @@ class ServerSession:
         self.log_level: str | None = None
         self.on_output: Callable[[], None] | None = None
         self.subscriptions: set[str] | frozenset[str] = _EMPTY  # a set of its own from the first subscribe
-        self._outbox: list[Outgoing] = []
-        self._inflight: dict[int | str, _Inflight] = {}
+        self._outbox: list[Any] = []  # Outgoing records, or (records=False) their bytes
+        self._inflight: dict[int | str, InboundRequest] = {}  # the request is its own in-flight entry
         self._outgoing: dict[int | str, tuple[str, int | str | None]] = {}  # id -> (method, related request)
         self._open: dict[Any, int] = _NO_OPEN  # tag -> requests (or batches) received with it, unanswered
         self._next_id = 0
@@ -210,13 +205,21 @@ class ServerSession:
     # ------------------------------------------------------------------ output
 
     def records_to_send(self) -> list[Outgoing]:
-        """Take every record waiting to be written, in order (``Outgoing``: what each message is)."""
+        """Take every record waiting to be written, in order (``Outgoing``: what each message is).
+
+        Raises:
+            RuntimeError: the session was made with ``records=False`` (it keeps bytes only).
+        """
+        if not self.records:
+            raise RuntimeError("this session keeps no records (records=False): use data_to_send")
         out, self._outbox = self._outbox, []
         return out
 
     def data_to_send(self) -> list[bytes]:
         """Take every message waiting to be written, in order (each without a newline)."""
         out, self._outbox = self._outbox, []
+        if not self.records:
+            return out  # the outbox holds the bytes themselves
         if len(out) == 1:  # the usual case: one reply (a list display is cheaper than a comprehension)
             data = out[0][0]
             return [data] if data else []
@@ -226,19 +229,27 @@ class ServerSession:
         """Whether a request (or batch) received with ``tag`` is still to be answered."""
         return tag in self._open
 
-    def _emit(self, record: Outgoing) -> None:
+    def _emit(
+        self, data: bytes, kind: str, request_id: int | str | None, code: int | None, final: bool, tag: Any, by_engine: bool = False
+    ) -> None:
+        """Queue one message and what it is (an ``Outgoing``; only its bytes when ``records`` is off)."""
         outbox = self._outbox
-        outbox.append(record)
+        if self.records:
+            outbox.append(_record(Outgoing, (data, kind, request_id, code, final, tag, by_engine)))
+        elif data:
+            outbox.append(data)
+        else:
+            return  # an END record: no bytes, and nobody reads records
         if len(outbox) == 1 and self.on_output is not None:
             self.on_output()
 
     def _notify_out(self, method: str, params: dict[str, Any] | None, related: int | str | None = None, tag: Any = None) -> None:
-        self._emit(_record(Outgoing, (core.encode_notification(method, params), NOTIFICATION, related, None, False, tag)))
+        self._emit(core.encode_notification(method, params), NOTIFICATION, related, None, False, tag)
 
-    def _reply(self, rid: int | str | None, data: bytes, code: int | None, batch: int | None, tag: Any) -> None:
-        """Emit a reply (``code``: an error's), or keep it for its batch's array."""
+    def _reply(self, rid: int | str | None, data: bytes, code: int | None, batch: int | None, tag: Any, by_engine: bool = True) -> None:
+        """Emit a reply (``code``: an error's; ``by_engine``: no handler saw the request), or keep it for its batch."""
         if batch is None:
-            self._emit(_record(Outgoing, (data, RESULT if code is None else ERROR, rid, code, True, tag)))
+            self._emit(data, RESULT if code is None else ERROR, rid, code, True, tag, by_engine)
             return
         # A batch is answered by one array once every member is settled (JSON-RPC 2.0 §6).
         group = self._batches[batch]
@@ -252,9 +263,9 @@ class ServerSession:
             del self._batches[batch]
             tag = group.tag
             if group.replies:
-                self._emit(_record(Outgoing, (b"[" + b",".join(group.replies) + b"]", BATCH, None, None, True, tag)))
+                self._emit(b"[" + b",".join(group.replies) + b"]", BATCH, None, None, True, tag, not group.admitted)
             elif group.owed:
-                self._emit(_record(Outgoing, (b"", END, None, None, True, tag)))
+                self._emit(b"", END, None, None, True, tag)
             self._close_tag(tag)
 
     def _open_tag(self, tag: Any) -> None:
@@ -334,7 +345,10 @@ class ServerSession:
                 if item.method == m.INITIALIZE:
                     self._error(item.id, INVALID_REQUEST, "initialize must not be part of a batch", batch, tag)
                 else:
+                    admitted = len(events)
                     self._receive_request(item, events, batch, tag)  # settles its slot when answered
+                    if len(events) > admitted:
+                        group.admitted = True
                 continue
             if kind == "notification":
                 self._receive_notification(item, events)
@@ -355,8 +369,8 @@ class ServerSession:
             params = msg.params  # parsed once here, cached for the application
             meta = params.get("_meta") if type(params) is dict else None
             if meta is None or type(meta) is not dict or META_PROTOCOL_VERSION not in meta:
-                request = InboundRequest(msg, self.version, False, self.client_capabilities, self.log_level, batch)  # type: ignore[arg-type]
-                self._inflight[rid] = _Inflight(request, tag)
+                request = InboundRequest(msg, self.version, False, self.client_capabilities, self.log_level, batch, tag)  # type: ignore[arg-type]
+                self._inflight[rid] = request
                 if tag is not None and batch is None:
                     if self._open is _NO_OPEN:  # the common case, inline: one request per tag
                         self._open = {tag: 1}
@@ -409,10 +423,8 @@ class ServerSession:
         if method in (m.RESOURCES_SUBSCRIBE, m.RESOURCES_UNSUBSCRIBE) and not self.capabilities["resources"].get("subscribe"):
             self._error(rid, METHOD_NOT_FOUND, f"method not found: {method} (resource subscriptions not offered)", batch, tag)
             return
-        request = InboundRequest(
-            msg, version, stateless=False, client_capabilities=self.client_capabilities, log_level=self.log_level, batch=batch
-        )
-        self._admit(request, events, tag)
+        request = InboundRequest(msg, version, False, self.client_capabilities, self.log_level, batch, tag)
+        self._admit(request, events)
 
     def _direct_methods(self, version: str) -> frozenset[str]:
         """Methods a handshake session of ``version`` admits with no further check (shared, cached)."""
@@ -431,10 +443,10 @@ class ServerSession:
                 direct.add(method)
         return frozenset(direct)
 
-    def _admit(self, request: InboundRequest, events: list[Event], tag: Any) -> None:
-        self._inflight[request.id] = _Inflight(request, tag)
+    def _admit(self, request: InboundRequest, events: list[Event]) -> None:
+        self._inflight[request.id] = request
         if request.batch is None:
-            self._open_tag(tag)
+            self._open_tag(request._tag)
         events.append(RequestReceived(request))
 
     def _initialize(self, msg: Any, batch: int | None, tag: Any) -> None:
@@ -542,8 +554,8 @@ class ServerSession:
         if method == m.SUBSCRIPTIONS_LISTEN:
             self._listen(msg, requested, caps, batch, tag)
             return
-        request = InboundRequest(msg, requested, stateless=True, client_capabilities=caps, log_level=level, batch=batch)
-        self._admit(request, events, tag)
+        request = InboundRequest(msg, requested, True, caps, level, batch, tag)
+        self._admit(request, events)
 
     def _listen(self, msg: Any, version: str, caps: dict[str, Any], batch: int | None, tag: Any) -> None:
         params = msg.params if isinstance(msg.params, dict) else {}
@@ -559,8 +571,8 @@ class ServerSession:
         uris = wanted.get("resourceSubscriptions")
         if isinstance(uris, list) and self.capabilities.get("resources", {}).get("subscribe"):
             honoured["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)]
-        request = InboundRequest(msg, version, stateless=True, client_capabilities=caps, log_level=None, batch=batch)
-        self._inflight[msg.id] = _Inflight(request, tag)
+        request = InboundRequest(msg, version, True, caps, None, batch, tag)
+        self._inflight[msg.id] = request
         if batch is None:
             self._open_tag(tag)
         self._listens[msg.id] = honoured
@@ -573,9 +585,9 @@ class ServerSession:
             del self._listens[listen_id]
             entry = self._inflight.pop(listen_id)
             result = self._decorate(m.SUBSCRIPTIONS_LISTEN, {"_meta": {META_SUBSCRIPTION_ID: listen_id}})
-            self._reply(listen_id, core.encode_result(listen_id, result), None, entry.batch, entry.tag)
+            self._reply(listen_id, core.encode_result(listen_id, result), None, entry.batch, entry._tag)
             if entry.batch is None:
-                self._close_tag(entry.tag)
+                self._close_tag(entry._tag)
 
     def _decorate(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
         out = dict(result)
@@ -620,9 +632,9 @@ class ServerSession:
             self._end(rid, self._inflight.pop(rid))
             return
         entry = self._inflight.get(rid)
-        if entry is None or entry.cancelled:
+        if entry is None or entry._cancelled:
             return  # unknown, finished or already cancelled: the race the spec tolerates
-        entry.cancelled = True
+        entry._cancelled = True
         reason = params.get("reason")
         events.append(RequestCancelled(rid, reason if isinstance(reason, str) else None))
 
@@ -641,7 +653,7 @@ class ServerSession:
     def is_cancelled(self, request_id: int | str) -> bool:
         """Whether the client cancelled this request (its reply will be dropped)."""
         entry = self._inflight.get(request_id)
-        return entry is not None and entry.cancelled
+        return entry is not None and entry._cancelled
 
     def in_flight(self) -> list[int | str]:
         """Ids of the requests not answered yet."""
@@ -661,12 +673,10 @@ class ServerSession:
         Raises:
             KeyError: the request is not in flight (answered already, or never received).
         """
-        entry = self._inflight[request_id]  # removed only once the reply is encoded
-        if entry.cancelled:
-            del self._inflight[request_id]
-            self._end(request_id, entry)
+        request = self._inflight.pop(request_id)
+        if request._cancelled:
+            self._end(request_id, request)
             return False
-        request = entry.request
         code = None
         try:
             if request.stateless and isinstance(result, dict):
@@ -676,11 +686,13 @@ class ServerSession:
             logger.error("the result of %s cannot be encoded: %s", _describe(request), exc)
             code = INTERNAL_ERROR
             data = core.encode_error(request_id, code, f"result cannot be encoded: {exc}")
-        del self._inflight[request_id]
-        if entry.batch is None and code is None:
-            tag = entry.tag
+        except BaseException:
+            self._inflight[request_id] = request  # not answered: it stays in flight
+            raise
+        tag = request._tag
+        if request.batch is None and code is None:  # the usual case, inline (``_emit`` + ``_close_tag``)
             outbox = self._outbox
-            outbox.append(_record(Outgoing, (data, RESULT, request_id, None, True, tag)))
+            outbox.append(_record(Outgoing, (data, RESULT, request_id, None, True, tag, False)) if self.records else data)
             if tag is not None:
                 opened = self._open
                 if len(opened) == 1 and opened.get(tag) == 1:  # the common case, inline
@@ -690,44 +702,43 @@ class ServerSession:
             if len(outbox) == 1 and self.on_output is not None:
                 self.on_output()
         else:
-            if entry.batch is None:
-                self._close_tag(entry.tag)
-            self._reply(request_id, data, code, entry.batch, entry.tag)
+            if request.batch is None:
+                self._close_tag(tag)
+            self._reply(request_id, data, code, request.batch, tag, False)
         return True
 
     def respond_error(self, request_id: int | str, code: int, message: str, data: Any = None) -> bool:
         """Answer a request with a JSON-RPC error; the same rules as ``respond`` (error ``data``
         JSON cannot hold is dropped, the error still sent)."""
-        entry = self._inflight[request_id]
-        if entry.cancelled:
+        request = self._inflight[request_id]  # removed only once the reply is encoded
+        if request._cancelled:
             del self._inflight[request_id]
-            self._end(request_id, entry)
+            self._end(request_id, request)
             return False
         try:
             reply = core.encode_error(request_id, code, message, data)
         except (TypeError, ValueError, OverflowError) as exc:
-            logger.error("the error data of %s cannot be encoded: %s", _describe(entry.request), exc)
+            logger.error("the error data of %s cannot be encoded: %s", _describe(request), exc)
             reply = core.encode_error(request_id, code, message)
         del self._inflight[request_id]
-        if entry.batch is None:
-            self._close_tag(entry.tag)
-        self._reply(request_id, reply, code, entry.batch, entry.tag)
+        if request.batch is None:
+            self._close_tag(request._tag)
+        self._reply(request_id, reply, code, request.batch, request._tag, False)
         return True
 
-    def _end(self, request_id: int | str, entry: _Inflight) -> None:
+    def _end(self, request_id: int | str, entry: InboundRequest) -> None:
         """A request left the in-flight table unanswered (cancelled): say so with an ``END`` record."""
         if entry.batch is not None:
             self._settle_batch_member(entry.batch)
             return
-        self._close_tag(entry.tag)
-        self._emit(_record(Outgoing, (b"", END, request_id, None, True, entry.tag)))
+        self._close_tag(entry._tag)
+        self._emit(b"", END, request_id, None, True, entry._tag)
 
     # --------------------------------------------------- notifications out
 
     def request_of(self, request_id: int | str) -> InboundRequest | None:
         """The in-flight request with this id, or ``None``."""
-        entry = self._inflight.get(request_id)
-        return entry.request if entry is not None else None
+        return self._inflight.get(request_id)
 
     def progress(self, request_id: int | str, progress: float, total: float | None = None, message: str | None = None) -> bool:
         """Send ``notifications/progress`` for a request in flight.
@@ -740,20 +751,20 @@ class ServerSession:
             ValueError: ``progress`` does not strictly increase over the last one sent.
         """
         entry = self._inflight.get(request_id)
-        if entry is None or entry.cancelled:
+        if entry is None or entry._cancelled:
             return False
-        token = entry.request.progress_token
+        token = entry.progress_token
         if token is None:
             return False
-        if entry.last_progress is not None and not progress > entry.last_progress:
-            raise ValueError(f"progress must strictly increase ({progress} after {entry.last_progress})")
-        entry.last_progress = progress
+        if entry._last_progress is not None and not progress > entry._last_progress:
+            raise ValueError(f"progress must strictly increase ({progress} after {entry._last_progress})")
+        entry._last_progress = progress
         params: dict[str, Any] = {"progressToken": token, "progress": progress}
         if total is not None:
             params["total"] = total
-        if message is not None and supports(entry.request.version, V2025_03_26):
+        if message is not None and supports(entry.version, V2025_03_26):
             params["message"] = message
-        self._notify_out(m.NOTIFICATION_PROGRESS, params, request_id, entry.tag)
+        self._notify_out(m.NOTIFICATION_PROGRESS, params, request_id, entry._tag)
         return True
 
     def log(self, level: str, data: Any, logger: str | None = None, *, request_id: int | str | None = None) -> bool:
@@ -776,11 +787,11 @@ class ServerSession:
         tag = None
         if request_id is not None:
             entry = self._inflight.get(request_id)
-            if entry is None or entry.cancelled:
+            if entry is None or entry._cancelled:
                 return False
-            tag = entry.tag
-            if entry.request.stateless:
-                threshold = entry.request.log_level
+            tag = entry._tag
+            if entry.stateless:
+                threshold = entry.log_level
                 if threshold is None:
                     return False
         elif self.state is State.NEW:
@@ -831,7 +842,7 @@ class ServerSession:
                 wanted = any(honoured.get(flag) and method == _LISTEN_METHOD[flag] for flag in _LISTEN_FLAGS)
             if wanted:
                 meta = {**((params or {}).get("_meta") or {}), META_SUBSCRIPTION_ID: listen_id}
-                self._notify_out(method, {**(params or {}), "_meta": meta}, listen_id, self._inflight[listen_id].tag)
+                self._notify_out(method, {**(params or {}), "_meta": meta}, listen_id, self._inflight[listen_id]._tag)
                 sent = True
         return sent
 
@@ -867,7 +878,7 @@ class ServerSession:
         """
         if related is not None:
             entry = self._inflight.get(related)
-            if entry is not None and entry.request.stateless:
+            if entry is not None and entry.stateless:
                 raise LifecycleError(
                     MISSING_REQUIRED_CLIENT_CAPABILITY,
                     "protocol 2026-07-28 has no server-to-client requests",
@@ -899,8 +910,8 @@ class ServerSession:
                 self._url_elicitations = set()
             self._url_elicitations.add(elicitation_id)  # type: ignore[union-attr]
         entry = self._inflight.get(related) if related is not None else None
-        tag = entry.tag if entry is not None else None
-        self._emit(_record(Outgoing, (core.encode_request(request_id, method, params), REQUEST, related, None, False, tag)))
+        tag = entry._tag if entry is not None else None
+        self._emit(core.encode_request(request_id, method, params), REQUEST, related, None, False, tag)
         return request_id
 
     # ------------------------------------------------- URL-mode elicitation
@@ -989,7 +1000,7 @@ class ServerSession:
             params["reason"] = reason
         related = sent[1]
         entry = self._inflight.get(related) if related is not None else None
-        self._notify_out(m.NOTIFICATION_CANCELLED, params, related, entry.tag if entry is not None else None)
+        self._notify_out(m.NOTIFICATION_CANCELLED, params, related, entry._tag if entry is not None else None)
 
     def pending_requests(self) -> list[int | str]:
         """Ids of the server-to-client requests still awaiting an answer."""

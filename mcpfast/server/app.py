@@ -497,8 +497,8 @@ class Server:
             info["title"] = self.title
         return info
 
-    def new_session(self) -> ServerSession:
-        """A fresh engine session declaring this server's capabilities.
+    def new_session(self, *, records: bool = True) -> ServerSession:
+        """A fresh engine session declaring this server's capabilities (``records``: see ``ServerSession``).
 
         Sessions share one ``server_info`` and one capabilities dict (the engine copies before it
         changes anything), rebuilt only when what they are made from changes: an idle session
@@ -519,12 +519,16 @@ class Server:
         shared = self._session_shared
         if shared is None or shared[0] != key:
             shared = self._session_shared = (key, self.server_info(), self.capabilities())
-        return ServerSession(shared[1], shared[2], instructions=self.instructions)
+        return ServerSession(shared[1], shared[2], instructions=self.instructions, records=records)
 
-    def connect(self) -> Connection:
-        """A ``Connection`` (engine session + task runner) for one transport connection."""
+    def connect(self, *, records: bool = True) -> Connection:
+        """A ``Connection`` (engine session + task runner) for one transport connection.
+
+        ``records=False`` for a transport that writes the engine's bytes in order and reads no
+        ``Outgoing`` records (stdio): its session keeps only the bytes.
+        """
         conn = Connection(
-            self.new_session(),
+            self.new_session(records=records),
             self.handle,
             routes=self._routes,
             request_timeout=self.request_timeout,

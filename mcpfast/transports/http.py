@@ -152,7 +152,8 @@ class HttpTransport:
         event_store: where SSE events are kept for ``Last-Event-ID`` replay (default: a
             ``MemoryEventStore``; ``False`` turns resumability off).
         auth: an OAuth resource server (``mcpfast.auth.ResourceServer``); ``None``: no auth.
-        json_response: answer requests that emit nothing before their reply as JSON (else SSE).
+        json_response: answer requests that emit nothing before their reply as JSON (else SSE,
+            except for the answers the engine makes itself: those are always JSON).
         store: where handshake-era sessions are kept (``mcpfast.store``): ``None`` or a
             ``MemoryStore``, this process; a ``RedisStore``, every process that shares it.
     """
@@ -488,10 +489,10 @@ class HttpTransport:
             return _reply(500, _error_body(INTERNAL_ERROR, "internal error"))
         if shared is not None:
             shared.after_post(sess)
-        if stream.closed and self.json_response:
-            buf, answer = stream.buf, stream.answer
-            if len(buf) == 1 and answer is not None and answer.data is buf[0]:  # answered alone: inline or by the engine
-                return (_session_status(answer) if answer.kind == ERROR else 200, _JSON, buf[0])
+        if stream.closed:
+            if stream.as_json(self.json_response):  # answered alone: inline or by the engine
+                answer = stream.answer
+                return (_session_status(answer) if answer.kind == ERROR else 200, _JSON, stream.buf[0])  # type: ignore[union-attr]
         elif not stream.buf and not conn.session.answering(stream):
             return _ACCEPTED  # a notification or a response: nothing is owed
         if not stream.closed:
@@ -524,7 +525,7 @@ class HttpTransport:
                     await asyncio.wait((waiter, watch), return_when=asyncio.FIRST_COMPLETED)
                     if watch.done():
                         return
-            if self.json_response and stream.answered_alone():
+            if stream.as_json(self.json_response):
                 data = stream.buf.pop(0)
                 # a 2026 reply's status follows its error code, whether it came at once or later
                 status = _session_status(stream.answer) if conn is None else _modern_status(stream.answer)
@@ -775,7 +776,7 @@ class HttpTransport:
         conn.task_owner = f"principal:{principal}" if principal is not None else "anonymous"
         self._stateless.add(conn)
         conn.feed_message(decoded, stream)
-        if stream.answered_alone() and self.json_response:  # answered by the engine or a sync handler
+        if stream.as_json(self.json_response):  # answered by the engine or a sync handler
             self._stateless.discard(conn)
             self._finish(conn.close_now())
             return (_modern_status(stream.answer), _JSON, stream.buf[0])

@@ -77,10 +77,18 @@ class Stream:
             if not self.keep:
                 self.finish()
 
-    def answered_alone(self) -> bool:
-        """Closed with the request's answer as its only message (so it may go out as JSON)."""
+    def as_json(self, json_response: bool) -> bool:
+        """Whether the request is answered with one JSON body rather than SSE (the server's choice per request).
+
+        Only an answer that came alone (the stream closed with it as its only message) can be.
+        It is when the transport answers with JSON (``json_response``), and also otherwise when
+        the engine made it itself (``by_engine``: a protocol error, ``ping``...), as no handler
+        ran and there was nothing to stream.
+        """
         answer = self.answer
-        return self.closed and len(self.buf) == 1 and answer is not None and answer.data is self.buf[0]
+        return (
+            answer is not None and (json_response or answer.by_engine) and self.closed and len(self.buf) == 1 and answer.data is self.buf[0]
+        )
 
     def finish(self) -> None:
         if not self.closed:

@@ -119,7 +119,7 @@ async def serve_stdio(
         shutdown_grace: seconds in-flight requests get to finish after EOF before they are
             cancelled.
     """
-    conn = server.connect()
+    conn = server.connect(records=False)  # one stream, in order: the bytes are all it needs
     out = _Writer(conn, writer)
     writer_task = asyncio.get_running_loop().create_task(out.run())
     framer = core.LineFramer(max_line)

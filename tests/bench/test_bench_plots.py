@@ -7,6 +7,7 @@ import argparse
 import csv
 import json
 import random
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -310,10 +311,27 @@ def test_subcommands_register_and_dispatch(synthetic_run: Path, capsys: pytest.C
 
 
 def test_http_server_probe_reports_a_server_that_exits(tmp_path: Path) -> None:
-    server = procs.ReferenceServer("/bin/false", tmp_path / "server.log")
-    ok, message = server.start(timeout=5)
-    server.stop()
-    assert not ok and "exited" in message
+    server = procs.reference_server("/bin/false", tmp_path / "server.log")
+    with pytest.raises(RuntimeError, match="exited with code 1"):
+        server.start(timeout=5)
+    assert server.proc is not None and server.proc.returncode == 1
+    assert (tmp_path / "server.log").read_text().startswith("$ /bin/false -m mcpfast serve")
+
+
+def test_server_process_waits_for_its_port_and_stops(tmp_path: Path) -> None:
+    port = procs.free_port()
+    argv = [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port)]
+    with procs.ServerProcess("http.server", argv, "127.0.0.1", port, log_path=tmp_path / "s.log").start(timeout=20) as server:
+        assert procs.port_open("127.0.0.1", port) and server.pid > 0
+    assert server.proc is not None and server.proc.poll() is not None
+    assert not procs.port_open("127.0.0.1", port)
+
+
+def test_server_process_that_never_gets_ready_is_stopped() -> None:
+    server = procs.ServerProcess("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"], "127.0.0.1", procs.free_port())
+    with pytest.raises(RuntimeError, match=r"sleeper not ready .* within 0.5 s \(never\)"):
+        server.start(timeout=0.5, ready=lambda: "never")
+    assert server.proc is not None and server.proc.poll() is not None
 
 
 def test_progress_lines_without_a_terminal() -> None:

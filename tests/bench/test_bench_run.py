@@ -154,14 +154,13 @@ def test_bench_exits_non_zero_and_names_the_failing_family(tmp_path: Path) -> No
 
 
 def _http_available() -> bool:
-    from mcpfast.bench.procs import ReferenceServer
+    from mcpfast.bench.procs import reference_server
 
-    server = ReferenceServer(sys.executable, Path(os.devnull))
     try:
-        ok, _ = server.start(timeout=15)
-    finally:
-        server.stop()
-    return ok
+        with reference_server(sys.executable, Path(os.devnull)).start(timeout=15):
+            return True
+    except RuntimeError:
+        return False
 
 
 @pytest.mark.timeout(150)

@@ -14,8 +14,8 @@ CAPS = {"tools": {"listChanged": True}, "resources": {"subscribe": True}, "loggi
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 
 
-def ready(version: str = "2025-11-25", caps: dict[str, Any] | None = None) -> ServerSession:
-    s = ServerSession({"name": "srv", "version": "1"}, CAPS)
+def ready(version: str = "2025-11-25", caps: dict[str, Any] | None = None, records: bool = True) -> ServerSession:
+    s = ServerSession({"name": "srv", "version": "1"}, CAPS, records=records)
     s.receive(
         orjson.dumps(
             {
@@ -27,7 +27,7 @@ def ready(version: str = "2025-11-25", caps: dict[str, Any] | None = None) -> Se
         )
     )
     s.receive(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
-    s.records_to_send()
+    s.data_to_send()
     return s
 
 
@@ -162,3 +162,87 @@ def test_receive_message_takes_a_decoded_message() -> None:
     s = ready()
     (event,) = s.receive_message(core.decode(call(11)), "T")
     assert isinstance(event, RequestReceived) and event.request.id == 11
+
+
+def _scenario_messages(s: ServerSession) -> None:
+    """Inputs that make every kind of record: result, errors, progress, request, END, batch."""
+    s.receive(call(1, {"progressToken": "p"}), "A")
+    s.progress(1, 0.5)
+    s.respond(1, {"content": []})
+    s.receive(b'{"jsonrpc":"2.0","id":2,"method":"nope/x"}', "B")
+    s.receive(b'{"jsonrpc":"2.0","id":3,', "C")
+    s.receive(call(4), "D")
+    s.send_request("sampling/createMessage", {"messages": []}, related=4)
+    s.receive(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}', "E")
+    s.respond(4, {"content": []})  # cancelled: an END record, no bytes
+    s.receive(b'[{"jsonrpc":"2.0","id":5,"method":"ping"},{"jsonrpc":"2.0","id":6,"method":"ping"}]', "F")
+    s.receive_oversized(10, 5, "G")
+
+
+@pytest.mark.parametrize("version", ["2025-03-26", "2025-11-25"])
+def test_a_session_without_records_writes_the_same_bytes(version: str) -> None:
+    described = ready(version, caps={"sampling": {}})
+    plain = ready(version, caps={"sampling": {}}, records=False)
+    for s in (described, plain):
+        _scenario_messages(s)
+    records = described.records_to_send()
+    assert END in [r.kind for r in records] and ERROR in [r.kind for r in records]
+    assert plain.data_to_send() == [r.data for r in records if r.data]
+    with pytest.raises(RuntimeError, match="records=False"):
+        plain.records_to_send()
+
+
+def test_a_session_without_records_wakes_its_writer_once_per_batch_of_output() -> None:
+    s = ServerSession({"name": "srv", "version": "1"}, CAPS, records=False)
+    woken: list[int] = []
+    s.on_output = lambda: woken.append(1)
+    s.receive(b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
+    s.receive(b'{"jsonrpc":"2.0","id":2,"method":"ping"}')
+    assert len(woken) == 1 and len(s.data_to_send()) == 2
+    s.receive(b'{"jsonrpc":"2.0","id":3,"method":"ping"}')
+    assert len(woken) == 2
+
+
+def test_a_result_the_encoder_fails_on_unexpectedly_stays_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = ready()
+    s.receive(call(9), "T")
+
+    def broken(*args: Any) -> bytes:
+        raise RuntimeError("encoder down")
+
+    monkeypatch.setattr(core, "encode_result", broken)
+    with pytest.raises(RuntimeError, match="encoder down"):
+        s.respond(9, {"content": []})
+    assert s.in_flight() == [9] and s.answering("T") and s.records_to_send() == []
+    monkeypatch.undo()
+    assert s.respond(9, {"content": []}) is True
+    (record,) = s.records_to_send()
+    assert shape(record) == (RESULT, 9, None, True, "T")
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        pytest.param(b'{"jsonrpc":"2.0","id":7,"method":"ping"}', id="ping"),
+        pytest.param(b'{"jsonrpc":"2.0","id":8,"method":"nope/x"}', id="unknown-method"),
+        pytest.param(b'{"jsonrpc":"2.0","id":9,', id="parse-error"),
+        pytest.param(b'[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"nope/x"}]', id="engine-only-batch"),
+    ],
+)
+def test_answers_the_engine_makes_say_so(message: bytes) -> None:
+    s = ready("2025-03-26")
+    s.receive(message, "T")
+    (record,) = s.records_to_send()
+    assert record.final and record.by_engine
+
+
+def test_answers_through_the_application_are_not_the_engines() -> None:
+    s = ready("2025-03-26")
+    s.receive(call(1), "A")
+    s.receive(call(2), "B")
+    s.receive(b'[{"jsonrpc":"2.0","id":3,"method":"ping"},' + call(4) + b"]", "C")
+    s.respond(1, {"content": []})
+    s.respond_error(2, -32602, "bad")
+    s.respond(4, {"content": []})
+    records = s.records_to_send()
+    assert [(r.kind, r.by_engine) for r in records] == [(RESULT, False), (ERROR, False), (BATCH, False)]

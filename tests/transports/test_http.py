@@ -115,19 +115,6 @@ async def transport() -> AsyncIterator[HttpTransport]:
     assert not t.sessions
 
 
-@pytest.fixture(params=["asgi", "native"])
-async def client(request: pytest.FixtureRequest, transport: HttpTransport) -> AsyncIterator[httpx.AsyncClient]:
-    """The transport called in-process over ASGI, and served by the native HTTP server over a
-    real socket (the default ``mcpfast serve`` path): every rule must give the same answer."""
-    if request.param == "asgi":
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(transport), base_url="http://127.0.0.1") as c:
-            yield c
-        return
-    with serve_in_thread(transport) as base:
-        async with httpx.AsyncClient(base_url=base) as c:
-            yield c
-
-
 async def open_session(client: httpx.AsyncClient, version: str = "2025-11-25") -> dict[str, str]:
     r = await client.post("/mcp", json=init_body(version), headers=HEADERS)
     assert r.status_code == 200, r.text

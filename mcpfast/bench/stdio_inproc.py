@@ -1,0 +1,199 @@
+"""In-process stdio cost: this tree against an older one, message by message, no pipes.
+
+    python -m mcpfast.bench.stdio_inproc --baseline-src /work/base --out bench_results/ab/stdio_inproc.json
+
+A worker process per tree (``_stdio_inproc_worker.py``, run with ``-c`` from inside the tree it
+measures, so an older checkout needs no copy of it) builds the demo app's connection, does the
+handshake and then, on each request of the parent, feeds one ``tools/call echo`` line
+``--messages`` times:
+
+* ``line``: ``Connection.feed`` + ``session.data_to_send()`` per message (engine, dispatch,
+  handler, reply record);
+* ``engine``: the engine alone: ``session.receive`` + ``respond`` + ``data_to_send``;
+* ``chunk``: ``serve_stdio``'s inner loop: ``LineFramer.feed`` of a 32-line read, ``feed``
+  per line, one ``frame_lines`` of the replies per read.
+
+Both workers are pinned to ``--cpu`` (``taskset``) and take turns burst by burst (ABBA), so
+whatever else the shared machine runs hits both alike; times are CPU time (``process_time``),
+wall time is recorded too. A round (a fresh pair of processes) gives the median over its
+bursts of old ns / new ns, i.e. calls/s new / old; the result is the median over rounds. The
+load average is recorded before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from mcpfast.bench.procs import machine_info, pinned, repo_root, write_json
+
+__all__ = ["main", "measure"]
+
+_WORKER = Path(__file__).with_name("_stdio_inproc_worker.py")
+
+
+class _Worker:
+    """One worker process measuring ``tree``; ``run()`` times one burst of messages."""
+
+    def __init__(self, tree: Path, mode: str, messages: int, cpu: int | None) -> None:
+        argv = pinned([sys.executable, "-c", _WORKER.read_text(), mode, str(messages)], cpu)
+        env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
+        self.tree = tree
+        self.proc = subprocess.Popen(argv, cwd=tree, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def run(self) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.write("go\n")
+            self.proc.stdin.flush()
+        except OSError:  # it died before reading
+            line = ""
+        else:
+            line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the worker in {self.tree} died (exit {self.proc.wait()})")
+        result: dict[str, Any] = json.loads(line)
+        return result
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):  # a dead worker's pipe
+                self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+def _profile(tree: Path, messages: int, cpu: int | None) -> str:
+    argv = pinned([sys.executable, "-c", _WORKER.read_text(), "line", str(messages), "profile"], cpu)
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
+    done = subprocess.run(argv, cwd=tree, env=env, capture_output=True, text=True, timeout=600, check=True)
+    return done.stderr
+
+
+def measure(
+    trees: dict[str, Path], *, mode: str = "line", messages: int = 4000, bursts: int = 15, rounds: int = 7, cpu: int | None = 1
+) -> dict[str, Any]:
+    """Rounds of fresh ``old``/``new`` worker pairs, each timing ``bursts`` paired bursts (ABBA).
+
+    A round's ratio is the median of its bursts' ``old ns / new ns`` (calls/s new / old); the
+    result is the median over rounds.
+    """
+    names = list(trees)
+    per_round: dict[str, list[float]] = {n: [] for n in names}
+    ratios: list[float] = []
+    wall_ratios: list[float] = []
+    core = ""
+    for rnd in range(rounds):
+        workers = {n: _Worker(trees[n], mode, messages, cpu) for n in names}
+        try:
+            cpu_ns: dict[str, list[float]] = {n: [] for n in names}
+            wall_ns: dict[str, list[float]] = {n: [] for n in names}
+            for burst in range(bursts):
+                for name in names if (rnd + burst) % 2 == 0 else names[::-1]:
+                    result = workers[name].run()
+                    core = result["core"]
+                    cpu_ns[name].append(result["cpu_ns"])
+                    wall_ns[name].append(result["wall_ns"])
+        finally:
+            for worker in workers.values():
+                worker.close()
+        for n in names:
+            per_round[n].append(statistics.median(cpu_ns[n]))
+        ratios.append(statistics.median(o / n for o, n in zip(cpu_ns["old"], cpu_ns["new"], strict=True)))
+        wall_ratios.append(statistics.median(o / n for o, n in zip(wall_ns["old"], wall_ns["new"], strict=True)))
+        print(
+            f"round {rnd} {mode}: " + "  ".join(f"{n} {per_round[n][-1]:.0f} ns" for n in names) + f"  new/old {ratios[-1]:.3f}",
+            file=sys.stderr,
+            flush=True,
+        )
+    return {
+        "mode": mode,
+        "core": core,
+        "cpu_ns_per_message": {n: [round(v, 1) for v in per_round[n]] for n in names},
+        "median_cpu_ns": {n: round(statistics.median(per_round[n]), 1) for n in names},
+        "ratio_new_over_old_per_round": [round(r, 3) for r in ratios],
+        "ratio_new_over_old": round(statistics.median(ratios), 3),
+        "wall_ratio_new_over_old": round(statistics.median(wall_ratios), 3),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mcpfast.bench.stdio_inproc", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--baseline-src", type=Path, required=True, help="the older source tree (with its compiled core)")
+    parser.add_argument("--new-src", type=Path, default=repo_root(), help="the tree under test (default: this checkout)")
+    parser.add_argument("--modes", default="line,chunk,engine", help="comma-separated: line, chunk, engine")
+    parser.add_argument("--messages", type=int, default=4000, help="messages per burst")
+    parser.add_argument("--bursts", type=int, default=15, help="paired bursts per round (one old, one new)")
+    parser.add_argument("--rounds", type=int, default=7, help="rounds, each with a fresh pair of processes")
+    parser.add_argument("--cpu", type=int, default=1, help="CPU every worker is pinned to (-1: no pinning)")
+    parser.add_argument("--profile", action="store_true", help="print a cProfile table of each tree's line loop and exit")
+    parser.add_argument("--out", type=Path, help="JSON results file (a .md beside it)")
+    args = parser.parse_args(argv)
+    cpu = args.cpu if args.cpu >= 0 else None
+    trees = {"old": args.baseline_src.resolve(), "new": args.new_src.resolve()}
+    if args.profile:
+        for name, tree in trees.items():
+            print(f"== {name}: {tree}\n{_profile(tree, args.messages, cpu)}")
+        return 0
+    load_start = [round(x, 2) for x in os.getloadavg()]
+    results = [
+        measure(trees, mode=mode, messages=args.messages, bursts=args.bursts, rounds=args.rounds, cpu=cpu) for mode in args.modes.split(",")
+    ]
+    data = {
+        "command": shlex.join(["python", "-m", "mcpfast.bench.stdio_inproc", *(argv if argv is not None else sys.argv[1:])]),
+        "trees": {n: str(t) for n, t in trees.items()},
+        "config": {"messages": args.messages, "bursts": args.bursts, "rounds": args.rounds, "cpu": args.cpu},
+        "machine": machine_info(()),
+        "loadavg_at_start": load_start,
+        "loadavg_at_end": [round(x, 2) for x in os.getloadavg()],
+        "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "results": results,
+    }
+    for r in results:
+        print(f"{r['mode']}: new/old calls/s {r.get('ratio_new_over_old')} per round {r.get('ratio_new_over_old_per_round')}")
+    if args.out is not None:
+        write_json(args.out, data)
+        args.out.with_suffix(".md").write_text(_markdown(data))
+    return 0
+
+
+def _markdown(data: dict[str, Any]) -> str:
+    lines = [
+        "# stdio in process: new tree vs old, CPU ns per tools/call echo",
+        "",
+        f"Command: `{data['command']}`",
+        "",
+        f"Trees: old `{data['trees']['old']}`, new `{data['trees']['new']}`. Every worker pinned to CPU "
+        f"{data['config']['cpu']}; {data['config']['rounds']} rounds, each a fresh pair of processes timing "
+        f"{data['config']['bursts']} paired bursts of {data['config']['messages']} messages in ABBA order "
+        "(a round's ratio: the median over its bursts of old ns / new ns).",
+        f"Load average: {data['loadavg_at_start']} at start, {data['loadavg_at_end']} at end (2 CPUs shared).",
+        "",
+        "| mode | core | old ns/msg (median) | new ns/msg (median) | calls/s new/old (median of rounds) | per round | wall-clock ratio |",
+        "| --- | --- | ---: | ---: | ---: | --- | ---: |",
+    ]
+    for r in data["results"]:
+        m = r["median_cpu_ns"]
+        lines.append(
+            f"| {r['mode']} | {r['core']} | {m['old']:,.0f} | {m['new']:,.0f} | {r.get('ratio_new_over_old')} | "
+            f"{r.get('ratio_new_over_old_per_round')} | {r.get('wall_ratio_new_over_old')} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
