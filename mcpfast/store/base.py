@@ -47,7 +47,8 @@ class SessionRecord:
 
 
 Message = tuple[str, str, str]
-"""``(kind, session id, payload)`` sent between the processes of one store."""
+"""``(kind, session id, payload)`` sent between the processes of one store (``del`` may name
+several sessions, their ids separated by spaces)."""
 
 
 class SessionStore(Protocol):
@@ -61,8 +62,12 @@ class SessionStore(Protocol):
     """
 
     shared: bool
-    ops: int
-    errors: int
+
+    @property
+    def ops(self) -> int: ...
+
+    @property
+    def errors(self) -> int: ...
 
     async def create(self, record: SessionRecord, max_sessions: int, ttl: float) -> bool:
         """Keep ``record`` for ``ttl`` idle seconds; ``False`` when ``max_sessions`` are open."""

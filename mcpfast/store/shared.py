@@ -24,6 +24,7 @@ On the hot path (a request for a cached session) nothing here makes a round trip
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import secrets
 import time
@@ -104,6 +105,7 @@ class SharedSessions:
         self.transport = transport
         self.store = store
         self.origin = secrets.token_hex(6) + ":"
+        self._stream_base = secrets.randbelow(1 << 40) * 1000 + 1
         self.flush_period = max(0.05, min(transport.session_idle_timeout / 10, 2.0))
         self._levels: dict[str, str | None] = {}
         self.flushes = 0
@@ -161,7 +163,7 @@ class SharedSessions:
         sess.get.store = _ForwardingEvents(self, self.transport.event_store)  # type: ignore[assignment]
         # POST streams are named by a counter per session; each process starts its own far
         # from the others', so stream names (and event ids) never meet in the shared store.
-        sess.next_stream = secrets.randbelow(1 << 40) * 1000 + 1
+        sess.next_stream = self._stream_base
         self._levels[sess.id] = sess.conn.session.log_level
         self.transport._install(sess)
 
@@ -189,9 +191,10 @@ class SharedSessions:
 
         return deferred
 
-    def prepare(self, method: str, headers: dict[bytes, bytes], principal: str | None, then: Any) -> Deferred | None:
-        """``None`` when the request needs nothing from the store; else fetch what it needs
-        (its session, the events a ``Last-Event-ID`` resumes), then ``then()``."""
+    def prepare(self, method: str, headers: dict[bytes, bytes], body: bytes, principal: str | None) -> Deferred | None:
+        """``None`` when the request needs nothing from the store (the hot path: a cached
+        session; no round trip, nothing allocated but the id); else fetch what it needs (its
+        session, the events a ``Last-Event-ID`` resumes), then serve it as the transport would."""
         raw = headers.get(b"mcp-session-id")
         if raw is None:
             return None
@@ -201,6 +204,7 @@ class SharedSessions:
         last = headers.get(b"last-event-id") if method == "GET" and self.events is not None else None
         if last is None and session_id in self.transport.sessions:
             return None
+        then = functools.partial(self.transport._mcp, method, headers, body, principal)
 
         async def deferred(receive: Receive, send: Send) -> None:
             self._start()
@@ -322,8 +326,10 @@ class SharedSessions:
 
     def _on_message(self, message: Message) -> None:
         kind, session_id, payload = message
-        if kind == "del":
-            self.transport._finish(self._end_here(session_id))
+        if kind == "del":  # one message may end several sessions (space-separated ids)
+            for sid in session_id.split(" "):
+                if sid in self.transport.sessions:
+                    self.transport._finish(self._end_here(sid))
             return
         sess = self.transport.sessions.get(session_id)
         if sess is None:

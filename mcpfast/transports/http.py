@@ -358,7 +358,7 @@ class HttpTransport:
                     ),
                 )
         if self.shared is not None and version not in _STATELESS:  # a session cached elsewhere: load it first
-            loading = self.shared.prepare(method, headers, principal, functools.partial(self._mcp, method, headers, body, principal))
+            loading = self.shared.prepare(method, headers, body, principal)
             if loading is not None:
                 return loading
         if method == "POST":
