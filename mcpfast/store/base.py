@@ -97,6 +97,10 @@ class SessionStore(Protocol):
         """Call ``callback`` for every message; ``on_reconnect`` after a lost subscription came back."""
         ...
 
+    async def process_number(self) -> int:
+        """A number no other process of this store was given (``MemoryStore``: 0, alone)."""
+        ...
+
     def event_store(self, max_events: int, ttl: float) -> Any:
         """An ``EventStore`` every process of this store reads (``None``: keep the transport's own)."""
         ...

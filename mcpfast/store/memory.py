@@ -79,6 +79,9 @@ class MemoryStore:
     def subscribe(self, callback: Callable[[Message], None], on_reconnect: Callable[[], None]) -> None:
         self._subscribers.append(callback)
 
+    async def process_number(self) -> int:
+        return 0
+
     def event_store(self, max_events: int, ttl: float) -> None:
         return None  # the transport's own event store
 

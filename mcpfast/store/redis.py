@@ -6,6 +6,7 @@ Keys (``prefix`` defaults to ``mcpfast:``):
 * ``<prefix>live``: a sorted set of session ids scored by last-seen time (the global cap
   counts it; members idle past the timeout are dropped when a session is created).
 * ``<prefix>secret``: the key that seals 2026 ``requestState`` (made once, by the first process).
+* ``<prefix>procs``: a counter numbering processes (their ranges of request ids to clients).
 * channel ``<prefix>bus``: messages between processes (``SessionStore.publish``).
 
 Every command goes through one ``RedisLink`` (redis-py's connection and hiredis parser,
@@ -203,6 +204,12 @@ class RedisStore:
         (sent,) = await self.link.execute(("PUBLISH", self._channel, orjson.dumps((kind, session_id, payload))))
         _check(sent)
 
+    async def process_number(self) -> int:
+        """Counted in ``<prefix>procs`` (``INCR``): unique among every process this store served."""
+        (number,) = await self.link.execute(("INCR", f"{self.prefix}procs"))
+        _check(number)
+        return int(number)
+
     def subscribe(self, callback: Callable[[Message], None], on_reconnect: Callable[[], None]) -> None:
         self._callbacks.append((callback, on_reconnect))
         if self._listener is None:
@@ -371,19 +378,23 @@ class RedisEvents:
         stream, sep, _ = last_event_id.rpartition("-")
         found: tuple[str, list[tuple[str, bytes]]] | None = None
         if sep:
-            (entries,) = await self.store.link.execute(("LRANGE", self._list(session, stream), 0, -1))
-            _check(entries)
-            events = [(e[:i].decode(), e[i + 1 :]) for e in entries if (i := e.find(b" ")) > 0]
-            ids = [eid for eid, _ in events]
-            if last_event_id in ids:
-                found = (stream, events[ids.index(last_event_id) + 1 :])
-            else:
-                at = _after_lost(ids, last_event_id)
-                if at is not None:
-                    found = (stream, events[at:])
+            events = await self.after(session, stream, last_event_id)
+            found = None if events is None else (stream, events)
         self._fetched[(session, last_event_id)] = found
         if len(self._fetched) > 1024:
             self._fetched.pop(next(iter(self._fetched)))
+
+    async def after(self, session: str, stream: str, last_event_id: str) -> list[tuple[str, bytes]] | None:
+        """The events kept after ``last_event_id`` on ``stream`` (one round trip; ``None``: an id
+        this store cannot place). Raises ``StoreUnavailable``."""
+        (entries,) = await self.store.link.execute(("LRANGE", self._list(session, stream), 0, -1))
+        _check(entries)
+        events = [(e[:i].decode(), e[i + 1 :]) for e in entries if (i := e.find(b" ")) > 0]
+        ids = [eid for eid, _ in events]
+        if last_event_id in ids:
+            return events[ids.index(last_event_id) + 1 :]
+        at = _after_lost(ids, last_event_id)
+        return None if at is None else events[at:]
 
     def replay(self, session: str, last_event_id: str) -> tuple[str, list[tuple[str, bytes]]] | None:
         return self._fetched.pop((session, last_event_id), None)

@@ -54,8 +54,24 @@ __all__ = ["SharedSessions"]
 
 logger = logging.getLogger("mcpfast.store")
 
+REQUEST_ID_SPAN: Final = 1 << 32
+"""Request ids to clients one process may use per session before reaching the next process's range."""
+REQUEST_ID_RANGES: Final = 1 << 21
+"""Ranges before they are reused (ids stay below 2**53: exact in a JavaScript client)."""
+
 _JSON: Final = ((b"content-type", b"application/json"),)
 _INITIALIZED: Final = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+
+
+def _is_response(data: bytes) -> bool:
+    """A JSON-RPC response (the answer that ends a POST stream)."""
+    if b'"result"' not in data and b'"error"' not in data:
+        return False
+    try:
+        decoded = core.decode(data)
+    except core.JsonRpcError:
+        return False
+    return not isinstance(decoded, list) and decoded.kind in ("result", "error")
 
 
 def _unavailable(rid: Any = None) -> Reply:
@@ -106,6 +122,8 @@ class SharedSessions:
         self.store = store
         self.origin = secrets.token_hex(6) + ":"
         self._stream_base = secrets.randbelow(1 << 40) * 1000 + 1
+        self._request_base = -1
+        """Where this process numbers its requests to clients (``REQUEST_ID_SPAN`` ids per process number)."""
         self.flush_period = max(0.05, min(transport.session_idle_timeout / 10, 2.0))
         self._levels: dict[str, str | None] = {}
         self.flushes = 0
@@ -125,6 +143,12 @@ class SharedSessions:
         self._closing = False
 
     # ------------------------------------------------------------ plumbing
+
+    async def _numbered(self) -> None:
+        """This process's request-id range, from the store the first time (raises ``StoreUnavailable``)."""
+        if self._request_base < 0:
+            number = await self.store.process_number()
+            self._request_base = (number % REQUEST_ID_RANGES) * REQUEST_ID_SPAN
 
     def _start(self) -> None:
         if not self._started:
@@ -164,6 +188,9 @@ class SharedSessions:
         # POST streams are named by a counter per session; each process starts its own far
         # from the others', so stream names (and event ids) never meet in the shared store.
         sess.next_stream = self._stream_base
+        # Requests to the client are numbered from this process's own range (its number from
+        # the store), so a reply POSTed anywhere names the one request it answers.
+        sess.conn.session.number_requests_from(self._request_base)
         self._levels[sess.id] = sess.conn.session.log_level
         self.transport._install(sess)
 
@@ -176,6 +203,7 @@ class SharedSessions:
         async def deferred(receive: Receive, send: Send) -> None:
             self._start()
             try:
+                await self._numbered()
                 kept = await self.store.create(record, transport.max_sessions, transport.session_idle_timeout)
             except StoreUnavailable:
                 transport._finish(sess.conn.close_now())
@@ -209,6 +237,7 @@ class SharedSessions:
         async def deferred(receive: Receive, send: Send) -> None:
             self._start()
             try:
+                await self._numbered()
                 if session_id not in self.transport.sessions:
                     record = await self._load(session_id)
                     if record is not None and record.principal == principal and session_id not in self.transport.sessions:
@@ -322,6 +351,56 @@ class SharedSessions:
         self._spawn(self.store.publish("reply", sess.id, self.origin + body.decode()))
         return True
 
+    # ------------------------------------------------------------ resumed streams
+
+    def follow(self, sess: _Session, key: str, last_event_id: str, replayed: list[tuple[str, bytes]]) -> Any:
+        """A POST stream resumed here while its request runs on another process: a local stream
+        that goes on with the events that process keeps in the shared event store, each once,
+        in order, until the request's answer (``None``: nothing to follow, the replay is all).
+
+        The request's process keeps the events of a stream nobody reads there in the store as
+        they come; this process reads the events after the last one it sent every
+        ``follow_period`` seconds (one round trip) while the client is attached. A POST stream
+        ends with its request's answer, so the first response ends this one too (a batch POST's
+        later answers stay in the store for the next resumption).
+        """
+        if self.events is None or key == sess.get.key or any(_is_response(data) for _, data in replayed):
+            return None
+        from mcpfast.transports.http_routing import Stream
+
+        live = Stream(key, session_id=sess.id)
+        live.sse = True
+        last = replayed[-1][0] if replayed else last_event_id
+        self._spawn(self._follow(sess, live, last))
+        return live
+
+    follow_period = 0.05
+
+    async def _follow(self, sess: _Session, live: Any, last: str) -> None:
+        events = self.events
+        assert events is not None
+        while not live.closed:
+            await asyncio.sleep(self.follow_period)
+            if not live.attached or self.transport.sessions.get(sess.id) is not sess:
+                live.finish()  # the client went away, or the session ended
+                return
+            try:
+                found = await events.after(sess.id, live.key, last)
+            except StoreUnavailable:
+                continue  # the next period tries again; the events stay kept
+            if found is None:  # trimmed past what was sent: the client resumes again (404 then)
+                live.finish()
+                return
+            for eid, data in found:
+                last = eid
+                if not data:
+                    continue
+                events.forwarded(data, eid)  # sent under the id it is kept as, not kept again
+                live.push(data)
+                if _is_response(data):
+                    live.finish()
+                    return
+
     # ------------------------------------------------------------ messages
 
     def _on_message(self, message: Message) -> None:
@@ -354,8 +433,10 @@ class SharedSessions:
             sess.get.push(raw)
 
     def _on_reconnect(self) -> None:
-        """Messages may have been lost (a DELETE among them): check every cached session at the next flush."""
+        """Messages may have been lost (a DELETE among them): check every cached session at the next
+        flush. The store may have restarted empty (its process counter too): number again."""
         self._verify.update(self.transport.sessions)
+        self._request_base = -1
 
     # ------------------------------------------------------------ last seen
 

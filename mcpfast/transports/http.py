@@ -618,6 +618,8 @@ class HttpTransport:
             live = sess.get if key == sess.get.key else next((s for s in sess.streams if s.key == key and not s.closed), None)
             if live is not None and live.attached:
                 return _reply(409, _error_body(INVALID_REQUEST, "stream already has a reader"))
+            if live is None and self.shared is not None:  # live on another process: followed through the store
+                live = self.shared.follow(sess, key, last.decode("latin-1"), events)
             if live is None:
                 live = Stream(key)
                 live.closed = True
