@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
+
+import orjson
 
 from mcpfast.store.base import Message, SessionRecord
 
@@ -58,6 +61,13 @@ class MemoryStore:
                 deadline,
             )
         await self.publish("lvl", session_id, level)
+
+    async def set_subscriptions(self, session_id: str, uris: list[str]) -> None:
+        self.ops += 1
+        found = self._records.get(session_id)
+        if found is not None:
+            self._records[session_id] = (dataclasses.replace(found[0], subscriptions=tuple(uris)), found[1])
+        await self.publish("subs", session_id, orjson.dumps(uris).decode())
 
     async def refresh(self, session_ids: list[str], ttl: float) -> list[str]:
         self.ops += 1

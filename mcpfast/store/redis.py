@@ -83,17 +83,19 @@ return out
 process (KEYS: the live set, then record and events index per session; ARGV: channel,
 message, then the ids)."""
 
-_SET_LEVEL: Final = Script(
+_UPDATE: Final = Script(
     """
 local rec = redis.call('GET', KEYS[1])
 if not rec then return 0 end
 local d = cjson.decode(rec)
-d['l'] = ARGV[1]
+d[ARGV[1]] = cjson.decode(ARGV[2])
 redis.call('SET', KEYS[1], cjson.encode(d), 'KEEPTTL')
-redis.call('PUBLISH', ARGV[2], ARGV[3])
+redis.call('PUBLISH', ARGV[3], ARGV[4])
 return 1
 """
 )
+"""One field of a record changed (log level ``l``, subscriptions ``s``), and every process told
+(KEYS: the record; ARGV: field, its JSON value, channel, message)."""
 
 MAX_MERGED: Final = 200
 """Sessions per merged create or delete script call at most (a script blocks Redis while it runs)."""
@@ -116,7 +118,7 @@ class RedisStore:
         self.timeout = timeout
         self._live = f"{prefix}live"
         self._channel = f"{prefix}bus"
-        self.link = RedisLink(url, timeout, [_CREATE, _DELETE, _SET_LEVEL])
+        self.link = RedisLink(url, timeout, [_CREATE, _DELETE, _UPDATE])
         """Every command this process sends (group-committed: ``mcpfast.store.redis_link``)."""
         self._creates = self.link.merged(self._build_creates)
         self._deletes = self.link.merged(self._build_deletes)
@@ -182,8 +184,14 @@ class RedisStore:
         return bool(await self._deletes.add(session_id))
 
     async def set_level(self, session_id: str, level: str) -> None:
-        message = orjson.dumps(("lvl", session_id, level))
-        (done,) = await self.link.execute(_SET_LEVEL.call([self._key(session_id)], [level, self._channel, message]))
+        await self._update(session_id, "l", orjson.dumps(level), ("lvl", session_id, level))
+
+    async def set_subscriptions(self, session_id: str, uris: list[str]) -> None:
+        value = orjson.dumps(uris)
+        await self._update(session_id, "s", value, ("subs", session_id, value.decode()))
+
+    async def _update(self, session_id: str, field: str, value: bytes, message: Message) -> None:
+        (done,) = await self.link.execute(_UPDATE.call([self._key(session_id)], [field, value, self._channel, orjson.dumps(message)]))
         _check(done)
 
     async def refresh(self, session_ids: list[str], ttl: float) -> list[str]:

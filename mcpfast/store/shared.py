@@ -74,6 +74,11 @@ def _is_response(data: bytes) -> bool:
     return not isinstance(decoded, list) and decoded.kind in ("result", "error")
 
 
+async def _all(changes: list[Awaitable[None]]) -> None:
+    for change in changes:
+        await change
+
+
 def _unavailable(rid: Any = None) -> Reply:
     body = core.encode_error(rid, INTERNAL_ERROR, "session store unavailable, retry later")
     return (503, [*_JSON, (b"retry-after", b"1")], body)
@@ -126,6 +131,7 @@ class SharedSessions:
         """Where this process numbers its requests to clients (``REQUEST_ID_SPAN`` ids per process number)."""
         self.flush_period = max(0.05, min(transport.session_idle_timeout / 10, 2.0))
         self._levels: dict[str, str | None] = {}
+        self._subs: dict[str, frozenset[str]] = {}
         self.flushes = 0
         """Batched last-seen updates sent (each one store round trip, whatever the traffic)."""
         self._looked_up: str | None = None
@@ -192,6 +198,8 @@ class SharedSessions:
         # the store), so a reply POSTed anywhere names the one request it answers.
         sess.conn.session.number_requests_from(self._request_base)
         self._levels[sess.id] = sess.conn.session.log_level
+        if sess.conn.session.subscriptions:
+            self._subs[sess.id] = frozenset(sess.conn.session.subscriptions)
         self.transport._install(sess)
 
     def initialize(self, sess: _Session, body: bytes) -> Deferred:
@@ -305,6 +313,8 @@ class SharedSessions:
         conn.feed(_INITIALIZED)
         if record.log_level is not None:
             conn.feed(orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": m.LOGGING_SET_LEVEL, "params": {"level": record.log_level}}))
+        for uri in record.subscriptions:  # validated by the process that took the subscribe
+            conn.session.subscribe(uri)
         conn.session.records_to_send()  # the replayed handshake's answers: nobody's to read
         return sess
 
@@ -326,15 +336,45 @@ class SharedSessions:
 
     def _end_here(self, session_id: str) -> list[asyncio.Task[Any]]:
         self._levels.pop(session_id, None)
+        self._subs.pop(session_id, None)
         sess = self.transport.sessions.get(session_id)
         return self.transport._end_session_now(sess) if sess is not None else []
 
-    def after_post(self, sess: _Session) -> None:
-        """A ``logging/setLevel`` served here goes to the store (and so to every process)."""
-        level = sess.conn.session.log_level
+    def after_post(self, sess: _Session, body: bytes) -> Awaitable[None] | None:
+        """A ``logging/setLevel`` or a ``resources/(un)subscribe`` served here goes to the store
+        (and so to every process: a resource update noticed anywhere reaches the subscriber).
+        Returns what to await before the request is answered (``None``: nothing changed), so
+        once the client has its answer every process sees the change."""
+        engine = sess.conn.session
+        level = engine.log_level
+        changes: list[Awaitable[None]] = []
         if level != self._levels.get(sess.id) and level is not None:
             self._levels[sess.id] = level
-            self._spawn(self.store.set_level(sess.id, level))
+            changes.append(self.store.set_level(sess.id, level))
+        if b"subscribe" in body:  # cheap test first: only these requests change subscriptions
+            subs = frozenset(engine.subscriptions)
+            if subs != self._subs.get(sess.id, frozenset()):
+                self._subs[sess.id] = subs
+                changes.append(self.store.set_subscriptions(sess.id, sorted(subs)))
+        if not changes:
+            return None
+        return changes[0] if len(changes) == 1 else _all(changes)
+
+    def after_stored(self, stored: Awaitable[None], answer: Reply | Deferred) -> Deferred:
+        """``answer`` once ``stored`` is done (a store that cannot be reached: answered anyway,
+        the change then holds on this process only, and a warning says so)."""
+
+        async def deferred(receive: Receive, send: Send) -> None:
+            try:
+                await stored
+            except StoreUnavailable as exc:
+                logger.warning("a session change is not shared: %s", exc)
+            if type(answer) is tuple:
+                await _send(send, answer)
+            else:
+                await answer(receive, send)  # type: ignore[operator]
+
+        return deferred
 
     def forward_reply(self, sess: _Session, body: bytes) -> bool:
         """Pass on a client's reply to a request this process did not send (True when passed on)."""
@@ -417,6 +457,15 @@ class SharedSessions:
             self._levels[session_id] = payload
             sess.conn.session.log_level = payload
             return
+        if kind == "subs":
+            engine = sess.conn.session
+            uris = frozenset(orjson.loads(payload) or ())
+            self._subs[session_id] = uris
+            for uri in set(engine.subscriptions) - uris:
+                engine.unsubscribe(uri)
+            for uri in uris - set(engine.subscriptions):
+                engine.subscribe(uri)
+            return
         origin, _, data = payload.partition(":")
         if origin + ":" == self.origin:
             return
@@ -454,6 +503,8 @@ class SharedSessions:
         seen = [sid for sid, s in sessions.items() if not s.legacy and (s.last_seen >= cutoff or sid in self._verify)]
         for sid in [s for s in self._levels if s not in sessions]:
             del self._levels[sid]
+        for sid in [s for s in self._subs if s not in sessions]:
+            del self._subs[sid]
         if not seen:
             return
         self.flushes += 1

@@ -128,3 +128,31 @@ def test_requests_to_the_client_from_two_processes_have_their_own_ids(servers) -
     assert len(result_a) == len(result_b) == 1
     assert "answer-a@example.test" in result_a[0][1]["result"]["content"][0]["text"]
     assert "answer-b@example.test" in result_b[0][1]["result"]["content"][0]["text"]
+
+
+def test_legacy_sse_sessions_are_refused_clearly_on_another_process(servers) -> None:  # noqa: ANN001
+    import http.client
+
+    a, b = servers(2)
+    conn = http.client.HTTPConnection("127.0.0.1", a.port, timeout=15)
+    conn.request("GET", "/sse", headers={"accept": "text/event-stream"})
+    resp = conn.getresponse()
+    assert resp.status == 200
+    endpoint = ""
+    while not endpoint:
+        line = resp.readline().decode().strip()
+        if line.startswith("data:"):
+            endpoint = line.split(":", 1)[1].strip()
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+    headers = {"content-type": "application/json"}
+    for port, status in ((b.port, 404), (a.port, 202)):
+        other = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
+        other.request("POST", endpoint, body=body, headers=headers)
+        answer = other.getresponse()
+        data = answer.read()
+        other.close()
+        assert answer.status == status, data
+        if status == 404:  # says why, and what to do instead
+            message = json.loads(data)["error"]["message"]
+            assert "not shared between processes" in message and "Streamable HTTP" in message
+    conn.close()
