@@ -4,13 +4,14 @@
 request is sent to the next backend in turn on a fresh connection (``Connection: close``), its
 answer streamed back as it comes (SSE included) with ``Connection: close``, so no two
 consecutive requests reach the same process. It prints one line per request,
-``<backend index> <method>``, to stdout as it sends it on (the tests count them).
+``<backend index> <HTTP method> <JSON-RPC method or ->``, to stdout as it sends it on (the tests count them).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import sys
 
 MAX_HEAD = 64 * 1024
@@ -21,6 +22,21 @@ def _rewrite(head: bytes) -> bytes:
     lines = head.split(b"\r\n")
     kept = [line for line in lines[1:] if line and not line.lower().startswith((b"connection:", b"keep-alive:"))]
     return b"\r\n".join([lines[0], *kept, b"connection: close", b"", b""])
+
+
+def _what(body: bytes) -> str:
+    """The JSON-RPC method a POST carries (``response`` for a client's reply, ``batch``), ``-`` without a body."""
+    if not body:
+        return "-"
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return "invalid"
+    if isinstance(message, list):
+        return "batch"
+    if not isinstance(message, dict):
+        return "invalid"
+    return str(message.get("method") or "response")
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -48,7 +64,7 @@ async def main(listen: int, backends: list[int]) -> None:
                 length = int(value.strip())
         body = await creader.readexactly(length) if length else b""
         index = next(turn)
-        print(index, head.split(b" ", 1)[0].decode(), flush=True)  # in the order requests are sent on
+        print(index, head.split(b" ", 1)[0].decode(), _what(body), flush=True)  # in the order requests are sent on
         try:
             breader, bwriter = await asyncio.open_connection("127.0.0.1", backends[index])
         except OSError:
