@@ -306,6 +306,14 @@ def _estimate(rounds: list[dict[str, Any]]) -> list[str]:
             f"about {FLUSH_PERIOD * 1e6 / refresh:,.0f} live sessions per Redis core, whatever their calls/s; "
             "calls/s then scale with N processes (each call costs Redis nothing)."
         )
+    scripts = _median(rounds, "handshakes/redis", lambda r: r.get("redis_script_calls", 0) / max(1, _ops(r)))
+    if scripts:
+        out.append(
+            f"- round trips: a handshake costs {scripts:.2f} script calls here (group commit: one create and one delete "
+            f"script carry about {2 / scripts:.0f} handshakes at this load, fewer at a lighter one, at most 2 per handshake), "
+            "so Redis's per-request socket work (read, parse, reply: not in the command time) is shared the same way; "
+            "with N processes each sends its own batches, so the sharing per round trip shrinks as N grows at a fixed total rate."
+        )
     out.append(
         "- command time is Redis's own `INFO commandstats` accounting (execution only, not socket I/O, which "
         "typically costs Redis as much again or more): read these as upper bounds for one Redis core to itself; "

@@ -52,11 +52,14 @@ def _serve(redis: Redis, log: Path) -> subprocess.Popen[bytes]:
 
 
 NOTE = (
-    "Who counts what: Locust counts the requests its users time while the test runs. The proxy also carries "
-    "what no user times: the start-up look at the server (the swarm opens one session per Locust process "
-    "to list tools, resources, templates and prompts before any user starts: initialize, "
-    "notifications/initialized, the lists, DELETE), and the DELETEs users send in on_stop when the run "
-    "ends (after Locust's last stats); a request cut off by the end of the run is carried but never timed."
+    "Who counts what: Locust counts a request once its user has read and timed the answer; the proxy counts it "
+    "when it sends it on, and logs it as cut when the client left before the whole answer reached it. This swarm "
+    "has no start-up probe (the scenario family sits out without --mcp-scenario), excludes no warm-up (no "
+    "--reset-stats), and times the on_stop DELETEs like any request, so the only requests the proxy can carry "
+    "that Locust never counts are those of users stopped at the time limit with a request in flight (at most "
+    "one per user): cut ones, or ones whose answer had reached the user's socket but was not read yet (not cut). "
+    "GET streams are closed by their clients as a matter of course (Locust times the opening), so they are cut "
+    "with no difference."
 )
 
 EVENT_METRICS = (":gap", ":first-event")
@@ -119,6 +122,8 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
             backends = [fields[0] for fields in proxied]
             methods = [fields[1] for fields in proxied if len(fields) > 1]
             rpc = [fields[1] if fields[1] != "POST" else fields[2] for fields in proxied if len(fields) > 2]
+            cut_lines = [line.split() for line in proxy_log.read_text().splitlines() if line.startswith("cut ")]
+            cut = [f[1] if f[1] != "POST" else f[2] for f in cut_lines if len(f) > 2]
             session_not_found = (done.stdout + done.stderr).lower().count("session not found")
             results[core] = {
                 "command": f"MCPFAST_CORE={core} " + shlex.join(argv),
@@ -131,6 +136,7 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
                 "per_process": {b: backends.count(b) for b in sorted(set(backends))},
                 "consecutive_same_process": sum(1 for x, y in zip(backends, backends[1:], strict=False) if x == y),
                 "proxied_by_rpc": {m: rpc.count(m) for m in sorted(set(rpc))},
+                "cut_by_rpc": {m: cut.count(m) for m in sorted(set(cut))},
             }
             results[core]["locust_by_rpc"] = _by_rpc(results[core]["by_name"])
     finally:
@@ -156,13 +162,15 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
         if not r or "proxied_by_rpc" not in r:
             continue
         lines += ["", f"Locust against the proxy, by request ({core}): what the proxy carried and Locust did not count", "",
-                  "| request | Locust | proxy | proxy - Locust |", "|---|---|---|---|"]  # fmt: skip
+                  "| request | Locust | proxy | proxy - Locust | cut off (the client left before its whole answer reached it) |",
+                  "|---|---|---|---|---|"]  # fmt: skip
         keys = sorted(set(r["locust_by_rpc"]) | set(r["proxied_by_rpc"]))
+        cuts = r.get("cut_by_rpc", {})
         for key in keys:
             lo, px = r["locust_by_rpc"].get(key, 0), r["proxied_by_rpc"].get(key, 0)
-            lines.append(f"| {key} | {lo} | {px} | {px - lo:+d} |")
+            lines.append(f"| {key} | {lo} | {px} | {px - lo:+d} | {cuts.get(key, 0)} |")
         lines.append(f"| all | {sum(r['locust_by_rpc'].values())} | {sum(r['proxied_by_rpc'].values())} | "
-                     f"{sum(r['proxied_by_rpc'].values()) - sum(r['locust_by_rpc'].values()):+d} |")  # fmt: skip
+                     f"{sum(r['proxied_by_rpc'].values()) - sum(r['locust_by_rpc'].values()):+d} | {sum(cuts.values())} |")  # fmt: skip
     lines += ["", NOTE]
     for core in ("rust", "python"):
         r = results.get(core)
