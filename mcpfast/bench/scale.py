@@ -82,12 +82,21 @@ class Redis:
 
     def command_usec(self) -> int:
         """Microseconds Redis spent executing commands so far (``INFO commandstats``; no I/O)."""
+        return self._commandstats()[0]
+
+    def script_calls(self) -> int:
+        """Script calls so far (``EVALSHA`` + ``EVAL``): each one request's or many requests' work."""
+        return self._commandstats()[1]
+
+    def _commandstats(self) -> tuple[int, int]:
         out = subprocess.run(["redis-cli", "-p", str(self.port), "info", "commandstats"], capture_output=True, text=True, check=True).stdout
-        total = 0
+        usec = scripts = 0
         for line in out.splitlines():
             if line.startswith("cmdstat_") and "usec=" in line:
-                total += int(line.split("usec=")[1].split(",")[0])
-        return total
+                usec += int(line.split("usec=")[1].split(",")[0])
+                if line.startswith(("cmdstat_evalsha:", "cmdstat_eval:")):
+                    scripts += int(line.split("calls=")[1].split(",")[0])
+        return usec, scripts
 
     def stop(self) -> None:
         self.proc.kill()
@@ -146,9 +155,11 @@ def one(kind: str, store_name: str, redis: Redis, workers: int, pinned: bool, op
         redis_cpu = cpu_seconds(redis.proc.pid)
         commands = redis.commands()
         usec = redis.command_usec()
+        scripts = redis.script_calls()
         result = measure_rate(served, kind, _scenario(kind, opts.duration, opts.warmup), opts.duration + opts.warmup + 60)  # type: ignore[arg-type]
         result["redis_cpu_seconds"] = round(cpu_seconds(redis.proc.pid) - redis_cpu, 3)
         result["redis_command_usec"] = redis.command_usec() - usec
+        result["redis_script_calls"] = redis.script_calls() - scripts
         result["redis_commands"] = redis.commands() - commands - 3  # minus the INFO calls counted in between
         result["server_argv"] = shlex.join(argv)
         result["server_processes"] = len(process_tree(proc.pid))
@@ -215,8 +226,8 @@ def report(summary: dict[str, Any]) -> str:
         "Server pinned to core 0; generator (`mcpfast-load`) and `redis-server` pinned to core 1. "
         f"Median of {len(rounds)} interleaved rounds (every round in summary.json).",
         "",
-        "| scenario | store | server CPU µs/op | rate (ops/s) | Redis commands/op | Redis CPU µs/op (10 ms ticks: coarse) | ratio redis/memory (CPU) |",
-        "|---|---|---|---|---|---|---|",
+        "| scenario | store | server CPU µs/op | rate (ops/s) | Redis commands/op (scripts' inner ones included) | script calls/op | Redis CPU µs/op (10 ms ticks: coarse) | ratio redis/memory (CPU) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for kind in ("calls", "handshakes"):
         base = _median(rounds, f"{kind}/memory", _per_op_us)
@@ -225,9 +236,24 @@ def report(summary: dict[str, Any]) -> str:
             cpu = _median(rounds, key, _per_op_us)
             rate = _median(rounds, key, _rate)
             cmds = _median(rounds, key, lambda r: r["redis_commands"] / max(1, _ops(r)))
+            scripts = _median(rounds, key, lambda r: r.get("redis_script_calls", 0) / max(1, _ops(r)))
             rcpu = _median(rounds, key, lambda r: r["redis_cpu_seconds"] * 1e6 / max(1, _ops(r)))
             ratio = f"{cpu / base:.2f}x" if cpu and base and store == "redis" else ""
-            lines.append(f"| {kind} | {store} | {_f(cpu, 1)} | {_f(rate, 0)} | {_f(cmds, 3)} | {_f(rcpu, 1)} | {ratio} |")
+            lines.append(
+                f"| {kind} | {store} | {_f(cpu, 1)} | {_f(rate, 0)} | {_f(cmds, 3)} | {_f(scripts, 3)} | {_f(rcpu, 1)} | {ratio} |"
+            )
+    lines.append("")
+    for kind in ("calls", "handshakes"):
+        per_round = [
+            cpu_r / cpu_m
+            for r in rounds
+            if (cpu_r := _per_op_us(r[f"{kind}/redis"])) is not None and (cpu_m := _per_op_us(r[f"{kind}/memory"]))
+        ]
+        if per_round:
+            shown = ", ".join(f"{x:.2f}x" for x in per_round)
+            lines.append(
+                f"- {kind}: redis/memory CPU per round (memory and Redis measured back to back): {shown}; median {statistics.median(per_round):.2f}x"
+            )
     lines += ["", "## How much one Redis carries (estimate from Redis's measured command time)", ""] + _estimate(rounds)
     w1 = _median(rounds, "calls/redis/workers1", _rate)
     w2 = _median(rounds, "calls/redis/workers2", _rate)
@@ -279,6 +305,14 @@ def _estimate(rounds: list[dict[str, Any]]) -> list[str]:
             f"- keeping one session alive: {refresh:.2f} µs of Redis command time per flush period ({FLUSH_PERIOD:.0f} s) -> "
             f"about {FLUSH_PERIOD * 1e6 / refresh:,.0f} live sessions per Redis core, whatever their calls/s; "
             "calls/s then scale with N processes (each call costs Redis nothing)."
+        )
+    scripts = _median(rounds, "handshakes/redis", lambda r: r.get("redis_script_calls", 0) / max(1, _ops(r)))
+    if scripts:
+        out.append(
+            f"- round trips: a handshake costs {scripts:.2f} script calls here (group commit: one create and one delete "
+            f"script carry about {2 / scripts:.0f} handshakes at this load, fewer at a lighter one, at most 2 per handshake), "
+            "so Redis's per-request socket work (read, parse, reply: not in the command time) is shared the same way; "
+            "with N processes each sends its own batches, so the sharing per round trip shrinks as N grows at a fixed total rate."
         )
     out.append(
         "- command time is Redis's own `INFO commandstats` accounting (execution only, not socket I/O, which "

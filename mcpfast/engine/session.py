@@ -1006,6 +1006,11 @@ class ServerSession:
         """Ids of the server-to-client requests still awaiting an answer."""
         return list(self._outgoing)
 
+    def number_requests_from(self, first: int) -> None:
+        """Number the server-to-client requests sent from now on ``first``, ``first + 1``, ...
+        (processes serving one session give each its own range, so ids never collide)."""
+        self._next_id = first
+
 
 def _describe(request: InboundRequest) -> str:
     """``tools/call 'name'`` (the tool, prompt or resource asked for), for a log line."""

@@ -2,7 +2,7 @@
 
 A handshake-era session is a ``SessionRecord`` once ``initialize`` has been answered: what was
 negotiated, who it is bound to, when it began. Records do not change afterwards except the log
-level (``logging/setLevel``) and the last-seen time, which stores batch (``refresh``). A store
+level (``logging/setLevel``), the resource subscriptions and the last-seen time, which stores batch (``refresh``). A store
 also carries small messages between the processes that share it (``publish``/``subscribe``):
 a session ended, a client's reply for a request another process sent, a notification for a
 GET stream another process holds.
@@ -34,6 +34,8 @@ class SessionRecord:
     principal: str | None
     created: float
     log_level: str | None = None
+    subscriptions: tuple[str, ...] = ()
+    """The resource URIs it subscribed to (``resources/subscribe``), on any process."""
 
     def encode(self) -> bytes:
         return orjson.dumps(
@@ -43,11 +45,13 @@ class SessionRecord:
     @classmethod
     def decode(cls, session_id: str, data: bytes) -> SessionRecord:
         d = orjson.loads(data)
-        return cls(session_id, d["v"], d["c"], d["i"], d["p"], d["t"], d.get("l"))
+        subs = d.get("s") or ()  # Lua's cjson writes an empty list as {}
+        return cls(session_id, d["v"], d["c"], d["i"], d["p"], d["t"], d.get("l"), tuple(subs))
 
 
 Message = tuple[str, str, str]
-"""``(kind, session id, payload)`` sent between the processes of one store."""
+"""``(kind, session id, payload)`` sent between the processes of one store (``del`` may name
+several sessions, their ids separated by spaces)."""
 
 
 class SessionStore(Protocol):
@@ -61,8 +65,12 @@ class SessionStore(Protocol):
     """
 
     shared: bool
-    ops: int
-    errors: int
+
+    @property
+    def ops(self) -> int: ...
+
+    @property
+    def errors(self) -> int: ...
 
     async def create(self, record: SessionRecord, max_sessions: int, ttl: float) -> bool:
         """Keep ``record`` for ``ttl`` idle seconds; ``False`` when ``max_sessions`` are open."""
@@ -80,6 +88,10 @@ class SessionStore(Protocol):
         """Record a ``logging/setLevel`` (every process is told)."""
         ...
 
+    async def set_subscriptions(self, session_id: str, uris: list[str]) -> None:
+        """Record the session's resource subscriptions (every process is told)."""
+        ...
+
     async def refresh(self, session_ids: list[str], ttl: float) -> list[str]:
         """Seen again: push each idle expiry ``ttl`` further (one batch); returns the ids gone."""
         ...
@@ -90,6 +102,10 @@ class SessionStore(Protocol):
 
     def subscribe(self, callback: Callable[[Message], None], on_reconnect: Callable[[], None]) -> None:
         """Call ``callback`` for every message; ``on_reconnect`` after a lost subscription came back."""
+        ...
+
+    async def process_number(self) -> int:
+        """A number no other process of this store was given (``MemoryStore``: 0, alone)."""
         ...
 
     def event_store(self, max_events: int, ttl: float) -> Any:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
+
+import orjson
 
 from mcpfast.store.base import Message, SessionRecord
 
@@ -59,6 +62,13 @@ class MemoryStore:
             )
         await self.publish("lvl", session_id, level)
 
+    async def set_subscriptions(self, session_id: str, uris: list[str]) -> None:
+        self.ops += 1
+        found = self._records.get(session_id)
+        if found is not None:
+            self._records[session_id] = (dataclasses.replace(found[0], subscriptions=tuple(uris)), found[1])
+        await self.publish("subs", session_id, orjson.dumps(uris).decode())
+
     async def refresh(self, session_ids: list[str], ttl: float) -> list[str]:
         self.ops += 1
         records = self._live()
@@ -78,6 +88,9 @@ class MemoryStore:
 
     def subscribe(self, callback: Callable[[Message], None], on_reconnect: Callable[[], None]) -> None:
         self._subscribers.append(callback)
+
+    async def process_number(self) -> int:
+        return 0
 
     def event_store(self, max_events: int, ttl: float) -> None:
         return None  # the transport's own event store

@@ -6,13 +6,16 @@ Keys (``prefix`` defaults to ``mcpfast:``):
 * ``<prefix>live``: a sorted set of session ids scored by last-seen time (the global cap
   counts it; members idle past the timeout are dropped when a session is created).
 * ``<prefix>secret``: the key that seals 2026 ``requestState`` (made once, by the first process).
+* ``<prefix>procs``: a counter numbering processes (their ranges of request ids to clients).
 * channel ``<prefix>bus``: messages between processes (``SessionStore.publish``).
 
-Uses redis-py's asyncio client (hiredis parses replies when installed). ``create`` is one
-script (cap check + insert, atomic), ``delete`` four commands (record, cap, SSE events,
-publish); the ``create`` and ``delete`` calls made in one event-loop turn share one pipeline
-(one round trip for many concurrent handshakes); ``refresh`` is one pipeline for any number
-of sessions.
+Every command goes through one ``RedisLink`` (redis-py's connection and hiredis parser,
+group-committed: what concurrent requests queue while a round trip is in flight goes out
+together in the next). The sessions created meanwhile become one script call (cap check,
+records, TTLs: atomic), the sessions ended meanwhile another (records, SSE events, and one
+pub/sub message naming them all), so a handshake costs at most two script calls and under
+load a fraction of one. ``refresh`` is one round trip for any number of sessions. The
+pub/sub listener has its own connection.
 """
 
 from __future__ import annotations
@@ -27,12 +30,11 @@ from typing import Any, Final
 import orjson
 
 from mcpfast.store.base import Message, SessionRecord, StoreUnavailable
+from mcpfast.store.redis_link import Command, RedisLink, Script
 
 try:
     import redis
     import redis.asyncio as aredis
-    from redis.backoff import NoBackoff
-    from redis.retry import Retry
 except ImportError as exc:  # pragma: no cover - the extra is part of `make install`
     raise ImportError("--store redis://… needs redis-py: pip install 'mcpfast[redis]'") from exc
 
@@ -40,23 +42,63 @@ __all__ = ["RedisEvents", "RedisStore"]
 
 logger = logging.getLogger("mcpfast.store")
 
-_CREATE: Final = """
+_CREATE: Final = Script(
+    """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
-redis.call('ZADD', KEYS[1], ARGV[3], ARGV[4])
-redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[6])
-return 1
+local n = redis.call('ZCARD', KEYS[1])
+local cap = tonumber(ARGV[2])
+local out = {}
+for i = 2, #KEYS do
+  if n >= cap then
+    out[i - 1] = 0
+  else
+    redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2 * i + 1])
+    redis.call('SET', KEYS[i], ARGV[2 * i + 2], 'PX', ARGV[4])
+    n = n + 1
+    out[i - 1] = 1
+  end
+end
+return out
 """
-"""Drop members idle past the timeout, refuse when the cap is reached, else insert."""
+)
+"""Sessions made in one round trip: drop members idle past the timeout, then insert each while
+the cap allows (KEYS: the live set, then each record; ARGV: cutoff, cap, now, TTL ms, then
+``id, record`` per session)."""
 
-_SET_LEVEL: Final = """
+_DELETE: Final = Script(
+    """
+local out = {}
+for i = 3, #ARGV do
+  out[i - 2] = redis.call('DEL', KEYS[2 * i - 4])
+  local streams = redis.call('SMEMBERS', KEYS[2 * i - 3])
+  for _, key in ipairs(streams) do redis.call('DEL', key) end
+  if #streams > 0 then redis.call('DEL', KEYS[2 * i - 3]) end
+end
+redis.call('ZREM', KEYS[1], unpack(ARGV, 3))
+redis.call('PUBLISH', ARGV[1], ARGV[2])
+return out
+"""
+)
+"""Sessions ended in one round trip, with their SSE events, and one message telling every
+process (KEYS: the live set, then record and events index per session; ARGV: channel,
+message, then the ids)."""
+
+_UPDATE: Final = Script(
+    """
 local rec = redis.call('GET', KEYS[1])
 if not rec then return 0 end
 local d = cjson.decode(rec)
-d['l'] = ARGV[1]
+d[ARGV[1]] = cjson.decode(ARGV[2])
 redis.call('SET', KEYS[1], cjson.encode(d), 'KEEPTTL')
+redis.call('PUBLISH', ARGV[3], ARGV[4])
 return 1
 """
+)
+"""One field of a record changed (log level ``l``, subscriptions ``s``), and every process told
+(KEYS: the record; ARGV: field, its JSON value, channel, message)."""
+
+MAX_MERGED: Final = 200
+"""Sessions per merged create or delete script call at most (a script blocks Redis while it runs)."""
 
 
 class RedisStore:
@@ -74,17 +116,25 @@ class RedisStore:
         self.url = url
         self.prefix = prefix
         self.timeout = timeout
-        self.ops = 0
-        self.errors = 0
         self._live = f"{prefix}live"
         self._channel = f"{prefix}bus"
-        self._client: aredis.Redis | None = None
-        self._set_level: Any = None
+        self.link = RedisLink(url, timeout, [_CREATE, _DELETE, _UPDATE])
+        """Every command this process sends (group-committed: ``mcpfast.store.redis_link``)."""
+        self._creates = self.link.merged(self._build_creates)
+        self._deletes = self.link.merged(self._build_deletes)
         self._listener: asyncio.Task[None] | None = None
         self._callbacks: list[tuple[Callable[[Message], None], Callable[[], None]]] = []
         self._secret: bytes | None = None
-        self._queue: list[tuple[Callable[[Any], None], int, asyncio.Future[list[Any]]]] = []
-        self._sending: set[asyncio.Task[None]] = set()
+        self.bus_ping = 5.0
+        """Seconds of silence on the bus connection before a PING checks it is alive."""
+
+    @property
+    def ops(self) -> int:
+        return self.link.round_trips
+
+    @property
+    def errors(self) -> int:
+        return self.link.errors
 
     def _key(self, session_id: str) -> str:
         return f"{self.prefix}s:{session_id}"
@@ -93,120 +143,80 @@ class RedisStore:
         """The set naming a session's SSE event lists (``RedisEvents``), deleted with it."""
         return f"{self.prefix}evs:{session_id}"
 
-    @property
-    def client(self) -> aredis.Redis:
-        client = self._client
-        if client is None:
-            client = self._client = aredis.Redis.from_url(
-                self.url,
-                socket_timeout=self.timeout,
-                socket_connect_timeout=self.timeout,
-                retry=Retry(NoBackoff(), 0),
-                health_check_interval=0,
-            )
-            self._set_level = client.register_script(_SET_LEVEL)
-        return client
+    def _build_creates(self, items: list[tuple[SessionRecord, int, float]]) -> list[tuple[Command, int, Any]]:
+        calls: list[tuple[Command, int, Any]] = []
+        now = time.time()
+        order = items  # one call per run of equal (cap, TTL): a transport has one of each
+        at = 0
+        while at < len(order):
+            cap, ttl = order[at][1], order[at][2]
+            group: list[SessionRecord] = []
+            while at < len(order) and order[at][1:] == (cap, ttl) and len(group) < MAX_MERGED:
+                group.append(order[at][0])
+                at += 1
+            keys = [self._live, *(self._key(r.id) for r in group)]
+            args: list[Any] = [now - ttl, cap, now, max(1, int(ttl * 1000))]
+            for r in group:
+                args += (r.id, r.encode())
+            calls.append((_CREATE.call(keys, args), len(group), _booleans))
+        return calls
 
-    async def _call(self, what: Callable[[], Any]) -> Any:
-        self.ops += 1
-        try:
-            return await asyncio.wait_for(what(), self.timeout * 2)
-        except (redis.RedisError, OSError, TimeoutError) as exc:
-            self.errors += 1
-            raise StoreUnavailable(f"session store unavailable: {exc.__class__.__name__}") from exc
-
-    async def _batched(self, add: Callable[[Any], None], count: int) -> list[Any]:
-        """Queue ``count`` commands (``add(pipeline)``); every command queued in one event-loop turn
-        goes out in one pipeline, so concurrent handshakes share their round trips."""
-        future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
-        self._queue.append((add, count, future))
-        if len(self._queue) == 1:
-            asyncio.get_running_loop().call_soon(self._send_batch)
-        return await future
-
-    def _send_batch(self) -> None:
-        batch, self._queue = self._queue, []
-
-        async def run() -> Any:
-            async with self.client.pipeline(transaction=False) as pipe:
-                for add, _, _ in batch:
-                    add(pipe)
-                return await pipe.execute(raise_on_error=False)
-
-        async def deliver() -> None:
-            try:
-                results = await self._call(run)
-            except StoreUnavailable as exc:
-                for _, _, future in batch:
-                    if not future.done():
-                        future.set_exception(exc)
-                return
-            at = 0
-            for _, count, future in batch:
-                part, at = results[at : at + count], at + count
-                failed = next((r for r in part if isinstance(r, Exception)), None)
-                if future.done():
-                    continue
-                if failed is not None:
-                    self.errors += 1
-                    future.set_exception(StoreUnavailable(f"session store: {failed}"))
-                else:
-                    future.set_result(part)
-
-        task = asyncio.get_running_loop().create_task(deliver())
-        self._sending.add(task)
-        task.add_done_callback(self._sending.discard)
+    def _build_deletes(self, ids: list[str]) -> list[tuple[Command, int, Any]]:
+        calls: list[tuple[Command, int, Any]] = []
+        for at in range(0, len(ids), MAX_MERGED):
+            group = ids[at : at + MAX_MERGED]
+            keys = [self._live]
+            for sid in group:
+                keys += (self._key(sid), self.events_index(sid))
+            message = orjson.dumps(("del", " ".join(group), ""))
+            calls.append((_DELETE.call(keys, [self._channel, message, *group]), len(group), _booleans))
+        return calls
 
     async def create(self, record: SessionRecord, max_sessions: int, ttl: float) -> bool:
-        now = time.time()
-        keys_args = (
-            self._live, self._key(record.id),
-            now - ttl, max_sessions, now, record.id, record.encode(), max(1, int(ttl * 1000)),
-        )  # fmt: skip
-        (done,) = await self._batched(lambda pipe: pipe.eval(_CREATE, 2, *keys_args), 1)
-        return bool(done)
+        return bool(await self._creates.add((record, max_sessions, ttl)))
 
     async def load(self, session_id: str) -> SessionRecord | None:
-        data = await self._call(lambda: self.client.get(self._key(session_id)))
+        (data,) = await self.link.execute(("GET", self._key(session_id)))
+        _check(data)
         return None if data is None else SessionRecord.decode(session_id, data)
 
     async def delete(self, session_id: str) -> bool:
-        def add(pipe: Any) -> None:
-            pipe.delete(self._key(session_id))
-            pipe.zrem(self._live, session_id)
-            pipe.eval(_DELETE_EVENTS, 1, self.events_index(session_id))  # its SSE events (RedisEvents)
-            pipe.publish(self._channel, orjson.dumps(("del", session_id, "")))
-
-        results = await self._batched(add, 4)
-        return bool(results[0])
+        return bool(await self._deletes.add(session_id))
 
     async def set_level(self, session_id: str, level: str) -> None:
-        client = self.client
+        await self._update(session_id, "l", orjson.dumps(level), ("lvl", session_id, level))
 
-        async def run() -> Any:
-            await self._set_level(keys=[self._key(session_id)], args=[level], client=client)
-            return await client.publish(self._channel, orjson.dumps(("lvl", session_id, level)))
+    async def set_subscriptions(self, session_id: str, uris: list[str]) -> None:
+        value = orjson.dumps(uris)
+        await self._update(session_id, "s", value, ("subs", session_id, value.decode()))
 
-        await self._call(run)
+    async def _update(self, session_id: str, field: str, value: bytes, message: Message) -> None:
+        (done,) = await self.link.execute(_UPDATE.call([self._key(session_id)], [field, value, self._channel, orjson.dumps(message)]))
+        _check(done)
 
     async def refresh(self, session_ids: list[str], ttl: float) -> list[str]:
         if not session_ids:
             return []
         now = time.time()
         ms = max(1, int(ttl * 1000))
-
-        async def run() -> Any:
-            async with self.client.pipeline(transaction=False) as pipe:
-                for sid in session_ids:
-                    pipe.pexpire(self._key(sid), ms)
-                pipe.zadd(self._live, {sid: now for sid in session_ids}, xx=True)
-                return await pipe.execute()
-
-        results = await self._call(run)
+        commands: list[Command] = [("PEXPIRE", self._key(sid), ms) for sid in session_ids]
+        zadd: list[Any] = ["ZADD", self._live, "XX"]
+        for sid in session_ids:
+            zadd += (now, sid)
+        results = await self.link.execute(*commands, tuple(zadd))
+        for r in results:
+            _check(r)
         return [sid for sid, alive in zip(session_ids, results, strict=False) if not alive]
 
     async def publish(self, kind: str, session_id: str, payload: str = "") -> None:
-        await self._call(lambda: self.client.publish(self._channel, orjson.dumps((kind, session_id, payload))))
+        (sent,) = await self.link.execute(("PUBLISH", self._channel, orjson.dumps((kind, session_id, payload))))
+        _check(sent)
+
+    async def process_number(self) -> int:
+        """Counted in ``<prefix>procs`` (``INCR``): unique among every process this store served."""
+        (number,) = await self.link.execute(("INCR", f"{self.prefix}procs"))
+        _check(number)
+        return int(number)
 
     def subscribe(self, callback: Callable[[Message], None], on_reconnect: Callable[[], None]) -> None:
         self._callbacks.append((callback, on_reconnect))
@@ -214,43 +224,60 @@ class RedisStore:
             self._listener = asyncio.get_running_loop().create_task(self._listen())
 
     async def _listen(self) -> None:
-        """Deliver bus messages; after a lost connection, resubscribe and say so (messages may be lost)."""
+        """Deliver bus messages; after a lost connection, resubscribe and say so (messages may be lost).
+
+        A redis-py connection of its own, read reply by reply (no ``PubSub`` object: its
+        per-message machinery cost more than the rest of a handshake); a PING after ``bus_ping``
+        silent seconds notices a dead connection within as many more.
+        """
         lost = False
-        while True:
-            client = aredis.Redis.from_url(self.url, socket_connect_timeout=self.timeout, health_check_interval=5)
-            pubsub = client.pubsub(ignore_subscribe_messages=True)
-            try:
-                await pubsub.subscribe(self._channel)
-                if lost:
-                    lost = False
-                    for _, on_reconnect in self._callbacks:
-                        on_reconnect()
-                while True:
-                    message = await pubsub.get_message(timeout=5.0)
-                    if message is None or message.get("type") != "message":
-                        if message is None:
-                            await pubsub.ping()  # notices a dead connection within the timeout
-                        continue
-                    try:
-                        kind, sid, payload = orjson.loads(message["data"])
-                    except (orjson.JSONDecodeError, ValueError, TypeError):
-                        continue
-                    for callback, _ in self._callbacks:
-                        try:
-                            callback((kind, sid, payload))
-                        except Exception:
-                            logger.exception("session-store message %s failed", kind)
-            except asyncio.CancelledError:
-                raise
-            except (redis.RedisError, OSError, TimeoutError):
-                lost = True
-                await asyncio.sleep(0.2)
-            finally:
+        pool = aredis.ConnectionPool.from_url(self.url, socket_timeout=None, socket_connect_timeout=self.timeout, protocol=2)
+        try:
+            while True:
+                conn = pool.make_connection()
                 try:
-                    await pubsub.aclose()
-                    await client.aclose()
-                except Exception:  # noqa: S110 - closing a dead connection
-                    pass
+                    async with asyncio.timeout(self.timeout * 2):
+                        await conn.connect()
+                        await conn.send_command("SUBSCRIBE", self._channel, check_health=False)
+                        await conn.read_response()
+                    if lost:
+                        lost = False
+                        for _, on_reconnect in self._callbacks:
+                            on_reconnect()
+                    pinged = False
+                    while True:
+                        # a timeout given here returns None and keeps the connection (and so
+                        # the subscription): a new connection would not be subscribed
+                        reply = await conn.read_response(timeout=self.bus_ping, disconnect_on_error=False)
+                        if reply is None:
+                            if pinged or not conn.is_connected:
+                                raise TimeoutError("the bus connection went silent")
+                            pinged = True
+                            await conn.send_command("PING", check_health=False)
+                            continue
+                        pinged = False
+                        if type(reply) is list and len(reply) == 3 and reply[0] == b"message":
+                            self._deliver(reply[2])
+                except asyncio.CancelledError:
+                    raise
+                except (redis.RedisError, OSError, TimeoutError):
+                    lost = True
+                    await asyncio.sleep(0.2)
+                finally:
+                    await conn.disconnect(nowait=True)
+        finally:
+            await pool.aclose()
+
+    def _deliver(self, data: bytes) -> None:
+        try:
+            kind, sid, payload = orjson.loads(data)
+        except (orjson.JSONDecodeError, ValueError, TypeError):
+            return
+        for callback, _ in self._callbacks:
+            try:
+                callback((kind, sid, payload))
+            except Exception:
+                logger.exception("session-store message %s failed", kind)
 
     def event_store(self, max_events: int, ttl: float) -> RedisEvents:
         """Where this store keeps SSE events, so a stream resumes on any process."""
@@ -281,17 +308,7 @@ class RedisStore:
         if listener is not None:
             listener.cancel()
             await asyncio.gather(listener, return_exceptions=True)
-        client, self._client = self._client, None
-        if client is not None:
-            await client.aclose()
-
-
-_DELETE_EVENTS: Final = """
-local streams = redis.call('SMEMBERS', KEYS[1])
-for _, key in ipairs(streams) do redis.call('DEL', key) end
-redis.call('DEL', KEYS[1])
-return #streams
-"""
+        await self.link.aclose()
 
 
 class RedisEvents:
@@ -346,18 +363,19 @@ class RedisEvents:
                 batch, self._queue = self._queue, []
                 ms = max(1, int(self.ttl * 1000))
 
-                async def run(batch: list[tuple[str, str, bytes]] = batch, ms: int = ms) -> Any:
-                    async with self.store.client.pipeline(transaction=False) as pipe:
-                        for key, session, entry in batch:
-                            pipe.rpush(key, entry)
-                            pipe.ltrim(key, -self.max_events, -1)
-                            pipe.pexpire(key, ms)
-                            pipe.sadd(self.store.events_index(session), key)
-                            pipe.pexpire(self.store.events_index(session), ms)
-                        return await pipe.execute()
-
+                commands: list[Command] = []
+                for key, session, entry in batch:
+                    index = self.store.events_index(session)
+                    commands += (
+                        ("RPUSH", key, entry),
+                        ("LTRIM", key, -self.max_events, -1),
+                        ("PEXPIRE", key, ms),
+                        ("SADD", index, key),
+                        ("PEXPIRE", index, ms),
+                    )
                 try:
-                    await self.store._call(run)
+                    for r in await self.store.link.execute(*commands):
+                        _check(r)
                 except StoreUnavailable as exc:
                     logger.warning("%d SSE events not kept: %s", len(batch), exc)
         finally:
@@ -368,24 +386,39 @@ class RedisEvents:
         stream, sep, _ = last_event_id.rpartition("-")
         found: tuple[str, list[tuple[str, bytes]]] | None = None
         if sep:
-            entries = await self.store._call(lambda: self.store.client.lrange(self._list(session, stream), 0, -1))
-            events = [(e[:i].decode(), e[i + 1 :]) for e in entries if (i := e.find(b" ")) > 0]
-            ids = [eid for eid, _ in events]
-            if last_event_id in ids:
-                found = (stream, events[ids.index(last_event_id) + 1 :])
-            else:
-                at = _after_lost(ids, last_event_id)
-                if at is not None:
-                    found = (stream, events[at:])
+            events = await self.after(session, stream, last_event_id)
+            found = None if events is None else (stream, events)
         self._fetched[(session, last_event_id)] = found
         if len(self._fetched) > 1024:
             self._fetched.pop(next(iter(self._fetched)))
+
+    async def after(self, session: str, stream: str, last_event_id: str) -> list[tuple[str, bytes]] | None:
+        """The events kept after ``last_event_id`` on ``stream`` (one round trip; ``None``: an id
+        this store cannot place). Raises ``StoreUnavailable``."""
+        (entries,) = await self.store.link.execute(("LRANGE", self._list(session, stream), 0, -1))
+        _check(entries)
+        events = [(e[:i].decode(), e[i + 1 :]) for e in entries if (i := e.find(b" ")) > 0]
+        ids = [eid for eid, _ in events]
+        if last_event_id in ids:
+            return events[ids.index(last_event_id) + 1 :]
+        at = _after_lost(ids, last_event_id)
+        return None if at is None else events[at:]
 
     def replay(self, session: str, last_event_id: str) -> tuple[str, list[tuple[str, bytes]]] | None:
         return self._fetched.pop((session, last_event_id), None)
 
     def forget(self, session: str) -> None:
         """Nothing: a process dropping its copy of a session does not end it (``RedisStore.delete`` does)."""
+
+
+def _booleans(reply: list[int]) -> list[bool]:
+    return [bool(r) for r in reply]
+
+
+def _check(reply: Any) -> None:
+    """A command's error reply: the store is not usable as it is (a wrong type, out of memory...)."""
+    if isinstance(reply, Exception):
+        raise StoreUnavailable(f"session store: {reply}")
 
 
 def _split(eid: str) -> tuple[str, int] | None:

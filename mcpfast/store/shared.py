@@ -24,6 +24,7 @@ On the hot path (a request for a cached session) nothing here makes a round trip
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import secrets
 import time
@@ -53,8 +54,29 @@ __all__ = ["SharedSessions"]
 
 logger = logging.getLogger("mcpfast.store")
 
+REQUEST_ID_SPAN: Final = 1 << 32
+"""Request ids to clients one process may use per session before reaching the next process's range."""
+REQUEST_ID_RANGES: Final = 1 << 21
+"""Ranges before they are reused (ids stay below 2**53: exact in a JavaScript client)."""
+
 _JSON: Final = ((b"content-type", b"application/json"),)
 _INITIALIZED: Final = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+
+
+def _is_response(data: bytes) -> bool:
+    """A JSON-RPC response (the answer that ends a POST stream)."""
+    if b'"result"' not in data and b'"error"' not in data:
+        return False
+    try:
+        decoded = core.decode(data)
+    except core.JsonRpcError:
+        return False
+    return not isinstance(decoded, list) and decoded.kind in ("result", "error")
+
+
+async def _all(changes: list[Awaitable[None]]) -> None:
+    for change in changes:
+        await change
 
 
 def _unavailable(rid: Any = None) -> Reply:
@@ -104,8 +126,12 @@ class SharedSessions:
         self.transport = transport
         self.store = store
         self.origin = secrets.token_hex(6) + ":"
+        self._stream_base = secrets.randbelow(1 << 40) * 1000 + 1
+        self._request_base = -1
+        """Where this process numbers its requests to clients (``REQUEST_ID_SPAN`` ids per process number)."""
         self.flush_period = max(0.05, min(transport.session_idle_timeout / 10, 2.0))
         self._levels: dict[str, str | None] = {}
+        self._subs: dict[str, frozenset[str]] = {}
         self.flushes = 0
         """Batched last-seen updates sent (each one store round trip, whatever the traffic)."""
         self._looked_up: str | None = None
@@ -123,6 +149,12 @@ class SharedSessions:
         self._closing = False
 
     # ------------------------------------------------------------ plumbing
+
+    async def _numbered(self) -> None:
+        """This process's request-id range, from the store the first time (raises ``StoreUnavailable``)."""
+        if self._request_base < 0:
+            number = await self.store.process_number()
+            self._request_base = (number % REQUEST_ID_RANGES) * REQUEST_ID_SPAN
 
     def _start(self) -> None:
         if not self._started:
@@ -161,8 +193,13 @@ class SharedSessions:
         sess.get.store = _ForwardingEvents(self, self.transport.event_store)  # type: ignore[assignment]
         # POST streams are named by a counter per session; each process starts its own far
         # from the others', so stream names (and event ids) never meet in the shared store.
-        sess.next_stream = secrets.randbelow(1 << 40) * 1000 + 1
+        sess.next_stream = self._stream_base
+        # Requests to the client are numbered from this process's own range (its number from
+        # the store), so a reply POSTed anywhere names the one request it answers.
+        sess.conn.session.number_requests_from(self._request_base)
         self._levels[sess.id] = sess.conn.session.log_level
+        if sess.conn.session.subscriptions:
+            self._subs[sess.id] = frozenset(sess.conn.session.subscriptions)
         self.transport._install(sess)
 
     def initialize(self, sess: _Session, body: bytes) -> Deferred:
@@ -174,6 +211,7 @@ class SharedSessions:
         async def deferred(receive: Receive, send: Send) -> None:
             self._start()
             try:
+                await self._numbered()
                 kept = await self.store.create(record, transport.max_sessions, transport.session_idle_timeout)
             except StoreUnavailable:
                 transport._finish(sess.conn.close_now())
@@ -189,9 +227,10 @@ class SharedSessions:
 
         return deferred
 
-    def prepare(self, method: str, headers: dict[bytes, bytes], principal: str | None, then: Any) -> Deferred | None:
-        """``None`` when the request needs nothing from the store; else fetch what it needs
-        (its session, the events a ``Last-Event-ID`` resumes), then ``then()``."""
+    def prepare(self, method: str, headers: dict[bytes, bytes], body: bytes, principal: str | None) -> Deferred | None:
+        """``None`` when the request needs nothing from the store (the hot path: a cached
+        session; no round trip, nothing allocated but the id); else fetch what it needs (its
+        session, the events a ``Last-Event-ID`` resumes), then serve it as the transport would."""
         raw = headers.get(b"mcp-session-id")
         if raw is None:
             return None
@@ -201,10 +240,12 @@ class SharedSessions:
         last = headers.get(b"last-event-id") if method == "GET" and self.events is not None else None
         if last is None and session_id in self.transport.sessions:
             return None
+        then = functools.partial(self.transport._mcp, method, headers, body, principal)
 
         async def deferred(receive: Receive, send: Send) -> None:
             self._start()
             try:
+                await self._numbered()
                 if session_id not in self.transport.sessions:
                     record = await self._load(session_id)
                     if record is not None and record.principal == principal and session_id not in self.transport.sessions:
@@ -272,6 +313,8 @@ class SharedSessions:
         conn.feed(_INITIALIZED)
         if record.log_level is not None:
             conn.feed(orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": m.LOGGING_SET_LEVEL, "params": {"level": record.log_level}}))
+        for uri in record.subscriptions:  # validated by the process that took the subscribe
+            conn.session.subscribe(uri)
         conn.session.records_to_send()  # the replayed handshake's answers: nobody's to read
         return sess
 
@@ -293,15 +336,45 @@ class SharedSessions:
 
     def _end_here(self, session_id: str) -> list[asyncio.Task[Any]]:
         self._levels.pop(session_id, None)
+        self._subs.pop(session_id, None)
         sess = self.transport.sessions.get(session_id)
         return self.transport._end_session_now(sess) if sess is not None else []
 
-    def after_post(self, sess: _Session) -> None:
-        """A ``logging/setLevel`` served here goes to the store (and so to every process)."""
-        level = sess.conn.session.log_level
+    def after_post(self, sess: _Session, body: bytes) -> Awaitable[None] | None:
+        """A ``logging/setLevel`` or a ``resources/(un)subscribe`` served here goes to the store
+        (and so to every process: a resource update noticed anywhere reaches the subscriber).
+        Returns what to await before the request is answered (``None``: nothing changed), so
+        once the client has its answer every process sees the change."""
+        engine = sess.conn.session
+        level = engine.log_level
+        changes: list[Awaitable[None]] = []
         if level != self._levels.get(sess.id) and level is not None:
             self._levels[sess.id] = level
-            self._spawn(self.store.set_level(sess.id, level))
+            changes.append(self.store.set_level(sess.id, level))
+        if b"subscribe" in body:  # cheap test first: only these requests change subscriptions
+            subs = frozenset(engine.subscriptions)
+            if subs != self._subs.get(sess.id, frozenset()):
+                self._subs[sess.id] = subs
+                changes.append(self.store.set_subscriptions(sess.id, sorted(subs)))
+        if not changes:
+            return None
+        return changes[0] if len(changes) == 1 else _all(changes)
+
+    def after_stored(self, stored: Awaitable[None], answer: Reply | Deferred) -> Deferred:
+        """``answer`` once ``stored`` is done (a store that cannot be reached: answered anyway,
+        the change then holds on this process only, and a warning says so)."""
+
+        async def deferred(receive: Receive, send: Send) -> None:
+            try:
+                await stored
+            except StoreUnavailable as exc:
+                logger.warning("a session change is not shared: %s", exc)
+            if type(answer) is tuple:
+                await _send(send, answer)
+            else:
+                await answer(receive, send)  # type: ignore[operator]
+
+        return deferred
 
     def forward_reply(self, sess: _Session, body: bytes) -> bool:
         """Pass on a client's reply to a request this process did not send (True when passed on)."""
@@ -318,12 +391,64 @@ class SharedSessions:
         self._spawn(self.store.publish("reply", sess.id, self.origin + body.decode()))
         return True
 
+    # ------------------------------------------------------------ resumed streams
+
+    def follow(self, sess: _Session, key: str, last_event_id: str, replayed: list[tuple[str, bytes]]) -> Any:
+        """A POST stream resumed here while its request runs on another process: a local stream
+        that goes on with the events that process keeps in the shared event store, each once,
+        in order, until the request's answer (``None``: nothing to follow, the replay is all).
+
+        The request's process keeps the events of a stream nobody reads there in the store as
+        they come; this process reads the events after the last one it sent every
+        ``follow_period`` seconds (one round trip) while the client is attached. A POST stream
+        ends with its request's answer, so the first response ends this one too (a batch POST's
+        later answers stay in the store for the next resumption).
+        """
+        if self.events is None or key == sess.get.key or any(_is_response(data) for _, data in replayed):
+            return None
+        from mcpfast.transports.http_routing import Stream
+
+        live = Stream(key, session_id=sess.id)
+        live.sse = True
+        last = replayed[-1][0] if replayed else last_event_id
+        self._spawn(self._follow(sess, live, last))
+        return live
+
+    follow_period = 0.05
+
+    async def _follow(self, sess: _Session, live: Any, last: str) -> None:
+        events = self.events
+        assert events is not None
+        while not live.closed:
+            await asyncio.sleep(self.follow_period)
+            if not live.attached or self.transport.sessions.get(sess.id) is not sess:
+                live.finish()  # the client went away, or the session ended
+                return
+            try:
+                found = await events.after(sess.id, live.key, last)
+            except StoreUnavailable:
+                continue  # the next period tries again; the events stay kept
+            if found is None:  # trimmed past what was sent: the client resumes again (404 then)
+                live.finish()
+                return
+            for eid, data in found:
+                last = eid
+                if not data:
+                    continue
+                events.forwarded(data, eid)  # sent under the id it is kept as, not kept again
+                live.push(data)
+                if _is_response(data):
+                    live.finish()
+                    return
+
     # ------------------------------------------------------------ messages
 
     def _on_message(self, message: Message) -> None:
         kind, session_id, payload = message
-        if kind == "del":
-            self.transport._finish(self._end_here(session_id))
+        if kind == "del":  # one message may end several sessions (space-separated ids)
+            for sid in session_id.split(" "):
+                if sid in self.transport.sessions:
+                    self.transport._finish(self._end_here(sid))
             return
         sess = self.transport.sessions.get(session_id)
         if sess is None:
@@ -331,6 +456,15 @@ class SharedSessions:
         if kind == "lvl":
             self._levels[session_id] = payload
             sess.conn.session.log_level = payload
+            return
+        if kind == "subs":
+            engine = sess.conn.session
+            uris = frozenset(orjson.loads(payload) or ())
+            self._subs[session_id] = uris
+            for uri in set(engine.subscriptions) - uris:
+                engine.unsubscribe(uri)
+            for uri in uris - set(engine.subscriptions):
+                engine.subscribe(uri)
             return
         origin, _, data = payload.partition(":")
         if origin + ":" == self.origin:
@@ -348,8 +482,10 @@ class SharedSessions:
             sess.get.push(raw)
 
     def _on_reconnect(self) -> None:
-        """Messages may have been lost (a DELETE among them): check every cached session at the next flush."""
+        """Messages may have been lost (a DELETE among them): check every cached session at the next
+        flush. The store may have restarted empty (its process counter too): number again."""
         self._verify.update(self.transport.sessions)
+        self._request_base = -1
 
     # ------------------------------------------------------------ last seen
 
@@ -367,6 +503,8 @@ class SharedSessions:
         seen = [sid for sid, s in sessions.items() if not s.legacy and (s.last_seen >= cutoff or sid in self._verify)]
         for sid in [s for s in self._levels if s not in sessions]:
             del self._levels[sid]
+        for sid in [s for s in self._subs if s not in sessions]:
+            del self._subs[sid]
         if not seen:
             return
         self.flushes += 1

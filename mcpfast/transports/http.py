@@ -73,6 +73,14 @@ def _session_status(answer: Outgoing | None) -> int:
     return 400 if answer is not None and answer.kind == ERROR and answer.request_id is None else 200
 
 
+LEGACY_NOT_SHARED: Final = (
+    "session not found here: 2024-11-05 HTTP+SSE sessions are not shared between processes (each lives on "
+    "the process holding its /sse stream, whose answers go on that stream); send /messages to that process "
+    "(sticky routing) or use Streamable HTTP"
+)
+"""The 404 of ``/messages`` for a session this process does not hold, when sessions are shared
+(``--store redis://…``): the legacy transport's answers travel on the ``/sse`` stream, which
+only its process can write, so its sessions stay on that process."""
 _JSON: Final = ((b"content-type", b"application/json"),)  # shared: a tuple, so the server renders it once
 Reply = tuple[int, list[tuple[bytes, bytes]] | tuple[tuple[bytes, bytes], ...], bytes]
 """``(status, headers, body)``: a whole HTTP answer (``content-length`` is the server's to add)."""
@@ -359,7 +367,7 @@ class HttpTransport:
                     ),
                 )
         if self.shared is not None and version not in _STATELESS:  # a session cached elsewhere: load it first
-            loading = self.shared.prepare(method, headers, principal, functools.partial(self._mcp, method, headers, body, principal))
+            loading = self.shared.prepare(method, headers, body, principal)
             if loading is not None:
                 return loading
         if method == "POST":
@@ -488,7 +496,14 @@ class HttpTransport:
             logger.exception("unexpected failure handling a POST")
             return _reply(500, _error_body(INTERNAL_ERROR, "internal error"))
         if shared is not None:
-            shared.after_post(sess)
+            stored = shared.after_post(sess, body)
+            if stored is not None:  # a change every process must see first (mcpfast/store/shared.py)
+                return shared.after_stored(stored, self._post_answer(sess, stream))
+        return self._post_answer(sess, stream)
+
+    def _post_answer(self, sess: _Session, stream: Stream) -> Reply | Deferred:
+        """The answer to a session's POST once the engine took it: JSON, 202, or its stream."""
+        conn = sess.conn
         if stream.closed:
             if stream.as_json(self.json_response):  # answered alone: inline or by the engine
                 answer = stream.answer
@@ -619,6 +634,8 @@ class HttpTransport:
             live = sess.get if key == sess.get.key else next((s for s in sess.streams if s.key == key and not s.closed), None)
             if live is not None and live.attached:
                 return _reply(409, _error_body(INVALID_REQUEST, "stream already has a reader"))
+            if live is None and self.shared is not None:  # live on another process: followed through the store
+                live = self.shared.follow(sess, key, last.decode("latin-1"), events)
             if live is None:
                 live = Stream(key)
                 live.closed = True
@@ -732,6 +749,8 @@ class HttpTransport:
         if not session_id:
             return _reply(400, _error_body(INVALID_REQUEST, "missing session_id"))
         if sess is None or not sess.legacy or sess.principal != principal:
+            if self.shared is not None and sess is None:
+                return _reply(404, _error_body(INVALID_REQUEST, LEGACY_NOT_SHARED))
             return _reply(404, _error_body(INVALID_REQUEST, "session not found"))
         if not wire.is_json(headers.get(b"content-type")):
             return _reply(415, _error_body(INVALID_REQUEST, "Content-Type must be application/json"))

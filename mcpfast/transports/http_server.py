@@ -428,11 +428,13 @@ class _Connection(asyncio.Protocol):
 class _Cycle:
     """One request answered over ASGI ``send`` (streamed or deferred answers, other ASGI apps)."""
 
-    __slots__ = ("body_sent", "chunked", "conn", "finished", "request", "started")
+    __slots__ = ("body_sent", "chunked", "conn", "finished", "head", "request", "started")
 
     def __init__(self, conn: _Connection, request: _Request) -> None:
         self.conn = conn
         self.request = request
+        self.head = b""
+        """A head with a Content-Length, held back to go out with the body in one write."""
         self.started = False
         self.finished = False
         self.chunked = False
@@ -493,7 +495,9 @@ class _Cycle:
             if not self.request.keep_alive:
                 out += b"connection: close\r\n"
             out += _clock.get() + b"\r\n"
-            if transport is not None and not conn.closing:
+            if has_length:  # the body follows: one write (one syscall) for both
+                self.head = bytes(out)
+            elif transport is not None and not conn.closing:
                 transport.write(bytes(out))
             return
         if kind != "http.response.body":
@@ -508,7 +512,10 @@ class _Cycle:
             self.finished = True
         if transport is None or conn.closing:
             return
-        if self.chunked:
+        if self.head:
+            head, self.head = self.head, b""
+            transport.write(head + body)
+        elif self.chunked:
             if body:
                 transport.write(b"%x\r\n%s\r\n%s" % (len(body), body, b"" if more else b"0\r\n\r\n"))
             elif not more:

@@ -75,3 +75,29 @@ def test_unknown_last_event_id_is_404(servers) -> None:  # noqa: ANN001
     client.initialize()
     status, _, _ = client.on(b.port).raw("GET", headers={"last-event-id": "0-nope.1"})
     assert status == 404
+
+
+def test_post_stream_resumed_on_the_other_process_follows_the_live_request(servers) -> None:  # noqa: ANN001
+    a, b = servers(2)
+    client = a.client()
+    client.initialize({"elicitation": {}})
+    stream = client.ask_me()  # the request runs on a
+    priming = stream.next()
+    assert priming is not None and priming[1] is None
+    ask_id, ask = stream.message()
+    assert ask["method"] == "elicitation/create"
+    stream.close()
+    # Resumed on b before the request is answered: nothing missed yet, and the stream stays open.
+    on_b = client.on(b.port)
+    resumed = on_b.get_stream(ask_id)
+    # The answer reaches a (through b: a reply for a request b did not send is passed on) ...
+    assert on_b.raw("POST", Mcp.accept(ask, "live"))[0] == 202
+    # ... and the result a produces comes on b's resumed stream, once, then the stream ends.
+    rest = resumed.drain()
+    assert len(rest) == 1, rest
+    result_id, result = rest[0]
+    assert "result" in result
+    assert "live@example.test" in result["result"]["content"][0]["text"]
+    # What was followed is kept once: a later resumption from the question replays the same event.
+    again = _replay(client.on(a.port), ask_id)
+    assert again == [(result_id, result)]

@@ -107,3 +107,52 @@ def test_sealed_2026_state_crosses_over(servers) -> None:  # noqa: ANN001
     status, _, data = second.raw("POST", second.request_body("tools/call", retry), headers)
     assert status == 200, data
     assert json.loads(data)["result"]["content"][0]["text"].startswith("state-ok")
+
+
+def test_requests_to_the_client_from_two_processes_have_their_own_ids(servers) -> None:  # noqa: ANN001
+    a, b = servers(2)
+    client = a.client()
+    client.initialize({"elicitation": {}})
+    on_a, on_b = client.on(a.port), client.on(b.port)
+    # One session, a question from each process at once (before this, both were request 0).
+    from_a, from_b = on_a.ask_me(), on_b.ask_me()
+    _, ask_a = from_a.message()
+    _, ask_b = from_b.message()
+    assert ask_a["method"] == ask_b["method"] == "elicitation/create"
+    assert ask_a["id"] != ask_b["id"]
+    # Each answer is POSTed to the process that did not ask: each reaches the one question it answers.
+    assert on_b.raw("POST", Mcp.accept(ask_a, "answer-a"))[0] == 202
+    assert on_a.raw("POST", Mcp.accept(ask_b, "answer-b"))[0] == 202
+    result_a = [e for e in from_a.drain() if "result" in e[1]]
+    result_b = [e for e in from_b.drain() if "result" in e[1]]
+    assert len(result_a) == len(result_b) == 1
+    assert "answer-a@example.test" in result_a[0][1]["result"]["content"][0]["text"]
+    assert "answer-b@example.test" in result_b[0][1]["result"]["content"][0]["text"]
+
+
+def test_legacy_sse_sessions_are_refused_clearly_on_another_process(servers) -> None:  # noqa: ANN001
+    import http.client
+
+    a, b = servers(2)
+    conn = http.client.HTTPConnection("127.0.0.1", a.port, timeout=15)
+    conn.request("GET", "/sse", headers={"accept": "text/event-stream"})
+    resp = conn.getresponse()
+    assert resp.status == 200
+    endpoint = ""
+    while not endpoint:
+        line = resp.readline().decode().strip()
+        if line.startswith("data:"):
+            endpoint = line.split(":", 1)[1].strip()
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+    headers = {"content-type": "application/json"}
+    for port, status in ((b.port, 404), (a.port, 202)):
+        other = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
+        other.request("POST", endpoint, body=body, headers=headers)
+        answer = other.getresponse()
+        data = answer.read()
+        other.close()
+        assert answer.status == status, data
+        if status == 404:  # says why, and what to do instead
+            message = json.loads(data)["error"]["message"]
+            assert "not shared between processes" in message and "Streamable HTTP" in message
+    conn.close()
