@@ -120,36 +120,19 @@ def wrk(url: str, script: Path, seconds: int, connections: int, threads: int, en
     return float(m.group(1))
 
 
+def locust_argv(python: str, family: str, users: int, seconds: int, engine: str, prefix: Path, *extra: str) -> list[str]:
+    """One headless Locust process on the generator core: ``loadtests/<family>.py``, all users at once."""
+    return [
+        *("taskset", "-c", GENERATOR_CORE, python, "-m", "locust", "-f", str(LOADTESTS / f"{family}.py"), "--headless"),
+        *("-u", str(users), "-r", str(users), "-t", f"{seconds}s", "--only-summary", "--exit-code-on-error", "0"),
+        *("--csv", str(prefix), "--mcp-engine", engine, *extra),
+    ]
+
+
 def locust(python: str, family: str, url: str, users: int, seconds: int, engine: str, *extra: str, during: Any = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         prefix = Path(tmp) / "r"
-        cmd = [
-            "taskset",
-            "-c",
-            GENERATOR_CORE,
-            python,
-            "-m",
-            "locust",
-            "-f",
-            str(LOADTESTS / f"{family}.py"),
-            "--headless",
-            "-u",
-            str(users),
-            "-r",
-            str(users),
-            "-t",
-            f"{seconds}s",
-            "--only-summary",
-            "--exit-code-on-error",
-            "0",
-            "--csv",
-            str(prefix),
-            "--host",
-            url,
-            "--mcp-engine",
-            engine,
-            *extra,
-        ]
+        cmd = locust_argv(python, family, users, seconds, engine, prefix, "--host", url, *extra)
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env(), cwd=tmp)
         if during is not None:
             threading.Thread(target=during, daemon=True).start()
