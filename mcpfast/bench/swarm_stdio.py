@@ -33,17 +33,18 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from mcpfast.bench.procs import child_env, machine_info, repo_root, write_json
+from mcpfast.bench.procs import child_env, cpu_seconds, machine_info, process_tree, repo_root, write_json
 from mcpfast.bench.swarm_native import GENERATOR_CORE, SERVER_CORE, locust_argv
 from mcpfast.locust.hlog import read_log
 
 ROOT = repo_root()
 RAW = ROOT / "target" / "release" / "examples" / "stdio_raw"
-STARTUP_ALLOWANCE_S = 8.0  # Locust's run is this much longer than warm-up + window: the children's start
+STARTUP_ALLOWANCE_S = 12.0  # Locust's run is this much longer than warm-up + window: the children's start
 
 
 def server_command(python: str) -> list[str]:
@@ -52,6 +53,56 @@ def server_command(python: str) -> list[str]:
 
 def build_raw() -> None:
     subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "mcpfast-engine", "--example", "stdio_raw"], cwd=ROOT, check=True)
+
+
+def _core_jiffies(core: str) -> tuple[int, int]:
+    """(busy, total) jiffies of one core from ``/proc/stat``."""
+    for line in Path("/proc/stat").read_text().splitlines():
+        if line.startswith(f"cpu{core} "):
+            f = [int(x) for x in line.split()[1:]]
+            idle = f[3] + f[4]
+            return sum(f[:8]) - idle, sum(f[:8])
+    return 0, 0
+
+
+class Sampler:
+    """Every 0.2 s: the CPU seconds of the server processes under ``pid`` and the server core's jiffies,
+    so the servers' CPU per call and how busy their core was can be read for any window of the run."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.samples: list[tuple[float, float, int, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _servers_cpu(self) -> float:
+        total = 0.0
+        for pid in process_tree(self.pid)[1:]:
+            try:
+                if b"serve" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    continue
+                total += cpu_seconds(pid)
+            except OSError:
+                continue
+        return total
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            busy, total = _core_jiffies(SERVER_CORE)
+            self.samples.append((time.time(), self._servers_cpu(), busy, total))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def window(self, t0: float, t1: float) -> dict[str, float]:
+        """Server CPU seconds per second and the server core's busy share between the samples inside [t0, t1]."""
+        inside = [s for s in self.samples if t0 <= s[0] <= t1]
+        if len(inside) < 2:
+            return {"server_cpu_share": float("nan"), "server_core_busy": float("nan")}
+        (a, ca, ba, ta), (b, cb, bb, tb) = inside[0], inside[-1]
+        return {"server_cpu_share": (cb - ca) / (b - a), "server_core_busy": (bb - ba) / max(tb - ta, 1)}
 
 
 def raw(python: str, children: int, inflight: int, seconds: float, warmup: float) -> dict[str, Any]:
@@ -71,12 +122,19 @@ def raw(python: str, children: int, inflight: int, seconds: float, warmup: float
         "--",
         *server_command(python),
     ]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + warmup + 90, env=child_env())
-    if out.returncode != 0:
-        raise RuntimeError(f"stdio_raw exited {out.returncode}: {out.stderr[-1000:]}")
-    r: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env())
+    sampler = Sampler(proc.pid)
+    try:
+        stdout, stderr = proc.communicate(timeout=seconds + warmup + 90)
+    finally:
+        sampler.stop()
+    if proc.returncode != 0:
+        raise RuntimeError(f"stdio_raw exited {proc.returncode}: {stderr[-1000:]}")
+    r: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
     if r["errors"] or r["failed"] or r["ready"] != children:
         raise RuntimeError(f"stdio_raw run not clean: {r}")
+    r.update(sampler.window(*r["window_epoch_s"]))
+    r["server_cpu_us_per_call"] = 1e6 * r["server_cpu_share"] / r["calls_per_s"]
     return r
 
 
@@ -99,7 +157,13 @@ def steady_rate(hlog: Path, rtype: str, name: str, children: int, warmup: float)
         raise RuntimeError("no steady-state interval in the run (raise --seconds)")
     count = sum(iv[4].total_count for iv in calls)
     window = calls[-1][1] + calls[-1][2] - calls[0][1]
-    return {"calls": count, "window_s": window, "calls_per_s": count / window, "ready_after_s": ready_at - min(iv[1] for iv in intervals)}
+    return {
+        "calls": count,
+        "window_s": window,
+        "window_epoch_s": [calls[0][1], calls[0][1] + window],
+        "calls_per_s": count / window,
+        "ready_after_s": ready_at - min(iv[1] for iv in intervals),
+    }
 
 
 def locust(python: str, children: int, inflight: int, seconds: float, warmup: float) -> dict[str, Any]:
@@ -115,16 +179,24 @@ def locust(python: str, children: int, inflight: int, seconds: float, warmup: fl
             prefix,
             *("--mcp-command", shlex.join(server_command(python)), "--mcp-stdio-inflight", str(inflight)),
         )
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=run_time + 60, env=child_env(), cwd=tmp)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env(), cwd=tmp)
+        sampler = Sampler(proc.pid)
+        try:
+            output, _ = proc.communicate(timeout=run_time + 60)
+        finally:
+            sampler.stop()
         if proc.returncode != 0:
-            raise RuntimeError(f"locust exited {proc.returncode}: {proc.stdout[-2000:]} {proc.stderr[-2000:]}")
+            raise RuntimeError(f"locust exited {proc.returncode}: {output[-2000:]}")
         hist = json.loads(Path(f"{prefix}_histograms.json").read_text())
         steady = steady_rate(Path(f"{prefix}_histograms.hlog"), "mcp-stdio", "tools/call:echo", children, warmup)
     failed = sum(h["n"] for h in hist["failed_histograms"])
     total = sum(h["summary"]["count"] for h in hist["histograms"] if h["name"] == "tools/call:echo")
     gen = hist["generator"]
+    servers = sampler.window(*steady["window_epoch_s"])
     return {
         **steady,
+        **servers,
+        "server_cpu_us_per_call": 1e6 * servers["server_cpu_share"] / steady["calls_per_s"],
         "run_time_s": run_time,
         "duration_s": hist["duration_s"],
         "calls_whole_run": total,
@@ -178,6 +250,10 @@ def main(argv: list[str] | None = None) -> int:
         "raw_cpu_share": statistics.median(r["raw"]["cpu_share"] for r in rounds),
         "engine_cpu_share": statistics.median(r["locust"]["engine_cpu_share"] for r in rounds),
         "python_thread_cpu_share": statistics.median(r["locust"]["python_thread_cpu_share"] for r in rounds),
+        "raw_server_cpu_us_per_call": statistics.median(r["raw"]["server_cpu_us_per_call"] for r in rounds),
+        "locust_server_cpu_us_per_call": statistics.median(r["locust"]["server_cpu_us_per_call"] for r in rounds),
+        "raw_server_cpu_share": statistics.median(r["raw"]["server_cpu_share"] for r in rounds),
+        "locust_server_cpu_share": statistics.median(r["locust"]["server_cpu_share"] for r in rounds),
     }
     res["loadavg_end"] = _loadavg()
     write_json(out / "results.json", res)
@@ -190,8 +266,9 @@ def render(res: dict[str, Any]) -> str:
     m = res["median"]
     rows = [
         f"| {r['round'] + 1} | {r['order']} | {r['loadavg'][0]:.2f} | {r['raw']['calls_per_s']:,.0f} | "
-        f"{100 * r['raw']['cpu_share']:.0f}% | {r['locust']['calls_per_s']:,.0f} | {r['locust']['window_s']:.1f} s | "
-        f"{100 * r['locust']['engine_cpu_share']:.0f}% | {r['locust']['failures']} | {r['ratio']:.2f} |"
+        f"{100 * r['raw']['cpu_share']:.0f}% | {r['raw']['server_cpu_us_per_call']:.1f} | {r['locust']['calls_per_s']:,.0f} | "
+        f"{r['locust']['window_s']:.1f} s | {100 * r['locust']['engine_cpu_share']:.0f}% | {r['locust']['server_cpu_us_per_call']:.1f} | "
+        f"{100 * r['raw']['server_core_busy']:.0f}% / {100 * r['locust']['server_core_busy']:.0f}% | {r['locust']['failures']} | {r['ratio']:.2f} |"
         for r in res["rounds"]
     ]
     ratios = [r["ratio"] for r in res["rounds"]]
@@ -207,14 +284,18 @@ def render(res: dict[str, Any]) -> str:
             "The machine has 2 cores, shared with other jobs: the 8 servers share one core, so the rates are "
             "that core's, and the ratio of adjacent runs is the figure.",
             "",
-            "| round | order | load avg | raw calls/s | raw CPU | Locust calls/s | Locust window | engine CPU | failures | ratio |",
-            "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+            "| round | order | load avg | raw calls/s | raw CPU | servers' µs/call (raw) | Locust calls/s | Locust window | engine CPU "
+            "| servers' µs/call (Locust) | server core busy (raw / Locust) | failures | ratio |",
+            "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
             *rows,
             "",
             f"**Median ratio Locust / raw: {m['ratio']:.2f}** (per round {min(ratios):.2f}-{max(ratios):.2f}; target >= 0.9). "
             f"Medians: raw {m['raw_calls_per_s']:,.0f} calls/s at {100 * m['raw_cpu_share']:.0f}% of its core, "
             f"Locust {m['locust_calls_per_s']:,.0f} calls/s, engine thread {100 * m['engine_cpu_share']:.0f}% and Locust's "
-            f"Python thread {100 * m['python_thread_cpu_share']:.1f}% of a core (whole run).",
+            f"Python thread {100 * m['python_thread_cpu_share']:.1f}% of a core (whole run). The servers' CPU per call "
+            f"(their user + system time in the window over the calls): {m['raw_server_cpu_us_per_call']:.1f} µs under the raw "
+            f"client, {m['locust_server_cpu_us_per_call']:.1f} µs under Locust; the servers had "
+            f"{100 * m['raw_server_cpu_share']:.0f}% / {100 * m['locust_server_cpu_share']:.0f}% of their core.",
             "",
             "How each rate is taken: the raw client (`rust/mcpfast-engine/examples/stdio_raw.rs`) counts replies in its window, "
             "which opens after its last child answered `initialize` plus the warm-up; Locust's rate is the swarm's own output, "

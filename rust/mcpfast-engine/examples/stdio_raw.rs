@@ -90,6 +90,12 @@ fn cpu_s() -> f64 {
     })
 }
 
+fn epoch_s() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
 /// The request line of `id`: the prefix, the digits, the suffix (the id spliced in).
 struct Line {
     head: Vec<u8>,
@@ -234,10 +240,10 @@ fn main() {
         let startup_s = t_spawn.elapsed().as_secs_f64();
         tokio::time::sleep(Duration::from_secs_f64(a.warmup)).await;
         let before: Vec<u64> = counters.iter().map(|c| c.get()).collect();
-        let (t0, cpu0) = (Instant::now(), cpu_s());
+        let (t0, cpu0, epoch0) = (Instant::now(), cpu_s(), epoch_s());
         tokio::time::sleep(Duration::from_secs_f64(a.seconds)).await;
         let after: Vec<u64> = counters.iter().map(|c| c.get()).collect();
-        let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_s() - cpu0);
+        let (wall, cpu, epoch1) = (t0.elapsed().as_secs_f64(), cpu_s() - cpu0, epoch_s());
         stop.set(true);
         let mut failed = Vec::new();
         for t in tasks {
@@ -253,7 +259,8 @@ fn main() {
         serde_json::json!({
             "children": a.children, "inflight": a.inflight, "seconds": wall,
             "calls": calls, "calls_per_s": calls as f64 / wall, "per_child": per_child,
-            "cpu_s": cpu, "cpu_share": cpu / wall, "startup_s": startup_s, "ready": ready.get(), "errors": errors.get(), "failed": failed,
+            "cpu_s": cpu, "cpu_share": cpu / wall, "startup_s": startup_s, "ready": ready.get(),
+            "window_epoch_s": [epoch0, epoch1], "errors": errors.get(), "failed": failed,
         })
     });
     use std::io::Write;

@@ -132,6 +132,15 @@ impl Proc {
     }
 }
 
+/// A request answered, its statistics not recorded yet.
+struct Done {
+    name: usize,
+    from: Instant,
+    end: Instant,
+    reason: Option<String>,
+    len: usize,
+}
+
 /// One reply line, as it relates to our requests.
 enum Line {
     Reply {
@@ -332,8 +341,10 @@ async fn run_child(ctx: &Ctx, slot: usize, proc: &mut Proc, from: Instant, once:
     let mut oversized: Option<Option<i64>> = None;
     let mut oversized_lines = 0u64;
     let mut last_limit_event: Option<Instant> = None;
+    let mut done: Vec<Done> = Vec::with_capacity(inflight);
     loop {
         if refused {
+            record_done(ctx, &mut done);
             fail_all(ctx, &mut pending, "handshake failed");
             return End::Refused;
         }
@@ -373,6 +384,7 @@ async fn run_child(ctx: &Ctx, slot: usize, proc: &mut Proc, from: Instant, once:
             }
         }
         if pending.is_empty() && written >= out.len() {
+            record_done(ctx, &mut done);
             if once && first_done {
                 return End::Done;
             }
@@ -381,6 +393,7 @@ async fn run_child(ctx: &Ctx, slot: usize, proc: &mut Proc, from: Instant, once:
             }
         }
         if !keep && ctx.shared.past_deadline() {
+            record_done(ctx, &mut done);
             fail_all(ctx, &mut pending, "stopped");
             return End::Retired;
         }
@@ -401,6 +414,8 @@ async fn run_child(ctx: &Ctx, slot: usize, proc: &mut Proc, from: Instant, once:
                 }
             }
         }
+        // the replies' statistics after the next requests went out
+        record_done(ctx, &mut done);
         let want_write = written < out.len() && proc.stdin.is_some();
         let open_wait = ready && keep && ctx.open_model() && pending.len() < inflight && !once;
         tokio::select! {
@@ -429,7 +444,11 @@ async fn run_child(ctx: &Ctx, slot: usize, proc: &mut Proc, from: Instant, once:
                                     Verdict::Ok => None,
                                     v => Some(v.describe()),
                                 };
-                                ctx.record(p.name, p.from, now, reason.as_deref(), l.len());
+                                if p.name == init_name {
+                                    ctx.record(p.name, p.from, now, reason.as_deref(), l.len());
+                                } else {
+                                    done.push(Done { name: p.name, from: p.from, end: now, reason: reason.clone(), len: l.len() });
+                                }
                                 if !p.progress.is_empty() {
                                     ctx.record(N_PROGRESS_FIRST, p.from, p.progress[0], None, 0);
                                     for w in p.progress.windows(2) {
@@ -563,8 +582,15 @@ async fn run_child(ctx: &Ctx, slot: usize, proc: &mut Proc, from: Instant, once:
             }
         }
     }
+    record_done(ctx, &mut done);
     fail_all(ctx, &mut pending, "stdio server exited");
     End::Exited
+}
+
+fn record_done(ctx: &Ctx, done: &mut Vec<Done>) {
+    for d in done.drain(..) {
+        ctx.record(d.name, d.from, d.end, d.reason.as_deref(), d.len);
+    }
 }
 
 /// A reply line over `max_reply_bytes`: the request of its id fails with the reason; without a
