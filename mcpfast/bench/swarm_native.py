@@ -39,16 +39,20 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from mcpfast.bench.procs import child_env, free_port
+from mcpfast.bench.procs import child_env, free_port, wait_port
 
 ROOT = Path(__file__).resolve().parents[2]
 LOADTESTS = ROOT / "loadtests"
 ECHO_LUA = ROOT / "bench_results" / "http" / "echo.lua"
 HANDSHAKE_LUA = ROOT / "bench_results" / "swarm" / "native" / "handshake.lua"
+TOOL_LUA = ROOT / "bench_results" / "swarm" / "native" / "tool_call.lua"
+MOCK = ROOT / "target" / "release" / "examples" / "mock_server"
 SERVER_CORE, GENERATOR_CORE = "0", "1"
 
 
 class Server:
+    """``mcpfast serve --transport http`` on the server core."""
+
     def __init__(self, python: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
@@ -80,22 +84,7 @@ class Server:
                 time.sleep(0.1)
 
     def session(self) -> str:
-        body = json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
-            }
-        )
-        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-        req = urllib.request.Request(self.url, body.encode(), headers)
-        with urllib.request.urlopen(req, timeout=5) as resp:  # noqa: S310 - 127.0.0.1
-            sid = resp.headers["mcp-session-id"]
-        note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
-        req = urllib.request.Request(self.url, note, {**headers, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"})
-        urllib.request.urlopen(req, timeout=5).close()  # noqa: S310
-        return sid
+        return open_session(self.url)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -108,8 +97,54 @@ class Server:
                 self.proc.wait()
 
 
+class MockServer(Server):
+    """The in-repo minimal Rust responder (``rust/mcpfast-engine/examples/mock_server.rs``) on the server
+    core: every tools/call answered ``delay_us`` late, slept on a timerfd (µs resolution), so a "2 ms
+    tool" takes 2 ms and the rest of the latency is what the client and the loopback add."""
+
+    def __init__(self, delay_us: int) -> None:
+        subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "mcpfast-engine", "--example", "mock_server"], cwd=ROOT, check=True)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        cmd = ["taskset", "-c", SERVER_CORE, str(MOCK), "--port", str(self.port), "--delay-us", str(delay_us)]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_port(self.port, self.proc)
+        except RuntimeError:
+            self.stop()
+            raise
+
+
+def open_session(url: str) -> str:
+    """initialize + notifications/initialized on ``url``: the session id (for wrk's scripts)."""
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+        }
+    )
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    req = urllib.request.Request(url, body.encode(), headers)
+    with urllib.request.urlopen(req, timeout=5) as resp:  # noqa: S310 - 127.0.0.1
+        sid = str(resp.headers["mcp-session-id"])
+    note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+    req = urllib.request.Request(url, note, {**headers, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"})
+    urllib.request.urlopen(req, timeout=5).close()  # noqa: S310
+    return sid
+
+
 def wrk(url: str, script: Path, seconds: int, connections: int, threads: int, env: dict[str, str] | None = None) -> float:
-    cmd = ["taskset", "-c", GENERATOR_CORE, "wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "-s", str(script), url]
+    return float(wrk_stats(url, script, seconds, connections, threads, env)["rps"])
+
+
+_UNIT_US = {"us": 1.0, "ms": 1e3, "s": 1e6}
+
+
+def wrk_stats(url: str, script: Path, seconds: int, connections: int, threads: int, env: dict[str, str] | None = None) -> dict[str, float]:
+    """wrk's ``Requests/sec`` and (``--latency``) its latency percentiles in µs."""
+    cmd = ["taskset", "-c", GENERATOR_CORE, "wrk", "--latency", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "-s", str(script), url]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 30, env={**os.environ, **(env or {})})
     m = re.search(r"Requests/sec:\s+([0-9.]+)", out.stdout)
     if not m:
@@ -117,7 +152,10 @@ def wrk(url: str, script: Path, seconds: int, connections: int, threads: int, en
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out.stdout)
     if errors:
         raise RuntimeError(f"wrk got {errors.group(1)} error responses")
-    return float(m.group(1))
+    stats = {"rps": float(m.group(1))}
+    for q, value, unit in re.findall(r"^\s+(50|75|90|99)%\s+([0-9.]+)(us|ms|s)\s*$", out.stdout, re.M):
+        stats[f"p{q}_us"] = float(value) * _UNIT_US[unit]
+    return stats
 
 
 def locust_argv(python: str, family: str, users: int, seconds: int, engine: str, prefix: Path, *extra: str) -> list[str]:
@@ -153,6 +191,24 @@ def locust(python: str, family: str, url: str, users: int, seconds: int, engine:
         "generator": hist["generator"],
         "pacer": hist["pacer"],
     }
+
+
+SLEEP_TOOL, SLEEP_ARGS = "stream", '{"n": 1, "delay": 0.002}'  # the demo server's tool: one asyncio.sleep(0.002)
+
+
+def sleep_2ms(python: str, url: str, seconds: int, tool: str, args: str, engines: tuple[str, ...]) -> dict[str, Any]:
+    """A tool that sleeps 2 ms, 8 users (closed model) per engine and wrk's 8 connections on one session
+    (the independent client): each p50, and the ratios to wrk's and between the engines."""
+    out: dict[str, Any] = {"tool": tool, "arguments": args, "url": url}
+    sid = open_session(url)
+    out["wrk"] = wrk_stats(url, TOOL_LUA, seconds, 8, 1, {"SID": sid, "TOOL": tool, "ARGS": args})
+    for engine in engines:
+        run = locust(python, "tools_call", url, 8, seconds, engine, "--mcp-tool", tool, "--mcp-tool-args", args)
+        out[engine] = {"p50_us": run["rows"][f"tools/call:{tool}"]["p50"], "rps": run["rps"], "failures": run["failures"]}
+        out[f"p50_ratio_{engine}_over_wrk"] = out[engine]["p50_us"] / out["wrk"]["p50_us"]
+    if "python" in engines:
+        out["p50_ratio_native_over_python"] = out["native"]["p50_us"] / out["python"]["p50_us"]
+    return out
 
 
 def _loadavg() -> list[float]:
@@ -197,14 +253,12 @@ def main(argv: list[str] | None = None) -> int:
             results["rounds"].append(r)
             print(json.dumps(r), flush=True)
         truth: dict[str, Any] = {"loadavg": _loadavg()}
-        agree: dict[str, Any] = {}
-        for engine in ("native", "python"):  # the 2 ms tool, 8 users, closed model: a rate both carry
-            run = locust(
-                py, "tools_call", server.url, 8, secs, engine, "--mcp-tool", "stream", "--mcp-tool-args", '{"n": 1, "delay": 0.002}'
-            )
-            agree[engine] = {"p50_us": run["rows"]["tools/call:stream"]["p50"], "rps": run["rps"], "failures": run["failures"]}
-        agree["p50_ratio_native_over_python"] = agree["native"]["p50_us"] / agree["python"]["p50_us"]
-        truth["sleep_2ms"] = agree
+        truth["sleep_2ms_reference"] = sleep_2ms(py, server.url, secs, SLEEP_TOOL, SLEEP_ARGS, engines=("native",))
+        mock = MockServer(2000)
+        try:
+            truth["sleep_2ms"] = sleep_2ms(py, mock.url, secs, "echo", '{"text": "hello"}', engines=("native", "python"))
+        finally:
+            mock.stop()
 
         def stall() -> None:
             time.sleep(4.0)
@@ -285,15 +339,21 @@ def render(res: dict[str, Any]) -> str:
     ]
     if t:
         st = t["stall_open_model"]
-        ag = t["sleep_2ms"]
+        ag, ref = t["sleep_2ms"], t["sleep_2ms_reference"]
         lines += [
             "Truth checks (load average " + str(t["loadavg"]) + "):",
             "",
-            f"- 2 ms sleeping tool (demo `stream`, one 2 ms step), 8 users, closed model: p50 native "
-            f"{ag['native']['p50_us'] / 1000:.3f} ms (target 2.0-2.6 ms, {ag['native']['rps']:,.0f} calls/s), python "
-            f"{ag['python']['p50_us'] / 1000:.3f} ms ({ag['python']['rps']:,.0f} calls/s): ratio "
+            f"- 2 ms tool on the minimal Rust responder (`mock_server --delay-us 2000`: the reply leaves 2 ms after the "
+            f"request, slept on a timerfd), 8 users, closed model: p50 native {ag['native']['p50_us'] / 1000:.3f} ms "
+            f"(target 2.0-2.6 ms, {ag['native']['rps']:,.0f} calls/s), wrk (8 connections, the independent client) "
+            f"{ag['wrk']['p50_us'] / 1000:.3f} ms: native / wrk {ag['p50_ratio_native_over_wrk']:.2f} (target within 10 %); "
+            f"python {ag['python']['p50_us'] / 1000:.3f} ms ({ag['python']['rps']:,.0f} calls/s): native / python "
             f"{ag['p50_ratio_native_over_python']:.2f} (target within 10 %); failures {ag['native']['failures']} / "
             f"{ag['python']['failures']}.",
+            f"- the same 2 ms on the reference server (demo `stream`, one `asyncio.sleep(0.002)`): p50 native "
+            f"{ref['native']['p50_us'] / 1000:.3f} ms, wrk {ref['wrk']['p50_us'] / 1000:.3f} ms (ratio "
+            f"{ref['p50_ratio_native_over_wrk']:.2f}): the server's sleep overshoots (uvloop's timers tick in whole "
+            "milliseconds, and the loop serves the other requests), and both clients say so.",
             f"- open model 1,000 calls/s, server SIGSTOPped for 1 s: p99 {st['p99_us'] / 1000:.1f} ms, max "
             f"{st['max_us'] / 1000:.1f} ms (target p99 >= 500 ms), {st['count']} calls, late {st['late']}, "
             f"{st['failures']} failures.",
