@@ -403,15 +403,6 @@ impl ResponseParser {
     }
 }
 
-/// A read returned less than it asked for: the socket is drained. Tell tokio so (it clears the
-/// readiness it holds; edge-triggered epoll reports the next bytes) instead of learning it
-/// from one more `recv` that fails with EAGAIN: one syscall less per exchange.
-pub fn forget_readable(stream: &TcpStream) {
-    let _ = stream.try_io(tokio::io::Interest::READABLE, || {
-        Err::<(), _>(io::ErrorKind::WouldBlock.into())
-    });
-}
-
 fn starts_with_ci(v: &[u8], prefix: &[u8]) -> bool {
     v.len() >= prefix.len() && v[..prefix.len()].eq_ignore_ascii_case(prefix)
 }
@@ -491,9 +482,13 @@ impl Conn {
     /// Servers close idle keep-alive connections (uvicorn after 5 s). Before reusing one that
     /// sat idle, look for the close (or for anything unasked-for, such as a 408) and reconnect
     /// instead of losing the request to it. Costs nothing on a busy connection.
-    fn drop_if_closed_while_idle(&mut self) {
+    fn drop_if_closed_while_idle(&mut self, now: Instant) {
         let Some(stream) = &self.stream else { return };
-        if self.last_used.is_none_or(|t| t.elapsed() <= IDLE_CHECK) || self.end >= self.buf.len() {
+        if self
+            .last_used
+            .is_none_or(|t| now.saturating_duration_since(t) <= IDLE_CHECK)
+            || self.end >= self.buf.len()
+        {
             return;
         }
         match stream.try_read(&mut self.buf[self.end..]) {
@@ -537,9 +532,11 @@ impl Conn {
         timeout: Duration,
         observe: &mut dyn FnMut(&[u8]),
     ) -> Result<(), ExchangeError> {
-        match tokio::time::timeout(
-            timeout,
-            self.exchange_inner(request, capture_session, observe),
+        // one clock read for the idle check and the deadline
+        let now = Instant::now();
+        match tokio::time::timeout_at(
+            tokio::time::Instant::from_std(now + timeout),
+            self.exchange_inner(now, request, capture_session, observe),
         )
         .await
         {
@@ -571,11 +568,12 @@ impl Conn {
 
     async fn exchange_inner(
         &mut self,
+        now: Instant,
         request: &[u8],
         capture_session: bool,
         observe: &mut dyn FnMut(&[u8]),
     ) -> Result<(), ExchangeError> {
-        self.drop_if_closed_while_idle();
+        self.drop_if_closed_while_idle(now);
         if self.stream.is_none() {
             self.connect().await?;
         }
@@ -619,7 +617,6 @@ impl Conn {
                     self.buf.resize(len, 0);
                 }
             }
-            let space = self.buf.len() - self.end;
             let n = stream
                 .read(&mut self.buf[self.end..])
                 .await
@@ -630,9 +627,6 @@ impl Conn {
                 return Ok(());
             }
             self.end += n;
-            if n < space {
-                forget_readable(stream);
-            }
         }
     }
 }

@@ -427,11 +427,6 @@ async fn run_child(ctx: &Ctx, slot: usize, proc: &mut Proc, from: Instant, once:
                 if exited {
                     break;
                 }
-                if n < rbuf.len() {
-                    // drained: tokio forgets the readiness now, not after a read that fails
-                    // with EAGAIN (edge-triggered epoll reports the next line)
-                    let _ = proc.stdout.try_io(|| Err::<(), _>(std::io::ErrorKind::WouldBlock.into()));
-                }
                 let now = Instant::now();
                 let mut replies: Vec<Vec<u8>> = Vec::new();
                 let mut too_large: Vec<(usize, Option<i64>)> = Vec::new();
