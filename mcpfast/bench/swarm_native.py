@@ -39,16 +39,20 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from mcpfast.bench.procs import child_env, free_port
+from mcpfast.bench.procs import child_env, free_port, wait_port
 
 ROOT = Path(__file__).resolve().parents[2]
 LOADTESTS = ROOT / "loadtests"
 ECHO_LUA = ROOT / "bench_results" / "http" / "echo.lua"
 HANDSHAKE_LUA = ROOT / "bench_results" / "swarm" / "native" / "handshake.lua"
+TOOL_LUA = ROOT / "bench_results" / "swarm" / "native" / "tool_call.lua"
+MOCK = ROOT / "target" / "release" / "examples" / "mock_server"
 SERVER_CORE, GENERATOR_CORE = "0", "1"
 
 
 class Server:
+    """``mcpfast serve --transport http`` on the server core."""
+
     def __init__(self, python: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
@@ -80,22 +84,7 @@ class Server:
                 time.sleep(0.1)
 
     def session(self) -> str:
-        body = json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
-            }
-        )
-        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-        req = urllib.request.Request(self.url, body.encode(), headers)
-        with urllib.request.urlopen(req, timeout=5) as resp:  # noqa: S310 - 127.0.0.1
-            sid = resp.headers["mcp-session-id"]
-        note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
-        req = urllib.request.Request(self.url, note, {**headers, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"})
-        urllib.request.urlopen(req, timeout=5).close()  # noqa: S310
-        return sid
+        return open_session(self.url)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -108,8 +97,54 @@ class Server:
                 self.proc.wait()
 
 
+class MockServer(Server):
+    """The in-repo minimal Rust responder (``rust/mcpfast-engine/examples/mock_server.rs``) on the server
+    core: every tools/call answered ``delay_us`` late, slept on a timerfd (µs resolution), so a "2 ms
+    tool" takes 2 ms and the rest of the latency is what the client and the loopback add."""
+
+    def __init__(self, delay_us: int) -> None:
+        subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "mcpfast-engine", "--example", "mock_server"], cwd=ROOT, check=True)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        cmd = ["taskset", "-c", SERVER_CORE, str(MOCK), "--port", str(self.port), "--delay-us", str(delay_us)]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_port(self.port, self.proc)
+        except RuntimeError:
+            self.stop()
+            raise
+
+
+def open_session(url: str) -> str:
+    """initialize + notifications/initialized on ``url``: the session id (for wrk's scripts)."""
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+        }
+    )
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    req = urllib.request.Request(url, body.encode(), headers)
+    with urllib.request.urlopen(req, timeout=5) as resp:  # noqa: S310 - 127.0.0.1
+        sid = str(resp.headers["mcp-session-id"])
+    note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+    req = urllib.request.Request(url, note, {**headers, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"})
+    urllib.request.urlopen(req, timeout=5).close()  # noqa: S310
+    return sid
+
+
 def wrk(url: str, script: Path, seconds: int, connections: int, threads: int, env: dict[str, str] | None = None) -> float:
-    cmd = ["taskset", "-c", GENERATOR_CORE, "wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "-s", str(script), url]
+    return float(wrk_stats(url, script, seconds, connections, threads, env)["rps"])
+
+
+_UNIT_US = {"us": 1.0, "ms": 1e3, "s": 1e6}
+
+
+def wrk_stats(url: str, script: Path, seconds: int, connections: int, threads: int, env: dict[str, str] | None = None) -> dict[str, float]:
+    """wrk's ``Requests/sec`` and (``--latency``) its latency percentiles in µs."""
+    cmd = ["taskset", "-c", GENERATOR_CORE, "wrk", "--latency", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "-s", str(script), url]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 30, env={**os.environ, **(env or {})})
     m = re.search(r"Requests/sec:\s+([0-9.]+)", out.stdout)
     if not m:
@@ -117,39 +152,25 @@ def wrk(url: str, script: Path, seconds: int, connections: int, threads: int, en
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out.stdout)
     if errors:
         raise RuntimeError(f"wrk got {errors.group(1)} error responses")
-    return float(m.group(1))
+    stats = {"rps": float(m.group(1))}
+    for q, value, unit in re.findall(r"^\s+(50|75|90|99)%\s+([0-9.]+)(us|ms|s)\s*$", out.stdout, re.M):
+        stats[f"p{q}_us"] = float(value) * _UNIT_US[unit]
+    return stats
+
+
+def locust_argv(python: str, family: str, users: int, seconds: int, engine: str, prefix: Path, *extra: str) -> list[str]:
+    """One headless Locust process on the generator core: ``loadtests/<family>.py``, all users at once."""
+    return [
+        *("taskset", "-c", GENERATOR_CORE, python, "-m", "locust", "-f", str(LOADTESTS / f"{family}.py"), "--headless"),
+        *("-u", str(users), "-r", str(users), "-t", f"{seconds}s", "--only-summary", "--exit-code-on-error", "0"),
+        *("--csv", str(prefix), "--mcp-engine", engine, *extra),
+    ]
 
 
 def locust(python: str, family: str, url: str, users: int, seconds: int, engine: str, *extra: str, during: Any = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         prefix = Path(tmp) / "r"
-        cmd = [
-            "taskset",
-            "-c",
-            GENERATOR_CORE,
-            python,
-            "-m",
-            "locust",
-            "-f",
-            str(LOADTESTS / f"{family}.py"),
-            "--headless",
-            "-u",
-            str(users),
-            "-r",
-            str(users),
-            "-t",
-            f"{seconds}s",
-            "--only-summary",
-            "--exit-code-on-error",
-            "0",
-            "--csv",
-            str(prefix),
-            "--host",
-            url,
-            "--mcp-engine",
-            engine,
-            *extra,
-        ]
+        cmd = locust_argv(python, family, users, seconds, engine, prefix, "--host", url, *extra)
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env(), cwd=tmp)
         if during is not None:
             threading.Thread(target=during, daemon=True).start()
@@ -172,6 +193,50 @@ def locust(python: str, family: str, url: str, users: int, seconds: int, engine:
     }
 
 
+SLEEP_TOOL, SLEEP_ARGS = "stream", '{"n": 1, "delay": 0.002}'  # the demo server's tool: one asyncio.sleep(0.002)
+
+
+AGREE_RATE = 400  # calls/s: the open-model rate at which both engines' p50 are compared (the Python users carry it)
+
+
+def sleep_2ms(
+    python: str, url: str, seconds: int, tool: str, args: str, engines: tuple[str, ...], rounds: int = 1, agree: bool = False
+) -> dict[str, Any]:
+    """A tool that sleeps 2 ms, 8 users (closed model) per engine and wrk's 8 connections, one session
+    each (the independent client, ``wrk -t8 -c8``), interleaved ``rounds`` times (the order turns each round): each client's
+    median p50, and the medians of the per-round ratios (to wrk's, and native over python)."""
+    out: dict[str, Any] = {"tool": tool, "arguments": args, "url": url, "rounds": []}
+    sids = ",".join(open_session(url) for _ in range(8))  # one session per wrk connection, as the users have
+    clients: tuple[str, ...] = ("wrk", *engines)
+    if agree:  # both engines at a rate both carry (open model)
+        clients += tuple(f"{e}@{AGREE_RATE}" for e in engines)
+    for i in range(rounds):
+        r: dict[str, Any] = {"loadavg": _loadavg()}
+        for client in clients[i % len(clients) :] + clients[: i % len(clients)]:
+            if client == "wrk":
+                r["wrk"] = wrk_stats(url, TOOL_LUA, seconds, 8, 8, {"SIDS": sids, "TOOL": tool, "ARGS": args})
+            else:
+                engine, _, rate = client.partition("@")
+                extra = ("--mcp-rate", rate) if rate else ()
+                run = locust(python, "tools_call", url, 8, seconds, engine, "--mcp-tool", tool, "--mcp-tool-args", args, *extra)
+                r[client] = {"p50_us": run["rows"][f"tools/call:{tool}"]["p50"], "rps": run["rps"], "failures": run["failures"]}
+        for engine in engines:
+            r[f"p50_ratio_{engine}_over_wrk"] = r[engine]["p50_us"] / r["wrk"]["p50_us"]
+        if "python" in engines:
+            r["p50_ratio_native_over_python"] = r["native"]["p50_us"] / r["python"]["p50_us"]
+        if agree:
+            r["p50_ratio_native_over_python_open"] = r[f"native@{AGREE_RATE}"]["p50_us"] / r[f"python@{AGREE_RATE}"]["p50_us"]
+        out["rounds"].append(r)
+        print(json.dumps(r), flush=True)
+    rs = out["rounds"]
+    for client in clients:
+        out[client] = {k: statistics.median(r[client][k] for r in rs) for k in rs[0][client]}
+    for key in rs[0]:
+        if key.startswith("p50_ratio"):
+            out[key] = statistics.median(r[key] for r in rs)
+    return out
+
+
 def _loadavg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
@@ -182,10 +247,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--python", default=sys.executable)
+    ap.add_argument(
+        "--only-2ms", action="store_true", help="only the 2 ms truth check (--rounds interleaved rounds), into sleep_2ms.{json,md}"
+    )
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     py, secs = args.python, args.seconds
+    if args.only_2ms:
+        return only_2ms(py, secs, args.rounds, out, argv)
     results: dict[str, Any] = {
         "command": "flock /tmp/mcpfast-bench.lock python -m mcpfast.bench.swarm_native "
         + " ".join(argv if argv is not None else sys.argv[1:]),
@@ -214,14 +284,12 @@ def main(argv: list[str] | None = None) -> int:
             results["rounds"].append(r)
             print(json.dumps(r), flush=True)
         truth: dict[str, Any] = {"loadavg": _loadavg()}
-        agree: dict[str, Any] = {}
-        for engine in ("native", "python"):  # the 2 ms tool, 8 users, closed model: a rate both carry
-            run = locust(
-                py, "tools_call", server.url, 8, secs, engine, "--mcp-tool", "stream", "--mcp-tool-args", '{"n": 1, "delay": 0.002}'
-            )
-            agree[engine] = {"p50_us": run["rows"]["tools/call:stream"]["p50"], "rps": run["rps"], "failures": run["failures"]}
-        agree["p50_ratio_native_over_python"] = agree["native"]["p50_us"] / agree["python"]["p50_us"]
-        truth["sleep_2ms"] = agree
+        truth["sleep_2ms_reference"] = sleep_2ms(py, server.url, secs, SLEEP_TOOL, SLEEP_ARGS, engines=("native",))
+        mock = MockServer(2000)
+        try:
+            truth["sleep_2ms"] = sleep_2ms(py, mock.url, secs, "echo", '{"text": "hello"}', engines=("native", "python"))
+        finally:
+            mock.stop()
 
         def stall() -> None:
             time.sleep(4.0)
@@ -267,6 +335,90 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def only_2ms(py: str, secs: int, rounds: int, out: Path, argv: list[str] | None) -> int:
+    res: dict[str, Any] = {
+        "command": "flock /tmp/mcpfast-bench.lock python -m mcpfast.bench.swarm_native "
+        + " ".join(argv if argv is not None else sys.argv[1:]),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "loadavg_start": _loadavg(),
+    }
+    mock = MockServer(2000)
+    try:
+        res["sleep_2ms"] = sleep_2ms(py, mock.url, secs, "echo", '{"text": "hello"}', ("native", "python"), rounds, agree=True)
+    finally:
+        mock.stop()
+    server = Server(py)
+    try:
+        res["sleep_2ms_reference"] = sleep_2ms(py, server.url, secs, SLEEP_TOOL, SLEEP_ARGS, ("native",), rounds)
+    finally:
+        server.stop()
+    res["loadavg_end"] = _loadavg()
+    (out / "sleep_2ms.json").write_text(json.dumps(res, indent=2) + "\n")
+    text = "\n".join(
+        [
+            "# Truth: a tool that sleeps 2 ms, read by the swarm and by an independent client",
+            "",
+            f"Command: `{res['command']}` (started {res['started']}, load average at start {res['loadavg_start']}, "
+            f"end {res['loadavg_end']}). Server on core 0, generator on core 1; {rounds} interleaved rounds per server "
+            "(wrk, then each engine, the order turned each round), every round in `sleep_2ms.json`; medians shown.",
+            "",
+            *_sleep_lines(res["sleep_2ms"], res["sleep_2ms_reference"]),
+            "",
+            _sleep_rounds(res["sleep_2ms"]),
+            "",
+        ]
+    )
+    (out / "sleep_2ms.md").write_text(text)
+    print(text)
+    return 0
+
+
+def _sleep_rounds(ag: dict[str, Any]) -> str:
+    n, p = f"native@{AGREE_RATE}", f"python@{AGREE_RATE}"
+    rows = [
+        f"| round | load avg | wrk p50 ms | native p50 ms | python p50 ms | native / wrk | native / python | {n} | {p} | ratio |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for i, r in enumerate(ag["rounds"]):
+        rows.append(
+            f"| {i + 1} | {r['loadavg'][0]:.2f} | {r['wrk']['p50_us'] / 1000:.3f} | {r['native']['p50_us'] / 1000:.3f} | "
+            f"{r['python']['p50_us'] / 1000:.3f} | {r['p50_ratio_native_over_wrk']:.2f} | {r['p50_ratio_native_over_python']:.2f} | "
+            f"{r[n]['p50_us'] / 1000:.3f} | {r[p]['p50_us'] / 1000:.3f} | {r['p50_ratio_native_over_python_open']:.2f} |"
+        )
+    return "Per round, the minimal Rust responder:\n\n" + "\n".join(rows)
+
+
+def _sleep_lines(ag: dict[str, Any], ref: dict[str, Any]) -> list[str]:
+    return [
+        f"- 2 ms tool on the minimal Rust responder (`mock_server --delay-us 2000`: the reply leaves 2 ms after the "
+        f"request, slept on a timerfd), 8 users, closed model: p50 native {ag['native']['p50_us'] / 1000:.3f} ms "
+        f"(target 2.0-2.6 ms, {ag['native']['rps']:,.0f} calls/s), wrk (8 connections, a session each: the independent client) "
+        f"{ag['wrk']['p50_us'] / 1000:.3f} ms: native / wrk {ag['p50_ratio_native_over_wrk']:.2f} (target within 10 %); "
+        f"python {ag['python']['p50_us'] / 1000:.3f} ms ({ag['python']['rps']:,.0f} calls/s): native / python "
+        f"{ag['p50_ratio_native_over_python']:.2f} (closed model: the Python users' own cost per request on the shared "
+        f"generator core is in theirs); failures {ag['native']['failures']} / {ag['python']['failures']}.",
+        *(
+            [
+                f"- both engines at {AGREE_RATE} calls/s (open model, 8 users, a rate the Python users carry) on the same "
+                f"responder: p50 native {ag[f'native@{AGREE_RATE}']['p50_us'] / 1000:.3f} ms, python "
+                f"{ag[f'python@{AGREE_RATE}']['p50_us'] / 1000:.3f} ms: native / python "
+                f"{ag['p50_ratio_native_over_python_open']:.2f} (target within 10 %)."
+            ]
+            if f"native@{AGREE_RATE}" in ag
+            else []
+        ),
+        f"- the same 2 ms on the reference server (demo `stream`, one `asyncio.sleep(0.002)`): p50 native "
+        f"{ref['native']['p50_us'] / 1000:.3f} ms, wrk {ref['wrk']['p50_us'] / 1000:.3f} ms (ratio "
+        f"{ref['p50_ratio_native_over_wrk']:.2f}"
+        + (
+            "): the server's own sleep overshoots (uvloop's timers tick in whole milliseconds, and the loop serves the "
+            "other requests meanwhile), and both clients say so."
+            if 0.9 <= ref["p50_ratio_native_over_wrk"] <= 1.1
+            else "; the clients disagree by more than 10 %)."
+        ),
+    ]
+
+
 def _spread(rounds: list[dict[str, Any]]) -> str:
     def rng(key: str) -> str:
         values = [r[key] for r in rounds]
@@ -302,15 +454,11 @@ def render(res: dict[str, Any]) -> str:
     ]
     if t:
         st = t["stall_open_model"]
-        ag = t["sleep_2ms"]
+        ag, ref = t["sleep_2ms"], t["sleep_2ms_reference"]
         lines += [
             "Truth checks (load average " + str(t["loadavg"]) + "):",
             "",
-            f"- 2 ms sleeping tool (demo `stream`, one 2 ms step), 8 users, closed model: p50 native "
-            f"{ag['native']['p50_us'] / 1000:.3f} ms (target 2.0-2.6 ms, {ag['native']['rps']:,.0f} calls/s), python "
-            f"{ag['python']['p50_us'] / 1000:.3f} ms ({ag['python']['rps']:,.0f} calls/s): ratio "
-            f"{ag['p50_ratio_native_over_python']:.2f} (target within 10 %); failures {ag['native']['failures']} / "
-            f"{ag['python']['failures']}.",
+            *_sleep_lines(ag, ref),
             f"- open model 1,000 calls/s, server SIGSTOPped for 1 s: p99 {st['p99_us'] / 1000:.1f} ms, max "
             f"{st['max_us'] / 1000:.1f} ms (target p99 >= 500 ms), {st['count']} calls, late {st['late']}, "
             f"{st['failures']} failures.",

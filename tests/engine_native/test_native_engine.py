@@ -37,6 +37,15 @@ def env(count_file: Path) -> dict[str, str]:
 
 
 @pytest.fixture
+def stdio_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], Path]:
+    """The counting app's stdio server command (the environment set for its children) and its count file."""
+    count = tmp_path / "count"
+    for k, v in env(count).items():
+        monkeypatch.setenv(k, v)
+    return [sys.executable, "-m", "mcpfast", "serve", "--transport", "stdio", "--app", APP], count
+
+
+@pytest.fixture
 def http_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     count = tmp_path / "count"
     for k, v in env(count).items():
@@ -103,11 +112,8 @@ def test_http_calls_equal_the_servers_count(http_server, version: str) -> None:
 
 
 @needs_native
-def test_stdio_calls_equal_the_servers_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    count = tmp_path / "count"
-    for k, v in env(count).items():
-        monkeypatch.setenv(k, v)
-    command = [sys.executable, "-m", "mcpfast", "serve", "--transport", "stdio", "--app", APP]
+def test_stdio_calls_equal_the_servers_count(stdio_server: tuple[list[str], Path]) -> None:
+    command, count = stdio_server
     cfg = {"transport": "stdio", "command": command, "inflight_per_process": 8, "arguments": {"text": "hi"}}
     eng, totals, rows = run(cfg, 2, 2.5)
     calls, failures, _ = totals["tools/call:echo"]
@@ -116,6 +122,104 @@ def test_stdio_calls_equal_the_servers_count(tmp_path: Path, monkeypatch: pytest
     assert totals["initialize"][:2] == [2, 0]
     check_rows(rows, "mcp-stdio")
     assert eng.events() == []
+
+
+def _descendants(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            children = Path(f"/proc/{pid}/task/{task}/children").read_text().split()
+        except OSError:
+            continue
+        for c in map(int, children):
+            out += [c, *_descendants(c)]
+    return out
+
+
+def _stdio_servers() -> list[int]:
+    """The ``mcpfast serve --transport stdio`` processes this test process started (through the engine)."""
+    found = []
+    for pid in _descendants(os.getpid()):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"serve" in argv and b"stdio" in argv:
+            found.append(pid)
+    return found
+
+
+@needs_native
+def test_a_stdio_server_that_dies_is_reported_and_restarted(stdio_server: tuple[list[str], Path]) -> None:
+    command, count = stdio_server
+    cfg = {"transport": "stdio", "command": command, "inflight_per_process": 8, "arguments": {"text": "hi"}}
+    eng = core.native_engine(json.dumps(cfg).encode())
+    eng.start()
+    eng.set_users(1)
+    rows: list[tuple] = []
+    events: list[tuple[str, str]] = []
+
+    def wait_for(done: Any) -> None:
+        end = time.monotonic() + 30
+        while time.monotonic() < end and not done():
+            time.sleep(0.05)
+            rows.extend(eng.drain())
+            events.extend(eng.events())
+
+    def answered() -> int:
+        return sum(r[2] - r[4] for r in rows if r[1] == "tools/call:echo")
+
+    try:
+        wait_for(lambda: answered() >= 20)
+        (first,) = _stdio_servers()
+        os.kill(first, 9)
+        wait_for(lambda: any(k == "child_exited" for k, _ in events))
+        before = answered()
+        wait_for(lambda: answered() >= before + 20)  # the run goes on with a new child
+        servers = _stdio_servers()
+    finally:
+        eng.stop(2.0)
+    rows += eng.drain()
+    events += eng.events()
+    (exit_message,) = [m for k, m in events if k == "child_exited"]
+    assert f"pid {first} exited" in exit_message and "signal: 9" in exit_message, exit_message
+    assert len(servers) == 1 and servers[0] != first
+    assert answered() >= before + 20
+    inits = [r for r in rows if r[1] == "initialize"]
+    assert sum(r[2] for r in inits) == 2 and sum(r[4] for r in inits) == 0
+    reasons = {reason for r in rows for reason, _ in r[12]}
+    assert reasons <= {"stdio server exited"}, reasons
+    # the engine counts what the servers answered: calls in flight when the child died fail
+    calls = sum(r[2] - r[4] for r in rows if r[1] == "tools/call:echo")
+    assert calls <= count.stat().st_size <= calls + 8
+    check_rows(rows, "mcp-stdio")
+
+
+@needs_native
+def test_a_stdio_reply_over_the_size_bound_fails_at_once(stdio_server: tuple[list[str], Path]) -> None:
+    command, count = stdio_server
+    # every echo reply carries 2,000 bytes of text: over a 1,024-byte bound; the timeout is far away
+    cfg = {
+        "transport": "stdio",
+        "command": command,
+        "inflight_per_process": 4,
+        "arguments": {"text": "x" * 2000},
+        "max_reply_bytes": 1024,
+        "timeout_s": 60,
+    }
+    eng, totals, rows = run(cfg, 1, 1.5)
+    calls, failures, _ = totals["tools/call:echo"]
+    assert calls == failures > 10 and totals["initialize"][:2] == [1, 0]
+    reasons: dict[str, int] = {}
+    for r in rows:
+        for reason, n in r[12]:
+            reasons[reason] = reasons.get(reason, 0) + n
+    assert reasons == {"reply line too large": failures}
+    assert calls == count.stat().st_size  # every call was answered (too large), none lost
+    events = eng.events()
+    assert events and all(k == "limit" and "over max_reply_bytes (1024)" in m for k, m in events), events[:3]
+    assert len(events) < 10, "one event a second, not one per line"  # the failures count the lines
+    check_rows(rows, "mcp-stdio")
 
 
 @needs_native

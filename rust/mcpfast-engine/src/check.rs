@@ -25,6 +25,8 @@ pub enum Verdict {
     NotAReply,
     /// An SSE event over the size limit.
     EventTooLarge,
+    /// A stdio reply line over the size limit.
+    LineTooLarge,
 }
 
 impl Verdict {
@@ -40,6 +42,35 @@ impl Verdict {
             Verdict::NoReply => "SSE stream ended without the reply".into(),
             Verdict::NotAReply => "JSON body is not a reply".into(),
             Verdict::EventTooLarge => "SSE event too large".into(),
+            Verdict::LineTooLarge => "reply line too large".into(),
+        }
+    }
+}
+
+/// The integer `id` of a JSON-RPC message from the first bytes of it (the head of a line too
+/// large to keep): the top-level members before `id` must be complete in `head`, and the id
+/// followed by `,` or `}` (so a cut through its digits reads as unknown, never as another id).
+pub fn head_id(head: &[u8]) -> Option<i64> {
+    let text = match std::str::from_utf8(head) {
+        Ok(t) => t,
+        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
+    };
+    let mut r = json::Reader::new(text, DEFAULT_MAX_DEPTH);
+    if r.begin_object(1).ok()? {
+        return None;
+    }
+    loop {
+        let (key, escaped) = r.key_raw().ok()?;
+        if key == b"id" && !escaped {
+            let json::Number::Int(id) = r.number().ok()? else {
+                return None;
+            };
+            r.comma_or_end(b'}').ok()?;
+            return Some(id);
+        }
+        r.skip_value(2).ok()?;
+        if r.comma_or_end(b'}').ok()? {
+            return None;
         }
     }
 }
@@ -265,6 +296,27 @@ mod tests {
     use super::*;
 
     const MAX: usize = 1 << 20;
+
+    #[test]
+    fn the_id_of_a_reply_from_its_head() {
+        let line = br#"{"jsonrpc":"2.0","id":1234,"result":{"content":[{"type":"text","text":"xxxxxxxx"}]}}"#;
+        for cut in 0..=line.len() {
+            let got = head_id(&line[..cut]);
+            // known once the digits are followed by the comma, unknown before: never another id
+            let want = (cut >= 27).then_some(1234);
+            assert_eq!(got, want, "cut at {cut}");
+        }
+        assert_eq!(
+            head_id(br#"{"result":{"a":[1,2,{"b":"}"}]},"id":-7}"#),
+            Some(-7)
+        );
+        assert_eq!(head_id(br#"{"result":{"a":"long..."#), None);
+        assert_eq!(head_id(br#"{"jsonrpc":"2.0","id":"abc","result":1}"#), None);
+        assert_eq!(head_id(br#"{"i\u0064":5,"result":1}"#), None);
+        assert_eq!(head_id(b"[1,2]"), None);
+        assert_eq!(head_id(b"{}"), None);
+        assert_eq!(head_id("{\"text\":\"\u{e9}\u{e9}".as_bytes()), None);
+    }
 
     #[test]
     fn json_replies() {

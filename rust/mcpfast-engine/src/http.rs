@@ -482,9 +482,13 @@ impl Conn {
     /// Servers close idle keep-alive connections (uvicorn after 5 s). Before reusing one that
     /// sat idle, look for the close (or for anything unasked-for, such as a 408) and reconnect
     /// instead of losing the request to it. Costs nothing on a busy connection.
-    fn drop_if_closed_while_idle(&mut self) {
+    fn drop_if_closed_while_idle(&mut self, now: Instant) {
         let Some(stream) = &self.stream else { return };
-        if self.last_used.is_none_or(|t| t.elapsed() <= IDLE_CHECK) || self.end >= self.buf.len() {
+        if self
+            .last_used
+            .is_none_or(|t| now.saturating_duration_since(t) <= IDLE_CHECK)
+            || self.end >= self.buf.len()
+        {
             return;
         }
         match stream.try_read(&mut self.buf[self.end..]) {
@@ -528,9 +532,11 @@ impl Conn {
         timeout: Duration,
         observe: &mut dyn FnMut(&[u8]),
     ) -> Result<(), ExchangeError> {
-        match tokio::time::timeout(
-            timeout,
-            self.exchange_inner(request, capture_session, observe),
+        // one clock read for the idle check and the deadline
+        let now = Instant::now();
+        match tokio::time::timeout_at(
+            tokio::time::Instant::from_std(now + timeout),
+            self.exchange_inner(now, request, capture_session, observe),
         )
         .await
         {
@@ -562,11 +568,12 @@ impl Conn {
 
     async fn exchange_inner(
         &mut self,
+        now: Instant,
         request: &[u8],
         capture_session: bool,
         observe: &mut dyn FnMut(&[u8]),
     ) -> Result<(), ExchangeError> {
-        self.drop_if_closed_while_idle();
+        self.drop_if_closed_while_idle(now);
         if self.stream.is_none() {
             self.connect().await?;
         }

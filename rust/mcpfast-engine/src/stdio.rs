@@ -132,6 +132,15 @@ impl Proc {
     }
 }
 
+/// A request answered, its statistics not recorded yet.
+struct Done {
+    name: usize,
+    from: Instant,
+    end: Instant,
+    reason: Option<String>,
+    len: usize,
+}
+
 /// One reply line, as it relates to our requests.
 enum Line {
     Reply {
@@ -328,8 +337,14 @@ async fn run_child(ctx: &Ctx, slot: usize, proc: &mut Proc, from: Instant, once:
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut exited = false;
     let mut refused = false;
+    // the reply line being discarded as too large, once its request failed (with its id, if read)
+    let mut oversized: Option<Option<i64>> = None;
+    let mut oversized_lines = 0u64;
+    let mut last_limit_event: Option<Instant> = None;
+    let mut done: Vec<Done> = Vec::with_capacity(inflight);
     loop {
         if refused {
+            record_done(ctx, &mut done);
             fail_all(ctx, &mut pending, "handshake failed");
             return End::Refused;
         }
@@ -369,6 +384,7 @@ async fn run_child(ctx: &Ctx, slot: usize, proc: &mut Proc, from: Instant, once:
             }
         }
         if pending.is_empty() && written >= out.len() {
+            record_done(ctx, &mut done);
             if once && first_done {
                 return End::Done;
             }
@@ -377,9 +393,29 @@ async fn run_child(ctx: &Ctx, slot: usize, proc: &mut Proc, from: Instant, once:
             }
         }
         if !keep && ctx.shared.past_deadline() {
+            record_done(ctx, &mut done);
             fail_all(ctx, &mut pending, "stopped");
             return End::Retired;
         }
+        // write what is queued at once (the pipe almost always has room): the child gets the
+        // next requests while it is still busy with the last ones, not after another poll
+        if written < out.len() {
+            if let Some(s) = proc.stdin.as_ref() {
+                match s.try_write(&out[written..]) {
+                    Ok(n) => {
+                        written += n;
+                        if written == out.len() {
+                            out.clear();
+                            written = 0;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        // the replies' statistics after the next requests went out
+        record_done(ctx, &mut done);
         let want_write = written < out.len() && proc.stdin.is_some();
         let open_wait = ready && keep && ctx.open_model() && pending.len() < inflight && !once;
         tokio::select! {
@@ -393,7 +429,7 @@ async fn run_child(ctx: &Ctx, slot: usize, proc: &mut Proc, from: Instant, once:
                 }
                 let now = Instant::now();
                 let mut replies: Vec<Vec<u8>> = Vec::new();
-                let mut too_large = false;
+                let mut too_large: Vec<(usize, Option<i64>)> = Vec::new();
                 let mut bad_lines: Vec<Verdict> = Vec::new();
                 framer.feed(&rbuf[..n], |frame| match frame {
                     Frame::Line(l) => {
@@ -408,7 +444,11 @@ async fn run_child(ctx: &Ctx, slot: usize, proc: &mut Proc, from: Instant, once:
                                     Verdict::Ok => None,
                                     v => Some(v.describe()),
                                 };
-                                ctx.record(p.name, p.from, now, reason.as_deref(), l.len());
+                                if p.name == init_name {
+                                    ctx.record(p.name, p.from, now, reason.as_deref(), l.len());
+                                } else {
+                                    done.push(Done { name: p.name, from: p.from, end: now, reason: reason.clone(), len: l.len() });
+                                }
                                 if !p.progress.is_empty() {
                                     ctx.record(N_PROGRESS_FIRST, p.from, p.progress[0], None, 0);
                                     for w in p.progress.windows(2) {
@@ -439,13 +479,53 @@ async fn run_child(ctx: &Ctx, slot: usize, proc: &mut Proc, from: Instant, once:
                             Line::Other => {}
                         }
                     }
-                    Frame::TooLarge { .. } => too_large = true,
+                    Frame::TooLarge { size, head, .. } => {
+                        // failed already while it was read (see below): only its end is news
+                        if oversized.take().is_none() {
+                            too_large.push((size, check::head_id(head)));
+                        }
+                    }
                 });
+                // a line over the bound fails its request as soon as the bound is crossed,
+                // not when (or if) the line ends
+                if oversized.is_none() {
+                    if let Some((seen, head)) = framer.discarding() {
+                        let id = check::head_id(head);
+                        oversized = Some(id);
+                        too_large.push((seen, id));
+                    }
+                }
                 for v in bad_lines {
                     ctx.shared.event("bad_reply", format!("stdio server sent a line matching no request: {}", v.describe()));
                 }
-                if too_large {
-                    ctx.shared.event("limit", format!("a stdio reply line over max_reply_bytes ({}) was dropped", cfg.max_reply_bytes));
+                for (size, id) in too_large {
+                    let failed = fail_oversized(ctx, &mut pending, id, init_name, now);
+                    for &(_, name) in &failed {
+                        if name == init_name {
+                            refused = true;
+                        } else if name == N_FIRST {
+                            first_done = true;
+                        }
+                    }
+                    // the failures carry the reason; the event says why, at most once a second
+                    oversized_lines += 1;
+                    if last_limit_event.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1)) {
+                        last_limit_event = Some(now);
+                        ctx.shared.event(
+                            "limit",
+                            format!(
+                                "stdio reply line of {}{size} bytes over max_reply_bytes ({}): {} ({oversized_lines} such line(s) from pid {} so far)",
+                                if framer.discarding().is_some() { "at least " } else { "" },
+                                cfg.max_reply_bytes,
+                                match (id, failed.len()) {
+                                    (Some(id), 1) => format!("request id {id} failed"),
+                                    (Some(id), _) => format!("id {id} is not in flight"),
+                                    (None, n) => format!("no id in its first bytes: the {n} request(s) in flight failed"),
+                                },
+                                proc.child.id(),
+                            ),
+                        );
+                    }
                 }
                 for r in replies {
                     out.extend_from_slice(&r);
@@ -491,6 +571,8 @@ async fn run_child(ctx: &Ctx, slot: usize, proc: &mut Proc, from: Instant, once:
                         ctx.record(p.name, p.from, now, Some("timeout"), 0);
                         if p.name == init_name {
                             refused = true;
+                        } else if p.name == N_FIRST {
+                            first_done = true;
                         }
                     }
                 }
@@ -500,8 +582,47 @@ async fn run_child(ctx: &Ctx, slot: usize, proc: &mut Proc, from: Instant, once:
             }
         }
     }
+    record_done(ctx, &mut done);
     fail_all(ctx, &mut pending, "stdio server exited");
     End::Exited
+}
+
+fn record_done(ctx: &Ctx, done: &mut Vec<Done>) {
+    for d in done.drain(..) {
+        ctx.record(d.name, d.from, d.end, d.reason.as_deref(), d.len);
+    }
+}
+
+/// A reply line over `max_reply_bytes`: the request of its id fails with the reason; without a
+/// readable id every request in flight fails (which one it answered cannot be told). Returns the
+/// (id, stats name) of each request failed.
+fn fail_oversized(
+    ctx: &Ctx,
+    pending: &mut HashMap<i64, Pending>,
+    id: Option<i64>,
+    init_name: usize,
+    now: Instant,
+) -> Vec<(i64, usize)> {
+    let ids: Vec<i64> = match id {
+        Some(id) => pending
+            .contains_key(&id)
+            .then_some(id)
+            .into_iter()
+            .collect(),
+        None => pending.keys().copied().collect(),
+    };
+    let reason = Verdict::LineTooLarge.describe();
+    let mut failed = Vec::with_capacity(ids.len());
+    for id in ids {
+        if let Some(p) = pending.remove(&id) {
+            if p.name != init_name {
+                ctx.counters().inflight.fetch_sub(1, Ordering::Relaxed);
+            }
+            ctx.record(p.name, p.from, now, Some(&reason), 0);
+            failed.push((id, p.name));
+        }
+    }
+    failed
 }
 
 fn fail_all(ctx: &Ctx, pending: &mut HashMap<i64, Pending>, reason: &str) {

@@ -6,15 +6,20 @@ use std::time::{Duration, Instant};
 use mcpfast_engine::stats::Row;
 use mcpfast_engine::Engine;
 
-/// A stdio MCP responder that answers `limit` tools/call and then exits with status 7.
+/// A stdio MCP responder that answers `limit` tools/call and then exits with status 7. With a
+/// second argument every 3rd tools/call reply is a 100,000-byte line: `head` with the id first,
+/// `tail` with the id last, `stall` (the 3rd call only) the first 10,000 bytes of one with the
+/// id first, and then nothing more (the line never ends).
 const RESPONDER: &str = r#"
-import json, sys
+import json, sys, time
 limit = int(sys.argv[1])
+mode = sys.argv[2] if len(sys.argv) > 2 else None
 calls = 0
 for line in sys.stdin:
     msg = json.loads(line)
     if "id" not in msg:
         continue
+    big = False
     if msg["method"] == "initialize":
         result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}}, "serverInfo": {"name": "t", "version": "0"}}
     elif msg["method"] == "tools/call":
@@ -24,12 +29,22 @@ for line in sys.stdin:
             sys.exit(7)
         if calls % 10 == 0:
             sys.stdout.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}}) + "\n")
-        result = {"content": [{"type": "text", "text": msg["params"]["arguments"].get("text", "")}]}
+        big = mode is not None and calls % 3 == 0
+        text = "x" * 100000 if big else msg["params"]["arguments"].get("text", "")
+        result = {"content": [{"type": "text", "text": text}]}
     else:
         sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "no"}}) + "\n")
         sys.stdout.flush()
         continue
-    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + "\n")
+    if big and mode == "tail":
+        out = json.dumps({"jsonrpc": "2.0", "result": result, "id": msg["id"]})
+    else:
+        out = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+    if big and mode == "stall":
+        sys.stdout.write(out[:10000])
+        sys.stdout.flush()
+        time.sleep(60)
+    sys.stdout.write(out + "\n")
     sys.stdout.flush()
 "#;
 
@@ -166,4 +181,82 @@ fn a_silent_child_times_out_and_stop_is_bounded() {
     let (n, f, errors) = totals(&e, &rows, "initialize");
     assert!(n >= 1 && n == f, "{n} {f}");
     assert_eq!(errors[0].0, "timeout");
+}
+
+fn run_oversized(
+    mode: &str,
+    inflight: usize,
+    until: impl Fn(&[Row]) -> bool,
+) -> (Engine, Vec<Row>, Vec<(String, String)>) {
+    let cmd = serde_json::to_string(&["python3", "-c", RESPONDER, "1000000", mode]).expect("json");
+    let cfg = format!(
+        r#"{{"transport":"stdio","command":{cmd},"inflight_per_process":{inflight},"timeout_s":30,"max_reply_bytes":4096}}"#
+    );
+    let e = Engine::new(cfg.as_bytes()).expect("config");
+    e.start().expect("start");
+    e.set_users(1);
+    let t0 = Instant::now();
+    let mut rows = Vec::new();
+    let mut events = Vec::new();
+    while t0.elapsed() < Duration::from_secs(10) && !until(&rows) {
+        std::thread::sleep(Duration::from_millis(20));
+        rows.extend(e.drain());
+        events.extend(e.events());
+    }
+    e.stop(Duration::from_millis(500));
+    rows.extend(e.drain());
+    events.extend(e.events());
+    (e, rows, events)
+}
+
+fn failures_of(rows: &[Row]) -> u64 {
+    rows.iter().map(|r| r.failures).sum()
+}
+
+#[test]
+fn an_oversized_reply_line_fails_its_request_with_the_reason() {
+    let (e, rows, events) = run_oversized("head", 8, |rows| failures_of(rows) >= 5);
+    let (calls, failed, errors) = totals(&e, &rows, "tools/call:echo");
+    assert!(failed >= 5 && calls - failed >= 10, "{calls} {failed}");
+    // every failure is the size bound, none waited for the 30 s timeout
+    assert!(
+        errors.iter().all(|(r, _)| r == "reply line too large"),
+        "{errors:?}"
+    );
+    assert!(
+        events.iter().any(|(k, m)| k == "limit"
+            && m.contains("over max_reply_bytes (4096)")
+            && m.contains("failed")),
+        "{events:?}"
+    );
+    assert!(
+        !events.iter().any(|(k, _)| k == "child_exited"),
+        "{events:?}"
+    );
+}
+
+#[test]
+fn an_oversized_reply_without_a_readable_id_fails_what_is_in_flight() {
+    let (e, rows, events) = run_oversized("tail", 4, |rows| failures_of(rows) >= 8);
+    let (calls, failed, errors) = totals(&e, &rows, "tools/call:echo");
+    assert!(failed >= 8 && calls > failed, "{calls} {failed}");
+    assert!(
+        errors.iter().all(|(r, _)| r == "reply line too large"),
+        "{errors:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|(k, m)| k == "limit" && m.contains("no id in its first bytes")),
+        "{events:?}"
+    );
+}
+
+#[test]
+fn an_oversized_reply_fails_before_its_line_ends() {
+    // the third reply's line never ends: its request fails on the size bound, not on the timeout
+    let (e, rows, _) = run_oversized("stall", 1, |rows| failures_of(rows) >= 1);
+    let (calls, failed, errors) = totals(&e, &rows, "tools/call:echo");
+    assert_eq!((calls, failed), (3, 1), "{errors:?}");
+    assert_eq!(errors, vec![("reply line too large".to_string(), 1)]);
 }

@@ -35,7 +35,7 @@ fn push_frames<'py>(
 fn frame_to_py<'py>(py: Python<'py>, f: Frame<'_>) -> PyResult<Bound<'py, PyAny>> {
     match f {
         Frame::Line(l) => Ok(PyBytes::new(py, l).into_any()),
-        Frame::TooLarge { size, limit } => errors::frame_too_large(py, size, limit),
+        Frame::TooLarge { size, limit, .. } => errors::frame_too_large(py, size, limit),
     }
 }
 
