@@ -248,8 +248,15 @@ impl Front {
         let opened = (self.engine.status().established as usize).min(n);
         // 2. warm up, then measure
         let (window, (c0, c1), (s0, s1)) = self.window(Instant::now());
-        // 3. stop: every session DELETEs its own
-        self.stop(self.opts.timeout);
+        // 3. stop: every session DELETEs its own (the DELETEs count as the window's, the
+        // calls that ended after it do not)
+        self.engine.stop(self.opts.timeout);
+        let rows = self.engine.drain();
+        let (deletes, rest): (Vec<_>, Vec<_>) = rows
+            .into_iter()
+            .partition(|r| r.name == mcpfast_engine::run::N_DELETE);
+        self.tally.add(&deletes, true);
+        self.tally.add(&rest, false);
         let t = &self.tally;
         let call = &t.phases[3];
         let secs = window.as_secs_f64();
