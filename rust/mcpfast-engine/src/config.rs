@@ -102,6 +102,8 @@ pub struct Config {
     pub hold_delete: bool,
     /// A `progress` event (message: the count) each time this many iterations have ended.
     pub progress_every: Option<u64>,
+    /// Open model: an arrival sent more than this after its intended time counts as late.
+    pub late_after: Duration,
 }
 
 impl Config {
@@ -212,6 +214,7 @@ impl Config {
             "iterations",
             "hold_delete",
             "progress_every",
+            "late_after_s",
         ];
         if let Some(k) = o.keys().find(|k| !KNOWN.contains(&k.as_str())) {
             return Err(err(k, "unknown field"));
@@ -386,6 +389,10 @@ impl Config {
             None | Some(Value::Null) => None,
             Some(_) => Some(get_usize(&o, "progress_every", 1, 1, usize::MAX)? as u64),
         };
+        let late_after_s = get_f64(&o, "late_after_s", 0.001)?;
+        if !(0.0..=3600.0).contains(&late_after_s) {
+            return Err(err("late_after_s", "must be in 0..=3600"));
+        }
         Ok(Config {
             transport,
             target,
@@ -416,6 +423,7 @@ impl Config {
             iterations,
             hold_delete,
             progress_every,
+            late_after: Duration::from_secs_f64(late_after_s),
         })
     }
 }

@@ -136,6 +136,9 @@ impl Shared {
 
     /// Take one iteration from the budget; false when it is spent.
     pub fn take_iteration(&self) -> bool {
+        if self.cfg.iterations.is_none() {
+            return true; // unbounded: no shared cache line touched per request
+        }
         self.budget
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| match b {
                 u64::MAX => Some(b),

@@ -34,7 +34,8 @@ pub const N_SSE_GAP: usize = 10;
 /// `cycle_latency`: a whole handshake / churn cycle.
 pub const N_CYCLE: usize = 11;
 
-/// A send later than this after its intended time counts as late (open model).
+/// A send later than this after its intended time counts as late (open model; the default
+/// of the config's `late_after_s`).
 pub const LATE: Duration = Duration::from_millis(1);
 /// Pause after a failed session start, so a refusing server does not become a hot loop.
 pub const BACKOFF: Duration = Duration::from_millis(100);
@@ -448,7 +449,7 @@ impl Ctx {
     /// Open model: an arrival that is already due, if any (counts it late if it waited).
     pub fn try_arrival(&self) -> Option<Instant> {
         let t = self.tokens.borrow_mut().pop_front()?;
-        if Instant::now().saturating_duration_since(t) > LATE {
+        if Instant::now().saturating_duration_since(t) > self.cfg().late_after {
             self.counters().late.fetch_add(1, Ordering::Relaxed);
         }
         Some(t)
