@@ -104,6 +104,11 @@ pub struct Config {
     pub progress_every: Option<u64>,
     /// Open model: an arrival sent more than this after its intended time counts as late.
     pub late_after: Duration,
+    /// `sse_streaming` over HTTP (handshake era): every this many stream calls (the 1st, the
+    /// 11th, ... with 10) the session also listens on its standalone GET stream for
+    /// `get_stream`; 0: never.
+    pub get_stream_every: u64,
+    pub get_stream: Duration,
 }
 
 impl Config {
@@ -215,6 +220,8 @@ impl Config {
             "hold_delete",
             "progress_every",
             "late_after_s",
+            "get_stream_every",
+            "get_stream_s",
         ];
         if let Some(k) = o.keys().find(|k| !KNOWN.contains(&k.as_str())) {
             return Err(err(k, "unknown field"));
@@ -393,6 +400,11 @@ impl Config {
         if !(0.0..=3600.0).contains(&late_after_s) {
             return Err(err("late_after_s", "must be in 0..=3600"));
         }
+        let get_stream_every = get_usize(&o, "get_stream_every", 10, 0, usize::MAX)? as u64;
+        let get_stream_s = get_f64(&o, "get_stream_s", 0.5)?;
+        if !(get_stream_s > 0.0 && get_stream_s <= 3600.0) {
+            return Err(err("get_stream_s", "must be in (0, 3600]"));
+        }
         Ok(Config {
             transport,
             target,
@@ -424,6 +436,8 @@ impl Config {
             hold_delete,
             progress_every,
             late_after: Duration::from_secs_f64(late_after_s),
+            get_stream_every,
+            get_stream: Duration::from_secs_f64(get_stream_s),
         })
     }
 }

@@ -200,6 +200,9 @@ fn names_for(cfg: &Config) -> Vec<String> {
         "sse:first-event".to_string(),
         "sse:gap".to_string(),
         "cycle".to_string(),
+        "GET:open".to_string(),
+        "GET:event".to_string(),
+        "GET:405".to_string(),
     ];
     for m in &cfg.mix {
         let n = m.stat_name();

@@ -33,6 +33,11 @@ pub const N_SSE_FIRST: usize = 9;
 pub const N_SSE_GAP: usize = 10;
 /// `cycle_latency`: a whole handshake / churn cycle.
 pub const N_CYCLE: usize = 11;
+/// `sse_streaming`'s standalone GET stream: opened (time to its first bytes), the gap before
+/// each event (since the previous one or the open), and a server that offers none (405).
+pub const N_GET_OPEN: usize = 12;
+pub const N_GET_EVENT: usize = 13;
+pub const N_GET_405: usize = 14;
 
 /// A send later than this after its intended time counts as late (open model; the default
 /// of the config's `late_after_s`).
@@ -359,7 +364,7 @@ impl Ctx {
         let us = end.saturating_duration_since(from).as_micros() as u64;
         let wall = self.shared.clock.wall(end);
         lock(&self.shared.stats[self.idx]).record(name, us, failure, len as u64, wall);
-        if !(N_PROGRESS_FIRST..=N_CYCLE).contains(&name) {
+        if !(N_PROGRESS_FIRST..=N_CYCLE).contains(&name) && name != N_GET_EVENT {
             // streaming rows time events of a request, not requests; a cycle is requests
             self.counters().completed.fetch_add(1, Ordering::Relaxed);
         }
@@ -674,6 +679,9 @@ struct HttpSession {
     delete_acc: f64,
     /// The server forgot the session (404): the next open is a re-initialization.
     lost: bool,
+    /// `sse_streaming`: stream calls made, and the GET stream's own connection.
+    streams: u64,
+    get_conn: Option<Conn>,
 }
 
 /// Failure reason and whether the session must be opened again.
@@ -704,6 +712,8 @@ impl HttpSession {
             next_id: 1,
             delete_acc: 0.0,
             lost: false,
+            streams: 0,
+            get_conn: None,
         }
     }
 
@@ -1026,6 +1036,70 @@ impl HttpSession {
         failure.is_none()
     }
 
+    /// The session's standalone SSE stream (`GET`, handshake era), on its own connection, for
+    /// `get_stream`: `GET:open` (time to the stream's first bytes: the priming event, or the
+    /// first event), `GET:event` (the gap before each event with data), `GET:405` (the server
+    /// offers none); any other status or an error fails `GET:open`. The end of the listening
+    /// window closes the stream; it is not a failure.
+    async fn get_stream(&mut self, ctx: &Ctx) {
+        let Some(session) = self.session.as_ref() else {
+            return;
+        };
+        let mut req = Vec::with_capacity(256);
+        ctx.proto.head(&mut req, "GET", Some(session));
+        req.extend_from_slice(b"\r\n");
+        let max = ctx.cfg().max_reply_bytes;
+        let conn = self.get_conn.get_or_insert_with(|| {
+            let mut c = Conn::new(ctx.proto.target.addr);
+            c.set_max_body(max);
+            c
+        });
+        let mut sse = SseCheck::new(max.min(mcpfast_core::DEFAULT_MAX_EVENT));
+        sse.reset(-1, Want::Plain);
+        let mut first: Option<Instant> = None;
+        let mut events: Vec<Instant> = Vec::new();
+        ctx.counters().sent.fetch_add(1, Ordering::Relaxed);
+        ctx.counters().inflight.fetch_add(1, Ordering::Relaxed);
+        let t0 = Instant::now();
+        let r = conn
+            .exchange_observed(&req, false, ctx.cfg().get_stream, &mut |chunk: &[u8]| {
+                let now = Instant::now();
+                first.get_or_insert(now);
+                for _ in 0..sse.feed(chunk) {
+                    events.push(now);
+                }
+            })
+            .await;
+        ctx.counters().inflight.fetch_sub(1, Ordering::Relaxed);
+        let end = Instant::now();
+        let status = conn.parser.status;
+        let open = match &r {
+            _ if status == 405 => {
+                ctx.record(N_GET_405, t0, end, None, 0);
+                return;
+            }
+            // the window ran out on an open stream, or the server ended it
+            Ok(()) | Err(crate::http::ExchangeError::Timeout) if status == 200 => None,
+            Ok(()) => Some(format!("http {status}")),
+            Err(e) => Some(e.kind()),
+        };
+        if let Some(reason) = open {
+            if r.is_ok() {
+                ctx.sample(N_GET_OPEN, &reason, conn);
+            }
+            ctx.record(N_GET_OPEN, t0, end, Some(&reason), 0);
+            return;
+        }
+        if let Some(at) = first {
+            ctx.record(N_GET_OPEN, t0, at, None, 0);
+        }
+        let mut last = first.unwrap_or(t0);
+        for at in events {
+            ctx.record(N_GET_EVENT, last, at, None, 0);
+            last = at;
+        }
+    }
+
     /// One request of the family, recorded under its name. `open`: (intended, actual) send
     /// time of the arrival in the open model (`from` is then the intended time, or the call's
     /// start when the arrival first opened the session).
@@ -1106,7 +1180,8 @@ async fn http_session(ctx: &Ctx, slot: usize) {
             Instant::now()
         };
         if per_session {
-            let sent = Instant::now();
+            // the actual send time (open model only: the closed model sends at `from`)
+            let sent = if open_model { Instant::now() } else { from };
             let opened = s.session.is_none();
             if opened {
                 if !s.open(ctx, from, false).await {
@@ -1125,6 +1200,13 @@ async fn http_session(ctx: &Ctx, slot: usize) {
             let from = if opened { Instant::now() } else { from };
             let r = s.one(ctx, t, from, t.name, open).await;
             ctx.iteration_done();
+            if family == Family::SseStreaming {
+                s.streams += 1;
+                let every = ctx.cfg().get_stream_every;
+                if every > 0 && !ctx.cfg().stateless() && s.streams % every == 1 % every {
+                    s.get_stream(ctx).await;
+                }
+            }
             if let Err(f) = r {
                 if f.lost_session {
                     s.session = None;

@@ -474,3 +474,43 @@ fn iterations_bound_the_run_and_hold_keeps_its_sessions() {
     assert_eq!(e.status().connections, 3);
     assert_eq!(e.versions(), vec![("2025-11-25".to_string(), 35)]);
 }
+
+#[test]
+fn sse_streaming_listens_on_the_get_stream() {
+    // the mock answers GET with 405: `GET:405`, once per `get_stream_every` stream calls
+    let (port, _) = mock::spawn(MockOptions {
+        sse: true,
+        ..MockOptions::default()
+    });
+    let e = engine(format!(
+        r#"{{"url":"{}","family":"sse_streaming","stream_tool":"echo","get_stream_every":3}}"#,
+        url(port)
+    ));
+    let rows = run_for(&e, 2, 0.5);
+    let (calls, failed) = count(&e, &rows, "tools/call:echo");
+    let (refused, refused_failed) = count(&e, &rows, "GET:405");
+    assert!(calls > 10 && failed == 0, "{calls} calls, {failed} failed");
+    assert_eq!(refused_failed, 0);
+    // calls 1, 4, 7, ... of each session listen: about a third of the calls
+    assert!(refused * 3 >= calls && refused * 3 <= calls + 3 * 2 * 3, "{refused} GETs for {calls} calls");
+    assert_eq!(count(&e, &rows, "GET:open"), (0, 0));
+
+    // a GET stream with a priming event (no data) and 5 events 20 ms apart, listened to for
+    // 0.3 s: GET:open once per listen, GET:event per event with data; the end of the window
+    // closes the stream without a failure
+    let (port, _) = mock::spawn(MockOptions {
+        sse: true,
+        get_events: 5,
+        ..MockOptions::default()
+    });
+    let e = engine(format!(
+        r#"{{"url":"{}","family":"sse_streaming","stream_tool":"echo","get_stream_every":100000000,"get_stream_s":0.3}}"#,
+        url(port)
+    ));
+    let rows = run_for(&e, 2, 0.6);
+    assert_eq!(count(&e, &rows, "GET:open"), (2, 0), "one listen per session (its first call)");
+    assert_eq!(count(&e, &rows, "GET:event"), (10, 0));
+    let gaps = row(&e, &rows, "GET:event").expect("row");
+    assert!(gaps.min_ms.is_some_and(|m| m >= 15.0), "{:?}", gaps.min_ms);
+    assert_eq!(count(&e, &rows, "tools/call:echo").1, 0);
+}
