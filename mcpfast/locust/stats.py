@@ -323,7 +323,11 @@ class McpStats:
         if lag.total_count:
             lag.reset()
         empty = not (
-            payload["ok"]["histograms"] or payload["failed"]["histograms"] or payload["service"]["histograms"] or payload["counters"] or payload["lag"]
+            payload["ok"]["histograms"]
+            or payload["failed"]["histograms"]
+            or payload["service"]["histograms"]
+            or payload["counters"]
+            or payload["lag"]
         )
         if empty and not final:
             return None

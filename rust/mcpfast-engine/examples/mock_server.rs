@@ -174,7 +174,8 @@ async fn connection(mut stream: TcpStream, shared: &Shared) -> std::io::Result<(
                 stream.write_all(&chunk(&ev)).await?;
             }
             // held open until the client goes (bounded)
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(10), stream.read(&mut buf)).await;
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(10), stream.read(&mut buf))
+                .await;
             return Ok(());
         }
         let calls_before = shared.calls.get();

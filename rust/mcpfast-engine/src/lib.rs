@@ -348,7 +348,11 @@ impl Engine {
             .shared
             .budget
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
-                Some(if b == u64::MAX { b } else { b.saturating_add(n) })
+                Some(if b == u64::MAX {
+                    b
+                } else {
+                    b.saturating_add(n)
+                })
             });
     }
 

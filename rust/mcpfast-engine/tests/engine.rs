@@ -366,7 +366,12 @@ fn mixed_stream_items_time_their_events_and_only_theirs() {
 }
 
 /// The (µs, count) buckets of every raw row named `name`, added up.
-fn all_buckets(e: &Engine, rows: &[Row], name: &str, pick: fn(&Row) -> &Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+fn all_buckets(
+    e: &Engine,
+    rows: &[Row],
+    name: &str,
+    pick: fn(&Row) -> &Vec<(u64, u64)>,
+) -> Vec<(u64, u64)> {
     let mut out = Vec::new();
     for r in rows.iter().filter(|r| e.name(r.name) == name) {
         out.extend(pick(r).iter().copied());
@@ -406,7 +411,11 @@ fn open_model_keeps_service_time_and_send_lag_apart() {
     e.stop(Duration::from_secs(2));
     rows.extend(e.drain());
     let name = "tools/call:echo";
-    let num: u64 = rows.iter().filter(|r| e.name(r.name) == name).map(|r| r.num).sum();
+    let num: u64 = rows
+        .iter()
+        .filter(|r| e.name(r.name) == name)
+        .map(|r| r.num)
+        .sum();
     let latency = all_buckets(&e, &rows, name, |r| &r.buckets);
     let service = all_buckets(&e, &rows, name, |r| &r.service_buckets);
     let lag = all_buckets(&e, &rows, name, |r| &r.lag_buckets);
@@ -416,16 +425,28 @@ fn open_model_keeps_service_time_and_send_lag_apart() {
     assert_eq!(total(&lag), num);
     // the service time is the server's: at least the tool's 5 ms, far below the queueing
     assert!(service[0].0 >= 5000, "service min {} µs", service[0].0);
-    let (lat_p50, svc_p50, lag_max) = (median(&latency), median(&service), lag.last().expect("lag").0);
+    let (lat_p50, svc_p50, lag_max) = (
+        median(&latency),
+        median(&service),
+        lag.last().expect("lag").0,
+    );
     assert!(svc_p50 < 50_000, "service p50 {svc_p50} µs");
-    assert!(lag_max > 100_000, "send lag max {lag_max} µs: the backlog shows");
-    assert!(lat_p50 > svc_p50, "latency p50 {lat_p50} µs vs service {svc_p50} µs");
+    assert!(
+        lag_max > 100_000,
+        "send lag max {lag_max} µs: the backlog shows"
+    );
+    assert!(
+        lat_p50 > svc_p50,
+        "latency p50 {lat_p50} µs vs service {svc_p50} µs"
+    );
     assert!(e.status().late > 0);
     // the closed model records neither
     let (port, _) = mock::spawn(MockOptions::default());
     let e = engine(format!(r#"{{"url":"{}"}}"#, url(port)));
     let rows = run_for(&e, 2, 0.3);
-    assert!(rows.iter().all(|r| r.service_buckets.is_empty() && r.lag_buckets.is_empty()));
+    assert!(rows
+        .iter()
+        .all(|r| r.service_buckets.is_empty() && r.lag_buckets.is_empty()));
 }
 
 #[test]
@@ -447,12 +468,20 @@ fn iterations_bound_the_run_and_hold_keeps_its_sessions() {
     assert_eq!(count(&e, &rows, "cycle"), (200, 0));
     assert_eq!(count(&e, &rows, "initialize"), (200, 0));
     assert_eq!(count(&e, &rows, "tools/call:echo (first)"), (0, 0));
-    let progress: Vec<String> = e.events().into_iter().filter(|ev| ev.0 == "progress").map(|ev| ev.1).collect();
+    let progress: Vec<String> = e
+        .events()
+        .into_iter()
+        .filter(|ev| ev.0 == "progress")
+        .map(|ev| ev.1)
+        .collect();
     assert_eq!(progress, ["50", "100", "150", "200"]);
     assert_eq!(open.load(Ordering::Relaxed), 0);
     // hold: 30 sessions over 3 connections, kept until stop, then deleted
     let (port, open) = mock::spawn(MockOptions::default());
-    let e = engine(format!(r#"{{"url":"{}","family":"hold","iterations":30}}"#, url(port)));
+    let e = engine(format!(
+        r#"{{"url":"{}","family":"hold","iterations":30}}"#,
+        url(port)
+    ));
     e.set_users(3);
     let t0 = Instant::now();
     while e.status().iterations < 30 && t0.elapsed() < Duration::from_secs(10) {
@@ -492,7 +521,10 @@ fn sse_streaming_listens_on_the_get_stream() {
     assert!(calls > 10 && failed == 0, "{calls} calls, {failed} failed");
     assert_eq!(refused_failed, 0);
     // calls 1, 4, 7, ... of each session listen: about a third of the calls
-    assert!(refused * 3 >= calls && refused * 3 <= calls + 3 * 2 * 3, "{refused} GETs for {calls} calls");
+    assert!(
+        refused * 3 >= calls && refused * 3 <= calls + 3 * 2 * 3,
+        "{refused} GETs for {calls} calls"
+    );
     assert_eq!(count(&e, &rows, "GET:open"), (0, 0));
 
     // a GET stream with a priming event (no data) and 5 events 20 ms apart, listened to for
@@ -508,7 +540,11 @@ fn sse_streaming_listens_on_the_get_stream() {
         url(port)
     ));
     let rows = run_for(&e, 2, 0.6);
-    assert_eq!(count(&e, &rows, "GET:open"), (2, 0), "one listen per session (its first call)");
+    assert_eq!(
+        count(&e, &rows, "GET:open"),
+        (2, 0),
+        "one listen per session (its first call)"
+    );
     assert_eq!(count(&e, &rows, "GET:event"), (10, 0));
     let gaps = row(&e, &rows, "GET:event").expect("row");
     assert!(gaps.min_ms.is_some_and(|m| m >= 15.0), "{:?}", gaps.min_ms);

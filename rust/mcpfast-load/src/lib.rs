@@ -216,10 +216,7 @@ impl Front {
     /// Warm up, then the measured window: (window length, CPU at its edges, the server's CPU
     /// at its edges). Rows before and after the window are counted in the totals only.
     #[allow(clippy::type_complexity)]
-    fn window(
-        &mut self,
-        from: Instant,
-    ) -> (Duration, (Cpu, Cpu), (Option<f64>, Option<f64>)) {
+    fn window(&mut self, from: Instant) -> (Duration, (Cpu, Cpu), (Option<f64>, Option<f64>)) {
         let pids = self.opts.server_pids.clone();
         self.sleep_until(from + self.opts.warmup);
         self.drain(false);
@@ -260,7 +257,11 @@ impl Front {
         let t = &self.tally;
         let call = &t.phases[3];
         let secs = window.as_secs_f64();
-        let rate = if secs > 0.0 { call.ok as f64 / secs } else { 0.0 };
+        let rate = if secs > 0.0 {
+            call.ok as f64 / secs
+        } else {
+            0.0
+        };
         let deleted = t.phases[4].ok_total;
         let cut_short = window + Duration::from_millis(1) < self.opts.duration;
         let mut s = self.header("summary");
@@ -319,7 +320,11 @@ impl Front {
         let t = &self.tally;
         let secs = window.as_secs_f64();
         let cycles = t.cycle.ok;
-        let rate = if secs > 0.0 { cycles as f64 / secs } else { 0.0 };
+        let rate = if secs > 0.0 {
+            cycles as f64 / secs
+        } else {
+            0.0
+        };
         let cut_short = window + Duration::from_millis(1) < self.opts.duration;
         let mut s = self.header("summary");
         s["connections_requested"] = json!(c);
@@ -398,7 +403,8 @@ impl Front {
         let grace = if self.opts.no_delete {
             Duration::from_millis(200)
         } else {
-            (self.opts.timeout * 2).max(Duration::from_secs(60)) + Duration::from_millis(10) * per_conn
+            (self.opts.timeout * 2).max(Duration::from_secs(60))
+                + Duration::from_millis(10) * per_conn
         };
         self.engine.stop(grace);
         self.drain(true);
@@ -458,7 +464,11 @@ impl Front {
         let attempted = self.engine.status().iterations;
         let t = &self.tally;
         let ok = t.cycle.ok_total;
-        let rate = if elapsed > 0.0 { ok as f64 / elapsed } else { 0.0 };
+        let rate = if elapsed > 0.0 {
+            ok as f64 / elapsed
+        } else {
+            0.0
+        };
         let mut s = self.header("summary");
         s["cycles_requested"] = json!(cycles);
         s["cycles_attempted"] = json!(attempted);
@@ -503,7 +513,6 @@ impl Front {
         }));
         emit(&line);
     }
-
 }
 
 /// Write one JSON object as a line on stdout.

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use mcpfast_engine::run::{N_CALL, N_CYCLE, N_DELETE, N_DISCOVER, N_FIRST, N_INITIALIZE, N_INITIALIZED};
+use mcpfast_engine::run::{
+    N_CALL, N_CYCLE, N_DELETE, N_DISCOVER, N_FIRST, N_INITIALIZE, N_INITIALIZED,
+};
 use mcpfast_engine::stats::{new_hist, Row};
 use serde_json::{json, Map, Value};
 
@@ -89,7 +91,10 @@ impl Tally {
             c.ok_total += ok;
             c.failed_total += r.failures;
             for (reason, n) in &r.errors {
-                *self.failures.entry(format!("{phase}: {reason}")).or_insert(0) += n;
+                *self
+                    .failures
+                    .entry(format!("{phase}: {reason}"))
+                    .or_insert(0) += n;
             }
             if in_window {
                 c.ok += ok;

@@ -430,7 +430,15 @@ fn calls_at_a_rate_report_the_open_model() {
     // the closed model has no open_model block
     let (port, _) = mock::spawn(MockOptions::default());
     let (_, lines, _) = run(
-        &["calls", "--sessions", "2", "--duration", "0.2", "--warmup", "0"],
+        &[
+            "calls",
+            "--sessions",
+            "2",
+            "--duration",
+            "0.2",
+            "--warmup",
+            "0",
+        ],
         port,
     );
     assert!(last(&lines).get("open_model").is_none());
