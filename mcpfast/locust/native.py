@@ -263,9 +263,11 @@ class NativeDriver:
             t[0] += row[2]
             t[1] += row[4]
         added = feed_locust(self.environment.stats, rows)
+        # no rows: no request ended since the last poll, nothing to add (the cumulative path would
+        # add again what the window path already added)
         if rows and len(rows[0]) > 13:
             self._feed_window_histograms(rows)  # the same windows as Locust's tables: exact, reset included
-        else:
+        elif rows:
             self._feed_histograms(engine.histograms())
         self.last_status = engine.status()
         self._feed_open_model(rows, self.last_status)
