@@ -32,7 +32,9 @@ def server(root: Path) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     argv = [str(root / ".venv" / "bin" / "python"), "-m", "mcpfast", "serve", "--transport", "http", "--host", "127.0.0.1"]
     argv += ["--port", str(port)]
-    proc = subprocess.Popen(pinned(argv, 0), cwd=root, env={**os.environ, "MCPFAST_CORE": "rust"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        pinned(argv, 0), cwd=root, env={**os.environ, "MCPFAST_CORE": "rust"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     wait_port(port, proc, timeout=30)
     return proc, port
 
@@ -93,8 +95,11 @@ def main(argv: list[str] | None = None) -> int:
                 for label in order:
                     r = one(bins[label], mode, port, gen_args(mode, args, proc.pid))
                     runs[mode][label].append(r)
-                    print(f"round {rnd} {mode:10s} {label:5s} {r['rate'] or 0:>9,.0f}/s p50 {r['p50_us']} p99 {r['p99_us']} "
-                          f"gen {r['generator_window_share']} exit {r['exit']} load {r['load_after']:.2f}", flush=True)
+                    print(
+                        f"round {rnd} {mode:10s} {label:5s} {r['rate'] or 0:>9,.0f}/s p50 {r['p50_us']} p99 {r['p99_us']} "
+                        f"gen {r['generator_window_share']} exit {r['exit']} load {r['load_after']:.2f}",
+                        flush=True,
+                    )
             finally:
                 stop_process(proc)
     base = labels[0]
@@ -105,9 +110,15 @@ def main(argv: list[str] | None = None) -> int:
         "load_start": load_start,
         "load_end": os.getloadavg(),
         "runs": runs,
-        "median": {m: {b: {k: statistics.median(r[k] or 0 for r in runs[m][b]) for k in ("rate", "p50_us", "p99_us")} for b in labels} for m in args.modes},
+        "median": {
+            m: {b: {k: statistics.median(r[k] or 0 for r in runs[m][b]) for k in ("rate", "p50_us", "p99_us")} for b in labels}
+            for m in args.modes
+        },
         "ratio_to_first": {
-            m: {b: statistics.median((r["rate"] or 0) / (o["rate"] or 1) for r, o in zip(runs[m][b], runs[m][base], strict=True)) for b in labels[1:]}
+            m: {
+                b: statistics.median((r["rate"] or 0) / (o["rate"] or 1) for r, o in zip(runs[m][b], runs[m][base], strict=True))
+                for b in labels[1:]
+            }
             for m in args.modes
         },
         "ok": all(r["exit"] == 0 for m in runs.values() for rs in m.values() for r in rs),
