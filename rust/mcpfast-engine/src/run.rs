@@ -1080,6 +1080,9 @@ impl HttpSession {
             }
             // the window ran out on an open stream, or the server ended it
             Ok(()) | Err(crate::http::ExchangeError::Timeout) if status == 200 => None,
+            // the window ran out before the response head: nothing to time (as the Python
+            // user's listening window does)
+            Err(crate::http::ExchangeError::Timeout) if status == 0 => return,
             Ok(()) => Some(format!("http {status}")),
             Err(e) => Some(e.kind()),
         };
@@ -1257,6 +1260,9 @@ async fn http_session(ctx: &Ctx, slot: usize) {
         s.delete(ctx).await;
     }
     ctx.tally(&s.conn);
+    if let Some(c) = &s.get_conn {
+        ctx.tally(c);
+    }
     ctx.counters().sessions_open.fetch_sub(1, Ordering::Relaxed);
 }
 
