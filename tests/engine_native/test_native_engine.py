@@ -69,7 +69,24 @@ def run(config: dict[str, Any], users: int, seconds: float) -> tuple[Any, dict[s
 
 def check_rows(rows: list[tuple], request_type: str) -> None:
     for r in rows:
-        (rtype, name, num, none, fails, total_ms, min_ms, max_ms, length, buckets, per_second, last_ts, errors, failed_buckets, service, lag) = r
+        (
+            rtype,
+            name,
+            num,
+            none,
+            fails,
+            total_ms,
+            min_ms,
+            max_ms,
+            length,
+            buckets,
+            per_second,
+            last_ts,
+            errors,
+            failed_buckets,
+            service,
+            lag,
+        ) = r
         assert rtype == request_type and none == 0 and 0 <= fails <= num
         assert service == lag == []  # closed model: no service time / send lag buckets
         assert sum(c for _, c in buckets) == num
