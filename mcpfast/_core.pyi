@@ -228,6 +228,8 @@ DrainRow = tuple[
     float,  # last_ts: wall-clock epoch s of the last completion in the window
     list[tuple[str, int]],  # (failure reason, count)
     list[tuple[int, int]],  # failed_buckets: the buckets of the failed requests only (a subset of buckets)
+    list[tuple[int, int]],  # service_buckets: open model, µs from the actual send to the end (else empty)
+    list[tuple[int, int]],  # lag_buckets: open model, µs of send lag (actual minus intended send time)
 ]
 
 @final
@@ -258,7 +260,8 @@ class NativeEngine:
     def fileno(self) -> int:
         """A descriptor readable when events() has something (for gevent's wait_read)."""
     def status(self) -> dict[str, int | float]:
-        """users, sessions_open, inflight, threads, cpu_s, sent, completed, late, dropped."""
+        """users, sessions_open, inflight, threads, cpu_s, sent, completed, late, dropped,
+        established, reinitialized, iterations, held, connects."""
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",

@@ -165,6 +165,8 @@ class NativeDriver:
         self.last_status: dict[str, Any] = {}
         self._greenlets: list[Any] = []
         self._hist_seen: dict[tuple[str, str], dict[int, int]] = {}
+        self._late_seen = 0  # the engine's late / dropped arrivals already added to the pacer's counters
+        self._dropped_seen = 0
         # requests and failures per name since the test started (for counters such as session churn's;
         # Locust's own tables are reset on a worker after every report)
         self.totals: dict[str, list[int]] = {}
@@ -203,6 +205,7 @@ class NativeDriver:
             schedule = self.stats.schedule
             if schedule.enabled:
                 cfg["rate"] = schedule.runner_rate  # this process's share of --mcp-rate
+                cfg["late_after_s"] = schedule.late_tolerance  # one "late" for both engines
             engine = native_engine(json.dumps(cfg).encode())
             engine.start()
         except (ValueError, OSError, RuntimeError) as exc:
@@ -214,6 +217,7 @@ class NativeDriver:
         self._stopping = False
         self._hist_seen.clear()
         self.totals.clear()
+        self._late_seen = self._dropped_seen = 0
         self._greenlets = [gevent.spawn(self._poll_loop), gevent.spawn(self._event_loop)]
         _replace_cpu_monitor(self.environment.runner)
         logger.info("mcpfast native engine started: family %s, %s, %d thread(s)", self.family, cfg["transport"], cfg["threads"])
@@ -259,11 +263,14 @@ class NativeDriver:
             t[0] += row[2]
             t[1] += row[4]
         added = feed_locust(self.environment.stats, rows)
+        # no rows: no request ended since the last poll, nothing to add (the cumulative path would
+        # add again what the window path already added)
         if rows and len(rows[0]) > 13:
             self._feed_window_histograms(rows)  # the same windows as Locust's tables: exact, reset included
-        else:
+        elif rows:
             self._feed_histograms(engine.histograms())
         self.last_status = engine.status()
+        self._feed_open_model(rows, self.last_status)
         return added
 
     def succeeded(self, name: str) -> int:
@@ -287,6 +294,28 @@ class NativeDriver:
                 ok = count - failed_counts.get(us, 0)
                 if ok:
                     h.record(us, ok)
+
+    def _feed_open_model(self, rows: Iterable[tuple], status: dict[str, Any]) -> None:
+        """Open model: the engine's send lag (actual minus intended send time, row[15]) into the
+        pacer's lag histogram and ``sent`` count, as the Python pacer records them; its late and
+        dropped arrivals into the pacer's counters; the service time (actual send to end,
+        row[14]) into ``McpStats.service`` (``service_histograms`` in the JSON)."""
+        schedule = self.stats.schedule
+        for row in rows:
+            if len(row) <= 15:
+                return
+            rtype, name, service, lag = row[0], row[1], row[14], row[15]
+            for us, count in lag:
+                schedule.lag.record(us, count)
+                schedule.sent += count
+            if service:
+                h = self.stats.service.get(rtype, name)
+                for us, count in service:
+                    h.record(us, count)
+        late, dropped = int(status.get("late") or 0), int(status.get("dropped") or 0)
+        schedule.late += late - self._late_seen
+        schedule.dropped += dropped - self._dropped_seen
+        self._late_seen, self._dropped_seen = late, dropped
 
     def _feed_histograms(self, cumulative: Iterable[tuple[str, str, list[tuple[int, int]]]]) -> None:
         """The engine's cumulative histograms, as deltas since the last poll, into McpStats."""

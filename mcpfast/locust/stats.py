@@ -97,6 +97,9 @@ class McpStats:
         self.environment = environment
         self.ok = HistogramSet()  # successful requests, µs
         self.failed = HistogramSet()  # failed requests, µs
+        # open model, native engine: service time (actual send to end), µs; the latency in
+        # ``ok`` runs from the intended send time and the send lag goes to ``schedule.lag``
+        self.service = HistogramSet()
         self.schedule = OpenModelSchedule(0.0, late_tolerance=DEFAULT_LATE_TOLERANCE, max_lag=DEFAULT_MAX_LAG)
         self.pacer = Pacer(self.schedule)
         self.validators: dict[str, Validator] = {}
@@ -215,6 +218,7 @@ class McpStats:
     def reset(self) -> None:
         self.ok.reset()
         self.failed.reset()
+        self.service.reset()
         self.schedule.reset_counters()
         for v in self.validators.values():
             v.reset_counters()
@@ -243,6 +247,7 @@ class McpStats:
         interval log start again with Locust's own tables."""
         self.ok.reset()
         self.failed.reset()
+        self.service.reset()
         self._snapshots.clear()
         now = time.time()
         self.intervals.reset(now)
@@ -308,6 +313,7 @@ class McpStats:
             "v": FORMAT_VERSION,
             "ok": self.ok.take_delta(),
             "failed": self.failed.take_delta(),
+            "service": self.service.take_delta(),
             "counters": {k: n for k, n in counters.items() if n},
             "lag": lag.to_dict() if lag.total_count else None,
             "final": final,
@@ -316,7 +322,13 @@ class McpStats:
             payload["cpu"] = self._own_cpu()
         if lag.total_count:
             lag.reset()
-        empty = not (payload["ok"]["histograms"] or payload["failed"]["histograms"] or payload["counters"] or payload["lag"])
+        empty = not (
+            payload["ok"]["histograms"]
+            or payload["failed"]["histograms"]
+            or payload["service"]["histograms"]
+            or payload["counters"]
+            or payload["lag"]
+        )
         if empty and not final:
             return None
         return payload
@@ -329,6 +341,8 @@ class McpStats:
         self.workers_seen.add(client_id)
         self.ok.merge(HistogramSet.from_dict(payload["ok"]))
         self.failed.merge(HistogramSet.from_dict(payload["failed"]))
+        if payload.get("service"):
+            self.service.merge(HistogramSet.from_dict(payload["service"]))
         for key, n in payload.get("counters", {}).items():
             self.remote_counters[key] = self.remote_counters.get(key, 0) + int(n)
         if payload.get("lag"):
@@ -412,6 +426,8 @@ class McpStats:
             "generator": self.generator(duration),
             "histograms": entries(self.ok),
             "failed_histograms": entries(self.failed),
+            # open model on the native engine: µs from the actual send to the end, per key
+            "service_histograms": entries(self.service),
         }
 
     def _own_cpu(self) -> dict[str, Any]:

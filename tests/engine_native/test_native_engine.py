@@ -78,8 +78,26 @@ def run(config: dict[str, Any], users: int, seconds: float) -> tuple[Any, dict[s
 
 def check_rows(rows: list[tuple], request_type: str) -> None:
     for r in rows:
-        (rtype, name, num, none, fails, total_ms, min_ms, max_ms, length, buckets, per_second, last_ts, errors, failed_buckets) = r
+        (
+            rtype,
+            name,
+            num,
+            none,
+            fails,
+            total_ms,
+            min_ms,
+            max_ms,
+            length,
+            buckets,
+            per_second,
+            last_ts,
+            errors,
+            failed_buckets,
+            service,
+            lag,
+        ) = r
         assert rtype == request_type and none == 0 and 0 <= fails <= num
+        assert service == lag == []  # closed model: no service time / send lag buckets
         assert sum(c for _, c in buckets) == num
         assert sum(n for _, n, _ in per_second) == num and sum(f for _, _, f in per_second) == fails
         assert sum(c for _, c in errors) == fails == sum(c for _, c in failed_buckets)

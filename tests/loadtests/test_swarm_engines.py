@@ -319,6 +319,7 @@ FAMILY_NAMES_HTTP = {
     "sse:gap",
     "progress:first-event",
     "progress:gap",
+    "GET:open",  # sse_streaming: the session's standalone GET stream, every 10th stream call
 }
 
 
@@ -349,7 +350,7 @@ def test_every_family_on_the_native_engine_names_rows_like_the_python_users(tmp_
     assert not run.failures(), (run.failures(), run.errors())
     names = {name for (_t, name) in counts["csv"]}
     if version == "2026-07-28":  # stateless: server/discover instead of the handshake, no DELETE
-        expected = (FAMILY_NAMES_HTTP - {"initialize", "notifications/initialized", "DELETE"}) | {"server/discover"}
+        expected = (FAMILY_NAMES_HTTP - {"initialize", "notifications/initialized", "DELETE", "GET:open"}) | {"server/discover"}
     else:
         expected = FAMILY_NAMES_HTTP
     assert expected <= names, (expected - names, names)
@@ -419,3 +420,45 @@ def test_a_config_the_engine_refuses_fails_the_run_with_its_reason(tmp_path: Pat
     assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]
     out = proc.stdout + proc.stderr
     assert "mcpfast native engine (tools_call)" in out and "protocol_version" in out, out[-3000:]
+
+
+@needs_native
+def test_native_open_model_keeps_service_time_and_send_lag(tmp_path: Path, counting_server) -> None:
+    """``--mcp-rate`` on the native engine: the pacer block counts the engine's arrivals (one send
+    lag each), and ``service_histograms`` holds one service time (actual send to end) per call."""
+    url, countfile = counting_server("mcpfast")
+    run, html = locust(
+        tmp_path,
+        "-f",
+        TOOLS_CALL,
+        "-u",
+        "4",
+        "-r",
+        "4",
+        "-t",
+        "3s",
+        "--host",
+        url,
+        "--mcp-tool",
+        "counted",
+        "--mcp-engine",
+        "native",
+        "--mcp-rate",
+        "200",
+    )
+    csv = assert_agree(run, html, countfile)
+    calls = csv[("mcp-http", "tools/call:counted")]
+    hist = run.histograms()
+    pacer = hist["pacer"]
+    assert hist["latency_origin"].startswith("intended send time")
+    # every call of the open model is one arrival: sent, with its send lag recorded
+    assert pacer["sent"] == calls == pacer["lag"]["n"], (pacer["sent"], calls, pacer["lag"]["n"])
+    assert pacer["late"] >= 0 and pacer["dropped"] >= 0
+    service = {(h["type"], h["name"]): h for h in hist["service_histograms"]}
+    svc = service[("mcp-http", "tools/call:counted")]
+    assert svc["n"] == calls
+    ok = {(h["type"], h["name"]): h for h in hist["histograms"]}[("mcp-http", "tools/call:counted")]
+    # the service time cannot exceed the latency from the intended send time
+    assert svc["summary"]["max"] <= ok["summary"]["max"]
+    # the rate bounds the calls (3 s at 200/s, plus the stop's grace)
+    assert 0 < calls <= 200 * 3 + 50

@@ -109,6 +109,55 @@ def by_request(reqs: list[tuple]) -> RequestStats:
     return stats
 
 
+class FakeEngine:
+    """Hands out the given windows one drain at a time, then empty drains (an idle engine, the
+    final drain after stop); its cumulative histograms hold everything handed out."""
+
+    def __init__(self, windows: list[list[tuple]]) -> None:
+        self.windows = windows
+        self.given: list[tuple] = []
+
+    def drain(self) -> list[tuple]:
+        rows = self.windows.pop(0) if self.windows else []
+        self.given += rows
+        return rows
+
+    def histograms(self) -> list[tuple]:
+        return [(r[0], r[1], r[9]) for r in self.given]
+
+    def status(self) -> dict:
+        return {"late": 3, "dropped": 1}
+
+
+def driver_polls(rows: list[tuple]) -> dict:
+    """A NativeDriver polling a fake engine (16-field rows: open model service/lag buckets): the µs
+    histograms count each request once, however many empty polls follow; the send lag, late and
+    dropped arrivals reach the pacer, the service times ``McpStats.service``."""
+    from locust.env import Environment
+
+    from mcpfast.locust.native import NativeDriver
+
+    env = Environment()
+    env.create_local_runner()
+    d = NativeDriver(env, "tools_call", "http://127.0.0.1:1/mcp")
+    # + failed_buckets (none: every request a success here), service and lag buckets
+    wide = [(*r, [], [], []) for r in rows]
+    wide[0] = (*wide[0][:14], [(250, 2)], [(40, 2)])
+    d.engine = FakeEngine([wide[:1], [], wide[1:], [], []])
+    for _ in range(5):
+        d.poll()
+    hist = sum(h.total_count for _, h in d.stats.ok.items()) + sum(h.total_count for _, h in d.stats.failed.items())
+    sched = d.stats.schedule
+    return {
+        "hist": hist,
+        "lag_n": sched.lag.total_count,
+        "sent": sched.sent,
+        "late": sched.late,
+        "dropped": sched.dropped,
+        "service_n": d.stats.service.total_count,
+    }
+
+
 def main() -> None:
     t0 = 1_800_000_000
     reqs, rows = synthetic(7, 5000, t0)
@@ -124,6 +173,7 @@ def main() -> None:
     feed_locust(custom, rows)
     locust.stats.bucket_response_time = original
     result["custom_keys"] = sorted({k for e in custom.entries.values() for k in e.response_times})
+    result["driver"] = driver_polls(rows)
     json.dump(result, sys.stdout)
     print()
 

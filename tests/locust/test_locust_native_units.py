@@ -41,6 +41,10 @@ def test_bulk_feed_equals_request_by_request_logging(child_env, tmp_path: Path) 
     assert result["bulk"]["Aggregated"]["num_requests"] == 5000
     assert result["bulk"]["errors"] and all(row[3] > 0 for row in result["bulk"]["errors"])
     assert result["custom_keys"] == [7]
+    # a driver's µs histograms count every request once, empty polls in between and after
+    drv = result["driver"]
+    assert drv["hist"] == 5000, drv
+    assert (drv["lag_n"], drv["sent"], drv["service_n"], drv["late"], drv["dropped"]) == (2, 2, 2, 3, 1), drv
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -38,6 +38,9 @@ pub struct MockOptions {
     pub idle_close_ms: u64,
     /// Answer every tools/call this many µs late (a tool that sleeps).
     pub delay_us: u64,
+    /// Serve GET (the standalone SSE stream): a priming event, then this many events 20 ms
+    /// apart, then hold the stream open (0: GET is answered 405).
+    pub get_events: u64,
     /// While set, the server is "down": it closes every connection without answering.
     pub down: Arc<AtomicBool>,
     /// tools/call requests answered.
@@ -159,6 +162,22 @@ async fn connection(mut stream: TcpStream, shared: &Shared) -> std::io::Result<(
         served += 1;
         let close = shared.opts.close_every > 0 && served % shared.opts.close_every == 0;
         out.clear();
+        if method == "GET" && shared.opts.get_events > 0 {
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+                .await?;
+            let chunk = |data: &str| format!("{:x}\r\n{data}\r\n", data.len()).into_bytes();
+            stream.write_all(&chunk("id: 0\r\ndata: \r\n\r\n")).await?;
+            for i in 0..shared.opts.get_events {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                let ev = format!("event: message\r\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{\"level\":\"info\",\"data\":{i}}}}}\r\n\r\n");
+                stream.write_all(&chunk(&ev)).await?;
+            }
+            // held open until the client goes (bounded)
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(10), stream.read(&mut buf))
+                .await;
+            return Ok(());
+        }
         let calls_before = shared.calls.get();
         if !respond(shared, &method, session.as_deref(), &body, close, &mut out) {
             // stall: hold the connection open without answering

@@ -23,6 +23,10 @@ pub enum Family {
     SessionChurn,
     SseStreaming,
     Mixed,
+    /// HTTP only: each user is one keep-alive connection that opens sessions (one per
+    /// iteration, while `iterations` last) and keeps them until the engine stops, then DELETEs
+    /// them (unless `hold_delete` is false).
+    Hold,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +88,27 @@ pub struct Config {
     pub max_sessions: usize,
     pub request_type: String,
     pub seed: u64,
+    /// `handshake` / `session_churn`: send the first tools/call of each session (false: the
+    /// cycle is initialize, initialized, DELETE).
+    pub handshake_call: bool,
+    /// `handshake` / `session_churn`: also record the whole cycle (initialize start to DELETE
+    /// end, complete cycles only) as the `cycle` row.
+    pub cycle_latency: bool,
+    /// The whole engine starts at most this many iterations (a handshake or churn cycle, a held
+    /// session, a request of the per-session families); `Engine::add_iterations` adds more.
+    /// None: no bound.
+    pub iterations: Option<u64>,
+    /// `hold`: DELETE the held sessions at stop.
+    pub hold_delete: bool,
+    /// A `progress` event (message: the count) each time this many iterations have ended.
+    pub progress_every: Option<u64>,
+    /// Open model: an arrival sent more than this after its intended time counts as late.
+    pub late_after: Duration,
+    /// `sse_streaming` over HTTP (handshake era): every this many stream calls (the 1st, the
+    /// 11th, ... with 10) the session also listens on its standalone GET stream for
+    /// `get_stream`; 0: never.
+    pub get_stream_every: u64,
+    pub get_stream: Duration,
 }
 
 impl Config {
@@ -136,6 +161,14 @@ fn get_usize(
     Ok(v)
 }
 
+fn get_bool(o: &Map<String, Value>, field: &str, default: bool) -> Result<bool, String> {
+    match o.get(field) {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(err(field, "must be true or false")),
+    }
+}
+
 fn get_object_text(o: &Map<String, Value>, field: &str) -> Result<String, String> {
     match o.get(field) {
         None | Some(Value::Null) => Ok("{}".into()),
@@ -181,6 +214,14 @@ impl Config {
             "max_sessions",
             "request_type",
             "seed",
+            "handshake_call",
+            "cycle_latency",
+            "iterations",
+            "hold_delete",
+            "progress_every",
+            "late_after_s",
+            "get_stream_every",
+            "get_stream_s",
         ];
         if let Some(k) = o.keys().find(|k| !KNOWN.contains(&k.as_str())) {
             return Err(err(k, "unknown field"));
@@ -246,13 +287,17 @@ impl Config {
             "session_churn" => Family::SessionChurn,
             "sse_streaming" => Family::SseStreaming,
             "mixed" => Family::Mixed,
+            "hold" => Family::Hold,
             other => {
                 return Err(err(
                     "family",
-                    format!("one of tools_call, handshake, session_churn, sse_streaming, mixed; not {other:?}"),
+                    format!("one of tools_call, handshake, session_churn, sse_streaming, mixed, hold; not {other:?}"),
                 ))
             }
         };
+        if family == Family::Hold && transport != Transport::Http {
+            return Err(err("family", "hold is an HTTP family"));
+        }
         let protocol_version = get_str(&o, "protocol_version", "2025-11-25")?;
         if !HANDSHAKE_VERSIONS.contains(&protocol_version.as_str())
             && !STATELESS_VERSIONS.contains(&protocol_version.as_str())
@@ -260,6 +305,12 @@ impl Config {
             return Err(err(
                 "protocol_version",
                 format!("unsupported {protocol_version:?} (known: {HANDSHAKE_VERSIONS:?}, {STATELESS_VERSIONS:?})"),
+            ));
+        }
+        if family == Family::Hold && STATELESS_VERSIONS.contains(&protocol_version.as_str()) {
+            return Err(err(
+                "family",
+                "hold keeps handshake-era sessions; 2026-07-28 has none",
             ));
         }
         if protocol_version == "2024-11-05" && transport == Transport::Http {
@@ -334,6 +385,26 @@ impl Config {
         };
         let request_type = get_str(&o, "request_type", default_type)?;
         let seed = get_usize(&o, "seed", 0x5eed, 0, usize::MAX)? as u64;
+        let handshake_call = get_bool(&o, "handshake_call", true)?;
+        let cycle_latency = get_bool(&o, "cycle_latency", false)?;
+        let hold_delete = get_bool(&o, "hold_delete", true)?;
+        let iterations = match o.get("iterations") {
+            None | Some(Value::Null) => None,
+            Some(_) => Some(get_usize(&o, "iterations", 0, 0, usize::MAX)? as u64),
+        };
+        let progress_every = match o.get("progress_every") {
+            None | Some(Value::Null) => None,
+            Some(_) => Some(get_usize(&o, "progress_every", 1, 1, usize::MAX)? as u64),
+        };
+        let late_after_s = get_f64(&o, "late_after_s", 0.001)?;
+        if !(0.0..=3600.0).contains(&late_after_s) {
+            return Err(err("late_after_s", "must be in 0..=3600"));
+        }
+        let get_stream_every = get_usize(&o, "get_stream_every", 10, 0, usize::MAX)? as u64;
+        let get_stream_s = get_f64(&o, "get_stream_s", 0.5)?;
+        if !(get_stream_s > 0.0 && get_stream_s <= 3600.0) {
+            return Err(err("get_stream_s", "must be in (0, 3600]"));
+        }
         Ok(Config {
             transport,
             target,
@@ -359,6 +430,14 @@ impl Config {
             max_sessions,
             request_type,
             seed,
+            handshake_call,
+            cycle_latency,
+            iterations,
+            hold_delete,
+            progress_every,
+            late_after: Duration::from_secs_f64(late_after_s),
+            get_stream_every,
+            get_stream: Duration::from_secs_f64(get_stream_s),
         })
     }
 }

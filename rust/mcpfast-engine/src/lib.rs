@@ -44,6 +44,23 @@ pub struct Counters {
     pub inflight: AtomicU64,
     /// This thread's CPU time (ns), refreshed by the thread itself.
     pub cpu_ns: AtomicU64,
+    /// Sessions opened (initialize + initialized, or server/discover), since start.
+    pub established: AtomicU64,
+    /// Sessions opened again after the server answered 404.
+    pub reinitialized: AtomicU64,
+    /// Iterations finished (ok or not): handshake/churn cycles, hold session openings,
+    /// requests of the per-session families.
+    pub iterations: AtomicU64,
+    /// `hold`: sessions held now.
+    pub held: AtomicU64,
+    /// HTTP connections: sessions' connections finished, TCP connects, closes by the server
+    /// (`Connection: close` or EOF between requests), closes found while idle, SSE messages
+    /// other than the reply before it. Added when a session's connection is done.
+    pub connections: AtomicU64,
+    pub connects: AtomicU64,
+    pub server_closes: AtomicU64,
+    pub idle_closes: AtomicU64,
+    pub sse_other_messages: AtomicU64,
     _pad: [u64; 4],
 }
 
@@ -59,6 +76,10 @@ pub struct Shared {
     pub users: AtomicUsize,
     /// f64 bits of the rate; 0 = closed model.
     pub rate_bits: AtomicU64,
+    /// Iterations the engine may still start (`u64::MAX`: no bound).
+    pub budget: AtomicU64,
+    /// Iterations ended, all threads (for `progress_every`).
+    pub iterations_done: AtomicU64,
     pub stats: Vec<Mutex<ThreadStats>>,
     pub counters: Vec<Counters>,
     events: Mutex<(Vec<(String, String)>, u64)>,
@@ -112,6 +133,20 @@ impl Shared {
     pub fn name_id(&self, name: &str) -> usize {
         self.names.iter().position(|n| n == name).unwrap_or(0)
     }
+
+    /// Take one iteration from the budget; false when it is spent.
+    pub fn take_iteration(&self) -> bool {
+        if self.cfg.iterations.is_none() {
+            return true; // unbounded: no shared cache line touched per request
+        }
+        self.budget
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| match b {
+                u64::MAX => Some(b),
+                0 => None,
+                b => Some(b - 1),
+            })
+            .is_ok()
+    }
 }
 
 /// A cumulative histogram: (name, failures?, (µs, count) buckets).
@@ -129,6 +164,15 @@ pub struct Status {
     pub completed: u64,
     pub late: u64,
     pub dropped: u64,
+    pub established: u64,
+    pub reinitialized: u64,
+    pub iterations: u64,
+    pub held: u64,
+    pub connections: u64,
+    pub connects: u64,
+    pub server_closes: u64,
+    pub idle_closes: u64,
+    pub sse_other_messages: u64,
 }
 
 /// The engine. Every method takes `&self` (shared freely between the caller's threads);
@@ -155,6 +199,10 @@ fn names_for(cfg: &Config) -> Vec<String> {
         "progress:gap".to_string(),
         "sse:first-event".to_string(),
         "sse:gap".to_string(),
+        "cycle".to_string(),
+        "GET:open".to_string(),
+        "GET:event".to_string(),
+        "GET:405".to_string(),
     ];
     for m in &cfg.mix {
         let n = m.stat_name();
@@ -186,6 +234,8 @@ impl Engine {
                 deadline_ns: AtomicU64::new(0),
                 users: AtomicUsize::new(0),
                 rate_bits: AtomicU64::new(rate.to_bits()),
+                budget: AtomicU64::new(cfg.iterations.unwrap_or(u64::MAX)),
+                iterations_done: AtomicU64::new(0),
                 stats: (0..threads).map(|_| Mutex::default()).collect(),
                 counters: (0..threads).map(|_| Counters::default()).collect(),
                 events: Mutex::new((Vec::new(), 0)),
@@ -281,6 +331,7 @@ impl Engine {
                     window: stats::Window::default(),
                     cum_ok: g.cum_ok.clone(),
                     cum_fail: g.cum_fail.clone(),
+                    ..ThreadStats::default()
                 }
             })
             .collect();
@@ -289,6 +340,50 @@ impl Engine {
             .into_iter()
             .map(|(i, failed, h)| (self.name(i).to_string(), failed, stats::buckets(&h)))
             .collect()
+    }
+
+    /// Allow `n` more iterations (a config with `iterations` bounds the run; this extends it).
+    pub fn add_iterations(&self, n: u64) {
+        let _ = self
+            .shared
+            .budget
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+                Some(if b == u64::MAX {
+                    b
+                } else {
+                    b.saturating_add(n)
+                })
+            });
+    }
+
+    /// The first reply that failed its check, per (name, reason): (name, reason, the start of
+    /// the reply: `HTTP <status> <content type>: <body>`).
+    pub fn samples(&self) -> Vec<(String, String, String)> {
+        let mut out: Vec<(String, String, String)> = Vec::new();
+        for m in &self.shared.stats {
+            for (name, reason, sample) in &lock(m).samples {
+                let name = self.name(*name);
+                if !out.iter().any(|o| o.0 == name && &o.1 == reason) {
+                    out.push((name.to_string(), reason.clone(), sample.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Protocol versions the server chose, with how many sessions each, since start.
+    pub fn versions(&self) -> Vec<(String, u64)> {
+        let mut out: Vec<(String, u64)> = Vec::new();
+        for m in &self.shared.stats {
+            for (v, n) in &lock(m).versions {
+                match out.iter_mut().find(|o| &o.0 == v) {
+                    Some(o) => o.1 += n,
+                    None => out.push((v.clone(), *n)),
+                }
+            }
+        }
+        out.sort();
+        out
     }
 
     pub fn name(&self, id: usize) -> &str {
@@ -370,6 +465,15 @@ impl Engine {
             s.completed += c.completed.load(Ordering::Relaxed);
             s.late += c.late.load(Ordering::Relaxed);
             s.dropped += c.dropped.load(Ordering::Relaxed);
+            s.established += c.established.load(Ordering::Relaxed);
+            s.reinitialized += c.reinitialized.load(Ordering::Relaxed);
+            s.iterations += c.iterations.load(Ordering::Relaxed);
+            s.held += c.held.load(Ordering::Relaxed);
+            s.connections += c.connections.load(Ordering::Relaxed);
+            s.connects += c.connects.load(Ordering::Relaxed);
+            s.server_closes += c.server_closes.load(Ordering::Relaxed);
+            s.idle_closes += c.idle_closes.load(Ordering::Relaxed);
+            s.sse_other_messages += c.sse_other_messages.load(Ordering::Relaxed);
             cpu_ns += c.cpu_ns.load(Ordering::Relaxed);
         }
         s.cpu_s = cpu_ns as f64 / 1e9;

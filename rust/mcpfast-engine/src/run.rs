@@ -31,8 +31,16 @@ pub const N_PROGRESS_FIRST: usize = 7;
 pub const N_PROGRESS_GAP: usize = 8;
 pub const N_SSE_FIRST: usize = 9;
 pub const N_SSE_GAP: usize = 10;
+/// `cycle_latency`: a whole handshake / churn cycle.
+pub const N_CYCLE: usize = 11;
+/// `sse_streaming`'s standalone GET stream: opened (time to its first bytes), the gap before
+/// each event (since the previous one or the open), and a server that offers none (405).
+pub const N_GET_OPEN: usize = 12;
+pub const N_GET_EVENT: usize = 13;
+pub const N_GET_405: usize = 14;
 
-/// A send later than this after its intended time counts as late (open model).
+/// A send later than this after its intended time counts as late (open model; the default
+/// of the config's `late_after_s`).
 pub const LATE: Duration = Duration::from_millis(1);
 /// Pause after a failed session start, so a refusing server does not become a hot loop.
 pub const BACKOFF: Duration = Duration::from_millis(100);
@@ -356,9 +364,54 @@ impl Ctx {
         let us = end.saturating_duration_since(from).as_micros() as u64;
         let wall = self.shared.clock.wall(end);
         lock(&self.shared.stats[self.idx]).record(name, us, failure, len as u64, wall);
-        if !(N_PROGRESS_FIRST..=N_SSE_GAP).contains(&name) {
-            // streaming rows time events of a request, not requests
+        if !(N_PROGRESS_FIRST..=N_CYCLE).contains(&name) && name != N_GET_EVENT {
+            // streaming rows time events of a request, not requests; a cycle is requests
             self.counters().completed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Open model: the send lag (actual minus intended send time) and the service time (from
+    /// the actual send to the end) of a request of row `name` (its latency, from the intended
+    /// time, goes through `record`).
+    pub fn record_open(&self, name: usize, lag: Duration, service: Duration) {
+        lock(&self.shared.stats[self.idx]).record_open(
+            name,
+            service.as_micros() as u64,
+            lag.as_micros() as u64,
+        );
+    }
+
+    /// Keep the start of a reply that failed its check (the first per name and reason).
+    pub fn sample(&self, name: usize, reason: &str, conn: &Conn) {
+        let mut st = lock(&self.shared.stats[self.idx]);
+        if !st.has_sample(name, reason) {
+            let sample = crate::mcp::bad(crate::mcp::Phase::Call, Problem::ContentType, conn)
+                .sample
+                .unwrap_or_default();
+            st.add_sample(name, reason, sample);
+        }
+    }
+
+    /// The connection of a session is done: add its counts.
+    pub fn tally(&self, conn: &Conn) {
+        let c = self.counters();
+        c.connections.fetch_add(1, Ordering::Relaxed);
+        c.connects.fetch_add(conn.connects, Ordering::Relaxed);
+        c.server_closes
+            .fetch_add(conn.server_closes, Ordering::Relaxed);
+        c.idle_closes.fetch_add(conn.idle_closes, Ordering::Relaxed);
+        c.sse_other_messages
+            .fetch_add(conn.sse_other_messages, Ordering::Relaxed);
+    }
+
+    /// An iteration ended (ok or not).
+    pub fn iteration_done(&self) {
+        self.counters().iterations.fetch_add(1, Ordering::Relaxed);
+        if let Some(every) = self.cfg().progress_every {
+            let done = self.shared.iterations_done.fetch_add(1, Ordering::Relaxed) + 1;
+            if done % every == 0 {
+                self.shared.event("progress", done.to_string());
+            }
         }
     }
 
@@ -401,7 +454,7 @@ impl Ctx {
     /// Open model: an arrival that is already due, if any (counts it late if it waited).
     pub fn try_arrival(&self) -> Option<Instant> {
         let t = self.tokens.borrow_mut().pop_front()?;
-        if Instant::now().saturating_duration_since(t) > LATE {
+        if Instant::now().saturating_duration_since(t) > self.cfg().late_after {
             self.counters().late.fetch_add(1, Ordering::Relaxed);
         }
         Some(t)
@@ -624,6 +677,11 @@ struct HttpSession {
     session: Option<Session>,
     next_id: i64,
     delete_acc: f64,
+    /// The server forgot the session (404): the next open is a re-initialization.
+    lost: bool,
+    /// `sse_streaming`: stream calls made, and the GET stream's own connection.
+    streams: u64,
+    get_conn: Option<Conn>,
 }
 
 /// Failure reason and whether the session must be opened again.
@@ -633,6 +691,8 @@ struct Failed {
     len: usize,
     /// Nothing could be connected: pause before the next attempt (no hot loop on a dead server).
     backoff: bool,
+    /// A reply arrived (and failed its check): it is in the parser, for a sample.
+    replied: bool,
 }
 
 impl HttpSession {
@@ -651,6 +711,9 @@ impl HttpSession {
             session: None,
             next_id: 1,
             delete_acc: 0.0,
+            lost: false,
+            streams: 0,
+            get_conn: None,
         }
     }
 
@@ -730,6 +793,7 @@ impl HttpSession {
                 lost_session: false,
                 len: 0,
                 backoff,
+                replied: false,
             });
         }
         let p = &self.conn.parser;
@@ -741,6 +805,7 @@ impl HttpSession {
                     && self.session.as_ref().is_some_and(|s| s.id.is_some()),
                 len,
                 backoff: false,
+                replied: true,
             });
         }
         let checked = match p.content_type {
@@ -757,15 +822,18 @@ impl HttpSession {
                     lost_session: false,
                     len,
                     backoff: false,
+                    replied: true,
                 })
             }
         };
+        self.conn.sse_other_messages += u64::from(checked.other_messages);
         match checked.verdict() {
             Verdict::Ok if checked.tool_error => Err(Failed {
                 reason: Problem::ToolError.reason(),
                 lost_session: false,
                 len,
                 backoff: false,
+                replied: true,
             }),
             Verdict::Ok => Ok((len, checked.version)),
             v => Err(Failed {
@@ -773,6 +841,7 @@ impl HttpSession {
                 lost_session: false,
                 len,
                 backoff: false,
+                replied: true,
             }),
         }
     }
@@ -797,6 +866,7 @@ impl HttpSession {
                 lost_session: false,
                 len: 0,
                 backoff: false,
+                replied: false,
             }),
             Ok(()) if (200..300).contains(&self.conn.parser.status) => Ok(()),
             Ok(()) => Err(Failed {
@@ -804,13 +874,15 @@ impl HttpSession {
                 lost_session: false,
                 len: self.conn.parser.body.len(),
                 backoff: false,
+                replied: true,
             }),
         }
     }
 
     /// Open the session: initialize + notifications/initialized, or server/discover
-    /// (2026-07-28). Each phase is its own row; `from` is the first phase's start.
-    async fn open(&mut self, ctx: &Ctx, from: Instant) -> bool {
+    /// (2026-07-28). Each phase is its own row; `from` is the first phase's start. `need_id`:
+    /// an initialize reply without `Mcp-Session-Id` is a failure (sessions to hold).
+    async fn open(&mut self, ctx: &Ctx, from: Instant, need_id: bool) -> bool {
         self.session = None;
         self.set_head(ctx);
         if ctx.cfg().stateless() {
@@ -819,6 +891,7 @@ impl HttpSession {
             return match r {
                 Ok((len, _)) => {
                     ctx.record(N_DISCOVER, from, end, None, len);
+                    ctx.counters().established.fetch_add(1, Ordering::Relaxed);
                     self.session = Some(Session::new(
                         &ctx.proto,
                         None,
@@ -841,6 +914,8 @@ impl HttpSession {
         ctx.counters().sent.fetch_add(1, Ordering::Relaxed);
         let r = self.conn.exchange(&self.req, true, ctx.cfg().timeout).await;
         let end = Instant::now();
+        let mut replied = false;
+        let mut other = 0u32;
         let outcome: Result<(usize, String, Option<String>), String> = match r {
             Err(e) => {
                 if matches!(e, crate::http::ExchangeError::Connect(_)) {
@@ -849,6 +924,7 @@ impl HttpSession {
                 Err(Problem::Exchange(e).reason())
             }
             Ok(()) => {
+                replied = true;
                 let p = &self.conn.parser;
                 let len = p.body.len();
                 if p.status != 200 {
@@ -868,12 +944,15 @@ impl HttpSession {
                             ..Default::default()
                         },
                     };
+                    other = checked.other_messages;
                     match (checked.verdict(), checked.version) {
                         (Verdict::Ok, Some(v))
                             if crate::mcp::KNOWN_VERSIONS.contains(&v.as_str()) =>
                         {
                             if p.session_id_invalid {
                                 Err(Problem::BadSessionId.reason())
+                            } else if need_id && p.session_id.is_none() {
+                                Err(Problem::NoSessionId.reason())
                             } else {
                                 Ok((len, v, p.session_id.clone()))
                             }
@@ -887,12 +966,17 @@ impl HttpSession {
                 }
             }
         };
+        self.conn.sse_other_messages += u64::from(other);
         let (version, sid) = match outcome {
             Ok((len, v, sid)) => {
                 ctx.record(N_INITIALIZE, from, end, None, len);
+                lock(&ctx.shared.stats[ctx.idx]).negotiated(&v);
                 (v, sid)
             }
             Err(reason) => {
+                if replied {
+                    ctx.sample(N_INITIALIZE, &reason, &self.conn);
+                }
                 ctx.record(N_INITIALIZE, from, end, Some(&reason), 0);
                 return false;
             }
@@ -910,20 +994,27 @@ impl HttpSession {
         match r {
             Ok(()) => {
                 ctx.record(N_INITIALIZED, t0, end, None, 0);
+                ctx.counters().established.fetch_add(1, Ordering::Relaxed);
                 true
             }
             Err(f) => {
+                if f.replied {
+                    ctx.sample(N_INITIALIZED, &f.reason, &self.conn);
+                }
                 ctx.record(N_INITIALIZED, t0, end, Some(&f.reason), f.len);
                 false
             }
         }
     }
 
-    /// DELETE the session (handshake era, when the server minted an id).
-    async fn delete(&mut self, ctx: &Ctx) {
-        let Some(s) = self.session.take() else { return };
+    /// DELETE the session (handshake era, when the server minted an id); true when a DELETE
+    /// was sent and answered 2xx.
+    async fn delete(&mut self, ctx: &Ctx) -> bool {
+        let Some(s) = self.session.take() else {
+            return false;
+        };
         if s.id.is_none() {
-            return;
+            return false;
         }
         let mut req = Vec::with_capacity(256);
         ctx.proto.head(&mut req, "DELETE", Some(&s));
@@ -932,21 +1023,96 @@ impl HttpSession {
         ctx.counters().sent.fetch_add(1, Ordering::Relaxed);
         let r = self.conn.exchange(&req, false, ctx.cfg().timeout).await;
         let end = Instant::now();
+        let replied = r.is_ok();
         let failure = match r {
             Err(e) => Some(Problem::Exchange(e).reason()),
             Ok(()) if (200..300).contains(&self.conn.parser.status) => None,
             Ok(()) => Some(format!("http {}", self.conn.parser.status)),
         };
+        if let (Some(reason), true) = (&failure, replied) {
+            ctx.sample(N_DELETE, reason, &self.conn);
+        }
         ctx.record(N_DELETE, t0, end, failure.as_deref(), 0);
+        failure.is_none()
     }
 
-    /// One request of the family, recorded under its name.
+    /// The session's standalone SSE stream (`GET`, handshake era), on its own connection, for
+    /// `get_stream`: `GET:open` (time to the stream's first bytes: the priming event, or the
+    /// first event), `GET:event` (the gap before each event with data), `GET:405` (the server
+    /// offers none); any other status or an error fails `GET:open`. The end of the listening
+    /// window closes the stream; it is not a failure.
+    async fn get_stream(&mut self, ctx: &Ctx) {
+        let Some(session) = self.session.as_ref() else {
+            return;
+        };
+        let mut req = Vec::with_capacity(256);
+        ctx.proto.head(&mut req, "GET", Some(session));
+        req.extend_from_slice(b"\r\n");
+        let max = ctx.cfg().max_reply_bytes;
+        let conn = self.get_conn.get_or_insert_with(|| {
+            let mut c = Conn::new(ctx.proto.target.addr);
+            c.set_max_body(max);
+            c
+        });
+        let mut sse = SseCheck::new(max.min(mcpfast_core::DEFAULT_MAX_EVENT));
+        sse.reset(-1, Want::Plain);
+        let mut first: Option<Instant> = None;
+        let mut events: Vec<Instant> = Vec::new();
+        ctx.counters().sent.fetch_add(1, Ordering::Relaxed);
+        ctx.counters().inflight.fetch_add(1, Ordering::Relaxed);
+        let t0 = Instant::now();
+        let r = conn
+            .exchange_observed(&req, false, ctx.cfg().get_stream, &mut |chunk: &[u8]| {
+                let now = Instant::now();
+                first.get_or_insert(now);
+                for _ in 0..sse.feed(chunk) {
+                    events.push(now);
+                }
+            })
+            .await;
+        ctx.counters().inflight.fetch_sub(1, Ordering::Relaxed);
+        let end = Instant::now();
+        let status = conn.parser.status;
+        let open = match &r {
+            _ if status == 405 => {
+                ctx.record(N_GET_405, t0, end, None, 0);
+                return;
+            }
+            // the window ran out on an open stream, or the server ended it
+            Ok(()) | Err(crate::http::ExchangeError::Timeout) if status == 200 => None,
+            // the window ran out before the response head: nothing to time (as the Python
+            // user's listening window does)
+            Err(crate::http::ExchangeError::Timeout) if status == 0 => return,
+            Ok(()) => Some(format!("http {status}")),
+            Err(e) => Some(e.kind()),
+        };
+        if let Some(reason) = open {
+            if r.is_ok() {
+                ctx.sample(N_GET_OPEN, &reason, conn);
+            }
+            ctx.record(N_GET_OPEN, t0, end, Some(&reason), 0);
+            return;
+        }
+        if let Some(at) = first {
+            ctx.record(N_GET_OPEN, t0, at, None, 0);
+        }
+        let mut last = first.unwrap_or(t0);
+        for at in events {
+            ctx.record(N_GET_EVENT, last, at, None, 0);
+            last = at;
+        }
+    }
+
+    /// One request of the family, recorded under its name. `open`: (intended, actual) send
+    /// time of the arrival in the open model (`from` is then the intended time, or the call's
+    /// start when the arrival first opened the session).
     async fn one(
         &mut self,
         ctx: &Ctx,
         t: &Template,
         from: Instant,
         name: usize,
+        open: Option<(Instant, Instant)>,
     ) -> Result<(), Failed> {
         let streaming = t.progress;
         let mut times = (Vec::new(), Vec::new());
@@ -956,7 +1122,20 @@ impl HttpSession {
         let end = Instant::now();
         match &r {
             Ok((len, _)) => ctx.record(name, from, end, None, *len),
-            Err(f) => ctx.record(name, from, end, Some(&f.reason), f.len),
+            Err(f) => {
+                if f.replied {
+                    ctx.sample(name, &f.reason, &self.conn);
+                }
+                ctx.record(name, from, end, Some(&f.reason), f.len)
+            }
+        }
+        if let Some((intended, sent)) = open {
+            // the service time runs from the call's own send (after a handshake: `from`)
+            ctx.record_open(
+                name,
+                sent.saturating_duration_since(intended),
+                end.saturating_duration_since(sent.max(from)),
+            );
         }
         if streaming {
             // the final reply is an SSE event too: the gaps are between every event
@@ -978,15 +1157,24 @@ fn report_times(ctx: &Ctx, first: usize, gap: usize, times: &[Instant], from: In
 /// One HTTP user: its own keep-alive connection and session, looping over the family until
 /// its slot is retired or the engine stops.
 async fn http_session(ctx: &Ctx, slot: usize) {
-    let mut s = HttpSession::new(ctx);
     let family = ctx.cfg().family;
+    if family == Family::Hold {
+        return hold_session(ctx, slot).await;
+    }
+    let mut s = HttpSession::new(ctx);
     let per_session = matches!(
         family,
         Family::ToolsCall | Family::Mixed | Family::SseStreaming
     );
     ctx.counters().sessions_open.fetch_add(1, Ordering::Relaxed);
     while ctx.keep(slot) {
-        let from = if ctx.open_model() {
+        if !ctx.shared.take_iteration() {
+            // the iterations are spent: idle until retired or stopped
+            ctx.pause(TICK).await;
+            continue;
+        }
+        let open_model = ctx.open_model();
+        let from = if open_model {
             match ctx.arrival(slot).await {
                 Some(t) => t,
                 None => continue,
@@ -995,17 +1183,37 @@ async fn http_session(ctx: &Ctx, slot: usize) {
             Instant::now()
         };
         if per_session {
+            // the actual send time (open model only: the closed model sends at `from`)
+            let sent = if open_model { Instant::now() } else { from };
             let opened = s.session.is_none();
-            if opened && !s.open(ctx, from).await {
-                ctx.pause(BACKOFF).await;
-                continue;
+            if opened {
+                if !s.open(ctx, from, false).await {
+                    ctx.iteration_done();
+                    ctx.pause(BACKOFF).await;
+                    continue;
+                }
+                if s.lost {
+                    s.lost = false;
+                    ctx.counters().reinitialized.fetch_add(1, Ordering::Relaxed);
+                }
             }
             let t = ctx.pick();
+            let open = open_model.then_some((from, sent));
             // the handshake had this arrival's intended time; the call starts after it
             let from = if opened { Instant::now() } else { from };
-            if let Err(f) = s.one(ctx, t, from, t.name).await {
+            let r = s.one(ctx, t, from, t.name, open).await;
+            ctx.iteration_done();
+            if family == Family::SseStreaming {
+                s.streams += 1;
+                let every = ctx.cfg().get_stream_every;
+                if every > 0 && !ctx.cfg().stateless() && s.streams % every == 1 % every {
+                    s.get_stream(ctx).await;
+                }
+            }
+            if let Err(f) = r {
                 if f.lost_session {
                     s.session = None;
+                    s.lost = true;
                 }
                 if f.backoff {
                     ctx.pause(BACKOFF / 10).await;
@@ -1014,12 +1222,17 @@ async fn http_session(ctx: &Ctx, slot: usize) {
             continue;
         }
         // handshake / session_churn: a fresh session each iteration
-        if !s.open(ctx, from).await {
+        if !s.open(ctx, from, false).await {
+            ctx.iteration_done();
             ctx.pause(BACKOFF).await;
             continue;
         }
-        let t = &ctx.items[0];
-        let _ = s.one(ctx, t, Instant::now(), N_FIRST).await;
+        let call_ok = if ctx.cfg().handshake_call {
+            let t = &ctx.items[0];
+            s.one(ctx, t, Instant::now(), N_FIRST, None).await.is_ok()
+        } else {
+            true
+        };
         let delete = match family {
             Family::SessionChurn => {
                 s.delete_acc += ctx.cfg().churn_delete_share;
@@ -1032,15 +1245,59 @@ async fn http_session(ctx: &Ctx, slot: usize) {
             }
             _ => true,
         };
-        if delete {
-            s.delete(ctx).await;
+        let complete = if delete {
+            s.delete(ctx).await && call_ok
         } else {
             s.session = None; // abandoned: the server keeps it until its own timeout
+            call_ok
+        };
+        if complete && ctx.cfg().cycle_latency {
+            ctx.record(N_CYCLE, from, Instant::now(), None, 0);
         }
+        ctx.iteration_done();
     }
     if per_session && !ctx.shared.past_deadline() {
         s.delete(ctx).await;
     }
+    ctx.tally(&s.conn);
+    if let Some(c) = &s.get_conn {
+        ctx.tally(c);
+    }
+    ctx.counters().sessions_open.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// `hold`: one keep-alive connection that opens sessions (one per iteration, while the
+/// iterations last) and keeps them until the user is retired or the engine stops; then
+/// DELETEs them (`hold_delete`, while the stop's grace lasts).
+async fn hold_session(ctx: &Ctx, slot: usize) {
+    let mut s = HttpSession::new(ctx);
+    let mut held: Vec<Session> = Vec::new();
+    ctx.counters().sessions_open.fetch_add(1, Ordering::Relaxed);
+    while ctx.keep(slot) {
+        if !ctx.shared.take_iteration() {
+            ctx.pause(TICK).await;
+            continue;
+        }
+        if s.open(ctx, Instant::now(), true).await {
+            if let Some(session) = s.session.take() {
+                held.push(session);
+                ctx.counters().held.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        ctx.iteration_done();
+    }
+    let n = held.len() as u64;
+    if ctx.cfg().hold_delete {
+        for session in held {
+            if ctx.shared.past_deadline() {
+                break;
+            }
+            s.session = Some(session);
+            s.delete(ctx).await;
+        }
+    }
+    ctx.counters().held.fetch_sub(n, Ordering::Relaxed);
+    ctx.tally(&s.conn);
     ctx.counters().sessions_open.fetch_sub(1, Ordering::Relaxed);
 }
 

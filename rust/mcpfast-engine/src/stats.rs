@@ -63,6 +63,10 @@ pub struct Entry {
     pub last_ts: f64,
     /// (reason, count): few distinct reasons, so a list.
     pub errors: Vec<(String, u64)>,
+    /// Open model only (made on the first such request): the service time (from the actual
+    /// send to the end) and the send lag (actual send minus intended send time), µs.
+    pub service: Option<Box<Histogram<u64>>>,
+    pub lag: Option<Box<Histogram<u64>>>,
 }
 
 impl Entry {
@@ -79,6 +83,8 @@ impl Entry {
             per_second: Vec::new(),
             last_ts: 0.0,
             errors: Vec::new(),
+            service: None,
+            lag: None,
         }
     }
 
@@ -132,8 +138,24 @@ impl Entry {
         for (r, n) in &other.errors {
             self.add_error(r, *n);
         }
+        merge_opt(&mut self.service, &other.service);
+        merge_opt(&mut self.lag, &other.lag);
     }
 }
+
+fn merge_opt(mine: &mut Option<Box<Histogram<u64>>>, other: &Option<Box<Histogram<u64>>>) {
+    if let Some(o) = other {
+        match mine {
+            Some(m) => {
+                let _ = m.add(&**o);
+            }
+            None => *mine = Some(o.clone()),
+        }
+    }
+}
+
+/// How many failure samples one thread keeps (the first per (name, reason)).
+pub const MAX_SAMPLES: usize = 64;
 
 /// One thread's counts since the last drain, indexed by name id.
 #[derive(Debug, Default)]
@@ -148,6 +170,10 @@ pub struct ThreadStats {
     /// Cumulative µs histograms since start or reset: successes, and failures.
     pub cum_ok: Vec<Option<Box<Histogram<u64>>>>,
     pub cum_fail: Vec<Option<Box<Histogram<u64>>>>,
+    /// The start of the first reply that failed its check, per (name, reason), since start.
+    pub samples: Vec<(usize, String, String)>,
+    /// Protocol versions the server chose (handshake era), with how many sessions each.
+    pub versions: Vec<(String, u64)>,
 }
 
 fn slot<T>(v: &mut Vec<Option<Box<T>>>, i: usize, make: impl FnOnce() -> T) -> &mut T {
@@ -194,6 +220,39 @@ impl ThreadStats {
         }
     }
 
+    /// Open model: the service time and send lag of one completed request of row `name`
+    /// (recorded with `record`, which has its latency from the intended send time).
+    pub fn record_open(&mut self, name: usize, service_us: u64, lag_us: u64) {
+        let e = slot(&mut self.window.entries, name, Entry::new);
+        let _ = e
+            .service
+            .get_or_insert_with(|| Box::new(new_hist()))
+            .record(service_us.clamp(1, HIST_MAX_US));
+        let _ = e
+            .lag
+            .get_or_insert_with(|| Box::new(new_hist()))
+            .record(lag_us.clamp(1, HIST_MAX_US));
+    }
+
+    /// Has a sample for (`name`, `reason`) been kept (or is the list full)?
+    pub fn has_sample(&self, name: usize, reason: &str) -> bool {
+        self.samples.len() >= MAX_SAMPLES
+            || self.samples.iter().any(|s| s.0 == name && s.1 == reason)
+    }
+
+    pub fn add_sample(&mut self, name: usize, reason: &str, sample: String) {
+        if !self.has_sample(name, reason) {
+            self.samples.push((name, reason.to_string(), sample));
+        }
+    }
+
+    pub fn negotiated(&mut self, version: &str) {
+        match self.versions.iter_mut().find(|v| v.0 == version) {
+            Some(v) => v.1 += 1,
+            None => self.versions.push((version.to_string(), 1)),
+        }
+    }
+
     pub fn take_window(&mut self) -> Window {
         std::mem::take(&mut self.window)
     }
@@ -221,6 +280,10 @@ pub struct Row {
     pub per_second: Vec<(i64, u64, u64)>,
     pub last_ts: f64,
     pub errors: Vec<(String, u64)>,
+    /// Open model: (µs, count) of the service time (actual send to end) and of the send lag
+    /// (actual minus intended send time) of this window's requests; empty in the closed model.
+    pub service_buckets: Vec<(u64, u64)>,
+    pub lag_buckets: Vec<(u64, u64)>,
 }
 
 /// (value µs, count) for every non-empty bucket.
@@ -268,6 +331,8 @@ pub fn merge_windows(windows: Vec<Window>) -> Vec<Row> {
                 per_second: e.per_second.clone(),
                 last_ts: e.last_ts,
                 errors: e.errors.clone(),
+                service_buckets: e.service.as_deref().map(buckets).unwrap_or_default(),
+                lag_buckets: e.lag.as_deref().map(buckets).unwrap_or_default(),
             })
         })
         .collect()

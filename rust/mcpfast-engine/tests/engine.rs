@@ -364,3 +364,189 @@ fn mixed_stream_items_time_their_events_and_only_theirs() {
     // every stream call's reply is an SSE event: one first-event per stream call, none for the plain calls
     assert_eq!(count(&e, &rows, "sse:first-event"), (calls, 0));
 }
+
+/// The (µs, count) buckets of every raw row named `name`, added up.
+fn all_buckets(
+    e: &Engine,
+    rows: &[Row],
+    name: &str,
+    pick: fn(&Row) -> &Vec<(u64, u64)>,
+) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for r in rows.iter().filter(|r| e.name(r.name) == name) {
+        out.extend(pick(r).iter().copied());
+    }
+    out.sort_unstable();
+    out
+}
+
+fn total(b: &[(u64, u64)]) -> u64 {
+    b.iter().map(|x| x.1).sum()
+}
+
+fn median(b: &[(u64, u64)]) -> u64 {
+    let n = total(b);
+    let mut seen = 0;
+    for &(us, c) in b {
+        seen += c;
+        if seen * 2 >= n {
+            return us;
+        }
+    }
+    0
+}
+
+#[test]
+fn open_model_keeps_service_time_and_send_lag_apart() {
+    // one session for twice the rate it can carry (each call takes >= 5 ms): arrivals queue,
+    // so the latency from the intended time grows while the service time stays the tool's
+    let (port, _) = mock::spawn(MockOptions {
+        delay_us: 5000,
+        ..MockOptions::default()
+    });
+    let e = engine(format!(r#"{{"url":"{}","rate":400}}"#, url(port)));
+    e.set_users(1);
+    std::thread::sleep(Duration::from_millis(800));
+    let mut rows = e.drain();
+    e.stop(Duration::from_secs(2));
+    rows.extend(e.drain());
+    let name = "tools/call:echo";
+    let num: u64 = rows
+        .iter()
+        .filter(|r| e.name(r.name) == name)
+        .map(|r| r.num)
+        .sum();
+    let latency = all_buckets(&e, &rows, name, |r| &r.buckets);
+    let service = all_buckets(&e, &rows, name, |r| &r.service_buckets);
+    let lag = all_buckets(&e, &rows, name, |r| &r.lag_buckets);
+    assert!(num > 20, "{num} calls");
+    // one service time and one send lag per request, nothing else
+    assert_eq!(total(&service), num);
+    assert_eq!(total(&lag), num);
+    // the service time is the server's: at least the tool's 5 ms, far below the queueing
+    assert!(service[0].0 >= 5000, "service min {} µs", service[0].0);
+    let (lat_p50, svc_p50, lag_max) = (
+        median(&latency),
+        median(&service),
+        lag.last().expect("lag").0,
+    );
+    assert!(svc_p50 < 50_000, "service p50 {svc_p50} µs");
+    assert!(
+        lag_max > 100_000,
+        "send lag max {lag_max} µs: the backlog shows"
+    );
+    assert!(
+        lat_p50 > svc_p50,
+        "latency p50 {lat_p50} µs vs service {svc_p50} µs"
+    );
+    assert!(e.status().late > 0);
+    // the closed model records neither
+    let (port, _) = mock::spawn(MockOptions::default());
+    let e = engine(format!(r#"{{"url":"{}"}}"#, url(port)));
+    let rows = run_for(&e, 2, 0.3);
+    assert!(rows
+        .iter()
+        .all(|r| r.service_buckets.is_empty() && r.lag_buckets.is_empty()));
+}
+
+#[test]
+fn iterations_bound_the_run_and_hold_keeps_its_sessions() {
+    // churn: exactly `iterations` cycles, a progress event every 50, the cycle row
+    let (port, open) = mock::spawn(MockOptions::default());
+    let e = engine(format!(
+        r#"{{"url":"{}","family":"session_churn","handshake_call":false,"cycle_latency":true,"iterations":200,"progress_every":50}}"#,
+        url(port)
+    ));
+    e.set_users(4);
+    let t0 = Instant::now();
+    while e.status().iterations < 200 && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let rows = run_for(&e, 4, 0.0);
+    assert_eq!(e.status().iterations, 200);
+    assert_eq!(count(&e, &rows, "cycle"), (200, 0));
+    assert_eq!(count(&e, &rows, "initialize"), (200, 0));
+    assert_eq!(count(&e, &rows, "tools/call:echo (first)"), (0, 0));
+    let progress: Vec<String> = e
+        .events()
+        .into_iter()
+        .filter(|ev| ev.0 == "progress")
+        .map(|ev| ev.1)
+        .collect();
+    assert_eq!(progress, ["50", "100", "150", "200"]);
+    assert_eq!(open.load(Ordering::Relaxed), 0);
+    // hold: 30 sessions over 3 connections, kept until stop, then deleted
+    let (port, open) = mock::spawn(MockOptions::default());
+    let e = engine(format!(
+        r#"{{"url":"{}","family":"hold","iterations":30}}"#,
+        url(port)
+    ));
+    e.set_users(3);
+    let t0 = Instant::now();
+    while e.status().iterations < 30 && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let s = e.status();
+    assert_eq!((s.held, s.established), (30, 30));
+    assert_eq!(open.load(Ordering::Relaxed), 30);
+    e.add_iterations(5);
+    let t0 = Instant::now();
+    while e.status().held < 35 && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(open.load(Ordering::Relaxed), 35);
+    e.stop(Duration::from_secs(5));
+    let rows = e.drain();
+    assert_eq!(count(&e, &rows, "DELETE"), (35, 0));
+    assert_eq!(open.load(Ordering::Relaxed), 0);
+    assert_eq!(e.status().connections, 3);
+    assert_eq!(e.versions(), vec![("2025-11-25".to_string(), 35)]);
+}
+
+#[test]
+fn sse_streaming_listens_on_the_get_stream() {
+    // the mock answers GET with 405: `GET:405`, once per `get_stream_every` stream calls
+    let (port, _) = mock::spawn(MockOptions {
+        sse: true,
+        ..MockOptions::default()
+    });
+    let e = engine(format!(
+        r#"{{"url":"{}","family":"sse_streaming","stream_tool":"echo","get_stream_every":3}}"#,
+        url(port)
+    ));
+    let rows = run_for(&e, 2, 0.5);
+    let (calls, failed) = count(&e, &rows, "tools/call:echo");
+    let (refused, refused_failed) = count(&e, &rows, "GET:405");
+    assert!(calls > 10 && failed == 0, "{calls} calls, {failed} failed");
+    assert_eq!(refused_failed, 0);
+    // calls 1, 4, 7, ... of each session listen: about a third of the calls
+    assert!(
+        refused * 3 >= calls && refused * 3 <= calls + 3 * 2 * 3,
+        "{refused} GETs for {calls} calls"
+    );
+    assert_eq!(count(&e, &rows, "GET:open"), (0, 0));
+
+    // a GET stream with a priming event (no data) and 5 events 20 ms apart, listened to for
+    // 0.3 s: GET:open once per listen, GET:event per event with data; the end of the window
+    // closes the stream without a failure
+    let (port, _) = mock::spawn(MockOptions {
+        sse: true,
+        get_events: 5,
+        ..MockOptions::default()
+    });
+    let e = engine(format!(
+        r#"{{"url":"{}","family":"sse_streaming","stream_tool":"echo","get_stream_every":100000000,"get_stream_s":0.3}}"#,
+        url(port)
+    ));
+    let rows = run_for(&e, 2, 0.6);
+    assert_eq!(
+        count(&e, &rows, "GET:open"),
+        (2, 0),
+        "one listen per session (its first call)"
+    );
+    assert_eq!(count(&e, &rows, "GET:event"), (10, 0));
+    let gaps = row(&e, &rows, "GET:event").expect("row");
+    assert!(gaps.min_ms.is_some_and(|m| m >= 15.0), "{:?}", gaps.min_ms);
+    assert_eq!(count(&e, &rows, "tools/call:echo").1, 0);
+}

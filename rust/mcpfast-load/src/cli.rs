@@ -11,6 +11,8 @@ modes:
   calls       N sessions, each on its own keep-alive connection, loop tools/call (one in flight
               per session) for --duration after --warmup; then DELETE every session
                 --sessions 32 --duration 10 --warmup 2 --tool echo --arguments '{\"text\":\"hello\"}'
+              --rate R: open model, R calls/s for the whole run (latency from the intended send
+              time; `open_model` in the summary: late and dropped sends, send lag, service time)
   handshakes  each connection loops initialize, notifications/initialized (202), DELETE (2xx)
                 --connections 32 --duration 10 --warmup 2
   hold        open N sessions over C connections and keep them; print a JSON line when all are
@@ -25,12 +27,16 @@ common options:
   --protocol-version V      version offered in initialize (default 2025-11-25); the server's
                             choice is then used
   --timeout SECONDS         per-request timeout (default 10)
+  --threads N               engine threads (default 1); sessions and rate are shared out
   --max-time SECONDS        hard cap on the whole run (default: calls/handshakes warmup +
                             duration + 60; hold and churn 3600)
   --server-pid PID          calls and handshakes: also read the server's CPU time
                             (/proc/PID/stat) at the start and end of the measured window, and
                             report it per operation (`server_cpu` in the summary); repeat it
                             for a server of several processes (their CPU is added up)
+
+Every mode runs on the native load engine (rust/mcpfast-engine): its families tools_call,
+handshake, session_churn and hold, the same run loop as the Python binding's.
 
 Output: JSON on stdout (one object per line; the last line is the summary), a human line on
 stderr. Exit status 0 when nothing failed, 1 when any request failed, 2 on usage errors, 3 when
@@ -56,7 +62,7 @@ impl Mode {
     }
 
     fn allows(self, option: &str) -> bool {
-        const COMMON: &[&str] = &["url", "protocol-version", "timeout", "max-time"];
+        const COMMON: &[&str] = &["url", "protocol-version", "timeout", "max-time", "threads"];
         let own: &[&str] = match self {
             Mode::Calls => &[
                 "sessions",
@@ -65,6 +71,7 @@ impl Mode {
                 "tool",
                 "arguments",
                 "server-pid",
+                "rate",
             ],
             Mode::Handshakes => &["connections", "duration", "warmup", "server-pid"],
             Mode::Hold => &["sessions", "connections", "no-delete"],
@@ -91,6 +98,10 @@ pub struct Options {
     pub report_every: u64,
     pub no_delete: bool,
     pub server_pids: Vec<u32>,
+    /// Engine threads.
+    pub threads: usize,
+    /// `calls`: open model at this many calls/s (None: closed model).
+    pub rate: Option<f64>,
 }
 
 fn seconds(name: &str, v: &str) -> Result<Duration, String> {
@@ -150,6 +161,8 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
         report_every: 10_000,
         no_delete: false,
         server_pids: Vec::new(),
+        threads: 1,
+        rate: None,
     };
     let mut max_time = None;
     let mut i = 1;
@@ -213,6 +226,16 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
             "cycles" => o.cycles = count(name, &value, 1_000_000_000u64)?,
             "report-every" => o.report_every = count(name, &value, 1_000_000_000u64)?,
             "server-pid" => o.server_pids.push(count(name, &value, u32::MAX)?),
+            "threads" => o.threads = count(name, &value, 256usize)?,
+            "rate" => {
+                let r: f64 = value
+                    .parse()
+                    .map_err(|_| format!("--rate: not a number: {value}"))?;
+                if !(r.is_finite() && r > 0.0 && r <= 1e8) {
+                    return Err(format!("--rate: out of range: {value}"));
+                }
+                o.rate = Some(r);
+            }
             _ => return Err(format!("unknown option --{name}")),
         }
     }
@@ -265,6 +288,10 @@ mod tests {
         .expect("ok")
         .expect("options");
         assert_eq!(o.server_pids, vec![4242, 4243]);
+        let o = parse(&args("calls --url http://x/ --rate 1500.5 --threads 2"))
+            .expect("ok")
+            .expect("options");
+        assert_eq!((o.rate, o.threads), (Some(1500.5), 2));
     }
 
     #[test]
@@ -280,5 +307,8 @@ mod tests {
         assert!(parse(&args("churn --url http://x/ --server-pid 7")).is_err());
         assert!(parse(&args("calls --url http://x/ --server-pid 0")).is_err());
         assert!(parse(&args("calls --url http://x/ --server-pid x")).is_err());
+        assert!(parse(&args("calls --url http://x/ --rate 0")).is_err());
+        assert!(parse(&args("churn --url http://x/ --rate 10")).is_err());
+        assert!(parse(&args("calls --url http://x/ --threads 0")).is_err());
     }
 }

@@ -1,162 +1,177 @@
-//! Counting and timing: per-phase HDR histograms (nanoseconds, reported in µs), failures by
-//! kind, and the generator's own CPU time.
+//! What the front adds to the engine's rows: the rows of a run summed per phase (inside and
+//! outside the measured window, [`Tally`]), µs summaries of HDR histograms, and CPU time (this
+//! process, and the server's from `/proc/PID/stat`).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use mcpfast_engine::run::{
+    N_CALL, N_CYCLE, N_DELETE, N_DISCOVER, N_FIRST, N_INITIALIZE, N_INITIALIZED,
+};
+use mcpfast_engine::stats::{new_hist, Row};
 use serde_json::{json, Map, Value};
 
-use crate::mcp::{Failure, Phase, PHASES};
+/// The summary's phase names, in their order (the engine's rows map onto them).
+pub const PHASES: [&str; 5] = [
+    "initialize",
+    "notifications/initialized",
+    "server/discover",
+    "tools/call",
+    "delete",
+];
 
-/// Latency histogram: 1 ns .. 100 s, 3 significant digits.
-pub fn histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("constant histogram bounds are valid")
+/// The summary phase of an engine row; `None` for rows the front does not report as requests.
+pub fn phase_of(name: usize) -> Option<usize> {
+    match name {
+        N_INITIALIZE => Some(0),
+        N_INITIALIZED => Some(1),
+        N_DISCOVER => Some(2),
+        N_CALL | N_FIRST => Some(3),
+        N_DELETE => Some(4),
+        _ => None,
+    }
 }
 
-/// Everything a run counts. One per run, shared by its tasks (single thread).
-pub struct Stats {
-    /// Successful requests per phase: inside the measured window, and in all.
-    pub ok: [u64; 4],
-    pub ok_total: [u64; 4],
-    pub latency: [Histogram<u64>; 4],
-    /// Complete cycles (handshakes, churn) inside the window, and their latency.
-    pub cycles: u64,
-    pub cycles_total: u64,
-    pub cycle_latency: Histogram<u64>,
-    pub failures: BTreeMap<String, u64>,
-    /// The first response seen for each failure kind that had one.
-    pub samples: BTreeMap<String, String>,
-    pub failures_in_window: u64,
-    /// Protocol versions the server chose, with how many sessions each.
-    pub versions: BTreeMap<String, u64>,
-    /// Sessions opened again after the server answered 404.
-    pub reinitialized: u64,
+/// One phase (or the cycle row): successes and failures, in all and in the window; the
+/// window's µs histograms of successes and, in the open model, send lag and service time.
+pub struct Counted {
+    pub ok: u64,
+    pub ok_total: u64,
+    pub failed: u64,
+    pub failed_total: u64,
+    pub latency: Histogram<u64>,
+    pub service: Histogram<u64>,
+    pub lag: Histogram<u64>,
 }
 
-impl Default for Stats {
+impl Default for Counted {
     fn default() -> Self {
-        Self::new()
+        Counted {
+            ok: 0,
+            ok_total: 0,
+            failed: 0,
+            failed_total: 0,
+            latency: new_hist(),
+            service: new_hist(),
+            lag: new_hist(),
+        }
     }
 }
 
-impl Stats {
-    pub fn new() -> Self {
-        Stats {
-            ok: [0; 4],
-            ok_total: [0; 4],
-            latency: [histogram(), histogram(), histogram(), histogram()],
-            cycles: 0,
-            cycles_total: 0,
-            cycle_latency: histogram(),
-            failures: BTreeMap::new(),
-            samples: BTreeMap::new(),
-            failures_in_window: 0,
-            versions: BTreeMap::new(),
-            reinitialized: 0,
+/// Drained rows of a run, added up.
+#[derive(Default)]
+pub struct Tally {
+    pub phases: [Counted; 5],
+    pub cycle: Counted,
+    /// "phase: reason" -> count, over the run and inside the window.
+    pub failures: BTreeMap<String, u64>,
+    pub failures_in_window: u64,
+}
+
+fn record_buckets(h: &mut Histogram<u64>, buckets: &[(u64, u64)], minus: &[(u64, u64)]) {
+    for &(us, n) in buckets {
+        let f = minus.iter().find(|b| b.0 == us).map_or(0, |b| b.1);
+        if n > f {
+            let _ = h.record_n(us, n - f);
         }
     }
+}
 
-    #[inline]
-    pub fn ok(&mut self, phase: Phase, elapsed: Duration, in_window: bool) {
-        let i = phase as usize;
-        self.ok_total[i] += 1;
-        if in_window {
-            self.ok[i] += 1;
-            self.latency[i].saturating_record(nanos(elapsed));
-        }
-    }
-
-    #[inline]
-    pub fn cycle(&mut self, elapsed: Duration, in_window: bool) {
-        self.cycles_total += 1;
-        if in_window {
-            self.cycles += 1;
-            self.cycle_latency.saturating_record(nanos(elapsed));
-        }
-    }
-
-    pub fn negotiated(&mut self, version: &str) {
-        match self.versions.get_mut(version) {
-            Some(n) => *n += 1,
-            None => {
-                self.versions.insert(version.to_owned(), 1);
+impl Tally {
+    /// Add drained rows; `in_window`: they are the measured window's.
+    pub fn add(&mut self, rows: &[Row], in_window: bool) {
+        for r in rows {
+            let (c, phase) = match phase_of(r.name) {
+                Some(i) => (&mut self.phases[i], PHASES[i]),
+                None if r.name == N_CYCLE => (&mut self.cycle, "cycle"),
+                None => continue,
+            };
+            let ok = r.num - r.failures;
+            c.ok_total += ok;
+            c.failed_total += r.failures;
+            for (reason, n) in &r.errors {
+                *self
+                    .failures
+                    .entry(format!("{phase}: {reason}"))
+                    .or_insert(0) += n;
+            }
+            if in_window {
+                c.ok += ok;
+                c.failed += r.failures;
+                self.failures_in_window += r.failures;
+                record_buckets(&mut c.latency, &r.buckets, &r.failed_buckets);
+                record_buckets(&mut c.service, &r.service_buckets, &[]);
+                record_buckets(&mut c.lag, &r.lag_buckets, &[]);
             }
         }
-    }
-
-    #[cold]
-    pub fn fail(&mut self, failure: &Failure, in_window: bool) {
-        let kind = failure.kind();
-        if let Some(sample) = &failure.sample {
-            if !self.samples.contains_key(&kind) {
-                self.samples.insert(kind.clone(), sample.clone());
-            }
-        }
-        *self.failures.entry(kind).or_insert(0) += 1;
-        if in_window {
-            self.failures_in_window += 1;
-        }
-    }
-
-    #[cold]
-    pub fn fail_kind(&mut self, kind: String) {
-        *self.failures.entry(kind).or_insert(0) += 1;
     }
 
     pub fn failures_total(&self) -> u64 {
         self.failures.values().sum()
     }
 
-    pub fn failures_json(&self) -> Value {
+    /// The `failures` block: total, in the window, by kind, and the first reply of each kind
+    /// that had one (`samples`: the engine's, as (row name, reason, text)).
+    pub fn failures_json(&self, samples: &[(String, String, String)]) -> Value {
         let by_kind: Map<String, Value> = self
             .failures
             .iter()
             .map(|(k, v)| (k.clone(), json!(v)))
             .collect();
-        let samples: Map<String, Value> = self
-            .samples
-            .iter()
-            .map(|(k, v)| (k.clone(), json!(v)))
-            .collect();
-        json!({"total": self.failures_total(), "in_window": self.failures_in_window, "by_kind": by_kind, "samples": samples})
+        let mut kept = Map::new();
+        for (name, reason, text) in samples {
+            let phase = match name.as_str() {
+                "DELETE" => "delete",
+                n if n.starts_with("tools/call") => "tools/call",
+                n => n,
+            };
+            kept.entry(format!("{phase}: {reason}"))
+                .or_insert_with(|| json!(text));
+        }
+        json!({"total": self.failures_total(), "in_window": self.failures_in_window, "by_kind": by_kind, "samples": kept})
     }
 
-    /// Latency summaries (µs) of the phases that saw any request in the window.
+    /// µs summaries of the phases that saw a success in the window.
     pub fn latency_json(&self) -> Value {
         let mut out = Map::new();
-        for phase in PHASES {
-            let h = &self.latency[phase as usize];
-            if !h.is_empty() {
-                out.insert(phase.name().into(), summary(h));
+        for (i, c) in self.phases.iter().enumerate() {
+            if !c.latency.is_empty() {
+                out.insert(PHASES[i].into(), summary(&c.latency));
+            }
+        }
+        Value::Object(out)
+    }
+
+    /// Per phase: successes in the window and in all.
+    pub fn requests_json(&self) -> Value {
+        let mut out = Map::new();
+        for (i, c) in self.phases.iter().enumerate() {
+            if c.ok_total > 0 {
+                out.insert(
+                    PHASES[i].into(),
+                    json!({"ok_in_window": c.ok, "ok_total": c.ok_total}),
+                );
             }
         }
         Value::Object(out)
     }
 }
 
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1)
-}
-
-fn us(ns: u64) -> f64 {
-    (ns as f64 / 10.0).round() / 100.0
-}
-
-/// Count, mean and percentiles in µs of one histogram.
+/// Count, mean and percentiles (µs) of one µs histogram.
 pub fn summary(h: &Histogram<u64>) -> Value {
     if h.is_empty() {
         return json!({"count": 0});
     }
     json!({
         "count": h.len(),
-        "min": us(h.min()),
-        "mean": (h.mean() / 10.0).round() / 100.0,
-        "p50": us(h.value_at_quantile(0.50)),
-        "p90": us(h.value_at_quantile(0.90)),
-        "p99": us(h.value_at_quantile(0.99)),
-        "p99_9": us(h.value_at_quantile(0.999)),
-        "max": us(h.max()),
+        "min": h.min(),
+        "mean": (h.mean() * 100.0).round() / 100.0,
+        "p50": h.value_at_quantile(0.50),
+        "p90": h.value_at_quantile(0.90),
+        "p99": h.value_at_quantile(0.99),
+        "p99_9": h.value_at_quantile(0.999),
+        "max": h.max(),
     })
 }
 

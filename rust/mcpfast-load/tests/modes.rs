@@ -396,3 +396,50 @@ fn nothing_listening_is_reported() {
         "{s}"
     );
 }
+
+#[test]
+fn calls_at_a_rate_report_the_open_model() {
+    let (port, open) = mock::spawn(MockOptions::default());
+    let (code, lines, stderr) = run(
+        &[
+            "calls",
+            "--sessions",
+            "4",
+            "--rate",
+            "400",
+            "--duration",
+            "1",
+            "--warmup",
+            "0.2",
+        ],
+        port,
+    );
+    let s = last(&lines);
+    assert_eq!(code, 0, "{s}\n{stderr}");
+    let calls = s["calls"].as_u64().expect("calls");
+    // the open model sends at the rate, not as fast as it can (the window is 1 s)
+    assert!((200..=480).contains(&calls), "{s}");
+    let om = &s["open_model"];
+    assert_eq!(om["target_rate"], 400.0);
+    // one send lag and one service time per call of the window; latency counts the same calls
+    assert_eq!(om["send_lag_us"]["count"].as_u64(), Some(calls));
+    assert_eq!(om["service_time_us"]["count"].as_u64(), Some(calls));
+    assert_eq!(s["latency_us"]["tools/call"]["count"].as_u64(), Some(calls));
+    assert!(om["late"].as_u64().is_some() && om["dropped"].as_u64().is_some());
+    assert_eq!(open.load(Ordering::Relaxed), 0);
+    // the closed model has no open_model block
+    let (port, _) = mock::spawn(MockOptions::default());
+    let (_, lines, _) = run(
+        &[
+            "calls",
+            "--sessions",
+            "2",
+            "--duration",
+            "0.2",
+            "--warmup",
+            "0",
+        ],
+        port,
+    );
+    assert!(last(&lines).get("open_model").is_none());
+}

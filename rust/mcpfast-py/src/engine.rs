@@ -56,7 +56,9 @@ impl NativeEngine {
             let per_second = PyList::new(py, r.per_second)?;
             let errors = PyList::new(py, r.errors)?;
             let failed_buckets = PyList::new(py, r.failed_buckets)?;
-            let items: [Bound<'py, PyAny>; 14] = [
+            let service_buckets = PyList::new(py, r.service_buckets)?;
+            let lag_buckets = PyList::new(py, r.lag_buckets)?;
+            let items: [Bound<'py, PyAny>; 16] = [
                 rtype.into_pyobject(py)?.into_any(),
                 self.inner.name(r.name).into_pyobject(py)?.into_any(),
                 r.num.into_pyobject(py)?.into_any(),
@@ -71,6 +73,8 @@ impl NativeEngine {
                 r.last_ts.into_pyobject(py)?.into_any(),
                 errors.into_any(),
                 failed_buckets.into_any(),
+                service_buckets.into_any(),
+                lag_buckets.into_any(),
             ];
             out.append(PyTuple::new(py, items)?)?;
         }
@@ -128,6 +132,11 @@ impl NativeEngine {
         d.set_item("completed", s.completed)?;
         d.set_item("late", s.late)?;
         d.set_item("dropped", s.dropped)?;
+        d.set_item("established", s.established)?;
+        d.set_item("reinitialized", s.reinitialized)?;
+        d.set_item("iterations", s.iterations)?;
+        d.set_item("held", s.held)?;
+        d.set_item("connects", s.connects)?;
         Ok(d)
     }
 }
