@@ -12,8 +12,8 @@ engine: every call but ``stop`` returns in microseconds, and
 
 * once a second :meth:`NativeDriver.poll` drains the engine's per-thread windows and feeds them
   into Locust's own statistics in bulk (:func:`feed_locust`: ``StatsEntry.extend`` per name,
-  failures merged into ``stats.errors`` under ``StatsError.create_key``), and the engine's
-  cumulative µs histograms into :mod:`mcpfast.locust.stats` (exact deltas);
+  failures merged into ``stats.errors`` under ``StatsError.create_key``), and the same rows'
+  µs buckets into :mod:`mcpfast.locust.stats` (one source, so both count the same requests);
 * urgent events (a stdio child that exited, a connection error, a fatal engine error) wake a
   greenlet through ``gevent.socket.wait_read(engine.fileno())``;
 * ``stop`` (blocking, GIL released) runs in the hub's thread pool, from the ``test_stop`` hook of
@@ -50,7 +50,6 @@ logger = logging.getLogger(__name__)
 FAMILIES = ("tools_call", "handshake", "session_churn", "sse_streaming", "mixed")
 POLL_INTERVAL = 1.0  # s between drains (the issue: once a second per name)
 STOP_GRACE = 2.0  # s the engine may spend finishing in-flight requests at stop
-FAILED_SUFFIX = " (failed)"  # NativeEngine.histograms(): failures under name + this
 MIXED_WEIGHTS = ((None, 10), ("tools/list", 3))  # the Python mixed user's tool/list task weights
 
 
@@ -164,7 +163,6 @@ class NativeDriver:
         self.error: str | None = None
         self.last_status: dict[str, Any] = {}
         self._greenlets: list[Any] = []
-        self._hist_seen: dict[tuple[str, str], dict[int, int]] = {}
         self._late_seen = 0  # the engine's late / dropped arrivals already added to the pacer's counters
         self._dropped_seen = 0
         # requests and failures per name since the test started (for counters such as session churn's;
@@ -215,7 +213,6 @@ class NativeDriver:
             return False
         self.engine = engine
         self._stopping = False
-        self._hist_seen.clear()
         self.totals.clear()
         self._late_seen = self._dropped_seen = 0
         self._greenlets = [gevent.spawn(self._poll_loop), gevent.spawn(self._event_loop)]
@@ -244,7 +241,6 @@ class NativeDriver:
         if self.engine is not None:
             self.engine.drain()
             self.engine.reset()
-        self._hist_seen.clear()
         self.totals.clear()
 
     # -- polling -----------------------------------------------------------------------------------
@@ -263,12 +259,9 @@ class NativeDriver:
             t[0] += row[2]
             t[1] += row[4]
         added = feed_locust(self.environment.stats, rows)
-        # no rows: no request ended since the last poll, nothing to add (the cumulative path would
-        # add again what the window path already added)
-        if rows and len(rows[0]) > 13:
-            self._feed_window_histograms(rows)  # the same windows as Locust's tables: exact, reset included
-        elif rows:
-            self._feed_histograms(engine.histograms())
+        # the µs histograms from the very rows Locust's tables got (never from engine.histograms(),
+        # whose cumulative counts know nothing of what was drained): an empty drain adds nothing to either
+        self._feed_window_histograms(rows)
         self.last_status = engine.status()
         self._feed_open_model(rows, self.last_status)
         return added
@@ -316,19 +309,6 @@ class NativeDriver:
         schedule.late += late - self._late_seen
         schedule.dropped += dropped - self._dropped_seen
         self._late_seen, self._dropped_seen = late, dropped
-
-    def _feed_histograms(self, cumulative: Iterable[tuple[str, str, list[tuple[int, int]]]]) -> None:
-        """The engine's cumulative histograms, as deltas since the last poll, into McpStats."""
-        for rtype, name, buckets in cumulative:
-            failed = name.endswith(FAILED_SUFFIX)
-            base = name[: -len(FAILED_SUFFIX)] if failed else name
-            seen = self._hist_seen.setdefault((rtype, name), {})
-            h = self.stats.histogram(rtype, base, failed=failed)
-            for us, count in buckets:
-                before = seen.get(us, 0)
-                if count != before:
-                    h.record(us, count - before)
-                    seen[us] = count
 
     def _event_loop(self) -> None:
         from gevent.socket import wait_read
