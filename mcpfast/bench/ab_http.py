@@ -89,18 +89,27 @@ def main(argv: list[str] | None = None) -> int:
         "load_end": os.getloadavg(),
         "runs": runs,
         "median": {mode: {t: statistics.median(r["rate"] or 0 for r in runs[mode][t]) for t in labels} for mode in RATE_KEYS},
-        "ratio_to_first": {},
+        "ratio_to_first": ratio_to_first(runs, labels),
         "ok": all(r["exit"] == 0 for mode in runs.values() for rs in mode.values() for r in rs),
     }
+    return report(result, args.out)
+
+
+def ratio_to_first(runs: dict[str, dict[str, list[dict[str, Any]]]], labels: list[str]) -> dict[str, dict[str, float]]:
+    """Per mode, each later label's median per-round rate ratio to the first label's (the rounds
+    were interleaved, so a ratio compares two runs taken under the same load)."""
     base = labels[0]
-    for mode in RATE_KEYS:
-        result["ratio_to_first"][mode] = {
-            t: statistics.median((r["rate"] or 0) / (b["rate"] or 1) for r, b in zip(runs[mode][t], runs[mode][base], strict=True))
-            for t in labels[1:]
-        }
+    return {
+        mode: {t: statistics.median((r["rate"] or 0) / (b["rate"] or 1) for r, b in zip(by[t], by[base], strict=True)) for t in labels[1:]}
+        for mode, by in runs.items()
+    }
+
+
+def report(result: dict[str, Any], out: Path | None) -> int:
+    """Print the summary of a side-by-side run, write it whole to ``out``; 0 when every run exited 0."""
     print(json.dumps({k: result[k] for k in ("median", "ratio_to_first", "load_start", "load_end", "ok")}, indent=1))
-    if args.out is not None:
-        write_json(args.out, result)
+    if out is not None:
+        write_json(out, result)
     return 0 if result["ok"] else 1
 
 

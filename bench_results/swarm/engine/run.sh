@@ -47,7 +47,7 @@ done
 for r in $(seq "$ROUNDS"); do
   W=$(SID=$SID taskset -c 1 wrk -t1 -c32 -d"${SECS}s" -s bench_results/http/echo.lua "http://127.0.0.1:$PORT/mcp")
   echo "wrk 1-session round=$r $(echo "$W" | grep -E 'Requests/sec|Non-2xx|Socket errors' | tr -s ' ' | tr '\n' ';')"
-  W=$(SIDS=$SIDS taskset -c 1 wrk -t32 -c32 -d"${SECS}s" -s bench_results/swarm/engine/echo_sessions.lua "http://127.0.0.1:$PORT/mcp")
+  W=$(SIDS=$SIDS TOOL=echo ARGS='{"text":"hello"}' taskset -c 1 wrk -t32 -c32 -d"${SECS}s" -s bench_results/swarm/native/tool_call.lua "http://127.0.0.1:$PORT/mcp")
   echo "wrk 32-sessions round=$r $(echo "$W" | grep -E 'Requests/sec|Non-2xx|Socket errors' | tr -s ' ' | tr '\n' ';')"
   echo "engine round=$r $(taskset -c 1 $BENCH "{\"url\":\"http://127.0.0.1:$PORT/mcp\",\"arguments\":{\"text\":\"hello\"}}" 32 "$SECS" 1)"
 done

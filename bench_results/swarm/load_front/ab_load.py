@@ -23,7 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mcpfast.bench.procs import free_port, pinned, repo_root, stop_process, wait_port, write_json
+from mcpfast.bench.ab_http import ratio_to_first, report
+from mcpfast.bench.procs import free_port, pinned, repo_root, stop_process, wait_port
 
 RATE_KEYS = {"calls": "calls_per_second", "handshakes": "handshakes_per_second", "churn": "cycles_per_second"}
 
@@ -102,7 +103,6 @@ def main(argv: list[str] | None = None) -> int:
                     )
             finally:
                 stop_process(proc)
-    base = labels[0]
     result: dict[str, Any] = {
         "command": shlex.join([sys.executable, *sys.argv]) if argv is None else shlex.join(argv),
         "binaries": bins,
@@ -114,19 +114,10 @@ def main(argv: list[str] | None = None) -> int:
             m: {b: {k: statistics.median(r[k] or 0 for r in runs[m][b]) for k in ("rate", "p50_us", "p99_us")} for b in labels}
             for m in args.modes
         },
-        "ratio_to_first": {
-            m: {
-                b: statistics.median((r["rate"] or 0) / (o["rate"] or 1) for r, o in zip(runs[m][b], runs[m][base], strict=True))
-                for b in labels[1:]
-            }
-            for m in args.modes
-        },
+        "ratio_to_first": ratio_to_first(runs, labels),
         "ok": all(r["exit"] == 0 for m in runs.values() for rs in m.values() for r in rs),
     }
-    print(json.dumps({k: result[k] for k in ("median", "ratio_to_first", "load_start", "load_end", "ok")}, indent=1))
-    if args.out is not None:
-        write_json(args.out, result)
-    return 0 if result["ok"] else 1
+    return report(result, args.out)
 
 
 if __name__ == "__main__":
