@@ -31,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +45,8 @@ _WORKER = Path(__file__).with_name("_stdio_inproc_worker.py")
 class _Worker:
     """One worker process measuring ``tree``; ``run()`` times one burst of messages."""
 
-    def __init__(self, tree: Path, mode: str, messages: int, cpu: int | None) -> None:
-        argv = pinned([sys.executable, "-c", _WORKER.read_text(), mode, str(messages)], cpu)
+    def __init__(self, tree: Path, mode: str, messages: int, cpu: int | None, worker: Path = _WORKER) -> None:
+        argv = pinned([sys.executable, "-c", worker.read_text(), mode, str(messages)], cpu)
         env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
         self.tree = tree
         self.proc = subprocess.Popen(argv, cwd=tree, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -85,9 +86,19 @@ def _profile(tree: Path, messages: int, cpu: int | None) -> str:
 
 
 def measure(
-    trees: dict[str, Path], *, mode: str = "line", messages: int = 4000, bursts: int = 15, rounds: int = 7, cpu: int | None = 1
+    trees: dict[str, Path],
+    *,
+    mode: str = "line",
+    messages: int = 4000,
+    bursts: int = 15,
+    rounds: int = 7,
+    cpu: int | None = 1,
+    worker: Path = _WORKER,
 ) -> dict[str, Any]:
     """Rounds of fresh ``old``/``new`` worker pairs, each timing ``bursts`` paired bursts (ABBA).
+
+    ``worker`` is the worker script (run with ``-c`` in each tree; ``http_inproc`` passes its own):
+    it answers each ``go`` line on stdin with one JSON line (``cpu_ns``, ``wall_ns``, ``core``).
 
     A round's ratio is the median of its bursts' ``old ns / new ns`` (calls/s new / old); the
     result is the median over rounds.
@@ -98,7 +109,7 @@ def measure(
     wall_ratios: list[float] = []
     core = ""
     for rnd in range(rounds):
-        workers = {n: _Worker(trees[n], mode, messages, cpu) for n in names}
+        workers = {n: _Worker(trees[n], mode, messages, cpu, worker) for n in names}
         try:
             cpu_ns: dict[str, list[float]] = {n: [] for n in names}
             wall_ns: dict[str, list[float]] = {n: [] for n in names}
@@ -109,8 +120,8 @@ def measure(
                     cpu_ns[name].append(result["cpu_ns"])
                     wall_ns[name].append(result["wall_ns"])
         finally:
-            for worker in workers.values():
-                worker.close()
+            for proc in workers.values():
+                proc.close()
         for n in names:
             per_round[n].append(statistics.median(cpu_ns[n]))
         ratios.append(statistics.median(o / n for o, n in zip(cpu_ns["old"], cpu_ns["new"], strict=True)))
@@ -153,22 +164,40 @@ def main(argv: list[str] | None = None) -> int:
     results = [
         measure(trees, mode=mode, messages=args.messages, bursts=args.bursts, rounds=args.rounds, cpu=cpu) for mode in args.modes.split(",")
     ]
-    data = {
-        "command": shlex.join(["python", "-m", "mcpfast.bench.stdio_inproc", *(argv if argv is not None else sys.argv[1:])]),
+    config = {"messages": args.messages, "bursts": args.bursts, "rounds": args.rounds, "cpu": args.cpu}
+    data = run_record("mcpfast.bench.stdio_inproc", argv, trees, config, load_start, results)
+    report(data, args.out, _markdown)
+    return 0
+
+
+def run_record(
+    module: str,
+    argv: list[str] | None,
+    trees: dict[str, Path],
+    config: dict[str, Any],
+    load_start: list[float],
+    results: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """A run's JSON record: the command, trees, configuration, machine, load averages, results."""
+    return {
+        "command": shlex.join(["python", "-m", module, *(argv if argv is not None else sys.argv[1:])]),
         "trees": {n: str(t) for n, t in trees.items()},
-        "config": {"messages": args.messages, "bursts": args.bursts, "rounds": args.rounds, "cpu": args.cpu},
+        "config": config,
         "machine": machine_info(()),
         "loadavg_at_start": load_start,
         "loadavg_at_end": [round(x, 2) for x in os.getloadavg()],
         "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "results": results,
     }
-    for r in results:
-        print(f"{r['mode']}: new/old calls/s {r.get('ratio_new_over_old')} per round {r.get('ratio_new_over_old_per_round')}")
-    if args.out is not None:
-        write_json(args.out, data)
-        args.out.with_suffix(".md").write_text(_markdown(data))
-    return 0
+
+
+def report(data: dict[str, Any], out: Path | None, markdown: Callable[[dict[str, Any]], str]) -> None:
+    """Print each mode's ratio; with ``out``, write the JSON there and ``markdown(data)`` beside it."""
+    for r in data["results"]:
+        print(f"{r['mode']}: new/old per second {r['ratio_new_over_old']} per round {r['ratio_new_over_old_per_round']}")
+    if out is not None:
+        write_json(out, data)
+        out.with_suffix(".md").write_text(markdown(data))
 
 
 def _markdown(data: dict[str, Any]) -> str:
@@ -183,16 +212,24 @@ def _markdown(data: dict[str, Any]) -> str:
         "(a round's ratio: the median over its bursts of old ns / new ns).",
         f"Load average: {data['loadavg_at_start']} at start, {data['loadavg_at_end']} at end (2 CPUs shared).",
         "",
-        "| mode | core | old ns/msg (median) | new ns/msg (median) | calls/s new/old (median of rounds) | per round | wall-clock ratio |",
+        *result_table(data["results"], unit="msg", rate="calls/s"),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def result_table(results: list[dict[str, Any]], *, unit: str, rate: str) -> list[str]:
+    """The Markdown table of ``measure`` results (one row per mode), ``unit`` timed, ``rate`` compared."""
+    lines = [
+        f"| mode | core | old ns/{unit} (median) | new ns/{unit} (median) | {rate} new/old (median of rounds) | per round | wall-clock ratio |",
         "| --- | --- | ---: | ---: | ---: | --- | ---: |",
     ]
-    for r in data["results"]:
+    for r in results:
         m = r["median_cpu_ns"]
         lines.append(
-            f"| {r['mode']} | {r['core']} | {m['old']:,.0f} | {m['new']:,.0f} | {r.get('ratio_new_over_old')} | "
-            f"{r.get('ratio_new_over_old_per_round')} | {r.get('wall_ratio_new_over_old')} |"
+            f"| {r['mode']} | {r['core']} | {m['old']:,.0f} | {m['new']:,.0f} | {r['ratio_new_over_old']} | "
+            f"{r['ratio_new_over_old_per_round']} | {r['wall_ratio_new_over_old']} |"
         )
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 if __name__ == "__main__":
