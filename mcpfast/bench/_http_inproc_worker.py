@@ -7,12 +7,19 @@ transport that keeps the written bytes: ``data_received`` with a whole request, 
 back from the transport. Arguments (argv): mode (``calls`` or ``handshakes``) and requests (or
 handshake cycles) per run. Each line read from stdin starts one timed run inside the event loop
 (``run_until_complete``), answered by one JSON line on stdout (CPU and wall ns per unit).
+
+Environment (``scale_inproc``): ``MCPFAST_INPROC_STORE`` a session store URL (``open_store``;
+unset: the transport's default), ``MCPFAST_INPROC_CONNECTIONS`` connections served side by
+side (default 1): each step feeds one request to every connection, then waits for every
+answer, so a store that group-commits sees that many requests at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -40,9 +47,12 @@ class _Transport(asyncio.Transport):
         super().__init__()
         self.out: list[bytes] = []
         self.closed = False
+        self.written: asyncio.Future[None] | None = None
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         self.out.append(bytes(data))
+        if self.written is not None and not self.written.done():
+            self.written.set_result(None)
 
     def take(self) -> bytes:
         data = b"".join(self.out)
@@ -90,16 +100,51 @@ def _session_id(answer: bytes) -> bytes:
     raise SystemExit(f"no session id in: {answer[:300]!r}")
 
 
-async def _send(conn: _Connection, transport: _Transport, data: bytes) -> bytes:
-    """Feed one request; the answer (written at once, or after the loop runs a deferred one)."""
-    conn.data_received(data)
-    spins = 0
-    while not transport.out:
-        spins += 1
-        if spins > 1000:
-            raise SystemExit(f"no answer to {data[:80]!r}")
-        await asyncio.sleep(0)
+async def _answer(transport: _Transport, what: bytes) -> bytes:
+    """The answer written at once, or once the loop ran a deferred one (5 s at most)."""
+    if not transport.out:
+        transport.written = asyncio.get_running_loop().create_future()
+        try:
+            await asyncio.wait_for(transport.written, 5.0)
+        except TimeoutError:
+            raise SystemExit(f"no answer to {what[:80]!r}") from None
+        finally:
+            transport.written = None
     return transport.take()
+
+
+async def _send(conn: _Connection, transport: _Transport, data: bytes) -> bytes:
+    """Feed one request; its answer."""
+    conn.data_received(data)
+    return await _answer(transport, data)
+
+
+async def _send_all(pairs: list[tuple[_Connection, _Transport]], requests: list[bytes]) -> list[bytes]:
+    """One request to every connection, then every answer (in connection order): one wait for
+    all of them, so the loop wakes once per step, not once per connection."""
+    for (conn, _), data in zip(pairs, requests, strict=True):
+        conn.data_received(data)
+    waiting = [transport for _, transport in pairs if not transport.out]
+    if waiting:
+        everyone = asyncio.get_running_loop().create_future()
+        left = [len(waiting)]
+
+        def one_more(_: object) -> None:
+            left[0] -= 1
+            if left[0] == 0 and not everyone.done():
+                everyone.set_result(None)
+
+        for transport in waiting:
+            transport.written = asyncio.get_running_loop().create_future()
+            transport.written.add_done_callback(one_more)
+        try:
+            await asyncio.wait_for(everyone, 5.0)
+        except TimeoutError:
+            raise SystemExit(f"no answer to {requests[0][:80]!r}") from None
+        finally:
+            for transport in waiting:
+                transport.written = None
+    return [transport.take() for _, transport in pairs]
 
 
 def _check(answer: bytes, status: bytes, what: str) -> None:
@@ -107,62 +152,80 @@ def _check(answer: bytes, status: bytes, what: str) -> None:
         raise SystemExit(f"{what}: unexpected answer {answer[:300]!r}")
 
 
-class _Bench:
-    def __init__(self) -> None:
-        self.server = HttpServer(asgi_app(app))
-        self.transport = _Transport()
-        self.conn = _Connection(self.server)
-        self.conn.connection_made(self.transport)
-        self.session: bytes | None = None
+def _app() -> Any:
+    url = os.environ.get("MCPFAST_INPROC_STORE")
+    if not url:
+        return asgi_app(app)
+    from mcpfast.store import open_store
 
-    async def handshake(self) -> bytes:
-        conn, transport = self.conn, self.transport
-        answer = await _send(conn, transport, _request(b"POST", _INIT, None))
-        _check(answer, b"200", "initialize")
-        session = _session_id(answer)
-        _check(await _send(conn, transport, _request(b"POST", _INITIALIZED, session)), b"202", "notifications/initialized")
-        return session
+    return asgi_app(app, store=open_store(url), max_sessions=1_000_000)
+
+
+class _Bench:
+    def __init__(self, connections: int) -> None:
+        self.server = HttpServer(_app())
+        self.pairs: list[tuple[_Connection, _Transport]] = []
+        for _ in range(connections):
+            transport = _Transport()
+            conn = _Connection(self.server)
+            conn.connection_made(transport)
+            self.pairs.append((conn, transport))
+        self.sessions: list[bytes] | None = None
+
+    async def handshake(self) -> list[bytes]:
+        """A session on every connection: initialize, then notifications/initialized."""
+        answers = await _send_all(self.pairs, [_request(b"POST", _INIT, None)] * len(self.pairs))
+        for answer in answers:
+            _check(answer, b"200", "initialize")
+        sessions = [_session_id(answer) for answer in answers]
+        for answer in await _send_all(self.pairs, [_request(b"POST", _INITIALIZED, sid) for sid in sessions]):
+            _check(answer, b"202", "notifications/initialized")
+        return sessions
 
     async def calls(self, n: int) -> None:
-        """``n`` keep-alive tools/call echo requests on one session; the last answer checked."""
-        if self.session is None:
-            self.session = await self.handshake()
-        conn, transport = self.conn, self.transport
-        request = _request(b"POST", _ECHO, self.session)
-        answer = b""
-        ok = 0
-        for _ in range(n):
-            answer = await _send(conn, transport, request)
-            ok += answer.startswith(b"HTTP/1.1 200")
-        if ok != n or b"hello from the http benchmark" not in answer:
-            raise SystemExit(f"calls: {n - ok} of {n} answers not 200; last {answer[:300]!r}")
+        """``n`` keep-alive tools/call echo requests, shared out over the connections' sessions."""
+        if self.sessions is None:
+            self.sessions = await self.handshake()
+        requests = [_request(b"POST", _ECHO, sid) for sid in self.sessions]
+        answers: list[bytes] = []
+        ok = done = 0
+        while done < n:
+            answers = await _send_all(self.pairs, requests)
+            ok += sum(answer.startswith(b"HTTP/1.1 200") for answer in answers)
+            done += len(answers)
+        if ok != done or b"hello from the http benchmark" not in answers[-1]:
+            raise SystemExit(f"calls: {done - ok} of {done} answers not 200; last {answers[-1][:300]!r}")
 
     async def handshakes(self, n: int) -> None:
-        """``n`` session lifecycles: initialize, notifications/initialized, DELETE."""
-        conn, transport = self.conn, self.transport
-        ok = 0
-        for _ in range(n):
-            session = await self.handshake()
-            answer = await _send(conn, transport, _request(b"DELETE", b"", session))
-            ok += answer.startswith(b"HTTP/1.1 2")
-        if ok != n:
-            raise SystemExit(f"handshakes: {n - ok} of {n} DELETEs not answered 2xx")
+        """``n`` session lifecycles (initialize, notifications/initialized, DELETE), shared out."""
+        ok = done = 0
+        while done < n:
+            sessions = await self.handshake()
+            answers = await _send_all(self.pairs, [_request(b"DELETE", b"", sid) for sid in sessions])
+            ok += sum(answer.startswith(b"HTTP/1.1 2") for answer in answers)
+            done += len(answers)
+        if ok != done:
+            raise SystemExit(f"handshakes: {done - ok} of {done} DELETEs not answered 2xx")
 
 
 def main() -> None:
     mode, n = sys.argv[1], int(sys.argv[2])
     if not Path(mcpfast.__file__).resolve().is_relative_to(Path.cwd().resolve()):
         raise SystemExit(f"mcpfast imported from {mcpfast.__file__}, not from the tree {Path.cwd()}")
-    bench = _Bench()
+    bench = _Bench(int(os.environ.get("MCPFAST_INPROC_CONNECTIONS") or 1))
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     run = bench.calls if mode == "calls" else bench.handshakes
     loop.run_until_complete(run(max(1, n // 4)))  # warm-up
+    # as `mcpfast serve` does once started: what is alive now stays out of the collector's way
+    gc.collect()
+    gc.freeze()
     for _ in sys.stdin:
         c0, w0 = time.process_time_ns(), time.perf_counter_ns()
         loop.run_until_complete(run(n))
         c1, w1 = time.process_time_ns(), time.perf_counter_ns()
-        sys.stdout.write(json.dumps({"cpu_ns": (c1 - c0) / n, "wall_ns": (w1 - w0) / n, "core": core.IMPLEMENTATION}) + "\n")
+        done = -(-n // len(bench.pairs)) * len(bench.pairs)  # whole steps: every connection takes part in each
+        sys.stdout.write(json.dumps({"cpu_ns": (c1 - c0) / done, "wall_ns": (w1 - w0) / done, "core": core.IMPLEMENTATION}) + "\n")
         sys.stdout.flush()
 
 

@@ -41,12 +41,22 @@ MODES = ("calls", "handshakes")
 
 
 def measure(
-    trees: dict[str, Path], *, mode: str = "calls", requests: int = 5000, bursts: int = 15, rounds: int = 7, cpu: int | None = 1
+    trees: dict[str, Path],
+    *,
+    mode: str = "calls",
+    requests: int = 5000,
+    bursts: int = 15,
+    rounds: int = 7,
+    cpu: int | None = 1,
+    envs: dict[str, dict[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """``stdio_inproc.measure`` with the HTTP worker: ns per request (``calls``) or per cycle (``handshakes``)."""
+    """``stdio_inproc.measure`` with the HTTP worker: ns per request (``calls``) or per cycle (``handshakes``).
+
+    ``envs`` per name: ``MCPFAST_INPROC_STORE`` (a store URL; default memory) and
+    ``MCPFAST_INPROC_CONNECTIONS`` (connections served side by side; default 1)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r} (one of {', '.join(MODES)})")
-    return _measure(trees, mode=mode, messages=requests, bursts=bursts, rounds=rounds, cpu=cpu, worker=_WORKER)
+    return _measure(trees, mode=mode, messages=requests, bursts=bursts, rounds=rounds, cpu=cpu, worker=_WORKER, envs=envs)
 
 
 def main(argv: list[str] | None = None) -> int:

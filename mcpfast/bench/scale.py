@@ -1,20 +1,22 @@
 """``python -m mcpfast.bench.scale``: what sharing sessions through Redis costs the server.
 
-One run measures, in interleaved rounds (``--rounds``, 3; the median round is reported and
-every round kept), ``mcpfast serve --transport http`` (the demo app, native runner) pinned to
-core 0 with ``--store memory`` and with ``--store redis://…`` (a ``redis-server`` started for
-the run, no persistence, pinned to core 1 with the generator), under ``mcpfast-load`` pinned to
-core 1:
+Two ``mcpfast serve --transport http`` (the demo app, native runner), one with ``--store memory``
+and one with ``--store redis://…`` (a ``redis-server`` started for the run, no persistence,
+pinned to core 1 with the generator), both pinned to core 0 and both up for the whole round.
+``mcpfast-load`` (core 1) then measures them in turn, burst by burst in ABBA order
+(``--pairs`` pairs of short bursts per round, ``--rounds`` rounds, each with fresh servers), so
+whatever else the shared machine does in a moment hits both stores alike:
 
 * **calls**: ``tools/call echo`` from 32 sessions, one in flight each, JSON replies;
-* **handshakes**: ``initialize`` + ``initialized`` + ``DELETE`` on 32 connections;
+* **handshakes**: ``initialize`` + ``initialized`` + ``DELETE`` on 32 connections.
 
-and reports the server's CPU µs per call and per handshake (``/proc/PID/stat`` around the
-measured window, read by the generator), Redis's CPU, and the Redis commands per call and per
-handshake (Redis's own ``INFO commandstats`` delta: an independent count). Then ``--workers 2``
-against ``--workers 1`` (both on the Redis store, unpinned: two workers need both cores, which
-the generator shares). Output: ``--out`` (``bench_results/scale``): ``summary.json`` and
-``results.md``.
+A burst's figure is the server's CPU µs per call or per handshake (``/proc/PID/stat`` around
+the measured window, read by the generator); a pair's ratio is Redis / memory; a round's ratio
+is the median of its pairs', the result the median of the rounds'. Also recorded: Redis's CPU,
+and the Redis commands and script calls per operation (Redis's own ``INFO`` deltas over the
+Redis bursts: an independent count). Then ``--workers 2`` against ``--workers 1`` (both on the
+Redis store, unpinned: two workers need both cores, which the generator shares). Output:
+``--out`` (``bench_results/scale``): ``summary.json`` and ``results.md``.
 """
 
 from __future__ import annotations
@@ -149,23 +151,55 @@ def _scenario(kind: str, duration: int, warmup: int) -> list[str]:
 
 
 def one(kind: str, store_name: str, redis: Redis, workers: int, pinned: bool, opts: argparse.Namespace, log: Path) -> dict[str, Any]:
+    """One server started for one measurement (the ``--workers`` comparison)."""
     store = "memory" if store_name == "memory" else redis.url
     proc, served, argv = _serve(store, workers, pinned, log)
     try:
-        redis_cpu = cpu_seconds(redis.proc.pid)
-        commands = redis.commands()
-        usec = redis.command_usec()
-        scripts = redis.script_calls()
-        result = measure_rate(served, kind, _scenario(kind, opts.duration, opts.warmup), opts.duration + opts.warmup + 60)  # type: ignore[arg-type]
-        result["redis_cpu_seconds"] = round(cpu_seconds(redis.proc.pid) - redis_cpu, 3)
-        result["redis_command_usec"] = redis.command_usec() - usec
-        result["redis_script_calls"] = redis.script_calls() - scripts
-        result["redis_commands"] = redis.commands() - commands - 3  # minus the INFO calls counted in between
+        result = _burst(kind, served, redis, opts.duration, opts.warmup)
         result["server_argv"] = shlex.join(argv)
         result["server_processes"] = len(process_tree(proc.pid))
     finally:
         _stop(proc)
     return result
+
+
+def _burst(kind: str, served: Served, redis: Redis, duration: int, warmup: int) -> dict[str, Any]:
+    """One generator run against ``served``, with Redis's own counters around it."""
+    redis_cpu = cpu_seconds(redis.proc.pid)
+    commands = redis.commands()
+    usec = redis.command_usec()
+    scripts = redis.script_calls()
+    result = measure_rate(served, kind, _scenario(kind, duration, warmup), duration + warmup + 60)  # type: ignore[arg-type]
+    result["redis_cpu_seconds"] = round(cpu_seconds(redis.proc.pid) - redis_cpu, 3)
+    result["redis_command_usec"] = redis.command_usec() - usec
+    result["redis_script_calls"] = redis.script_calls() - scripts
+    result["redis_commands"] = redis.commands() - commands - 3  # minus the INFO calls counted in between
+    return result
+
+
+def paired(kind: str, redis: Redis, rnd: int, opts: argparse.Namespace, log: Path) -> dict[str, Any]:
+    """Both stores' servers up at once (core 0), measured in alternating bursts (ABBA)."""
+    servers = {name: _serve("memory" if name == "memory" else redis.url, 1, True, log) for name in ("memory", "redis")}
+    bursts: dict[str, list[dict[str, Any]]] = {"memory": [], "redis": []}
+    try:
+        for pair in range(opts.pairs):
+            order = ("memory", "redis") if (rnd + pair) % 2 == 0 else ("redis", "memory")
+            for name in order:
+                bursts[name].append(_burst(kind, servers[name][1], redis, opts.duration, opts.warmup))
+    finally:
+        for proc, _, _ in servers.values():
+            _stop(proc)
+    ratios = [
+        r / m
+        for mb, rb in zip(bursts["memory"], bursts["redis"], strict=True)
+        if (m := _per_op_us(mb)) and (r := _per_op_us(rb)) is not None
+    ]
+    return {
+        "bursts": bursts,
+        "server_argv": {name: shlex.join(argv) for name, (_, _, argv) in servers.items()},
+        "ratios": [round(x, 3) for x in ratios],
+        "ratio": round(statistics.median(ratios), 3) if ratios else None,
+    }
 
 
 def _per_op_us(result: dict[str, Any]) -> float | None:
@@ -187,9 +221,9 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
             for r in range(opts.rounds):
                 entry: dict[str, Any] = {}
                 for kind in ("calls", "handshakes"):
-                    for store in ("memory", "redis"):
-                        print(f"[bench-scale] round {r + 1}: {kind} {store}", file=sys.stderr, flush=True)
-                        entry[f"{kind}/{store}"] = one(kind, store, redis, 1, True, opts, log)
+                    print(f"[bench-scale] round {r + 1}: {kind}, memory and redis in {opts.pairs} pairs", file=sys.stderr, flush=True)
+                    entry[kind] = paired(kind, redis, r, opts, log)
+                    print(f"[bench-scale] round {r + 1}: {kind} redis/memory {entry[kind]['ratio']}", file=sys.stderr, flush=True)
                 for workers in (1, 2):
                     print(f"[bench-scale] round {r + 1}: calls redis --workers {workers}", file=sys.stderr, flush=True)
                     entry[f"calls/redis/workers{workers}"] = one("calls", "redis", redis, workers, False, opts, log)
@@ -203,6 +237,7 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
         "load_after": os.getloadavg(),
         "command": shlex.join([sys.executable, "-m", "mcpfast.bench.scale", *sys.argv[1:]]),
         "redis": redis.argv,
+        "config": {"rounds": opts.rounds, "pairs": opts.pairs, "duration": opts.duration, "warmup": opts.warmup},
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     (out / "results.md").write_text(report(summary))
@@ -210,27 +245,37 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
 
 
 def _median(rounds: list[dict[str, Any]], key: str, value: Any) -> float | None:
-    values = [v for r in rounds if (v := value(r[key])) is not None]
+    """The median of ``value`` over every measurement under ``key``: ``kind/store`` names the
+    bursts of that store in every round, any other key one measurement per round."""
+    kind, _, store = key.partition("/")
+    if store in ("memory", "redis") and kind in ("calls", "handshakes"):
+        results = [b for r in rounds for b in r[kind]["bursts"][store]]
+    else:
+        results = [r[key] for r in rounds]
+    values = [v for res in results if (v := value(res)) is not None]
     return statistics.median(values) if values else None
 
 
 def report(summary: dict[str, Any]) -> str:
     rounds = summary["rounds"]
+    cfg = summary.get("config", {})
     lines = [
         "# Scale-out: the Redis session store against the memory store",
         "",
         f"Command: `{summary['command']}` (under `flock /tmp/mcpfast-bench.lock`).",
-        f"Load average before/after: {summary['load_before']} / {summary['load_after']} "
-        "(2 cores shared with other work: see the note below).",
+        f"Load average before/after: {summary['load_before']} / {summary['load_after']} (2 CPUs).",
         "",
-        "Server pinned to core 0; generator (`mcpfast-load`) and `redis-server` pinned to core 1. "
-        f"Median of {len(rounds)} interleaved rounds (every round in summary.json).",
+        "Both servers (memory store, Redis store) pinned to core 0 and up together; generator (`mcpfast-load`) "
+        f"and `redis-server` pinned to core 1. {len(rounds)} rounds, each with fresh servers measured in "
+        f"{cfg.get('pairs', '?')} pairs of {cfg.get('warmup', '?')} s + {cfg.get('duration', '?')} s bursts in ABBA "
+        "order. The ratio is the median over rounds of each round's median pair ratio (Redis / memory CPU per "
+        "operation); the other columns are medians over all bursts (every burst in summary.json).",
         "",
         "| scenario | store | server CPU µs/op | rate (ops/s) | Redis commands/op (scripts' inner ones included) | script calls/op | Redis CPU µs/op (10 ms ticks: coarse) | ratio redis/memory (CPU) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for kind in ("calls", "handshakes"):
-        base = _median(rounds, f"{kind}/memory", _per_op_us)
+        ratio_rounds = [r[kind]["ratio"] for r in rounds if r[kind]["ratio"] is not None]
         for store in ("memory", "redis"):
             key = f"{kind}/{store}"
             cpu = _median(rounds, key, _per_op_us)
@@ -238,21 +283,18 @@ def report(summary: dict[str, Any]) -> str:
             cmds = _median(rounds, key, lambda r: r["redis_commands"] / max(1, _ops(r)))
             scripts = _median(rounds, key, lambda r: r.get("redis_script_calls", 0) / max(1, _ops(r)))
             rcpu = _median(rounds, key, lambda r: r["redis_cpu_seconds"] * 1e6 / max(1, _ops(r)))
-            ratio = f"{cpu / base:.2f}x" if cpu and base and store == "redis" else ""
+            ratio = f"**{statistics.median(ratio_rounds):.2f}x**" if ratio_rounds and store == "redis" else ""
             lines.append(
                 f"| {kind} | {store} | {_f(cpu, 1)} | {_f(rate, 0)} | {_f(cmds, 3)} | {_f(scripts, 3)} | {_f(rcpu, 1)} | {ratio} |"
             )
     lines.append("")
     for kind in ("calls", "handshakes"):
-        per_round = [
-            cpu_r / cpu_m
-            for r in rounds
-            if (cpu_r := _per_op_us(r[f"{kind}/redis"])) is not None and (cpu_m := _per_op_us(r[f"{kind}/memory"]))
-        ]
+        per_round = [r[kind]["ratio"] for r in rounds if r[kind]["ratio"] is not None]
         if per_round:
-            shown = ", ".join(f"{x:.2f}x" for x in per_round)
+            pairs = "; ".join(", ".join(f"{x:.2f}" for x in r[kind]["ratios"]) for r in rounds)
             lines.append(
-                f"- {kind}: redis/memory CPU per round (memory and Redis measured back to back): {shown}; median {statistics.median(per_round):.2f}x"
+                f"- {kind}: redis/memory per round {', '.join(f'{x:.2f}x' for x in per_round)}, median "
+                f"{statistics.median(per_round):.2f}x (pairs, round by round: {pairs})"
             )
     lines += ["", "## How much one Redis carries (estimate from Redis's measured command time)", ""] + _estimate(rounds)
     w1 = _median(rounds, "calls/redis/workers1", _rate)
@@ -341,9 +383,10 @@ def _f(value: float | None, digits: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mcpfast.bench.scale", description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--duration", type=int, default=5)
-    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds, each with fresh servers")
+    parser.add_argument("--pairs", type=int, default=6, help="memory/Redis burst pairs per round and scenario (ABBA)")
+    parser.add_argument("--duration", type=int, default=2, help="seconds measured per burst")
+    parser.add_argument("--warmup", type=int, default=1, help="seconds before each burst's measured window")
     parser.add_argument("--out", default=str(ROOT / "bench_results" / "scale"))
     run(parser.parse_args(argv))
     return 0

@@ -45,9 +45,11 @@ _WORKER = Path(__file__).with_name("_stdio_inproc_worker.py")
 class _Worker:
     """One worker process measuring ``tree``; ``run()`` times one burst of messages."""
 
-    def __init__(self, tree: Path, mode: str, messages: int, cpu: int | None, worker: Path = _WORKER) -> None:
+    def __init__(
+        self, tree: Path, mode: str, messages: int, cpu: int | None, worker: Path = _WORKER, extra_env: dict[str, str] | None = None
+    ) -> None:
         argv = pinned([sys.executable, "-c", worker.read_text(), mode, str(messages)], cpu)
-        env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
+        env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0", **(extra_env or {})}
         self.tree = tree
         self.proc = subprocess.Popen(argv, cwd=tree, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
@@ -94,9 +96,11 @@ def measure(
     rounds: int = 7,
     cpu: int | None = 1,
     worker: Path = _WORKER,
+    envs: dict[str, dict[str, str]] | None = None,
 ) -> dict[str, Any]:
     """Rounds of fresh ``old``/``new`` worker pairs, each timing ``bursts`` paired bursts (ABBA).
 
+    ``envs``: extra environment per name (``scale_inproc`` runs one tree twice, one store each).
     ``worker`` is the worker script (run with ``-c`` in each tree; ``http_inproc`` passes its own):
     it answers each ``go`` line on stdin with one JSON line (``cpu_ns``, ``wall_ns``, ``core``).
 
@@ -109,7 +113,7 @@ def measure(
     wall_ratios: list[float] = []
     core = ""
     for rnd in range(rounds):
-        workers = {n: _Worker(trees[n], mode, messages, cpu, worker) for n in names}
+        workers = {n: _Worker(trees[n], mode, messages, cpu, worker, (envs or {}).get(n)) for n in names}
         try:
             cpu_ns: dict[str, list[float]] = {n: [] for n in names}
             wall_ns: dict[str, list[float]] = {n: [] for n in names}

@@ -190,6 +190,12 @@ class ServerSession:
         self.log_level: str | None = None
         self.on_output: Callable[[], None] | None = None
         self.subscriptions: set[str] | frozenset[str] = _EMPTY  # a set of its own from the first subscribe
+        self.changes = 0
+        """Bumped when the log level or the subscriptions change (what other processes sharing
+        the session must be told: ``mcpfast.store.shared`` compares it around each input)."""
+        self.strays: list[Any] | None = None
+        """``None``, or a list that keeps each reply to a request this session did not send (a
+        shared store passes them on to the process that sent it; else they are dropped)."""
         self._outbox: list[Any] = []  # Outgoing records, or (records=False) their bytes
         self._inflight: dict[int | str, InboundRequest] = {}  # the request is its own in-flight entry
         self._outgoing: dict[int | str, tuple[str, int | str | None]] = {}  # id -> (method, related request)
@@ -509,6 +515,7 @@ class ServerSession:
             self._error(msg.id, exc.code, exc.message, batch, tag, exc.data)
             return
         self.log_level = level
+        self.changes += 1
         self._reply(msg.id, core.encode_result(msg.id, {}), None, batch, tag)
 
     # ------------------------------------------------------------ stateless era
@@ -640,8 +647,10 @@ class ServerSession:
 
     def _receive_reply(self, msg: Any, events: list[Event]) -> None:
         sent = self._outgoing.pop(msg.id, None)
-        if sent is None:
-            return  # a late reply to a request we cancelled, or garbage: ignored
+        if sent is None:  # a late reply to a request we cancelled, garbage, or another process's
+            if self.strays is not None:
+                self.strays.append(msg)
+            return
         method = sent[0]
         if msg.kind == "result":
             events.append(ReplyReceived(msg.id, method, msg.result, None))
@@ -851,11 +860,13 @@ class ServerSession:
         if self.subscriptions is _EMPTY:
             self.subscriptions = set()
         self.subscriptions.add(uri)  # type: ignore[union-attr]
+        self.changes += 1
 
     def unsubscribe(self, uri: str) -> None:
         """Record a ``resources/unsubscribe``."""
         if self.subscriptions is not _EMPTY:
             self.subscriptions.discard(uri)  # type: ignore[union-attr]
+        self.changes += 1
 
     # ------------------------------------------------- server-to-client requests
 

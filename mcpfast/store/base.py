@@ -10,9 +10,8 @@ GET stream another process holds.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, NamedTuple, Protocol
 
 import orjson
 
@@ -23,9 +22,9 @@ class StoreUnavailable(Exception):
     """The store cannot be reached (the transport answers 503)."""
 
 
-@dataclass(frozen=True, slots=True)
-class SessionRecord:
-    """One session as every process sees it."""
+class SessionRecord(NamedTuple):
+    """One session as every process sees it (a tuple: immutable, and made once per handshake
+    at the cost of one tuple)."""
 
     id: str
     version: str
@@ -72,16 +71,18 @@ class SessionStore(Protocol):
     @property
     def errors(self) -> int: ...
 
-    async def create(self, record: SessionRecord, max_sessions: int, ttl: float) -> bool:
-        """Keep ``record`` for ``ttl`` idle seconds; ``False`` when ``max_sessions`` are open."""
+    def create(self, record: SessionRecord, max_sessions: int, ttl: float) -> Awaitable[bool]:
+        """Keep ``record`` for ``ttl`` idle seconds; ``False`` when ``max_sessions`` are open
+        (a future is best: the transport then answers from its callback, with no task)."""
         ...
 
     async def load(self, session_id: str) -> SessionRecord | None:
         """The record, or ``None`` (never made, ended, or expired)."""
         ...
 
-    async def delete(self, session_id: str) -> bool:
-        """End the session everywhere (every process is told); ``False`` if it was not kept."""
+    def delete(self, session_id: str) -> Awaitable[bool]:
+        """End the session everywhere (every process is told); ``False`` if it was not kept (a
+        future is best, as for ``create``)."""
         ...
 
     async def set_level(self, session_id: str, level: str) -> None:

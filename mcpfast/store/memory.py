@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable
 
@@ -66,7 +65,7 @@ class MemoryStore:
         self.ops += 1
         found = self._records.get(session_id)
         if found is not None:
-            self._records[session_id] = (dataclasses.replace(found[0], subscriptions=tuple(uris)), found[1])
+            self._records[session_id] = (found[0]._replace(subscriptions=tuple(uris)), found[1])
         await self.publish("subs", session_id, orjson.dumps(uris).decode())
 
     async def refresh(self, session_ids: list[str], ttl: float) -> list[str]:

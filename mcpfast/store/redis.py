@@ -47,41 +47,47 @@ _CREATE: Final = Script(
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 local n = redis.call('ZCARD', KEYS[1])
 local cap = tonumber(ARGV[2])
+local items = cjson.decode(ARGV[6])
 local out = {}
-for i = 2, #KEYS do
+for i, item in ipairs(items) do
   if n >= cap then
-    out[i - 1] = 0
+    out[i] = 0
   else
-    redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2 * i + 1])
-    redis.call('SET', KEYS[i], ARGV[2 * i + 2], 'PX', ARGV[4])
+    redis.call('ZADD', KEYS[1], ARGV[3], item[1])
+    redis.call('SET', ARGV[5] .. item[1], item[2], 'PX', ARGV[4])
     n = n + 1
-    out[i - 1] = 1
+    out[i] = 1
   end
 end
 return out
 """
 )
 """Sessions made in one round trip: drop members idle past the timeout, then insert each while
-the cap allows (KEYS: the live set, then each record; ARGV: cutoff, cap, now, TTL ms, then
-``id, record`` per session)."""
+the cap allows (KEYS: the live set; ARGV: cutoff, cap, now, TTL ms, the records' key prefix,
+then one JSON array of ``[id, record]`` pairs: one argument however many sessions, so packing
+the command costs one string, not two per session)."""
 
 _DELETE: Final = Script(
     """
 local out = {}
-for i = 3, #ARGV do
-  out[i - 2] = redis.call('DEL', KEYS[2 * i - 4])
-  local streams = redis.call('SMEMBERS', KEYS[2 * i - 3])
+local ids = {}
+for id in string.gmatch(ARGV[5], '%S+') do ids[#ids + 1] = id end
+for i, id in ipairs(ids) do
+  out[i] = redis.call('DEL', ARGV[3] .. id)
+  local index = ARGV[4] .. id
+  local streams = redis.call('SMEMBERS', index)
   for _, key in ipairs(streams) do redis.call('DEL', key) end
-  if #streams > 0 then redis.call('DEL', KEYS[2 * i - 3]) end
+  if #streams > 0 then redis.call('DEL', index) end
 end
-redis.call('ZREM', KEYS[1], unpack(ARGV, 3))
+if #ids > 0 then redis.call('ZREM', KEYS[1], unpack(ids)) end
 redis.call('PUBLISH', ARGV[1], ARGV[2])
 return out
 """
 )
 """Sessions ended in one round trip, with their SSE events, and one message telling every
-process (KEYS: the live set, then record and events index per session; ARGV: channel,
-message, then the ids)."""
+process (KEYS: the live set; ARGV: channel, message, the records' and the events indexes' key
+prefixes, then the ids, space-separated). The keys are named from ARGV, not declared in KEYS:
+mcpfast's store is one Redis (or a primary with replicas), never a cluster."""
 
 _UPDATE: Final = Script(
     """
@@ -146,42 +152,41 @@ class RedisStore:
     def _build_creates(self, items: list[tuple[SessionRecord, int, float]]) -> list[tuple[Command, int, Any]]:
         calls: list[tuple[Command, int, Any]] = []
         now = time.time()
-        order = items  # one call per run of equal (cap, TTL): a transport has one of each
+        records = self._key("")
         at = 0
-        while at < len(order):
-            cap, ttl = order[at][1], order[at][2]
-            group: list[SessionRecord] = []
-            while at < len(order) and order[at][1:] == (cap, ttl) and len(group) < MAX_MERGED:
-                group.append(order[at][0])
-                at += 1
-            keys = [self._live, *(self._key(r.id) for r in group)]
-            args: list[Any] = [now - ttl, cap, now, max(1, int(ttl * 1000))]
-            for r in group:
-                args += (r.id, r.encode())
-            calls.append((_CREATE.call(keys, args), len(group), _booleans))
+        while at < len(items):  # one call per run of equal (cap, TTL): a transport has one of each
+            cap, ttl = items[at][1], items[at][2]
+            end = at
+            while end < len(items) and items[end][1:] == (cap, ttl) and end - at < MAX_MERGED:
+                end += 1
+            group = orjson.dumps([(r.id, r.encode().decode()) for r, _, _ in items[at:end]])
+            args = [now - ttl, cap, now, max(1, int(ttl * 1000)), records, group]
+            calls.append((_CREATE.call([self._live], args), end - at, _booleans))
+            at = end
         return calls
 
     def _build_deletes(self, ids: list[str]) -> list[tuple[Command, int, Any]]:
         calls: list[tuple[Command, int, Any]] = []
+        records, indexes = self._key(""), self.events_index("")
         for at in range(0, len(ids), MAX_MERGED):
             group = ids[at : at + MAX_MERGED]
-            keys = [self._live]
-            for sid in group:
-                keys += (self._key(sid), self.events_index(sid))
-            message = orjson.dumps(("del", " ".join(group), ""))
-            calls.append((_DELETE.call(keys, [self._channel, message, *group]), len(group), _booleans))
+            joined = " ".join(group)
+            message = orjson.dumps(("del", joined, ""))
+            calls.append((_DELETE.call([self._live], [self._channel, message, records, indexes, joined]), len(group), _booleans))
         return calls
 
-    async def create(self, record: SessionRecord, max_sessions: int, ttl: float) -> bool:
-        return bool(await self._creates.add((record, max_sessions, ttl)))
+    def create(self, record: SessionRecord, max_sessions: int, ttl: float) -> asyncio.Future[bool]:
+        """A future (not a coroutine): the transport answers ``initialize`` from its callback."""
+        return self._creates.add((record, max_sessions, ttl))
 
     async def load(self, session_id: str) -> SessionRecord | None:
         (data,) = await self.link.execute(("GET", self._key(session_id)))
         _check(data)
         return None if data is None else SessionRecord.decode(session_id, data)
 
-    async def delete(self, session_id: str) -> bool:
-        return bool(await self._deletes.add(session_id))
+    def delete(self, session_id: str) -> asyncio.Future[bool]:
+        """A future, as ``create``."""
+        return self._deletes.add(session_id)
 
     async def set_level(self, session_id: str, level: str) -> None:
         await self._update(session_id, "l", orjson.dumps(level), ("lvl", session_id, level))

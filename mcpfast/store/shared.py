@@ -37,6 +37,7 @@ from mcpfast import core
 from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import INTERNAL_ERROR
 from mcpfast.store.base import Message, SessionRecord, StoreUnavailable
+from mcpfast.transports.answers import Later, Reply, after, send_reply
 
 if TYPE_CHECKING:
     from mcpfast.store.base import SessionStore
@@ -47,7 +48,6 @@ HttpTransport = Any
 _Session = Any
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-Reply = tuple[int, Any, bytes]
 Deferred = Callable[[Receive, Send], Awaitable[None]]
 
 __all__ = ["SharedSessions"]
@@ -74,6 +74,11 @@ def _is_response(data: bytes) -> bool:
     return not isinstance(decoded, list) and decoded.kind in ("result", "error")
 
 
+def _outcome(msg: Any) -> dict[str, Any]:
+    """A decoded reply's ``result`` or ``error`` member."""
+    return {"result": msg.result} if msg.kind == "result" else {"error": msg.error}
+
+
 async def _all(changes: list[Awaitable[None]]) -> None:
     for change in changes:
         await change
@@ -84,10 +89,18 @@ def _unavailable(rid: Any = None) -> Reply:
     return (503, [*_JSON, (b"retry-after", b"1")], body)
 
 
-async def _send(send: Send, reply: Reply) -> None:
-    status, headers, body = reply
-    await send({"type": "http.response.start", "status": status, "headers": [(b"content-length", str(len(body)).encode()), *headers]})
-    await send({"type": "http.response.body", "body": body})
+_FULL: Final[Reply] = (503, [*_JSON, (b"retry-after", b"1")], core.encode_error(None, INTERNAL_ERROR, "server busy: too many sessions"))
+_ENDED: Final[Reply] = (200, (), b"")
+
+
+def _failed(future: asyncio.Future[Any]) -> bool:
+    """The store could not be reached (a ``StoreUnavailable``; any other failure is logged too)."""
+    if future.cancelled():
+        return True
+    exc = future.exception()
+    if exc is not None and not isinstance(exc, StoreUnavailable):
+        logger.error("session store failure", exc_info=exc)
+    return exc is not None
 
 
 class _ForwardingEvents:
@@ -189,7 +202,9 @@ class SharedSessions:
     # ------------------------------------------------------------ sessions
 
     def _cached(self, sess: _Session) -> None:
-        """Install a session in this process's table, its GET stream offering events to others."""
+        """Install a session in this process's table, its GET stream offering events to others,
+        its engine keeping the replies it cannot place (``forward_strays``)."""
+        sess.conn.session.strays = []
         sess.get.store = _ForwardingEvents(self, self.transport.event_store)  # type: ignore[assignment]
         # POST streams are named by a counter per session; each process starts its own far
         # from the others', so stream names (and event ids) never meet in the shared store.
@@ -202,30 +217,40 @@ class SharedSessions:
             self._subs[sess.id] = frozenset(sess.conn.session.subscriptions)
         self.transport._install(sess)
 
-    def initialize(self, sess: _Session, body: bytes) -> Deferred:
-        """Keep a new session in the store, then answer its ``initialize`` (503 when full or unreachable)."""
+    def initialize(self, sess: _Session, body: bytes) -> Later | Deferred:
+        """Keep a new session in the store, then answer its ``initialize`` (503 when full or unreachable).
+
+        A ``Later`` on the store's answer (no task per handshake), but for this process's very
+        first session, which first asks the store for the process's number."""
+        self._start()
+        if self._request_base >= 0:
+            return self._create(sess, body)
+
+        async def numbered_first(receive: Receive, send: Send) -> None:
+            try:
+                await self._numbered()
+            except StoreUnavailable:
+                self.transport._finish(sess.conn.close_now())
+                await send_reply(send, *_unavailable())
+                return
+            await self._create(sess, body)(receive, send)
+
+        return numbered_first
+
+    def _create(self, sess: _Session, body: bytes) -> Later:
         transport = self.transport
         engine = sess.conn.session
         record = SessionRecord(sess.id, engine.version or "", engine.client_capabilities, engine.client_info, sess.principal, time.time())
 
-        async def deferred(receive: Receive, send: Send) -> None:
-            self._start()
-            try:
-                await self._numbered()
-                kept = await self.store.create(record, transport.max_sessions, transport.session_idle_timeout)
-            except StoreUnavailable:
+        def then(kept: asyncio.Future[bool]) -> Reply:
+            failed = _failed(kept)
+            if failed or not kept.result():
                 transport._finish(sess.conn.close_now())
-                await _send(send, _unavailable())
-                return
-            if not kept:
-                transport._finish(sess.conn.close_now())
-                busy = core.encode_error(None, INTERNAL_ERROR, "server busy: too many sessions")
-                await _send(send, (503, [*_JSON, (b"retry-after", b"1")], busy))
-                return
+                return _unavailable() if failed else _FULL
             self._cached(sess)
-            await _send(send, (200, [(b"mcp-session-id", sess.id.encode()), *_JSON], body))
+            return (200, [(b"mcp-session-id", sess.id.encode()), *_JSON], body)
 
-        return deferred
+        return Later(asyncio.ensure_future(self.store.create(record, transport.max_sessions, transport.session_idle_timeout)), then)
 
     def prepare(self, method: str, headers: dict[bytes, bytes], body: bytes, principal: str | None) -> Deferred | None:
         """``None`` when the request needs nothing from the store (the hot path: a cached
@@ -255,7 +280,7 @@ class SharedSessions:
                 if last is not None and self.events is not None and session_id in self.transport.sessions:
                     await self.events.prefetch(session_id, last.decode("latin-1"))
             except StoreUnavailable:
-                await _send(send, _unavailable())
+                await send_reply(send, *_unavailable())
                 return
             self._looked_up = session_id  # then() comes back through prepare: do not look again
             try:
@@ -263,7 +288,7 @@ class SharedSessions:
             finally:
                 self._looked_up = None
             if type(outcome) is tuple:
-                await _send(send, outcome)
+                await send_reply(send, *outcome)
             else:
                 await outcome(receive, send)
 
@@ -318,21 +343,19 @@ class SharedSessions:
         conn.session.records_to_send()  # the replayed handshake's answers: nobody's to read
         return sess
 
-    def delete(self, sess: _Session) -> Deferred:
-        """DELETE: end the session in the store, which tells every process (this one included)."""
+    def delete(self, sess: _Session) -> Later:
+        """DELETE: end the session in the store (with its SSE events), which tells every process,
+        then here; answered once its handlers here wound down."""
 
-        async def deferred(receive: Receive, send: Send) -> None:
-            try:
-                await self.store.delete(sess.id)  # with its SSE events
-            except StoreUnavailable:
-                await _send(send, _unavailable())
-                return
+        def then(deleted: asyncio.Future[bool]) -> Reply | Later:
+            if _failed(deleted):
+                return _unavailable()
             tasks = self._end_here(sess.id)
             if tasks:
-                await asyncio.gather(*tasks, return_exceptions=True)
-            await _send(send, (200, (), b""))
+                return after(asyncio.gather(*tasks, return_exceptions=True), _ENDED)
+            return _ENDED
 
-        return deferred
+        return Later(asyncio.ensure_future(self.store.delete(sess.id)), then)
 
     def _end_here(self, session_id: str) -> list[asyncio.Task[Any]]:
         self._levels.pop(session_id, None)
@@ -340,22 +363,22 @@ class SharedSessions:
         sess = self.transport.sessions.get(session_id)
         return self.transport._end_session_now(sess) if sess is not None else []
 
-    def after_post(self, sess: _Session, body: bytes) -> Awaitable[None] | None:
+    def after_post(self, sess: _Session) -> Awaitable[None] | None:
         """A ``logging/setLevel`` or a ``resources/(un)subscribe`` served here goes to the store
         (and so to every process: a resource update noticed anywhere reaches the subscriber).
-        Returns what to await before the request is answered (``None``: nothing changed), so
-        once the client has its answer every process sees the change."""
+        The transport asks only when the engine's ``changes`` moved. Returns what to await
+        before the request is answered (``None``: nothing changed), so once the client has its
+        answer every process sees the change."""
         engine = sess.conn.session
         level = engine.log_level
         changes: list[Awaitable[None]] = []
         if level != self._levels.get(sess.id) and level is not None:
             self._levels[sess.id] = level
             changes.append(self.store.set_level(sess.id, level))
-        if b"subscribe" in body:  # cheap test first: only these requests change subscriptions
-            subs = frozenset(engine.subscriptions)
-            if subs != self._subs.get(sess.id, frozenset()):
-                self._subs[sess.id] = subs
-                changes.append(self.store.set_subscriptions(sess.id, sorted(subs)))
+        subs = frozenset(engine.subscriptions)
+        if subs != self._subs.get(sess.id, frozenset()):
+            self._subs[sess.id] = subs
+            changes.append(self.store.set_subscriptions(sess.id, sorted(subs)))
         if not changes:
             return None
         return changes[0] if len(changes) == 1 else _all(changes)
@@ -370,26 +393,24 @@ class SharedSessions:
             except StoreUnavailable as exc:
                 logger.warning("a session change is not shared: %s", exc)
             if type(answer) is tuple:
-                await _send(send, answer)
+                await send_reply(send, *answer)
             else:
                 await answer(receive, send)  # type: ignore[operator]
 
         return deferred
 
-    def forward_reply(self, sess: _Session, body: bytes) -> bool:
-        """Pass on a client's reply to a request this process did not send (True when passed on)."""
-        if b'"result"' not in body and b'"error"' not in body:
-            return False  # not a response (cheap test; a request that mentions them is decoded once more)
-        try:
-            decoded = core.decode(body)
-        except core.JsonRpcError:
-            return False
-        if isinstance(decoded, list) or decoded.kind not in ("result", "error"):
-            return False
-        if decoded.id in sess.conn.session.pending_requests():
-            return False
-        self._spawn(self.store.publish("reply", sess.id, self.origin + body.decode()))
-        return True
+    def forward_strays(self, sess: _Session, body: bytes) -> None:
+        """Pass on the replies the engine kept as not its own (``ServerSession.strays``): each
+        answers a request another process sent, and goes to that process (the whole body when
+        it was that one reply, each re-encoded when it came in a batch)."""
+        engine = sess.conn.session
+        strays, engine.strays = engine.strays, []
+        if len(strays) == 1 and body.lstrip()[:1] != b"[":
+            payloads = [body]
+        else:
+            payloads = [orjson.dumps({"jsonrpc": "2.0", "id": msg.id, **_outcome(msg)}) for msg in strays]
+        for payload in payloads:
+            self._spawn(self.store.publish("reply", sess.id, self.origin + payload.decode()))
 
     # ------------------------------------------------------------ resumed streams
 

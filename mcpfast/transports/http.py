@@ -44,6 +44,7 @@ from mcpfast.protocol.host import HostRules, absolute_form
 from mcpfast.protocol.http import DEFAULT_MAX_BODY, DEFAULT_MAX_HEAD
 from mcpfast.protocol.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, STATELESS_VERSIONS, V2025_11_25, supports
+from mcpfast.transports.answers import Reply, after, send_reply
 from mcpfast.transports.event_store import EventStore, MemoryEventStore
 from mcpfast.transports.http_routing import Stream, connect
 
@@ -82,12 +83,12 @@ LEGACY_NOT_SHARED: Final = (
 (``--store redis://…``): the legacy transport's answers travel on the ``/sse`` stream, which
 only its process can write, so its sessions stay on that process."""
 _JSON: Final = ((b"content-type", b"application/json"),)  # shared: a tuple, so the server renders it once
-Reply = tuple[int, list[tuple[bytes, bytes]] | tuple[tuple[bytes, bytes], ...], bytes]
-"""``(status, headers, body)``: a whole HTTP answer (``content-length`` is the server's to add)."""
 Deferred = Callable[[Receive, Send], Awaitable[None]]
 """An answer that streams or waits: run with the request's ASGI ``receive`` and ``send``."""
 _ACCEPTED: Final[Reply] = (202, (), b"")
 _OK_EMPTY: Final[Reply] = (200, (), b"")
+
+
 _SSE_HEADERS: Final = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache, no-transform"),
@@ -131,12 +132,6 @@ def _reply(status: int, body: bytes = b"", headers: Iterable[tuple[bytes, bytes]
     if body and not any(k == b"content-type" for k, _ in hdrs):
         hdrs.extend(_JSON)
     return (status, hdrs, body)
-
-
-async def _send_simple(send: Send, status: int, headers: Iterable[tuple[bytes, bytes]] = (), body: bytes = b"") -> None:
-    """Send a whole ``(status, headers, body)`` reply over ASGI."""
-    await send({"type": "http.response.start", "status": status, "headers": [(b"content-length", str(len(body)).encode()), *headers]})
-    await send({"type": "http.response.body", "body": body})
 
 
 class HttpTransport:
@@ -235,7 +230,7 @@ class HttpTransport:
                 else:
                     headers[key] = value
             if size > DEFAULT_MAX_HEAD:  # the native server refuses these while they arrive; others may not
-                await _send_simple(send, *_reply(431, _error_body(INVALID_REQUEST, "request head too large")))
+                await send_reply(send, *_reply(431, _error_body(INVALID_REQUEST, "request head too large")))
                 return
             if path[:1] != "/":  # an absolute-form target, as an ASGI server may pass it on
                 split = absolute_form(path.encode("latin-1"))
@@ -250,12 +245,12 @@ class HttpTransport:
                 except _Disconnected:
                     return
                 if type(read) is tuple:
-                    await _send_simple(send, *read)
+                    await send_reply(send, *read)
                     return
                 body = read  # type: ignore[assignment]
             outcome = self.handle(method, path, scope.get("query_string", b""), headers, body, root)
             if type(outcome) is tuple:
-                await _send_simple(send, *outcome)
+                await send_reply(send, *outcome)
             else:
                 await outcome(receive, send)  # type: ignore[operator]
         elif kind == "lifespan":
@@ -340,11 +335,11 @@ class HttpTransport:
         async def deferred(receive: Receive, send: Send) -> None:
             outcome = await auth.check(headers.get(b"authorization"))
             if isinstance(outcome, tuple):
-                await _send_simple(send, *outcome)
+                await send_reply(send, *outcome)
                 return
             result = then(outcome.subject)
             if type(result) is tuple:
-                await _send_simple(send, *result)
+                await send_reply(send, *result)
             else:
                 await result(receive, send)  # type: ignore[operator]
 
@@ -366,10 +361,13 @@ class HttpTransport:
                         {"supported": [*HANDSHAKE_VERSIONS, *STATELESS_VERSIONS]},
                     ),
                 )
-        if self.shared is not None and version not in _STATELESS:  # a session cached elsewhere: load it first
-            loading = self.shared.prepare(method, headers, body, principal)
-            if loading is not None:
-                return loading
+        shared = self.shared
+        if shared is not None and version not in _STATELESS:  # a session cached elsewhere: load it first
+            raw = headers.get(b"mcp-session-id")  # (held here, and no stream to resume: nothing to load)
+            if raw is not None and (method == "GET" or raw.decode("latin-1") not in self.sessions):
+                loading = shared.prepare(method, headers, body, principal)
+                if loading is not None:
+                    return loading
         if method == "POST":
             return self._post(headers, body, version, principal)
         if method == "GET":
@@ -487,18 +485,21 @@ class HttpTransport:
     def _post_session(self, sess: _Session, body: bytes) -> Reply | Deferred:
         conn = sess.conn
         shared = self.shared
-        if shared is not None and shared.forward_reply(sess, body):
-            return _ACCEPTED  # a reply for a request another process sent: passed on to it
         stream = Stream()
+        engine = conn.session
+        changes = engine.changes
         try:
             conn.feed(body, stream)
         except Exception:
             logger.exception("unexpected failure handling a POST")
             return _reply(500, _error_body(INTERNAL_ERROR, "internal error"))
-        if shared is not None:
-            stored = shared.after_post(sess, body)
-            if stored is not None:  # a change every process must see first (mcpfast/store/shared.py)
-                return shared.after_stored(stored, self._post_answer(sess, stream))
+        if shared is not None:  # mcpfast/store/shared.py
+            if engine.strays:  # replies to requests another process sent: passed on to it
+                shared.forward_strays(sess, body)
+            if engine.changes != changes:  # a change every process must see before the answer
+                stored = shared.after_post(sess)
+                if stored is not None:
+                    return shared.after_stored(stored, self._post_answer(sess, stream))
         return self._post_answer(sess, stream)
 
     def _post_answer(self, sess: _Session, stream: Stream) -> Reply | Deferred:
@@ -544,7 +545,7 @@ class HttpTransport:
                 data = stream.buf.pop(0)
                 # a 2026 reply's status follows its error code, whether it came at once or later
                 status = _session_status(stream.answer) if conn is None else _modern_status(stream.answer)
-                await _send_simple(send, status, [*headers, *_JSON], data)
+                await send_reply(send, status, [*headers, *_JSON], data)
                 return
             # Otherwise SSE, also for a request that ends without an answer (cancelled: the
             # server sends none, and a request is answered with JSON or a stream, never 202).
@@ -665,12 +666,7 @@ class HttpTransport:
         tasks = self._end_session_now(sess)
         if not tasks:
             return _OK_EMPTY
-
-        async def deferred(receive: Receive, send: Send) -> None:
-            await asyncio.gather(*tasks, return_exceptions=True)
-            await _send_simple(send, 200)
-
-        return deferred
+        return after(asyncio.gather(*tasks, return_exceptions=True), _OK_EMPTY)  # answered once its handlers wound down
 
     def _end_session_now(self, sess: _Session) -> list[asyncio.Task[Any]]:
         """End a session at once; returns the handler tasks still winding down (cancelled)."""

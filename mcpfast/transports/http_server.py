@@ -3,7 +3,9 @@
 ``HttpTransport.handle`` answers most MCP requests at once with ``(status, headers, body)``: a
 sync tool's JSON reply, 202 for a notification, every error. This server parses a request,
 calls ``handle`` and writes the whole answer in one ``write``: no scope dict, no
-receive/send coroutines, no task. Answers that stream or wait (SSE, the GET stream, an
+receive/send coroutines, no task. A reply that waits for one future (a session kept in a
+shared store, ``mcpfast.transports.answers.Later``) is written from that future's callback,
+still without a task. Answers that stream or wait otherwise (SSE, the GET stream, an
 ``async`` tool) come back as an async callable and run as a task with an ASGI-style
 ``receive``/``send`` pair, so the same code serves them under this server and under any ASGI
 server. Any other ASGI application (a Starlette app with mcpfast mounted in it, a test
@@ -29,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import functools
 import gc
 import logging
 import signal
@@ -44,6 +47,7 @@ from mcpfast import core
 from mcpfast.protocol import http as wire
 from mcpfast.protocol.host import absolute_form
 from mcpfast.protocol.http import DEFAULT_MAX_BODY, DEFAULT_MAX_HEAD
+from mcpfast.transports.answers import Later
 
 __all__ = ["DEFAULT_HEAD_TIMEOUT", "DEFAULT_MAX_BODY", "DEFAULT_MAX_CONNECTIONS", "DEFAULT_MAX_HEAD", "HttpServer", "serve"]
 
@@ -192,7 +196,7 @@ class _Connection(asyncio.Protocol):
         self.head_started: float | None = None  # when the incomplete head's first bytes came
         self.continued = False  # ``100 Continue`` sent for the incomplete request
         self.closing = False
-        self.busy: asyncio.Task[None] | None = None
+        self.busy: asyncio.Task[None] | Later | None = None
         self.queue: deque[Incoming | _Failure] = deque()
         self.ended = False  # a request was refused: nothing more is read from this connection
         self.last_active = time.monotonic()
@@ -374,6 +378,10 @@ class _Connection(asyncio.Protocol):
                     if not keep_alive:
                         self._close()
                 return
+            if type(outcome) is Later:  # one reply once a future is done: written from its callback
+                self.busy = outcome
+                outcome.listen(functools.partial(self._later, keep_alive))
+                return
             runner = outcome
         else:
             runner = None
@@ -402,7 +410,19 @@ class _Connection(asyncio.Protocol):
                 self.transport.write(_render(500, [(b"content-type", b"text/plain")], b"no response", False))
             self._close()
             return
-        if not request.keep_alive:
+        self._next(request.keep_alive)
+
+    def _later(self, keep_alive: bool, reply: tuple[int, Any, bytes]) -> None:
+        """A ``Later``'s reply is known: write it, then go on with the requests behind it."""
+        self.busy = None
+        if not self.closing and self.transport is not None:
+            status, headers, body = reply
+            self.transport.write(_render(status, headers, body, keep_alive))
+        self._next(keep_alive)
+
+    def _next(self, keep_alive: bool) -> None:
+        """An answer ended: close if it said so, else answer the requests pipelined behind it."""
+        if not keep_alive:
             self._close()
             return
         self.last_active = time.monotonic()

@@ -598,3 +598,32 @@ def test_url_elicitation_refused(version: str, caps: dict[str, Any]) -> None:
         s.url_elicitation_required([{"message": "m", "url": "https://x", "elicitationId": "e"}])
     form_ok = s.send_request("elicitation/create", {"message": "m", "requestedSchema": {"type": "object", "properties": {}}})
     assert form_ok == 0
+
+
+def test_replies_to_requests_it_did_not_send_are_kept_only_when_asked() -> None:
+    s = make()
+    init(s, caps={"roots": {}})
+    rid = s.send_request("roots/list")
+    s.data_to_send()
+    events, _ = send(s, {"jsonrpc": "2.0", "id": 999, "result": {"roots": []}})
+    assert events == [] and s.strays is None  # nobody asked: dropped, as before
+    s.strays = []  # a shared store asks (mcpfast.store.shared)
+    send(s, {"jsonrpc": "2.0", "id": 998, "error": {"code": -1, "message": "elsewhere"}})
+    events, _ = send(s, {"jsonrpc": "2.0", "id": rid, "result": {"roots": []}})  # its own: not a stray
+    assert [e.request_id for e in events] == [rid]
+    assert [(m.id, m.kind, m.error) for m in s.strays] == [(998, "error", {"code": -1, "message": "elsewhere"})]
+
+
+def test_changes_counts_what_other_processes_must_be_told() -> None:
+    s = make()
+    init(s)
+    before = s.changes
+    send(s, request(1, "tools/list"))
+    assert s.changes == before  # a request that changes nothing shared
+    send(s, request(2, "logging/setLevel", {"level": "debug"}))
+    assert s.changes == before + 1 and s.log_level == "debug"
+    send(s, request(3, "logging/setLevel", {"level": "loud"}))  # refused: nothing changed
+    assert s.changes == before + 1
+    s.subscribe("file:///a")
+    s.unsubscribe("file:///a")
+    assert s.changes == before + 3

@@ -75,6 +75,34 @@ def test_elicitation_answer_crosses_over(servers) -> None:  # noqa: ANN001
     assert "ada@example.test" in final["result"]["content"][0]["text"]
 
 
+def test_sampling_answer_inside_a_batch_crosses_over(servers) -> None:  # noqa: ANN001
+    # 2025-03-26 still has JSON-RPC batches: the answer arrives on b inside a batch with a ping,
+    # which b answers itself while the answer goes on to a, the process that asked.
+    a, b = servers(2)
+    old = {"mcp-protocol-version": "2025-03-26"}
+    client = a.client()
+    init = client.request_body(
+        "initialize", {"protocolVersion": "2025-03-26", "capabilities": {"sampling": {}}, "clientInfo": {"name": "t", "version": "1"}}
+    )
+    status, headers, data = client.raw("POST", init, old)
+    assert status == 200 and json.loads(data)["result"]["protocolVersion"] == "2025-03-26"
+    client.session = headers["mcp-session-id"]
+    assert client.raw("POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, old)[0] == 202
+    status, stream = client.open("POST", client.request_body("tools/call", {"name": "test_sampling", "arguments": {"prompt": "hi"}}), old)
+    assert status == 200 and not isinstance(stream, bytes), (status, stream)
+    _, ask = stream.message()
+    assert ask["method"] == "sampling/createMessage"
+    on_b = client.on(b.port)
+    ping = on_b.request_body("ping")
+    sampled = {"role": "assistant", "content": {"type": "text", "text": "from grace"}, "model": "m", "stopReason": "endTurn"}
+    status, _, data = on_b.raw("POST", [{"jsonrpc": "2.0", "id": ask["id"], "result": sampled}, ping], old)
+    assert status == 200, data
+    assert [r["id"] for r in json.loads(data)] == [ping["id"]]  # b answered its own part
+    _, final = stream.message()
+    stream.close()
+    assert "from grace" in final["result"]["content"][0]["text"]
+
+
 def test_get_stream_notification_crosses_over(servers) -> None:  # noqa: ANN001
     a, b = servers(2)
     client = a.client()

@@ -1,0 +1,115 @@
+"""What the HTTP transport's ``handle`` may return besides a reply tuple, and how it is sent.
+
+``HttpTransport.handle`` answers a request with one of:
+
+* a **reply** ``(status, headers, body)``, known at once (most requests);
+* a **deferred** answer: an async callable ``(receive, send)`` run with the request's ASGI
+  channels (streams, handlers that wait);
+* a ``Later``: one reply, known once a future is done (a session kept in, or ended in, a
+  shared store). It is also a deferred answer (calling it sends the reply over ASGI), so every
+  runner and every wrapper that runs deferred answers takes it unchanged; the native HTTP
+  server instead writes the reply from the future's callback: no task, no ASGI messages.
+
+This module does no I/O of its own and imports nothing of the transport's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Final, Union
+
+__all__ = ["Later", "Reply", "after", "send_reply"]
+
+logger = logging.getLogger("mcpfast.transports.http")
+
+Reply = tuple[int, list[tuple[bytes, bytes]] | tuple[tuple[bytes, bytes], ...], bytes]
+"""``(status, headers, body)``: a whole HTTP answer (``content-length`` is the server's to add)."""
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+
+_FAILED: Final[Reply] = (500, ((b"content-type", b"text/plain"),), b"internal error")
+
+
+async def send_reply(send: Send, status: int, headers: Iterable[tuple[bytes, bytes]] = (), body: bytes = b"") -> None:
+    """Send a whole ``(status, headers, body)`` reply over ASGI."""
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-length", str(len(body)).encode()), *headers]})
+    await send({"type": "http.response.body", "body": body})
+
+
+Then = Callable[["asyncio.Future[Any]"], Union[Reply, "Later"]]
+
+
+class Later:
+    """A reply known once ``future`` is done: ``then(future)`` makes it.
+
+    ``then`` runs as the future's done callback whether or not anyone still waits for the
+    answer (a client that went away), so what it does besides making the reply (caching a
+    session, ending one) always happens. It may return another ``Later`` (a second wait, e.g.
+    handler tasks winding down), whose reply is then the answer. An exception in ``then`` is
+    logged and answered 500.
+    """
+
+    __slots__ = ("_listener", "_reply", "_then")
+
+    def __init__(self, future: asyncio.Future[Any], then: Then) -> None:
+        self._then = then
+        self._reply: Reply | None = None
+        self._listener: Callable[[Reply], None] | None = None
+        future.add_done_callback(self._done)
+
+    def _done(self, future: asyncio.Future[Any]) -> None:
+        try:
+            outcome = self._then(future)
+        except Exception:
+            logger.exception("a deferred reply failed")
+            outcome = _FAILED
+        if type(outcome) is Later:
+            outcome.listen(self._resolve)
+        else:
+            self._resolve(outcome)  # type: ignore[arg-type]
+
+    def _resolve(self, reply: Reply) -> None:
+        self._reply = reply
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener(reply)
+
+    @property
+    def reply(self) -> Reply | None:
+        """The reply, once known."""
+        return self._reply
+
+    def listen(self, callback: Callable[[Reply], None]) -> None:
+        """Call ``callback(reply)`` once the reply is known (now, if it is); one listener at a time."""
+        if self._reply is not None:
+            callback(self._reply)
+        else:
+            self._listener = callback
+
+    def cancel(self) -> None:
+        """Nobody waits any more (the connection is closing): the reply, when made, goes nowhere."""
+        self._listener = None
+
+    def __call__(self, receive: Receive, send: Send) -> Awaitable[None]:
+        """Wait for the reply and send it over ASGI (a deferred answer's signature)."""
+        return self._send(send)
+
+    async def _send(self, send: Send) -> None:
+        reply = self._reply
+        if reply is None:
+            waiter: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+
+            def wake(made: Reply) -> None:
+                if not waiter.done():  # a waiter cancelled meanwhile (the client went away)
+                    waiter.set_result(made)
+
+            self.listen(wake)
+            reply = await waiter
+        await send_reply(send, *reply)
+
+
+def after(future: asyncio.Future[Any], reply: Reply) -> Later:
+    """``reply`` once ``future`` is done, whatever its outcome (e.g. cancelled handlers wound down)."""
+    return Later(future, lambda _: reply)
