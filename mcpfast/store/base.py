@@ -5,7 +5,7 @@ negotiated, who it is bound to, when it began. Records do not change afterwards 
 level (``logging/setLevel``), the resource subscriptions and the last-seen time, which stores batch (``refresh``). A store
 also carries small messages between the processes that share it (``publish``/``subscribe``):
 a session ended, a client's reply for a request another process sent, a notification for a
-GET stream another process holds.
+GET stream another process holds, a 2024-11-05 POST for the process holding its SSE stream.
 """
 
 from __future__ import annotations
@@ -99,6 +99,20 @@ class SessionStore(Protocol):
 
     async def publish(self, kind: str, session_id: str, payload: str = "") -> None:
         """Send a message to every process of this store (this one included)."""
+        ...
+
+    async def keep_legacy(self, sessions: list[tuple[str, str | None]], ttl: float) -> None:
+        """2024-11-05 HTTP+SSE sessions ``(id, principal)`` this process holds, for ``ttl`` more
+        seconds: their answers go out on the ``/sse`` stream open here, so the other processes
+        only need to know they exist (``legacy_principal``) to pass their POSTs on."""
+        ...
+
+    async def legacy_principal(self, session_id: str) -> tuple[str | None] | None:
+        """``(principal,)`` of a 2024-11-05 session some process holds, or ``None``."""
+        ...
+
+    async def end_legacy(self, session_id: str) -> None:
+        """A 2024-11-05 session's stream ended (its session with it)."""
         ...
 
     def subscribe(self, callback: Callable[[Message], None], on_reconnect: Callable[[], None]) -> None:

@@ -24,6 +24,7 @@ class MemoryStore:
         self.errors = 0
         self._records: dict[str, tuple[SessionRecord, float]] = {}
         self._subscribers: list[Callable[[Message], None]] = []
+        self._legacy: dict[str, tuple[str | None, float]] = {}
 
     def _live(self) -> dict[str, tuple[SessionRecord, float]]:
         now = time.monotonic()
@@ -87,6 +88,21 @@ class MemoryStore:
 
     def subscribe(self, callback: Callable[[Message], None], on_reconnect: Callable[[], None]) -> None:
         self._subscribers.append(callback)
+
+    async def keep_legacy(self, sessions: list[tuple[str, str | None]], ttl: float) -> None:
+        self.ops += 1
+        deadline = time.monotonic() + ttl
+        for sid, principal in sessions:
+            self._legacy[sid] = (principal, deadline)
+
+    async def legacy_principal(self, session_id: str) -> tuple[str | None] | None:
+        self.ops += 1
+        found = self._legacy.get(session_id)
+        return (found[0],) if found is not None and found[1] > time.monotonic() else None
+
+    async def end_legacy(self, session_id: str) -> None:
+        self.ops += 1
+        self._legacy.pop(session_id, None)
 
     async def process_number(self) -> int:
         return 0

@@ -7,6 +7,8 @@ Keys (``prefix`` defaults to ``mcpfast:``):
   counts it; members idle past the timeout are dropped when a session is created).
 * ``<prefix>secret``: the key that seals 2026 ``requestState`` (made once, by the first process).
 * ``<prefix>procs``: a counter numbering processes (their ranges of request ids to clients).
+* ``<prefix>l:<id>``: a 2024-11-05 HTTP+SSE session held by some process (``[principal]``),
+  expiring unless that process keeps it while its ``/sse`` stream is open.
 * channel ``<prefix>bus``: messages between processes (``SessionStore.publish``).
 
 Every command goes through one ``RedisLink`` (redis-py's connection and hiredis parser,
@@ -216,6 +218,24 @@ class RedisStore:
     async def publish(self, kind: str, session_id: str, payload: str = "") -> None:
         (sent,) = await self.link.execute(("PUBLISH", self._channel, orjson.dumps((kind, session_id, payload))))
         _check(sent)
+
+    def _legacy_key(self, session_id: str) -> str:
+        return f"{self.prefix}l:{session_id}"
+
+    async def keep_legacy(self, sessions: list[tuple[str, str | None]], ttl: float) -> None:
+        ms = max(1, int(ttl * 1000))
+        commands: list[Command] = [("SET", self._legacy_key(sid), orjson.dumps([principal]), "PX", ms) for sid, principal in sessions]
+        for r in await self.link.execute(*commands):
+            _check(r)
+
+    async def legacy_principal(self, session_id: str) -> tuple[str | None] | None:
+        (data,) = await self.link.execute(("GET", self._legacy_key(session_id)))
+        _check(data)
+        return None if data is None else (orjson.loads(data)[0],)
+
+    async def end_legacy(self, session_id: str) -> None:
+        (done,) = await self.link.execute(("DEL", self._legacy_key(session_id)))
+        _check(done)
 
     async def process_number(self) -> int:
         """Counted in ``<prefix>procs`` (``INCR``): unique among every process this store served."""

@@ -16,7 +16,9 @@ transport keeps serving from its own session table (the per-process cache); this
 * keeps SSE events in the store's event store, so a stream resumes (``Last-Event-ID``) on any
   process: the events a GET resumes are fetched before the transport's sync replay reads them;
 * passes a client's reply to a server-to-client request on to the process that sent it, and
-  a notification for the session's GET stream to the process whose GET stream is open.
+  a notification for the session's GET stream to the process whose GET stream is open;
+* passes a 2024-11-05 ``/messages`` POST on to the process holding that session's ``/sse``
+  stream (the only place its answers can go out), which the store knows while it is open.
 
 On the hot path (a request for a cached session) nothing here makes a round trip.
 """
@@ -89,6 +91,8 @@ def _unavailable(rid: Any = None) -> Reply:
     return (503, [*_JSON, (b"retry-after", b"1")], body)
 
 
+_LEGACY_ACCEPTED: Final[Reply] = (202, ((b"content-type", b"text/plain"),), b"Accepted")
+_LEGACY_NOT_FOUND: Final[Reply] = (404, _JSON, core.encode_error(None, -32600, "session not found"))
 _FULL: Final[Reply] = (503, [*_JSON, (b"retry-after", b"1")], core.encode_error(None, INTERNAL_ERROR, "server busy: too many sessions"))
 _ENDED: Final[Reply] = (200, (), b"")
 
@@ -412,6 +416,43 @@ class SharedSessions:
         for payload in payloads:
             self._spawn(self.store.publish("reply", sess.id, self.origin + payload.decode()))
 
+    # ------------------------------------------------------------ 2024-11-05 HTTP+SSE
+
+    async def legacy_opened(self, sess: _Session) -> None:
+        """A 2024-11-05 ``/sse`` stream opened here: the store learns its session exists (and
+        keeps learning it at each flush while the stream is open), so a ``/messages`` POST that
+        lands on another process is passed on to this one, where the answers go out. Awaited
+        before the client is told its endpoint, so no POST can arrive anywhere first."""
+        self._start()
+        try:
+            await self.store.keep_legacy([(sess.id, sess.principal)], self.transport.session_idle_timeout)
+        except StoreUnavailable as exc:  # served here all the same; other processes learn it at a flush
+            logger.warning("a 2024-11-05 session is not shared yet: %s", exc)
+
+    def legacy_closed(self, session_id: str) -> None:
+        if not self._closing:
+            self._spawn(self.store.end_legacy(session_id))
+
+    def legacy_post(self, session_id: str, principal: str | None, body: bytes) -> Deferred:
+        """A ``/messages`` POST for a 2024-11-05 session held by another process: passed on to
+        it (202 once sent; 404 when no process holds it for this principal; 503 without a store)."""
+
+        async def deferred(receive: Receive, send: Send) -> None:
+            self._start()
+            try:
+                found = await self.store.legacy_principal(session_id)
+                if found is not None and found[0] == principal:
+                    await self.store.publish("legacy", session_id, self.origin + body.decode("utf-8", "replace"))
+            except StoreUnavailable:
+                await send_reply(send, *_unavailable())
+                return
+            if found is None or found[0] != principal:
+                await send_reply(send, *_LEGACY_NOT_FOUND)
+                return
+            await send_reply(send, *_LEGACY_ACCEPTED)
+
+        return deferred
+
     # ------------------------------------------------------------ resumed streams
 
     def follow(self, sess: _Session, key: str, last_event_id: str, replayed: list[tuple[str, bytes]]) -> Any:
@@ -490,6 +531,14 @@ class SharedSessions:
         origin, _, data = payload.partition(":")
         if origin + ":" == self.origin:
             return
+        if kind == "legacy":
+            if sess.legacy:  # a POST another process took for this session's /sse stream here
+                sess.last_seen = time.monotonic()
+                try:
+                    sess.conn.feed(data.encode())
+                except Exception:
+                    logger.exception("unexpected failure handling a passed-on POST")
+            return
         if kind == "reply":
             raw = data.encode()
             decoded = core.decode(raw)
@@ -522,10 +571,17 @@ class SharedSessions:
         cutoff = time.monotonic() - self.flush_period * 1.5
         sessions = self.transport.sessions
         seen = [sid for sid, s in sessions.items() if not s.legacy and (s.last_seen >= cutoff or sid in self._verify)]
+        legacy = [(sid, s.principal) for sid, s in sessions.items() if s.legacy and s.get.attached]
         for sid in [s for s in self._levels if s not in sessions]:
             del self._levels[sid]
         for sid in [s for s in self._subs if s not in sessions]:
             del self._subs[sid]
+        if legacy:  # their /sse streams are open here: still held
+            self.flushes += 1
+            try:
+                await self.store.keep_legacy(legacy, self.transport.session_idle_timeout)
+            except StoreUnavailable:
+                pass  # the next flush tries again
         if not seen:
             return
         self.flushes += 1

@@ -74,14 +74,6 @@ def _session_status(answer: Outgoing | None) -> int:
     return 400 if answer is not None and answer.kind == ERROR and answer.request_id is None else 200
 
 
-LEGACY_NOT_SHARED: Final = (
-    "session not found here: 2024-11-05 HTTP+SSE sessions are not shared between processes (each lives on "
-    "the process holding its /sse stream, whose answers go on that stream); send /messages to that process "
-    "(sticky routing) or use Streamable HTTP"
-)
-"""The 404 of ``/messages`` for a session this process does not hold, when sessions are shared
-(``--store redis://…``): the legacy transport's answers travel on the ``/sse`` stream, which
-only its process can write, so its sessions stay on that process."""
 _JSON: Final = ((b"content-type", b"application/json"),)  # shared: a tuple, so the server renders it once
 Deferred = Callable[[Receive, Send], Awaitable[None]]
 """An answer that streams or waits: run with the request's ASGI ``receive`` and ``send``."""
@@ -728,28 +720,35 @@ class HttpTransport:
         sess = _Session(session_id, conn, stream, principal, legacy=True)
         self.sessions[session_id] = sess
         self._ensure_reaper()
+        shared = self.shared
         endpoint = f"{root}{self.messages_path}?session_id={session_id}"
         watch = asyncio.ensure_future(_wait_disconnect(receive))
         try:
+            if shared is not None:  # POSTs landing on other processes come here (mcpfast/store/shared.py)
+                await shared.legacy_opened(sess)
             await send({"type": "http.response.start", "status": 200, "headers": list(_SSE_HEADERS)})
             await send({"type": "http.response.body", "body": _SSE.encode(endpoint, event="endpoint"), "more_body": True})
             await self._stream_sse(stream, sess, send, watch, (), started=True)
         finally:
             watch.cancel()
             await self._end_session(sess)
+            if shared is not None:
+                shared.legacy_closed(session_id)
 
-    def _legacy_post(self, query: bytes, headers: dict[bytes, bytes], body: bytes, principal: str | None) -> Reply:
+    def _legacy_post(self, query: bytes, headers: dict[bytes, bytes], body: bytes, principal: str | None) -> Reply | Deferred:
         parsed = parse_qs(query.decode("latin-1"))
         session_id = (parsed.get("session_id") or [""])[0]
         sess = self.sessions.get(session_id)
         if not session_id:
             return _reply(400, _error_body(INVALID_REQUEST, "missing session_id"))
-        if sess is None or not sess.legacy or sess.principal != principal:
-            if self.shared is not None and sess is None:
-                return _reply(404, _error_body(INVALID_REQUEST, LEGACY_NOT_SHARED))
+        if sess is not None and (not sess.legacy or sess.principal != principal):
             return _reply(404, _error_body(INVALID_REQUEST, "session not found"))
         if not wire.is_json(headers.get(b"content-type")):
             return _reply(415, _error_body(INVALID_REQUEST, "Content-Type must be application/json"))
+        if sess is None:
+            if self.shared is not None:  # its /sse stream may be open on another process: passed on there
+                return self.shared.legacy_post(session_id, principal, body)
+            return _reply(404, _error_body(INVALID_REQUEST, "session not found"))
         sess.last_seen = time.monotonic()
         try:
             sess.conn.feed(body)

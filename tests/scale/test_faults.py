@@ -37,6 +37,31 @@ def test_redis_down_then_back(servers, redis) -> None:  # noqa: ANN001
     assert fresh.on(a.port).call("ping")[0] == 200
 
 
+def test_redis_down_legacy_post_on_another_process_is_503_and_on_its_own_202(servers, redis) -> None:  # noqa: ANN001
+    import http.client
+
+    a, b = servers(2)
+    conn = http.client.HTTPConnection("127.0.0.1", a.port, timeout=15)
+    conn.request("GET", "/sse", headers={"accept": "text/event-stream"})
+    resp = conn.getresponse()
+    endpoint = ""
+    while not endpoint:
+        line = resp.readline().decode().strip()
+        if line.startswith("data:"):
+            endpoint = line.split(":", 1)[1].strip()
+    redis.stop()
+    for port, expected in ((b.port, 503), (a.port, 202)):  # b cannot tell; a holds the stream
+        other = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
+        other.request("POST", endpoint, body=b'{"jsonrpc":"2.0","id":1,"method":"ping"}', headers={"content-type": "application/json"})
+        answer = other.getresponse()
+        data = answer.read()
+        other.close()
+        assert answer.status == expected, data
+        if expected == 503:
+            assert "store" in json.loads(data)["error"]["message"] and answer.getheader("retry-after") == "1"
+    conn.close()
+
+
 def _try_initialize(port: int) -> Mcp | None:
     client = Mcp(port)
     try:
