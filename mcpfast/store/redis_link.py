@@ -3,8 +3,10 @@
 Requests that need Redis queue their commands (``execute``, or a ``Merged`` that folds many
 requests' items into one script call); one pump sends whatever is queued as one pipeline on
 one redis-py connection and reads the replies in order, handing each caller its own. While a
-round trip is in flight the next commands queue behind it, so under load one round trip
-carries the work of many requests: the busier the server, the fewer round trips per request.
+round trip is in flight the next commands queue behind it, and a woken pump lets the event
+loop finish its turn before it takes the batch (the requests that arrived in the same read
+join), so under load one round trip carries the work of many requests: the busier the server,
+the fewer round trips per request.
 
 The pump uses redis-py's ``Connection`` (its packer and its hiredis reply parser) with no
 per-call timeout task: one ``asyncio.timeout`` bounds each round trip. Scripts are loaded
@@ -160,6 +162,10 @@ class RedisLink:
             if not self._jobs and not any(m.items for m in self._merged):
                 wake = self._wake = loop.create_future()
                 await wake
+            # One loop turn before taking the batch: the requests whose bytes the same poll
+            # delivered queue their commands meanwhile and go in this round trip, not the next
+            # (no timer: what is not ready by then waits for no one).
+            await asyncio.sleep(0)
             batch = self._take()
             if batch:
                 await self._round_trip(batch)
