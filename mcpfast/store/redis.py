@@ -49,14 +49,17 @@ _CREATE: Final = Script(
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 local n = redis.call('ZCARD', KEYS[1])
 local cap = tonumber(ARGV[2])
-local items = cjson.decode(ARGV[6])
+local records = {}
+for record in string.gmatch(ARGV[7], '[^\\n]+') do records[#records + 1] = record end
 local out = {}
-for i, item in ipairs(items) do
+local i = 0
+for id in string.gmatch(ARGV[6], '%S+') do
+  i = i + 1
   if n >= cap then
     out[i] = 0
   else
-    redis.call('ZADD', KEYS[1], ARGV[3], item[1])
-    redis.call('SET', ARGV[5] .. item[1], item[2], 'PX', ARGV[4])
+    redis.call('ZADD', KEYS[1], ARGV[3], id)
+    redis.call('SET', ARGV[5] .. id, records[i], 'PX', ARGV[4])
     n = n + 1
     out[i] = 1
   end
@@ -66,8 +69,8 @@ return out
 )
 """Sessions made in one round trip: drop members idle past the timeout, then insert each while
 the cap allows (KEYS: the live set; ARGV: cutoff, cap, now, TTL ms, the records' key prefix,
-then one JSON array of ``[id, record]`` pairs: one argument however many sessions, so packing
-the command costs one string, not two per session)."""
+the ids space-separated, the records newline-separated: two arguments however many sessions,
+joined, not encoded again; a record is compact JSON, which has no raw newline)."""
 
 _DELETE: Final = Script(
     """
@@ -161,8 +164,9 @@ class RedisStore:
             end = at
             while end < len(items) and items[end][1:] == (cap, ttl) and end - at < MAX_MERGED:
                 end += 1
-            group = orjson.dumps([(r.id, r.encode().decode()) for r, _, _ in items[at:end]])
-            args = [now - ttl, cap, now, max(1, int(ttl * 1000)), records, group]
+            group = [r for r, _, _ in items[at:end]]
+            ids = " ".join([r.id for r in group])
+            args = [now - ttl, cap, now, max(1, int(ttl * 1000)), records, ids, b"\n".join([r.encode() for r in group])]
             calls.append((_CREATE.call([self._live], args), end - at, _booleans))
             at = end
         return calls
