@@ -8,6 +8,8 @@ back from the transport. Arguments (argv): mode (``calls`` or ``handshakes``) an
 handshake cycles) per run. Each line read from stdin starts one timed run inside the event loop
 (``run_until_complete``), answered by one JSON line on stdout (CPU and wall ns per unit).
 
+The event loop is uvloop when it is installed (as for ``mcpfast serve``), else asyncio's.
+
 Environment (``scale_inproc``): ``MCPFAST_INPROC_STORE`` a session store URL (``open_store``;
 unset: the transport's default), ``MCPFAST_INPROC_CONNECTIONS`` connections served side by
 side (default 1): each step feeds one request to every connection, then waits for every
@@ -213,7 +215,13 @@ def main() -> None:
     if not Path(mcpfast.__file__).resolve().is_relative_to(Path.cwd().resolve()):
         raise SystemExit(f"mcpfast imported from {mcpfast.__file__}, not from the tree {Path.cwd()}")
     bench = _Bench(int(os.environ.get("MCPFAST_INPROC_CONNECTIONS") or 1))
-    loop = asyncio.new_event_loop()
+    loop: asyncio.AbstractEventLoop
+    try:  # the loop `mcpfast serve` runs on when it can
+        import uvloop
+
+        loop = uvloop.new_event_loop()
+    except ImportError:
+        loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     run = bench.calls if mode == "calls" else bench.handshakes
     loop.run_until_complete(run(max(1, n // 4)))  # warm-up

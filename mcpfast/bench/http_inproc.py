@@ -34,7 +34,7 @@ from mcpfast.bench.procs import repo_root
 from mcpfast.bench.stdio_inproc import measure as _measure
 from mcpfast.bench.stdio_inproc import report, result_table, run_record
 
-__all__ = ["main", "measure"]
+__all__ = ["add_run_options", "main", "measure"]
 
 _WORKER = Path(__file__).with_name("_http_inproc_worker.py")
 MODES = ("calls", "handshakes")
@@ -59,16 +59,21 @@ def measure(
     return _measure(trees, mode=mode, messages=requests, bursts=bursts, rounds=rounds, cpu=cpu, worker=_WORKER, envs=envs)
 
 
+def add_run_options(parser: argparse.ArgumentParser, *, requests: int, cpu: int) -> None:
+    """The options every in-process HTTP A/B takes (this one, ``scale_inproc``)."""
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated: calls, handshakes")
+    parser.add_argument("--requests", type=int, default=requests, help="calls per burst (handshakes: a quarter as many cycles)")
+    parser.add_argument("--bursts", type=int, default=15, help="paired bursts per round (one of each side)")
+    parser.add_argument("--rounds", type=int, default=7, help="rounds, each with a fresh pair of processes")
+    parser.add_argument("--cpu", type=int, default=cpu, help="CPU every worker is pinned to (-1: no pinning)")
+    parser.add_argument("--out", type=Path, help="JSON results file (a .md beside it)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mcpfast.bench.http_inproc", description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline-src", type=Path, required=True, help="the older source tree (with its compiled core)")
     parser.add_argument("--new-src", type=Path, default=repo_root(), help="the tree under test (default: this checkout)")
-    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated: calls, handshakes")
-    parser.add_argument("--requests", type=int, default=5000, help="requests (calls) or cycles (handshakes) per burst")
-    parser.add_argument("--bursts", type=int, default=15, help="paired bursts per round (one old, one new)")
-    parser.add_argument("--rounds", type=int, default=7, help="rounds, each with a fresh pair of processes")
-    parser.add_argument("--cpu", type=int, default=1, help="CPU every worker is pinned to (-1: no pinning)")
-    parser.add_argument("--out", type=Path, help="JSON results file (a .md beside it)")
+    add_run_options(parser, requests=5000, cpu=1)
     args = parser.parse_args(argv)
     cpu = args.cpu if args.cpu >= 0 else None
     trees = {"old": args.baseline_src.resolve(), "new": args.new_src.resolve()}

@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from mcpfast.bench.http_inproc import _WORKER, MODES
+from mcpfast.bench.http_inproc import _WORKER, add_run_options
 from mcpfast.bench.procs import repo_root, write_json
 from mcpfast.bench.scale import Redis
 from mcpfast.bench.stdio_inproc import measure as _measure
@@ -40,13 +40,8 @@ __all__ = ["main"]
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mcpfast.bench.scale_inproc", description=__doc__.split("\n\n")[0])
     parser.add_argument("--src", type=Path, default=repo_root(), help="the tree measured (default: this checkout)")
-    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated: calls, handshakes")
-    parser.add_argument("--requests", type=int, default=6400, help="calls per burst (handshakes: a quarter as many cycles)")
     parser.add_argument("--connections", type=int, default=32, help="connections served side by side")
-    parser.add_argument("--bursts", type=int, default=15, help="paired bursts per round (one per store)")
-    parser.add_argument("--rounds", type=int, default=7, help="rounds, each with a fresh pair of processes")
-    parser.add_argument("--cpu", type=int, default=0, help="CPU the workers are pinned to (-1: no pinning; redis-server: CPU 1)")
-    parser.add_argument("--out", type=Path, help="JSON results file (a .md beside it)")
+    add_run_options(parser, requests=6400, cpu=0)  # redis-server on CPU 1
     args = parser.parse_args(argv)
     tree = args.src.resolve()
     cpu = args.cpu if args.cpu >= 0 else None
