@@ -102,25 +102,6 @@ def _session_id(answer: bytes) -> bytes:
     raise SystemExit(f"no session id in: {answer[:300]!r}")
 
 
-async def _answer(transport: _Transport, what: bytes) -> bytes:
-    """The answer written at once, or once the loop ran a deferred one (5 s at most)."""
-    if not transport.out:
-        transport.written = asyncio.get_running_loop().create_future()
-        try:
-            await asyncio.wait_for(transport.written, 5.0)
-        except TimeoutError:
-            raise SystemExit(f"no answer to {what[:80]!r}") from None
-        finally:
-            transport.written = None
-    return transport.take()
-
-
-async def _send(conn: _Connection, transport: _Transport, data: bytes) -> bytes:
-    """Feed one request; its answer."""
-    conn.data_received(data)
-    return await _answer(transport, data)
-
-
 async def _send_all(pairs: list[tuple[_Connection, _Transport]], requests: list[bytes]) -> list[bytes]:
     """One request to every connection, then every answer (in connection order): one wait for
     all of them, so the loop wakes once per step, not once per connection."""

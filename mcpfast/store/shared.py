@@ -39,7 +39,7 @@ from mcpfast import core
 from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import INTERNAL_ERROR
 from mcpfast.store.base import Message, SessionRecord, StoreUnavailable
-from mcpfast.transports.answers import Later, Reply, after, send_reply
+from mcpfast.transports.answers import OK_EMPTY, Later, Reply, after, send_reply
 
 if TYPE_CHECKING:
     from mcpfast.store.base import SessionStore
@@ -91,10 +91,7 @@ def _unavailable(rid: Any = None) -> Reply:
     return (503, [*_JSON, (b"retry-after", b"1")], body)
 
 
-_LEGACY_ACCEPTED: Final[Reply] = (202, ((b"content-type", b"text/plain"),), b"Accepted")
-_LEGACY_NOT_FOUND: Final[Reply] = (404, _JSON, core.encode_error(None, -32600, "session not found"))
 _FULL: Final[Reply] = (503, [*_JSON, (b"retry-after", b"1")], core.encode_error(None, INTERNAL_ERROR, "server busy: too many sessions"))
-_ENDED: Final[Reply] = (200, (), b"")
 
 
 def _failed(future: asyncio.Future[Any]) -> bool:
@@ -356,8 +353,8 @@ class SharedSessions:
                 return _unavailable()
             tasks = self._end_here(sess.id)
             if tasks:
-                return after(asyncio.gather(*tasks, return_exceptions=True), _ENDED)
-            return _ENDED
+                return after(asyncio.gather(*tasks, return_exceptions=True), OK_EMPTY)
+            return OK_EMPTY
 
         return Later(asyncio.ensure_future(self.store.delete(sess.id)), then)
 
@@ -433,9 +430,10 @@ class SharedSessions:
         if not self._closing:
             self._spawn(self.store.end_legacy(session_id))
 
-    def legacy_post(self, session_id: str, principal: str | None, body: bytes) -> Deferred:
+    def legacy_post(self, session_id: str, principal: str | None, body: bytes, sent: Reply, not_found: Reply) -> Deferred:
         """A ``/messages`` POST for a 2024-11-05 session held by another process: passed on to
-        it (202 once sent; 404 when no process holds it for this principal; 503 without a store)."""
+        it (the transport's ``sent`` once it is; ``not_found`` when no process holds it for this
+        principal; 503 without a store)."""
 
         async def deferred(receive: Receive, send: Send) -> None:
             self._start()
@@ -446,10 +444,7 @@ class SharedSessions:
             except StoreUnavailable:
                 await send_reply(send, *_unavailable())
                 return
-            if found is None or found[0] != principal:
-                await send_reply(send, *_LEGACY_NOT_FOUND)
-                return
-            await send_reply(send, *_LEGACY_ACCEPTED)
+            await send_reply(send, *(sent if found is not None and found[0] == principal else not_found))
 
         return deferred
 

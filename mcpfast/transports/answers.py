@@ -20,7 +20,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final, Union
 
-__all__ = ["Later", "Reply", "after", "send_reply"]
+__all__ = ["OK_EMPTY", "Later", "Reply", "after", "send_reply"]
 
 logger = logging.getLogger("mcpfast.transports.http")
 
@@ -29,6 +29,8 @@ Reply = tuple[int, list[tuple[bytes, bytes]] | tuple[tuple[bytes, bytes], ...], 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 
+OK_EMPTY: Final[Reply] = (200, (), b"")
+"""200 with no body (a DELETE that ended its session)."""
 _FAILED: Final[Reply] = (500, ((b"content-type", b"text/plain"),), b"internal error")
 
 

@@ -44,7 +44,7 @@ from mcpfast.protocol.host import HostRules, absolute_form
 from mcpfast.protocol.http import DEFAULT_MAX_BODY, DEFAULT_MAX_HEAD
 from mcpfast.protocol.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, STATELESS_VERSIONS, V2025_11_25, supports
-from mcpfast.transports.answers import Reply, after, send_reply
+from mcpfast.transports.answers import OK_EMPTY, Reply, after, send_reply
 from mcpfast.transports.event_store import EventStore, MemoryEventStore
 from mcpfast.transports.http_routing import Stream, connect
 
@@ -78,7 +78,7 @@ _JSON: Final = ((b"content-type", b"application/json"),)  # shared: a tuple, so 
 Deferred = Callable[[Receive, Send], Awaitable[None]]
 """An answer that streams or waits: run with the request's ASGI ``receive`` and ``send``."""
 _ACCEPTED: Final[Reply] = (202, (), b"")
-_OK_EMPTY: Final[Reply] = (200, (), b"")
+_LEGACY_ACCEPTED: Final[Reply] = (202, ((b"content-type", b"text/plain"),), b"Accepted")
 
 
 _SSE_HEADERS: Final = [
@@ -657,8 +657,8 @@ class HttpTransport:
             return self.shared.delete(sess)
         tasks = self._end_session_now(sess)
         if not tasks:
-            return _OK_EMPTY
-        return after(asyncio.gather(*tasks, return_exceptions=True), _OK_EMPTY)  # answered once its handlers wound down
+            return OK_EMPTY
+        return after(asyncio.gather(*tasks, return_exceptions=True), OK_EMPTY)  # answered once its handlers wound down
 
     def _end_session_now(self, sess: _Session) -> list[asyncio.Task[Any]]:
         """End a session at once; returns the handler tasks still winding down (cancelled)."""
@@ -746,15 +746,16 @@ class HttpTransport:
         if not wire.is_json(headers.get(b"content-type")):
             return _reply(415, _error_body(INVALID_REQUEST, "Content-Type must be application/json"))
         if sess is None:
+            not_found = _reply(404, _error_body(INVALID_REQUEST, "session not found"))
             if self.shared is not None:  # its /sse stream may be open on another process: passed on there
-                return self.shared.legacy_post(session_id, principal, body)
-            return _reply(404, _error_body(INVALID_REQUEST, "session not found"))
+                return self.shared.legacy_post(session_id, principal, body, _LEGACY_ACCEPTED, not_found)
+            return not_found
         sess.last_seen = time.monotonic()
         try:
             sess.conn.feed(body)
         except Exception:
             logger.exception("unexpected failure handling a POST")
-        return (202, [(b"content-type", b"text/plain")], b"Accepted")
+        return _LEGACY_ACCEPTED
 
     # --------------------------------------------------------- 2026-07-28
 

@@ -123,6 +123,15 @@ struct Front {
 type Outcome = (Value, String, bool, bool);
 
 impl Front {
+    /// A mode's end: its summary, and its human line (`head`, then the failures and the
+    /// generator's CPU every mode reports, then `cpu_note`); failed when any request failed.
+    fn outcome(&self, s: Value, head: String, cpu_note: &str, cut_short: bool) -> Outcome {
+        let failures = self.tally.failures_total();
+        let cpu = s["generator_cpu_seconds"].as_f64().unwrap_or(0.0);
+        let human = format!("{head}, {failures} failures, generator CPU {cpu:.2} s{cpu_note}");
+        (s, human, cut_short, failures > 0)
+    }
+
     /// The common head of every JSON line.
     fn header(&self, event: &str) -> Value {
         json!({
@@ -291,8 +300,8 @@ impl Front {
             s["server_cpu"] = server_cpu_json(&self.opts.server_pids, s0, s1, window, call.ok);
         }
         let lat = &s["latency_us"];
-        let human = format!(
-            "calls: {:.0} calls/s over {:.1} s ({} of {} sessions), p50 {} p99 {} max {}, {} failures, generator CPU {:.2} s ({:.0}% of a core in the window)",
+        let head = format!(
+            "calls: {:.0} calls/s over {:.1} s ({} of {} sessions), p50 {} p99 {} max {}",
             rate,
             secs,
             opened,
@@ -300,15 +309,12 @@ impl Front {
             pct(lat, "tools/call", "p50"),
             pct(lat, "tools/call", "p99"),
             pct(lat, "tools/call", "max"),
-            t.failures_total(),
-            s["generator_cpu_seconds"].as_f64().unwrap_or(0.0),
-            s["generator_cpu"]["window_share_of_one_core"]
-                .as_f64()
-                .unwrap_or(0.0)
-                * 100.0,
         );
-        let failed = t.failures_total() > 0;
-        (s, human, cut_short, failed)
+        let share = s["generator_cpu"]["window_share_of_one_core"]
+            .as_f64()
+            .unwrap_or(0.0);
+        let note = format!(" ({:.0}% of a core in the window)", share * 100.0);
+        self.outcome(s, head, &note, cut_short)
     }
 
     /// `handshakes`: each connection loops initialize, initialized, DELETE.
@@ -341,19 +347,16 @@ impl Front {
             s["server_cpu"] = server_cpu_json(&self.opts.server_pids, s0, s1, window, cycles);
         }
         let lat = &s["latency_us"];
-        let human = format!(
-            "handshakes: {:.0} cycles/s over {:.1} s ({} connections), initialize p50 {} p99 {}, DELETE p99 {}, {} failures, generator CPU {:.2} s",
+        let head = format!(
+            "handshakes: {:.0} cycles/s over {:.1} s ({} connections), initialize p50 {} p99 {}, DELETE p99 {}",
             rate,
             secs,
             c,
             pct(lat, "initialize", "p50"),
             pct(lat, "initialize", "p99"),
             pct(lat, "delete", "p99"),
-            t.failures_total(),
-            s["generator_cpu_seconds"].as_f64().unwrap_or(0.0),
         );
-        let failed = t.failures_total() > 0;
-        (s, human, cut_short, failed)
+        self.outcome(s, head, "", cut_short)
     }
 
     /// `hold`: open N sessions over C connections, print a line, wait for stdin, DELETE them.
@@ -427,16 +430,13 @@ impl Front {
         let cut_short = !released;
         s["cut_short"] = json!(cut_short);
         let lat = &s["latency_us"];
-        let human = format!(
-            "hold: {held} of {n} sessions held {held_seconds:.1} s, {} deleted, initialize p50 {} p99 {}, {} failures, generator CPU {:.2} s",
+        let head = format!(
+            "hold: {held} of {n} sessions held {held_seconds:.1} s, {} deleted, initialize p50 {} p99 {}",
             if self.opts.no_delete { "none".to_string() } else { deleted.to_string() },
             pct(lat, "initialize", "p50"),
             pct(lat, "initialize", "p99"),
-            t.failures_total(),
-            s["generator_cpu_seconds"].as_f64().unwrap_or(0.0),
         );
-        let failed = t.failures_total() > 0;
-        (s, human, cut_short, failed)
+        self.outcome(s, head, "", cut_short)
     }
 
     /// `churn`: create-and-delete cycles, a progress line every `--report-every`.
@@ -482,8 +482,8 @@ impl Front {
         let cut_short = attempted < cycles;
         s["cut_short"] = json!(cut_short);
         let lat = &s["latency_us"];
-        let human = format!(
-            "churn: {} of {} cycles ok in {:.1} s ({:.0}/s, {} connections), initialize p99 {}, DELETE p99 {}, {} failures, generator CPU {:.2} s",
+        let head = format!(
+            "churn: {} of {} cycles ok in {:.1} s ({:.0}/s, {} connections), initialize p99 {}, DELETE p99 {}",
             ok,
             cycles,
             elapsed,
@@ -491,11 +491,8 @@ impl Front {
             c,
             pct(lat, "initialize", "p99"),
             pct(lat, "delete", "p99"),
-            t.failures_total(),
-            s["generator_cpu_seconds"].as_f64().unwrap_or(0.0),
         );
-        let failed = t.failures_total() > 0;
-        (s, human, cut_short, failed)
+        self.outcome(s, head, "", cut_short)
     }
 
     /// A churn progress line: `done` cycles ended (the engine's own count at that moment).
