@@ -98,6 +98,24 @@ fn spawn(ctx: &Ctx) -> std::io::Result<Proc> {
     })
 }
 
+/// Past the stop grace the engine drops its sessions with their futures, `shutdown` included
+/// (std's `Child` is not killed on drop): a child still running then is killed and reaped here,
+/// so none outlives `Engine::stop`.
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            // SIGKILL cannot be caught: the reap is a matter of ms (bounded all the same)
+            for _ in 0..1000 {
+                if !matches!(self.child.try_wait(), Ok(None)) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+}
+
 impl Proc {
     /// Close stdin, give the child a moment to exit, then kill it; always reaped.
     async fn shutdown(&mut self) -> Option<std::process::ExitStatus> {
@@ -391,11 +409,6 @@ async fn run_child(ctx: &Ctx, slot: usize, proc: &mut Proc, from: Instant, once:
             if !keep {
                 return End::Retired;
             }
-        }
-        if !keep && ctx.shared.past_deadline() {
-            record_done(ctx, &mut done);
-            fail_all(ctx, &mut pending, "stopped");
-            return End::Retired;
         }
         // write what is queued at once (the pipe almost always has room): the child gets the
         // next requests while it is still busy with the last ones, not after another poll
