@@ -73,6 +73,13 @@ pub struct Shared {
     pub stop: AtomicBool,
     /// In-flight work is abandoned after this instant (set by `stop`).
     pub deadline_ns: AtomicU64,
+    /// When `stop` was called (ns on `started_at`, 0 = not yet): the open model's last arrival
+    /// is due before it.
+    stop_ns: AtomicU64,
+    /// When the current open-model schedule began (ns on `started_at`, 0 = none): `start` with a
+    /// rate, or `set_rate` turning a closed model open. Every thread's arrivals run from it,
+    /// whenever that thread first gets the CPU.
+    open_since_ns: AtomicU64,
     pub users: AtomicUsize,
     /// f64 bits of the rate; 0 = closed model.
     pub rate_bits: AtomicU64,
@@ -119,8 +126,26 @@ impl Shared {
 
     /// The rate of one thread, None in the closed model.
     pub fn thread_rate(&self) -> Option<f64> {
-        let r = f64::from_bits(self.rate_bits.load(Ordering::Relaxed));
+        let r = f64::from_bits(self.rate_bits.load(Ordering::Acquire));
         (r > 0.0).then(|| r / self.cfg.threads as f64)
+    }
+
+    fn now_ns(&self) -> u64 {
+        (self.started_at.elapsed().as_nanos() as u64).max(1)
+    }
+
+    fn at_ns(&self, ns: u64) -> Option<Instant> {
+        (ns != 0).then(|| self.started_at + Duration::from_nanos(ns))
+    }
+
+    /// When the current open-model schedule began (None before `start`).
+    pub fn open_since(&self) -> Option<Instant> {
+        self.at_ns(self.open_since_ns.load(Ordering::Acquire))
+    }
+
+    /// When `stop` was called (None before).
+    pub fn stopped_at(&self) -> Option<Instant> {
+        self.at_ns(self.stop_ns.load(Ordering::Acquire))
     }
 
     /// The users thread `idx` should run.
@@ -232,6 +257,8 @@ impl Engine {
                 clock: Clock::new(),
                 stop: AtomicBool::new(false),
                 deadline_ns: AtomicU64::new(0),
+                stop_ns: AtomicU64::new(0),
+                open_since_ns: AtomicU64::new(0),
                 users: AtomicUsize::new(0),
                 rate_bits: AtomicU64::new(rate.to_bits()),
                 budget: AtomicU64::new(cfg.iterations.unwrap_or(u64::MAX)),
@@ -268,6 +295,10 @@ impl Engine {
             return Ok(());
         }
         raise_open_files_limit();
+        if self.shared.thread_rate().is_some() {
+            let now = self.shared.now_ns();
+            self.shared.open_since_ns.store(now, Ordering::Release);
+        }
         for idx in 0..self.shared.cfg.threads {
             let shared = self.shared.clone();
             let h = std::thread::Builder::new()
@@ -304,7 +335,12 @@ impl Engine {
     /// Open model at `rate` arrivals/s for this engine; None: closed model.
     pub fn set_rate(&self, rate: Option<f64>) {
         let r = rate.filter(|r| r.is_finite() && *r > 0.0).unwrap_or(0.0);
-        self.shared.rate_bits.store(r.to_bits(), Ordering::Relaxed);
+        // a closed model turning open starts a new schedule now (before the threads see the rate)
+        if r > 0.0 && self.shared.thread_rate().is_none() {
+            let now = self.shared.now_ns();
+            self.shared.open_since_ns.store(now, Ordering::Release);
+        }
+        self.shared.rate_bits.store(r.to_bits(), Ordering::Release);
     }
 
     /// The windows of every thread since the last drain, merged per name.
@@ -407,7 +443,9 @@ impl Engine {
         if self.stopped.swap(true, Ordering::Relaxed) {
             return;
         }
-        let at = self.shared.started_at.elapsed() + grace;
+        let now = self.shared.now_ns();
+        self.shared.stop_ns.store(now, Ordering::Release);
+        let at = Duration::from_nanos(now) + grace;
         self.shared
             .deadline_ns
             .store((at.as_nanos() as u64).max(1), Ordering::Relaxed);

@@ -628,8 +628,9 @@ impl Timer {
 /// Open model: generate this thread's intended send times and queue them for the sessions.
 async fn pacer(ctx: Rc<Ctx>) {
     let timer = Timer::new();
+    // the next arrival's intended time, and the schedule it belongs to
     let mut next: Option<Instant> = None;
-    let max_queue = ctx.cfg().max_inflight;
+    let mut since: Option<Instant> = None;
     while !ctx.shared.stopping() {
         let Some(rate) = ctx.shared.thread_rate() else {
             next = None;
@@ -638,25 +639,13 @@ async fn pacer(ctx: Rc<Ctx>) {
             continue;
         };
         let now = Instant::now();
-        let mut at = next.unwrap_or(now);
-        let mut due = 0u32;
-        while at <= now && due < 100_000 {
-            {
-                let mut q = ctx.tokens.borrow_mut();
-                if q.len() >= max_queue {
-                    ctx.counters().dropped.fetch_add(1, Ordering::Relaxed);
-                } else {
-                    q.push_back(at);
-                }
-            }
-            ctx.token_ready.notify_one();
-            let gap = match ctx.cfg().arrivals {
-                Arrivals::Uniform => 1.0 / rate,
-                Arrivals::Poisson => -ctx.unit().ln() / rate,
-            };
-            at += Duration::from_secs_f64(gap.min(3600.0));
-            due += 1;
+        let open_since = ctx.shared.open_since();
+        if next.is_none() || open_since != since {
+            // a new schedule runs from when it was asked for, not from when this thread ran
+            since = open_since;
+            next = Some(open_since.unwrap_or(now));
         }
+        let at = emit(&ctx, rate, next.unwrap_or(now), now);
         next = Some(at);
         let wait = at.saturating_duration_since(Instant::now()).min(TICK * 2);
         if wait.is_zero() {
@@ -665,6 +654,38 @@ async fn pacer(ctx: Rc<Ctx>) {
             timer.sleep(wait).await;
         }
     }
+    // the arrivals due before `stop` was called, whenever this thread saw it: queued (no
+    // session takes them now) or dropped, as any other
+    if let (Some(rate), Some(at), Some(end)) =
+        (ctx.shared.thread_rate(), next, ctx.shared.stopped_at())
+    {
+        emit(&ctx, rate, at, end);
+    }
+}
+
+/// Queue (or drop, past `max_inflight`) every arrival from `at` up to `until`; the next one's
+/// intended time. At most 100,000 a call, so a long stall never blocks the thread.
+fn emit(ctx: &Ctx, rate: f64, mut at: Instant, until: Instant) -> Instant {
+    let max_queue = ctx.cfg().max_inflight;
+    let mut due = 0u32;
+    while at <= until && due < 100_000 {
+        {
+            let mut q = ctx.tokens.borrow_mut();
+            if q.len() >= max_queue {
+                ctx.counters().dropped.fetch_add(1, Ordering::Relaxed);
+            } else {
+                q.push_back(at);
+            }
+        }
+        ctx.token_ready.notify_one();
+        let gap = match ctx.cfg().arrivals {
+            Arrivals::Uniform => 1.0 / rate,
+            Arrivals::Poisson => -ctx.unit().ln() / rate,
+        };
+        at += Duration::from_secs_f64(gap.min(3600.0));
+        due += 1;
+    }
+    at
 }
 
 /// What one HTTP session keeps.

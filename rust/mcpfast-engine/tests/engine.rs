@@ -292,6 +292,40 @@ fn open_model_counts_late_and_dropped() {
 }
 
 #[test]
+fn open_model_schedule_runs_from_start_to_stop_whatever_the_threads_timing() {
+    // no users take arrivals: with one queue place per thread, every arrival but those queued
+    // is dropped, so `dropped` counts the schedule exactly: rate x (stop - start), however late
+    // each thread first ran or last woke (an exact identity, not a timing margin)
+    let threads = 3;
+    let rate = 3000.0;
+    let e = Engine::new(
+        format!(
+            r#"{{"url":"{}","rate":{rate},"max_inflight":1,"threads":{threads}}}"#,
+            url(9)
+        )
+        .as_bytes(),
+    )
+    .expect("config");
+    let a = Instant::now();
+    e.start().expect("start");
+    let b = Instant::now();
+    std::thread::sleep(Duration::from_millis(300));
+    let c = Instant::now();
+    e.stop(Duration::from_millis(100));
+    let d = Instant::now();
+    let s = e.status();
+    // each thread's schedule holds floor(window x its rate) + 1 arrivals, one of them queued
+    let least = (rate * (c - b).as_secs_f64()).floor() - threads as f64;
+    let most = rate * (d - a).as_secs_f64() + threads as f64;
+    let arrivals = (s.dropped + threads as u64) as f64;
+    assert!(
+        least <= arrivals && arrivals <= most,
+        "{least} <= {arrivals} <= {most}: {s:?}"
+    );
+    assert_eq!(s.sent, 0);
+}
+
+#[test]
 fn users_converge_up_and_down() {
     let (port, open) = mock::spawn(MockOptions::default());
     let e = engine(format!(r#"{{"url":"{}","threads":2}}"#, url(port)));
