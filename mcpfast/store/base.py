@@ -104,11 +104,17 @@ class SessionStore(Protocol):
     async def keep_legacy(self, sessions: list[tuple[str, str | None]], ttl: float) -> None:
         """2024-11-05 HTTP+SSE sessions ``(id, principal)`` this process holds, for ``ttl`` more
         seconds: their answers go out on the ``/sse`` stream open here, so the other processes
-        only need to know they exist (``legacy_principal``) to pass their POSTs on."""
+        only need to know who holds them (``legacy_holder``) to pass their POSTs on
+        (``send_to``). Returns once this process can be sent to."""
         ...
 
-    async def legacy_principal(self, session_id: str) -> tuple[str | None] | None:
-        """``(principal,)`` of a 2024-11-05 session some process holds, or ``None``."""
+    async def legacy_holder(self, session_id: str) -> tuple[str | None, str] | None:
+        """``(principal, holder)`` of a 2024-11-05 session some process holds, or ``None``."""
+        ...
+
+    async def send_to(self, holder: str, kind: str, session_id: str, payload: str) -> bool:
+        """Send a message to the one process ``holder`` names; ``False`` when no process of
+        that name listens any more (it died: nothing was delivered)."""
         ...
 
     async def end_legacy(self, session_id: str) -> None:

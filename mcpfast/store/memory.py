@@ -25,6 +25,8 @@ class MemoryStore:
         self._records: dict[str, tuple[SessionRecord, float]] = {}
         self._subscribers: list[Callable[[Message], None]] = []
         self._legacy: dict[str, tuple[str | None, float]] = {}
+        self.holder = "memory"
+        """This process's name for ``send_to`` (alone: every session is held here)."""
 
     def _live(self) -> dict[str, tuple[SessionRecord, float]]:
         now = time.monotonic()
@@ -95,10 +97,16 @@ class MemoryStore:
         for sid, principal in sessions:
             self._legacy[sid] = (principal, deadline)
 
-    async def legacy_principal(self, session_id: str) -> tuple[str | None] | None:
+    async def legacy_holder(self, session_id: str) -> tuple[str | None, str] | None:
         self.ops += 1
         found = self._legacy.get(session_id)
-        return (found[0],) if found is not None and found[1] > time.monotonic() else None
+        return (found[0], self.holder) if found is not None and found[1] > time.monotonic() else None
+
+    async def send_to(self, holder: str, kind: str, session_id: str, payload: str) -> bool:
+        if holder != self.holder or not self._subscribers:
+            return False
+        await self.publish(kind, session_id, payload)
+        return True
 
     async def end_legacy(self, session_id: str) -> None:
         self.ops += 1

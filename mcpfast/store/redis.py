@@ -7,9 +7,13 @@ Keys (``prefix`` defaults to ``mcpfast:``):
   counts it; members idle past the timeout are dropped when a session is created).
 * ``<prefix>secret``: the key that seals 2026 ``requestState`` (made once, by the first process).
 * ``<prefix>procs``: a counter numbering processes (their ranges of request ids to clients).
-* ``<prefix>l:<id>``: a 2024-11-05 HTTP+SSE session held by some process (``[principal]``),
-  expiring unless that process keeps it while its ``/sse`` stream is open.
+* ``<prefix>l:<id>``: a 2024-11-05 HTTP+SSE session held by some process
+  (``[principal, holder]``), expiring unless that process keeps it while its ``/sse`` stream is
+  open.
 * channel ``<prefix>bus``: messages between processes (``SessionStore.publish``).
+* channel ``<prefix>to:<holder>``: messages to one process (``send_to``): a POST for a
+  2024-11-05 session goes to the process holding its stream, and ``PUBLISH`` counting no
+  receiver says that process is gone (its connection closed with it).
 
 Every command goes through one ``RedisLink`` (redis-py's connection and hiredis parser,
 group-committed: what concurrent requests queue while a round trip is in flight goes out
@@ -129,6 +133,10 @@ class RedisStore:
         self.timeout = timeout
         self._live = f"{prefix}live"
         self._channel = f"{prefix}bus"
+        self.holder = secrets.token_hex(8)
+        """This process's name for ``send_to`` (its own channel)."""
+        self._inbox = f"{prefix}to:{self.holder}"
+        self._subscribed = asyncio.Event()
         self.link = RedisLink(url, timeout, [_CREATE, _DELETE, _UPDATE])
         """Every command this process sends (group-committed: ``mcpfast.store.redis_link``)."""
         self._creates = self.link.merged(self._build_creates)
@@ -227,15 +235,31 @@ class RedisStore:
         return f"{self.prefix}l:{session_id}"
 
     async def keep_legacy(self, sessions: list[tuple[str, str | None]], ttl: float) -> None:
+        if not self._subscribed.is_set():  # a POST passed on before this process listens would be lost
+            try:
+                async with asyncio.timeout(self.timeout * 2):
+                    await self._subscribed.wait()
+            except TimeoutError:
+                raise StoreUnavailable("session store: this process's channel is not subscribed") from None
         ms = max(1, int(ttl * 1000))
-        commands: list[Command] = [("SET", self._legacy_key(sid), orjson.dumps([principal]), "PX", ms) for sid, principal in sessions]
+        commands: list[Command] = [
+            ("SET", self._legacy_key(sid), orjson.dumps([principal, self.holder]), "PX", ms) for sid, principal in sessions
+        ]
         for r in await self.link.execute(*commands):
             _check(r)
 
-    async def legacy_principal(self, session_id: str) -> tuple[str | None] | None:
+    async def legacy_holder(self, session_id: str) -> tuple[str | None, str] | None:
         (data,) = await self.link.execute(("GET", self._legacy_key(session_id)))
         _check(data)
-        return None if data is None else (orjson.loads(data)[0],)
+        if data is None:
+            return None
+        principal, holder = orjson.loads(data)
+        return principal, holder
+
+    async def send_to(self, holder: str, kind: str, session_id: str, payload: str) -> bool:
+        (receivers,) = await self.link.execute(("PUBLISH", f"{self.prefix}to:{holder}", orjson.dumps((kind, session_id, payload))))
+        _check(receivers)
+        return bool(receivers)
 
     async def end_legacy(self, session_id: str) -> None:
         (done,) = await self.link.execute(("DEL", self._legacy_key(session_id)))
@@ -267,8 +291,10 @@ class RedisStore:
                 try:
                     async with asyncio.timeout(self.timeout * 2):
                         await conn.connect()
-                        await conn.send_command("SUBSCRIBE", self._channel, check_health=False)
+                        await conn.send_command("SUBSCRIBE", self._channel, self._inbox, check_health=False)
                         await conn.read_response()
+                        await conn.read_response()
+                    self._subscribed.set()
                     if lost:
                         lost = False
                         for _, on_reconnect in self._callbacks:
@@ -291,6 +317,7 @@ class RedisStore:
                     raise
                 except (redis.RedisError, OSError, TimeoutError):
                     lost = True
+                    self._subscribed.clear()
                     await asyncio.sleep(0.2)
                 finally:
                     await conn.disconnect(nowait=True)

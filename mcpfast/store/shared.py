@@ -432,19 +432,24 @@ class SharedSessions:
 
     def legacy_post(self, session_id: str, principal: str | None, body: bytes, sent: Reply, not_found: Reply) -> Deferred:
         """A ``/messages`` POST for a 2024-11-05 session held by another process: passed on to
-        it (the transport's ``sent`` once it is; ``not_found`` when no process holds it for this
-        principal; 503 without a store)."""
+        it (the transport's ``sent`` once it was delivered; ``not_found`` when no process holds
+        it for this principal, or the one that did is gone: its record is dropped then; 503
+        without a store)."""
 
         async def deferred(receive: Receive, send: Send) -> None:
             self._start()
             try:
-                found = await self.store.legacy_principal(session_id)
+                found = await self.store.legacy_holder(session_id)
+                delivered = False
                 if found is not None and found[0] == principal:
-                    await self.store.publish("legacy", session_id, self.origin + body.decode("utf-8", "replace"))
+                    payload = self.origin + body.decode("utf-8", "replace")
+                    delivered = await self.store.send_to(found[1], "legacy", session_id, payload)
+                    if not delivered:  # its process died with the stream: the session is over
+                        await self.store.end_legacy(session_id)
             except StoreUnavailable:
                 await send_reply(send, *_unavailable())
                 return
-            await send_reply(send, *(sent if found is not None and found[0] == principal else not_found))
+            await send_reply(send, *(sent if delivered else not_found))
 
         return deferred
 

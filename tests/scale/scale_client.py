@@ -169,3 +169,44 @@ class Mcp:
     def call(self, method: str, params: dict[str, Any] | None = None) -> tuple[int, Any]:
         status, _, data = self.raw("POST", self.request_body(method, params))
         return status, (json.loads(data) if data else None)
+
+
+class Legacy:
+    """A 2024-11-05 HTTP+SSE session: the ``/sse`` stream open on ``port``, its ``/messages``
+    endpoint, ``event()`` for the next message on the stream and ``post()`` to any process."""
+
+    def __init__(self, port: int, timeout: float = 15.0) -> None:
+        self.timeout = timeout
+        self.headers: dict[str, str] = {}
+        """The last ``post`` answer's headers (lower-case names)."""
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        self.conn.request("GET", "/sse", headers={"accept": "text/event-stream"})
+        self.resp = self.conn.getresponse()
+        assert self.resp.status == 200, self.resp.status
+        self.endpoint = ""
+        while not self.endpoint:
+            self.endpoint = self._data()
+
+    def _data(self) -> str:
+        while True:
+            line = self.resp.readline().decode().strip()
+            if line.startswith("data:"):
+                return line.split(":", 1)[1].strip()
+
+    def event(self) -> Any:
+        return json.loads(self._data())
+
+    def post(self, port: int, message: dict[str, Any] | bytes, path: str | None = None) -> tuple[int, bytes]:
+        """POST a message (a dict, or raw bytes) to ``path`` (the endpoint) on ``port``."""
+        body = message if isinstance(message, bytes) else json.dumps(message).encode()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=self.timeout)
+        try:
+            conn.request("POST", path or self.endpoint, body=body, headers={"content-type": "application/json"})
+            answer = conn.getresponse()
+            self.headers = {k.lower(): v for k, v in answer.getheaders()}
+            return answer.status, answer.read()
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self.conn.close()

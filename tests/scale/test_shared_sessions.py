@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from scale_client import Mcp, until
+from scale_client import Legacy, Mcp, until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -161,33 +161,9 @@ def test_requests_to_the_client_from_two_processes_have_their_own_ids(servers) -
 def test_legacy_sse_session_is_served_through_any_process(servers) -> None:  # noqa: ANN001
     # 2024-11-05: the /sse stream is open on a; every /messages POST lands on b, which passes it
     # on to a, where the answers go out on the stream.
-    import http.client
-
     a, b = servers(2)
-    conn = http.client.HTTPConnection("127.0.0.1", a.port, timeout=15)
-    conn.request("GET", "/sse", headers={"accept": "text/event-stream"})
-    resp = conn.getresponse()
-    assert resp.status == 200
-
-    def event() -> dict:  # type: ignore[type-arg]
-        while True:
-            line = resp.readline().decode().strip()
-            if line.startswith("data:"):
-                return json.loads(line.split(":", 1)[1])
-
-    endpoint = ""
-    while not endpoint:
-        line = resp.readline().decode().strip()
-        if line.startswith("data:"):
-            endpoint = line.split(":", 1)[1].strip()
-
-    def post(port: int, message: dict, path: str = endpoint) -> tuple[int, bytes]:  # type: ignore[type-arg]
-        other = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
-        other.request("POST", path, body=json.dumps(message).encode(), headers={"content-type": "application/json"})
-        answer = other.getresponse()
-        data = answer.read()
-        other.close()
-        return answer.status, data
+    legacy = Legacy(a.port)
+    post, event, endpoint = legacy.post, legacy.event, legacy.endpoint
 
     init = {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "legacy", "version": "1"}}
     assert post(b.port, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})[0] == 202
@@ -204,6 +180,6 @@ def test_legacy_sse_session_is_served_through_any_process(servers) -> None:  # n
     for port in (a.port, b.port):
         status, data = post(port, {"jsonrpc": "2.0", "id": 4, "method": "ping"}, unknown)
         assert status == 404 and json.loads(data)["error"]["message"] == "session not found"
-    conn.close()
+    legacy.close()
     # once the stream is gone, so is the session, on every process
     until(lambda: post(b.port, {"jsonrpc": "2.0", "id": 5, "method": "ping"})[0] == 404, what="the legacy session ending on b")

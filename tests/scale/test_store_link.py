@@ -137,3 +137,33 @@ def test_the_bus_survives_silence_and_a_redis_restart(redis) -> None:  # noqa: A
             await b.aclose()
 
     asyncio.run(main())
+
+
+def test_send_to_reaches_the_one_holder_and_says_when_it_is_gone(redis) -> None:  # noqa: ANN001
+    async def main() -> None:
+        a, b, c = RedisStore(redis.url), RedisStore(redis.url), RedisStore(redis.url)
+        got: dict[str, list[tuple[str, str, str]]] = {"a": [], "c": []}
+        a.subscribe(got["a"].append, lambda: None)
+        c.subscribe(got["c"].append, lambda: None)
+        try:
+            # a holds a 2024-11-05 session: the record names a, once a can be sent to
+            await a.keep_legacy([("s1", "alice")], 30.0)
+            assert await b.legacy_holder("s1") == ("alice", a.holder)
+            assert await b.legacy_holder("nobody") is None
+            assert await b.send_to(a.holder, "legacy", "s1", "x:{}") is True
+            for _ in range(40):
+                if got["a"]:
+                    break
+                await asyncio.sleep(0.05)
+            assert got["a"] == [("legacy", "s1", "x:{}")]
+            assert got["c"] == []  # to a alone, not to every process
+            # a's process is gone (its connections with it): nothing is delivered, and b is told
+            await a.aclose()
+            assert await b.send_to(a.holder, "legacy", "s1", "x:{}") is False
+            assert await b.send_to("never-was", "legacy", "s1", "x:{}") is False
+        finally:
+            await a.aclose()
+            await b.aclose()
+            await c.aclose()
+
+    asyncio.run(main())
