@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from mcpfast.bench.procs import repo_root
+from mcpfast.bench.stdio_inproc import header, report, result_table, run_record
 from mcpfast.bench.stdio_inproc import measure as _measure
-from mcpfast.bench.stdio_inproc import report, result_table, run_record
 
 __all__ = ["add_run_options", "main", "measure"]
 
@@ -90,18 +90,16 @@ def main(argv: list[str] | None = None) -> int:
 def _markdown(data: dict[str, Any]) -> str:
     cfg = data["config"]
     lines = [
-        "# HTTP in process: new tree vs old, CPU ns per tools/call (calls) or per handshake cycle (handshakes)",
-        "",
-        f"Command: `{data['command']}`",
-        "",
-        f"Trees: old `{data['trees']['old']}`, new `{data['trees']['new']}`. Each tree's native HTTP server "
-        "connection (`http_server._Connection.data_received`) on a fake transport, demo app, sync `echo` tool. "
-        f"Every worker pinned to CPU {cfg['cpu']}; {cfg['rounds']} rounds, each a fresh pair of processes timing "
-        f"{cfg['bursts']} paired bursts in ABBA order ({cfg['requests']} calls per burst; a quarter as many "
-        "initialize + initialized + DELETE cycles for handshakes). A round's ratio: the median over its bursts "
-        "of old ns / new ns, i.e. per second new / old.",
-        f"Load average: {data['loadavg_at_start']} at start, {data['loadavg_at_end']} at end (2 CPUs shared).",
-        "",
+        *header(
+            data,
+            "HTTP in process: new tree vs old, CPU ns per tools/call (calls) or per handshake cycle (handshakes)",
+            f"Trees: old `{data['trees']['old']}`, new `{data['trees']['new']}`. Each tree's native HTTP server "
+            "connection (`http_server._Connection.data_received`) on a fake transport, demo app, sync `echo` tool. "
+            f"Every worker pinned to CPU {cfg['cpu']}; {cfg['rounds']} rounds, each a fresh pair of processes timing "
+            f"{cfg['bursts']} paired bursts in ABBA order ({cfg['requests']} calls per burst; a quarter as many "
+            "initialize + initialized + DELETE cycles for handshakes). A round's ratio: the median over its bursts "
+            "of old ns / new ns, i.e. per second new / old.",
+        ),
         *result_table(data["results"], unit="unit", rate="per second"),
     ]
     return "\n".join(lines) + "\n"

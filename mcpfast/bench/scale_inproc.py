@@ -31,8 +31,8 @@ from typing import Any
 from mcpfast.bench.http_inproc import _WORKER, add_run_options
 from mcpfast.bench.procs import repo_root, write_json
 from mcpfast.bench.scale import Redis
+from mcpfast.bench.stdio_inproc import header, run_record
 from mcpfast.bench.stdio_inproc import measure as _measure
-from mcpfast.bench.stdio_inproc import run_record
 
 __all__ = ["main"]
 
@@ -98,17 +98,15 @@ def _as_stores(result: dict[str, Any]) -> dict[str, Any]:
 def _markdown(data: dict[str, Any]) -> str:
     cfg = data["config"]
     lines = [
-        "# The Redis session store in process: CPU per tools/call and per handshake, Redis / memory",
-        "",
-        f"Command: `{data['command']}`",
-        "",
-        f"Tree `{data['trees']['memory']}`: one worker per store serving the demo app through the native HTTP "
-        f"server connection on a fake transport, {cfg['connections']} connections side by side; the Redis worker "
-        "on a real `redis-server` (the other CPU). "
-        f"Workers pinned to CPU {cfg['cpu']}; {cfg['rounds']} rounds of {cfg['bursts']} paired bursts (ABBA), "
-        f"{cfg['requests']} calls per burst, a quarter as many handshake cycles. CPU time of the worker process.",
-        f"Load average: {data['loadavg_at_start']} at start, {data['loadavg_at_end']} at end (2 CPUs shared).",
-        "",
+        *header(
+            data,
+            "The Redis session store in process: CPU per tools/call and per handshake, Redis / memory",
+            f"Tree `{data['trees']['memory']}`: one worker per store serving the demo app through the native HTTP "
+            f"server connection on a fake transport, {cfg['connections']} connections side by side; the Redis worker "
+            "on a real `redis-server` (the other CPU). "
+            f"Workers pinned to CPU {cfg['cpu']}; {cfg['rounds']} rounds of {cfg['bursts']} paired bursts (ABBA), "
+            f"{cfg['requests']} calls per burst, a quarter as many handshake cycles. CPU time of the worker process.",
+        ),
         "| scenario | memory ns/op | Redis ns/op | Redis / memory (median of rounds) | rounds | Redis commands in the run |",
         "|---|---:|---:|---:|---|---:|",
     ]

@@ -204,18 +204,29 @@ def report(data: dict[str, Any], out: Path | None, markdown: Callable[[dict[str,
         out.with_suffix(".md").write_text(markdown(data))
 
 
-def _markdown(data: dict[str, Any]) -> str:
-    lines = [
-        "# stdio in process: new tree vs old, CPU ns per tools/call echo",
+def header(data: dict[str, Any], title: str, setup: str) -> list[str]:
+    """The Markdown head of a ``run_record``: title, command, ``setup``, load average."""
+    return [
+        f"# {title}",
         "",
         f"Command: `{data['command']}`",
         "",
-        f"Trees: old `{data['trees']['old']}`, new `{data['trees']['new']}`. Every worker pinned to CPU "
-        f"{data['config']['cpu']}; {data['config']['rounds']} rounds, each a fresh pair of processes timing "
-        f"{data['config']['bursts']} paired bursts of {data['config']['messages']} messages in ABBA order "
-        "(a round's ratio: the median over its bursts of old ns / new ns).",
+        setup,
         f"Load average: {data['loadavg_at_start']} at start, {data['loadavg_at_end']} at end (2 CPUs shared).",
         "",
+    ]
+
+
+def _markdown(data: dict[str, Any]) -> str:
+    lines = [
+        *header(
+            data,
+            "stdio in process: new tree vs old, CPU ns per tools/call echo",
+            f"Trees: old `{data['trees']['old']}`, new `{data['trees']['new']}`. Every worker pinned to CPU "
+            f"{data['config']['cpu']}; {data['config']['rounds']} rounds, each a fresh pair of processes timing "
+            f"{data['config']['bursts']} paired bursts of {data['config']['messages']} messages in ABBA order "
+            "(a round's ratio: the median over its bursts of old ns / new ns).",
+        ),
         *result_table(data["results"], unit="msg", rate="calls/s"),
     ]
     return "\n".join(lines) + "\n"

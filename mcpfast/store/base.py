@@ -105,7 +105,12 @@ class SessionStore(Protocol):
         """2024-11-05 HTTP+SSE sessions ``(id, principal)`` this process holds, for ``ttl`` more
         seconds: their answers go out on the ``/sse`` stream open here, so the other processes
         only need to know who holds them (``legacy_holder``) to pass their POSTs on
-        (``send_to``). Returns once this process can be sent to."""
+        (``send_to``)."""
+        ...
+
+    async def listening(self) -> None:
+        """Returns once this process can be sent to (``send_to``); ``StoreUnavailable`` if it
+        cannot be soon."""
         ...
 
     async def legacy_holder(self, session_id: str) -> tuple[str | None, str] | None:

@@ -102,6 +102,9 @@ class MemoryStore:
         found = self._legacy.get(session_id)
         return (found[0], self.holder) if found is not None and found[1] > time.monotonic() else None
 
+    async def listening(self) -> None:
+        return None
+
     async def send_to(self, holder: str, kind: str, session_id: str, payload: str) -> bool:
         if holder != self.holder or not self._subscribers:
             return False

@@ -235,18 +235,21 @@ class RedisStore:
         return f"{self.prefix}l:{session_id}"
 
     async def keep_legacy(self, sessions: list[tuple[str, str | None]], ttl: float) -> None:
-        if not self._subscribed.is_set():  # a POST passed on before this process listens would be lost
-            try:
-                async with asyncio.timeout(self.timeout * 2):
-                    await self._subscribed.wait()
-            except TimeoutError:
-                raise StoreUnavailable("session store: this process's channel is not subscribed") from None
         ms = max(1, int(ttl * 1000))
         commands: list[Command] = [
             ("SET", self._legacy_key(sid), orjson.dumps([principal, self.holder]), "PX", ms) for sid, principal in sessions
         ]
         for r in await self.link.execute(*commands):
             _check(r)
+
+    async def listening(self) -> None:
+        """Returns once the bus connection subscribed this process's own channel (``send_to``)."""
+        if not self._subscribed.is_set():
+            try:
+                async with asyncio.timeout(self.timeout * 2):
+                    await self._subscribed.wait()
+            except TimeoutError:
+                raise StoreUnavailable("session store: this process's channel is not subscribed") from None
 
     async def legacy_holder(self, session_id: str) -> tuple[str | None, str] | None:
         (data,) = await self.link.execute(("GET", self._legacy_key(session_id)))

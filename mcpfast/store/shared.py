@@ -86,12 +86,12 @@ async def _all(changes: list[Awaitable[None]]) -> None:
         await change
 
 
-def _unavailable(rid: Any = None) -> Reply:
-    body = core.encode_error(rid, INTERNAL_ERROR, "session store unavailable, retry later")
-    return (503, [*_JSON, (b"retry-after", b"1")], body)
+def _unavailable(rid: Any = None, message: str = "session store unavailable, retry later") -> Reply:
+    """503 with a JSON-RPC error body and ``Retry-After``."""
+    return (503, [*_JSON, (b"retry-after", b"1")], core.encode_error(rid, INTERNAL_ERROR, message))
 
 
-_FULL: Final[Reply] = (503, [*_JSON, (b"retry-after", b"1")], core.encode_error(None, INTERNAL_ERROR, "server busy: too many sessions"))
+_FULL: Final[Reply] = _unavailable(message="server busy: too many sessions")
 
 
 def _failed(future: asyncio.Future[Any]) -> bool:
@@ -422,6 +422,7 @@ class SharedSessions:
         before the client is told its endpoint, so no POST can arrive anywhere first."""
         self._start()
         try:
+            await self.store.listening()  # a POST passed on before this process listens would be lost
             await self.store.keep_legacy([(sess.id, sess.principal)], self.transport.session_idle_timeout)
         except StoreUnavailable as exc:  # served here all the same; other processes learn it at a flush
             logger.warning("a 2024-11-05 session is not shared yet: %s", exc)

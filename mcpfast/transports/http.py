@@ -126,6 +126,9 @@ def _reply(status: int, body: bytes = b"", headers: Iterable[tuple[bytes, bytes]
     return (status, hdrs, body)
 
 
+_NOT_FOUND: Final[Reply] = (404, _JSON, _error_body(INVALID_REQUEST, "session not found"))
+
+
 class HttpTransport:
     """The ASGI application serving one ``Server`` over HTTP (see the module doc).
 
@@ -422,7 +425,7 @@ class HttpTransport:
         modern = version is not None and version not in _HANDSHAKE  # 2026-07-28, or unknown (answered -32022)
         sess = None if modern else self._find(headers, principal)
         if sess is None and not modern:
-            return _reply(404, _error_body(INVALID_REQUEST, "session not found"))
+            return _NOT_FOUND
         if sess is not None and sess is not False:
             return self._post_session(sess, body)  # type: ignore[arg-type]
         # No session: initialize, a 2026 request, or an error.
@@ -616,7 +619,7 @@ class HttpTransport:
         if sess is False:
             return _reply(400, _error_body(INVALID_REQUEST, "bad request: missing Mcp-Session-Id header"))
         if sess is None:
-            return _reply(404, _error_body(INVALID_REQUEST, "session not found"))
+            return _NOT_FOUND
         assert isinstance(sess, _Session)
         last = headers.get(b"last-event-id")
         if last is not None and self.event_store is not None:
@@ -651,7 +654,7 @@ class HttpTransport:
         if sess is False:
             return _reply(400, _error_body(INVALID_REQUEST, "bad request: missing Mcp-Session-Id header"))
         if sess is None:
-            return _reply(404, _error_body(INVALID_REQUEST, "session not found"))
+            return _NOT_FOUND
         assert isinstance(sess, _Session)
         if self.shared is not None:  # ended in the shared store, then on every process
             return self.shared.delete(sess)
@@ -742,14 +745,13 @@ class HttpTransport:
         if not session_id:
             return _reply(400, _error_body(INVALID_REQUEST, "missing session_id"))
         if sess is not None and (not sess.legacy or sess.principal != principal):
-            return _reply(404, _error_body(INVALID_REQUEST, "session not found"))
+            return _NOT_FOUND
         if not wire.is_json(headers.get(b"content-type")):
             return _reply(415, _error_body(INVALID_REQUEST, "Content-Type must be application/json"))
         if sess is None:
-            not_found = _reply(404, _error_body(INVALID_REQUEST, "session not found"))
             if self.shared is not None:  # its /sse stream may be open on another process: passed on there
-                return self.shared.legacy_post(session_id, principal, body, _LEGACY_ACCEPTED, not_found)
-            return not_found
+                return self.shared.legacy_post(session_id, principal, body, _LEGACY_ACCEPTED, _NOT_FOUND)
+            return _NOT_FOUND
         sess.last_seen = time.monotonic()
         try:
             sess.conn.feed(body)

@@ -147,6 +147,7 @@ def test_send_to_reaches_the_one_holder_and_says_when_it_is_gone(redis) -> None:
         c.subscribe(got["c"].append, lambda: None)
         try:
             # a holds a 2024-11-05 session: the record names a, once a can be sent to
+            await a.listening()
             await a.keep_legacy([("s1", "alice")], 30.0)
             assert await b.legacy_holder("s1") == ("alice", a.holder)
             assert await b.legacy_holder("nobody") is None

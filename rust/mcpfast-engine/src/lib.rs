@@ -121,7 +121,7 @@ impl Shared {
     /// Past the stop grace: abandon what is in flight.
     pub fn past_deadline(&self) -> bool {
         let d = self.deadline_ns.load(Ordering::Relaxed);
-        d != 0 && self.started_at.elapsed().as_nanos() as u64 >= d
+        d != 0 && self.now_ns() >= d
     }
 
     /// The rate of one thread, None in the closed model.
@@ -445,10 +445,9 @@ impl Engine {
         }
         let now = self.shared.now_ns();
         self.shared.stop_ns.store(now, Ordering::Release);
-        let at = Duration::from_nanos(now) + grace;
         self.shared
             .deadline_ns
-            .store((at.as_nanos() as u64).max(1), Ordering::Relaxed);
+            .store(now + grace.as_nanos() as u64, Ordering::Relaxed);
         self.shared.stop.store(true, Ordering::Relaxed);
         let handles = std::mem::take(&mut *lock(&self.threads));
         if std::process::id() != self.pid {
