@@ -50,6 +50,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
     _http_arguments(serve)
     _token_parser(sub)
+    sub.add_parser(
+        "locustfiles",
+        help="print the folder of the swarm's locustfiles (for `locust -f`), then the families in it on stderr",
+    )
     from mcpfast.bench.cli import add_subcommands as _add_bench_subcommands
 
     _add_bench_subcommands(sub)
@@ -93,6 +97,8 @@ def _http_arguments(serve: argparse.ArgumentParser) -> None:
         help="serve 2026-07-28 stateless requests only: initialize gets -32022, GET/DELETE 405, no /sse (no sessions)",
     )
     group.add_argument("--grace", type=float, default=5.0, help="seconds SIGTERM lets requests in flight finish")
+    group.add_argument("--tls-cert", metavar="PEM", help="serve HTTPS: the certificate chain, leaf first (every runner; needs --tls-key)")
+    group.add_argument("--tls-key", metavar="PEM", help="the private key of --tls-cert")
     group.add_argument("--no-legacy-sse", action="store_true", help="do not serve the 2024-11-05 /sse endpoints")
     group.add_argument("--auth-jwks", help="JWKS (file path or https URL) that signs accepted access tokens")
     group.add_argument("--auth-issuer", help="required token issuer (iss)")
@@ -119,6 +125,8 @@ def _serve_http(args: argparse.Namespace, argv: list[str]) -> int:
     from mcpfast.transports.http_runner import run
 
     problem = serve_workers.check(args.workers, args.store, args.stateless_only)
+    if problem is None:
+        problem = _tls_problem(args.tls_cert, args.tls_key)
     if problem is not None:
         print(f"mcpfast: {problem}", file=sys.stderr)
         return 2
@@ -167,9 +175,33 @@ def _serve_http(args: argparse.Namespace, argv: list[str]) -> int:
     if worker is not None:
         options["sock"] = serve_workers.reuse_port_socket(args.host, args.port)
     run(
-        spec, args.host, args.port, runner=args.runner, log_level=args.log_level, grace=args.grace, server_options=server_options, **options
+        spec,
+        args.host,
+        args.port,
+        runner=args.runner,
+        log_level=args.log_level,
+        grace=args.grace,
+        server_options=server_options,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        **options,
     )
     return 0
+
+
+def _tls_problem(cert: str | None, key: str | None) -> str | None:
+    """Why ``--tls-cert``/``--tls-key`` cannot serve, found before the port is bound; else None."""
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None:
+        return "--tls-cert and --tls-key go together"
+    from mcpfast.transports.http_server import tls_server_context
+
+    try:
+        tls_server_context(cert, key)
+    except ValueError as e:
+        return f"--tls-cert/--tls-key: {e}"
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -198,6 +230,12 @@ def main(argv: list[str] | None = None) -> int:
         from mcpfast.auth.tokens import token_command
 
         return token_command(args)
+    if args.command == "locustfiles":
+        from mcpfast.locust.locustfiles import LOCUSTFILES, families
+
+        print(LOCUSTFILES)
+        print("families: " + " ".join(families()), file=sys.stderr)
+        return 0
     if args.command in ("bench", "report", "compare"):
         problem = missing_extra(args.command)
         if problem is not None:

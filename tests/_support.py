@@ -12,6 +12,8 @@ A plain module (test folders have no ``__init__.py``; ``tests/`` is on ``sys.pat
 * :func:`stdio_start_seconds`: how long a stdio server takes to answer ``initialize`` now (a
   busy machine starts Python processes several times slower: runs sized by it get their calls);
 * :func:`metric`: one sample of a server's Prometheus text (``/metrics``);
+* :func:`private_ca`: a private CA and a server certificate it signed, as PEM files, for the TLS
+  tests (real certificates, made here, trusted by nothing but the test's own clients);
 * :func:`locust_master_args`: a Locust master on a free 127.0.0.1 port, not the default 5557
   another suite on this machine may hold.
 """
@@ -26,7 +28,8 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 from mcpfast.bench import procs
 from mcpfast.bench.procs import free_port, stop_process, wait_port
@@ -35,6 +38,7 @@ __all__ = [
     "child_env",
     "free_port",
     "locust_master_args",
+    "private_ca",
     "metric",
     "refused_port",
     "start_process",
@@ -154,3 +158,70 @@ def stdio_start_seconds(argv: Sequence[str], timeout: float = 60.0, **popen: Any
         proc.stdin.close()
         stop_process(proc)
         proc.stdout.close()
+
+
+class Pki(NamedTuple):
+    """PEM files of :func:`private_ca`: ``ca`` (the root to trust), ``cert``/``key`` (the server's
+    leaf and its key), ``other_key`` (a key of another pair: the mismatch case)."""
+
+    ca: Path
+    cert: Path
+    key: Path
+    other_key: Path
+
+
+def private_ca(folder: Path, names: Sequence[str] = ("localhost", "127.0.0.1", "::1"), *, days: int = 2) -> Pki:
+    """A CA and a leaf for ``names`` (DNS names and IP addresses) that it signed, written to ``folder``."""
+    import datetime as dt
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    def pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
+        return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+
+    now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "mcpfast test CA")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + dt.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    alt: list[x509.GeneralName] = []
+    for name in names:
+        try:
+            alt.append(x509.IPAddress(ipaddress.ip_address(name)))
+        except ValueError:
+            alt.append(x509.DNSName(name))
+    leaf = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + dt.timedelta(days=days))
+        .add_extension(x509.SubjectAlternativeName(alt), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    pki = Pki(folder / "ca.pem", folder / "server.pem", folder / "server.key", folder / "other.key")
+    pki.ca.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    pki.cert.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
+    pki.key.write_bytes(pem_key(key))
+    pki.other_key.write_bytes(pem_key(ec.generate_private_key(ec.SECP256R1())))
+    return pki

@@ -39,12 +39,12 @@ from mcpfast.bench.procs import (
     log_tail,
     machine_info,
     reference_server,
-    repo_root,
     rss_kib,
     stop_process,
     write_summary,
 )
 from mcpfast.bench.report import GENERATOR_BOUND_NOTE, generator_label
+from mcpfast.locust.locustfiles import LOCUSTFILES
 
 __all__ = [
     "FAMILIES",
@@ -71,7 +71,7 @@ MEMORY_INTERVAL = 0.25
 
 
 def default_loadtests() -> Path:
-    return repo_root() / "loadtests"
+    return LOCUSTFILES
 
 
 @dataclass

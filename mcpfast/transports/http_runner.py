@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -84,6 +85,8 @@ def run(
     grace: float = 5.0,
     sock: Any = None,
     server_options: dict[str, Any] | None = None,
+    tls_cert: str | None = None,
+    tls_key: str | None = None,
     **options: Any,
 ) -> None:
     """Serve until interrupted. ``server`` is a Server, or a ``module:attr`` spec (needed for granian).
@@ -92,8 +95,11 @@ def run(
     server (``HttpServer``: ``max_connections``, ``head_timeout``); under uvicorn
     ``max_connections`` becomes its ``limit_concurrency``. ``grace``: seconds SIGTERM lets
     requests in flight finish (native); ``sock``: a bound socket to serve instead of binding
-    ``host:port`` (a ``--workers`` worker's SO_REUSEPORT socket).
+    ``host:port`` (a ``--workers`` worker's SO_REUSEPORT socket). ``tls_cert``/``tls_key``
+    (PEM files, both or neither): HTTPS, on every runner.
     """
+    if (tls_cert is None) != (tls_key is None):
+        raise ValueError("TLS needs both a certificate and its key")
     server_options = dict(server_options or {})
     if runner not in RUNNERS:
         raise ValueError(f"unknown runner {runner!r} (one of {', '.join(RUNNERS)})")
@@ -102,8 +108,10 @@ def run(
 
         import uvloop
 
-        from mcpfast.transports.http_server import serve
+        from mcpfast.transports.http_server import serve, tls_server_context
 
+        if tls_cert is not None and tls_key is not None:
+            server_options["tls"] = tls_server_context(tls_cert, tls_key)
         logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
         app = build_app(server, options) if isinstance(server, str) else _direct(server, options)
         uvloop.run(serve(app, host, port, freeze_gc=True, sock=sock, grace=grace, **server_options))
@@ -129,6 +137,8 @@ def run(
             workers=1,
             log_enabled=log_level.lower() in ("debug", "info"),
             respawn_failed_workers=False,
+            ssl_cert=Path(tls_cert) if tls_cert else None,
+            ssl_key=Path(tls_key) if tls_key else None,
         ).serve()
         return
     import uvicorn
@@ -144,6 +154,8 @@ def run(
         log_level=log_level.lower(),
         lifespan="on",
         limit_concurrency=server_options.get("max_connections"),
+        ssl_certfile=tls_cert,
+        ssl_keyfile=tls_key,
     )
 
 

@@ -36,6 +36,7 @@ import gc
 import logging
 import signal
 import socket
+import ssl
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -547,6 +548,29 @@ class _Cycle:
             await waiter
 
 
+def tls_server_context(cert: str, key: str) -> ssl.SSLContext:
+    """The server side of HTTPS: ``cert`` (PEM, the chain after the leaf) and its ``key`` (PEM).
+
+    TLS 1.2 and up, ALPN ``http/1.1`` (the only protocol served). Raises ``ValueError`` naming
+    the file when either cannot be read or the key is not the certificate's.
+    """
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.set_alpn_protocols(["http/1.1"])
+    for path in (cert, key):
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as e:
+            raise ValueError(f"cannot read {path}: {e.strerror}") from None
+    try:
+        context.load_cert_chain(cert, key)
+    except ssl.SSLError as e:
+        reason = "the key does not match the certificate" if "KEY_VALUES_MISMATCH" in str(e) else f"not a PEM certificate and key ({e})"
+        raise ValueError(f"certificate {cert} and key {key}: {reason}") from None
+    return context
+
+
 class HttpServer:
     """Serves an ``HttpTransport`` (fast path) or any ASGI application on asyncio.
 
@@ -559,6 +583,7 @@ class HttpServer:
         max_connections: open connections at most (503 and close above).
         keepalive_timeout: seconds an idle keep-alive connection stays open.
         head_timeout: seconds from a request head's first byte to its end (408 and close after).
+        tls: a server ``ssl.SSLContext`` (see ``tls_server_context``): HTTPS on the same socket.
     """
 
     def __init__(
@@ -570,8 +595,10 @@ class HttpServer:
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         keepalive_timeout: float = 30.0,
         head_timeout: float = DEFAULT_HEAD_TIMEOUT,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.app = app
+        self.tls = tls
         self.handle: Callable[..., Any] | None = getattr(app, "handle", None) if _is_transport(app) else None
         self.max_body = max_body if max_body is not None else getattr(app, "max_body", DEFAULT_MAX_BODY)
         self.max_header_bytes = max_header_bytes
@@ -591,9 +618,9 @@ class HttpServer:
             self._lifespan = _Lifespan(self.app)
             await self._lifespan.startup()
         if sock is not None:
-            self._server = await loop.create_server(lambda: _Connection(self), sock=sock, backlog=2048)
+            self._server = await loop.create_server(lambda: _Connection(self), sock=sock, backlog=2048, ssl=self.tls)
         else:
-            self._server = await loop.create_server(lambda: _Connection(self), host, port, backlog=2048, reuse_address=True)
+            self._server = await loop.create_server(lambda: _Connection(self), host, port, backlog=2048, reuse_address=True, ssl=self.tls)
         name = self._server.sockets[0].getsockname()
         self.bound = (name[0], name[1])
         self._sweeper = loop.create_task(self._sweep())
@@ -709,7 +736,7 @@ async def serve(
         # the collector's way, so full collections walk only what requests and sessions made.
         gc.collect()
         gc.freeze()
-    logger.info("serving on http://%s:%d", *server.bound)  # type: ignore[misc]
+    logger.info("serving on %s://%s:%d", "https" if server.tls is not None else "http", *server.bound)  # type: ignore[misc]
     if ready is not None:
         ready(server)
     stop = asyncio.Event()

@@ -109,9 +109,43 @@ class DelayUser(McpUser):
 """
 
 
+def _raw_stdio_p25_difference(calls: int = 400) -> int:
+    """The same echo/delay pairs as the swarm's, timed by a plain blocking client on a pipe: the
+    independent figure, with this machine's own cost of waking a process after a 2 ms wait."""
+    import subprocess
+    import time
+
+    proc = subprocess.Popen([sys.executable, FAKE, "stdio"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    times: dict[str, list[int]] = {"echo": [], "delay": []}
+
+    def call(n: int, method: str, params: dict[str, object]) -> None:
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params}).encode() + b"\n")  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
+        reply = json.loads(proc.stdout.readline())  # type: ignore[union-attr]
+        assert reply["id"] == n and "result" in reply, reply
+
+    try:
+        call(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}})
+        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        for i in range(calls):
+            for name, arguments in (("echo", {"text": "x"}), ("delay", {"ms": 2})):
+                start = time.perf_counter_ns()
+                call(2 * i + (name == "delay") + 1, "tools/call", {"name": name, "arguments": arguments})
+                times[name].append((time.perf_counter_ns() - start) // 1000)
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=10)
+        proc.stdout.close()
+    p25 = {name: sorted(v)[len(v) // 4] for name, v in times.items()}
+    return p25["delay"] - p25["echo"]
+
+
 def test_injected_2ms_delay_measured_within_5_percent(run_locust, tmp_path: Path) -> None:
     # one stdio server, one user: echo and a tool that waits exactly 2 ms, interleaved, so both see
-    # the same transport; the p50 difference is the injected delay
+    # the same transport; the p25 difference is the injected delay, plus what this machine takes to
+    # wake a process that waited 2 ms (up to ~0.2 ms on a virtual machine), which a plain client
+    # timing the same pairs sees too: the swarm must agree with that client within 5% of the delay.
     locustfile = tmp_path / "delay_swarm.py"
     locustfile.write_text(DELAY_LOCUSTFILE)
     run = run_locust("-u", "1", "-r", "1", "-t", "4s", "--mcp-command", f"{sys.executable} {FAKE} stdio", locustfile=str(locustfile))
@@ -124,9 +158,11 @@ def test_injected_2ms_delay_measured_within_5_percent(run_locust, tmp_path: Path
 
     hist = {h["name"]: Histogram.from_dict(h) for h in run.histograms()["histograms"] if h["type"] == "mcp-stdio"}
     measured = hist["tools/call:delay"].value_at_percentile(25) - hist["tools/call:echo"].value_at_percentile(25)
-    print(f"2 ms injected: p25 difference {measured} us; p50 delay {delay['p50']} us, p50 echo {echo['p50']} us")
+    raw = _raw_stdio_p25_difference()
+    print(f"2 ms injected: p25 difference {measured} us (plain client {raw} us); p50 delay {delay['p50']} us, p50 echo {echo['p50']} us")
     assert delay["count"] > 200
-    assert abs(measured - 2000) <= 100, (measured, delay, echo)
+    assert measured >= 2000 - 100, (measured, delay, echo)
+    assert abs(measured - raw) <= 100, (measured, raw, delay, echo)
 
 
 def test_stall_shows_in_open_model_percentiles(run_locust, http_server) -> None:

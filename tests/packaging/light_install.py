@@ -1,8 +1,12 @@
-"""`make check-light`: ``pip install .`` into a fresh venv is the light server package.
+"""`make check-light`: the wheel, installed into a fresh venv, is the light server package, and
+with ``[swarm,bench]`` the whole swarm.
 
-It must pull no Locust, gevent, geventhttpclient, matplotlib, numpy or uvicorn; ``mcpfast serve``
-must answer an ``initialize`` over stdio and over HTTP (the native server); a command that needs
-an extra must say which one to install. Every step is bounded in time.
+Light: it must pull no Locust, gevent, geventhttpclient, matplotlib, numpy or uvicorn; ``mcpfast
+serve`` must answer an ``initialize`` over stdio and over HTTP (the native server); a command that
+needs an extra must say which one to install. Then the same wheel with ``[swarm,bench]``, as a
+user who never cloned the repository has it: the wheel carries the locustfiles, ``mcpfast
+locustfiles`` names their folder, and ``mcpfast bench --quick`` runs its main job from an empty
+folder. Every step is bounded in time.
 
 Usage: python tests/packaging/light_install.py VENV_DIR  (the venv is created, or reused when
 ``--reuse`` is given and it exists).
@@ -11,15 +15,20 @@ Usage: python tests/packaging/light_install.py VENV_DIR  (the venv is created, o
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 import venv
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = ("README.md", "_common.py", "tools_call.py", "handshake.py", "session_churn.py", "sse_streaming.py", "scenario.py")
 HEAVY = ("locust", "gevent", "geventhttpclient", "matplotlib", "numpy", "uvicorn", "httptools")
 INIT = {
     "jsonrpc": "2.0",
@@ -45,9 +54,17 @@ def main(argv: list[str]) -> int:
     target = Path(argv[0]).resolve()
     reuse = "--reuse" in argv
     python = target / "bin" / "python"
-    if not (reuse and python.exists()):
+    wheels = target.parent / (target.name + "-wheel")
+    if not (reuse and python.exists() and list(wheels.glob("mcpfast-*.whl"))):
+        shutil.rmtree(wheels, ignore_errors=True)
         venv.EnvBuilder(clear=True, with_pip=True).create(target)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(ROOT)], check=True, timeout=1800)
+        subprocess.run([str(python), "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(ROOT)], check=True, timeout=1800)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(_wheel(wheels))], check=True, timeout=600)
+    wheel = _wheel(wheels)
+    with zipfile.ZipFile(wheel) as z:
+        shipped = set(z.namelist())
+    missing = [f"mcpfast/loadtests/{name}" for name in SHIPPED if f"mcpfast/loadtests/{name}" not in shipped]
+    check(not missing, f"the wheel ships the locustfiles (missing: {missing or 'none'})")
     listed = subprocess.run([str(python), "-m", "pip", "list", "--format=json"], check=True, capture_output=True, text=True, timeout=120)
     installed = {p["name"].lower() for p in json.loads(listed.stdout)}
     check("mcpfast" in installed, "mcpfast is installed")
@@ -90,6 +107,48 @@ def main(argv: list[str]) -> int:
     check(out.returncode == 2 and "pip install 'mcpfast[swarm]'" in out.stderr, "mcpfast bench names the swarm extra")
     out = subprocess.run([mcpfast, "serve", "--transport", "http", "--runner", "uvicorn"], capture_output=True, text=True, timeout=60)
     check(out.returncode == 2 and "pip install 'mcpfast[uvicorn]'" in out.stderr, "--runner uvicorn names the uvicorn extra")
+    return swarm_from_wheel(target, wheel)
+
+
+def _wheel(folder: Path) -> Path:
+    found = sorted(folder.glob("mcpfast-*.whl"))
+    check(len(found) == 1, f"one mcpfast wheel in {folder} (found {[p.name for p in found]})")
+    return found[0]
+
+
+def swarm_from_wheel(target: Path, wheel: Path) -> int:
+    """The pip user's swarm: ``[swarm,bench]`` from the same wheel, run from a folder with no checkout."""
+    python = target / "bin" / "python"
+    mcpfast = str(target / "bin" / "mcpfast")
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", f"{wheel}[swarm,bench]"], check=True, timeout=900)
+    out = subprocess.run([mcpfast, "locustfiles"], capture_output=True, text=True, timeout=60)
+    folder = Path(out.stdout.strip())
+    check(
+        out.returncode == 0 and folder.is_relative_to(target) and (folder / "tools_call.py").is_file(),
+        f"mcpfast locustfiles names the installed folder ({folder})",
+    )
+    check("tools_call" in out.stderr and "_common" not in out.stderr, "mcpfast locustfiles lists the families, not the helpers")
+    with tempfile.TemporaryDirectory(prefix="mcpfast-pip-user-") as empty:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        env["PATH"] = str(target / "bin") + os.pathsep + env.get("PATH", "")
+        run = subprocess.run(
+            [mcpfast, "bench", "--quick", "--duration", "4", "--out", "run"],
+            cwd=empty,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        summaries = list(Path(empty, "run").glob("**/summary.json"))
+        if run.returncode != 0 or not summaries:
+            print(run.stdout[-4000:], run.stderr[-4000:], sep="\n", file=sys.stderr)
+        check(run.returncode == 0, f"mcpfast bench --quick from an empty folder exits 0 (exit {run.returncode})")
+        check(len(summaries) == 1, "mcpfast bench --quick wrote its summary in the empty folder")
+        summary = json.loads(summaries[0].read_text())
+        ran = {(f["family"], f["transport"]) for f in summary["families"] if f.get("requests")}
+        want = {(f, t) for f in ("handshake", "tools_call", "sse_streaming", "session_churn") for t in ("stdio", "http")}
+        check(summary["ok"] and ran == want, f"every family ran with requests on both transports (ran {sorted(ran)})")
+        check(sum(f["failures"] for f in summary["families"]) == 0, "and without failures")
     return 0
 
 
