@@ -160,18 +160,36 @@ def stdio_start_seconds(argv: Sequence[str], timeout: float = 60.0, **popen: Any
         proc.stdout.close()
 
 
+def start_haproxy(folder: Path, sections: str, port: int) -> subprocess.Popen[Any]:
+    """Debian's haproxy in the foreground (``make haproxy-install``) with ``sections`` (frontends
+    and backends) after a plain HTTP-mode ``defaults``; returns once ``port`` accepts."""
+    cfg = folder / "haproxy.cfg"
+    folder.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(
+        "global\n    maxconn 4000\n\n"
+        "defaults\n    mode http\n    timeout connect 5s\n    timeout client 60s\n    timeout server 60s\n\n" + sections
+    )
+    check = subprocess.run(["haproxy", "-c", "-f", str(cfg)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    return start_process(["haproxy", "-db", "-f", str(cfg)], port, "haproxy")
+
+
 class Pki(NamedTuple):
     """PEM files of :func:`private_ca`: ``ca`` (the root to trust), ``cert``/``key`` (the server's
-    leaf and its key), ``other_key`` (a key of another pair: the mismatch case)."""
+    leaf and its key), ``other_key`` (a key of another pair: the mismatch case),
+    ``client_cert``/``client_key`` (a client leaf for mTLS, signed by the same CA)."""
 
     ca: Path
     cert: Path
     key: Path
     other_key: Path
+    client_cert: Path
+    client_key: Path
 
 
-def private_ca(folder: Path, names: Sequence[str] = ("localhost", "127.0.0.1", "::1"), *, days: int = 2) -> Pki:
-    """A CA and a leaf for ``names`` (DNS names and IP addresses) that it signed, written to ``folder``."""
+def private_ca(folder: Path, names: Sequence[str] = ("localhost", "127.0.0.1", "::1"), *, days: int = 2, expired: bool = False) -> Pki:
+    """A CA and a leaf for ``names`` (DNS names and IP addresses) that it signed, written to
+    ``folder`` (``expired``: the server's leaf ended yesterday)."""
     import datetime as dt
     import ipaddress
 
@@ -205,23 +223,41 @@ def private_ca(folder: Path, names: Sequence[str] = ("localhost", "127.0.0.1", "
             alt.append(x509.IPAddress(ipaddress.ip_address(name)))
         except ValueError:
             alt.append(x509.DNSName(name))
-    leaf = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now)
-        .not_valid_after(now + dt.timedelta(days=days))
-        .add_extension(x509.SubjectAlternativeName(alt), critical=False)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
+
+    def leaf(
+        subject: str, public: ec.EllipticCurvePublicKey, usage: x509.ObjectIdentifier, start: dt.datetime, end: dt.datetime
+    ) -> x509.Certificate:
+        return (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+            .issuer_name(ca_name)
+            .public_key(public)
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(start)
+            .not_valid_after(end)
+            .add_extension(x509.SubjectAlternativeName(alt), critical=False)
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .sign(ca_key, hashes.SHA256())
+        )
+
+    start, end = (now - dt.timedelta(days=2), now - dt.timedelta(days=1)) if expired else (now, now + dt.timedelta(days=days))
+    server = leaf(names[0], key.public_key(), ExtendedKeyUsageOID.SERVER_AUTH, start, end)
+    client_key = ec.generate_private_key(ec.SECP256R1())
+    client = leaf("mcpfast test client", client_key.public_key(), ExtendedKeyUsageOID.CLIENT_AUTH, now, now + dt.timedelta(days=days))
     folder.mkdir(parents=True, exist_ok=True)
-    pki = Pki(folder / "ca.pem", folder / "server.pem", folder / "server.key", folder / "other.key")
+    pki = Pki(
+        folder / "ca.pem",
+        folder / "server.pem",
+        folder / "server.key",
+        folder / "other.key",
+        folder / "client.pem",
+        folder / "client.key",
+    )
     pki.ca.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    pki.cert.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
+    pki.cert.write_bytes(server.public_bytes(serialization.Encoding.PEM))
+    pki.client_cert.write_bytes(client.public_bytes(serialization.Encoding.PEM))
+    pki.client_key.write_bytes(pem_key(client_key))
     pki.key.write_bytes(pem_key(key))
     pki.other_key.write_bytes(pem_key(ec.generate_private_key(ec.SECP256R1())))
     return pki

@@ -19,6 +19,7 @@ connection; ``listen()`` runs a bounded 2026 ``subscriptions/listen``; ``delete(
 
 from __future__ import annotations
 
+import ssl
 import time
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,6 +41,7 @@ from mcpfast.client.errors import (
     UnexpectedReply,
     WrongId,
 )
+from mcpfast.client.reach import Reach, tls_reason
 from mcpfast.client.session import CallResult, ClientSession, Pending
 from mcpfast.protocol.http import ACCEPT_BOTH, JSON, SSE
 
@@ -63,6 +65,7 @@ class HttpClient(McpClient):
         session: ClientSession | None = None,
         *,
         token: str | None = None,
+        reach: Reach | None = None,
         connection_timeout: float = 10.0,
         network_timeout: float | None = None,
         concurrency: int = 4,
@@ -80,9 +83,12 @@ class HttpClient(McpClient):
         self._kw: dict[str, Any] = dict(
             connection_timeout=connection_timeout,
             network_timeout=self.network_timeout,
-            ssl=parts.scheme == "https",
         )
-        self._host, self._port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+        self.reach = reach or Reach()
+        self._tls = parts.scheme == "https"
+        self._host, self._port = parts.hostname, parts.port or (443 if self._tls else 80)
+        self.reach.check_url(self._host, self._port)
+        self._fixed = self.reach.fixed_headers(self._host, self._port, self._tls)
         self._concurrency = concurrency
         self._http: HTTPClient | None = None  # lazy: never open sockets at import or construction
         self._errors = _network_errors()
@@ -93,11 +99,11 @@ class HttpClient(McpClient):
     @property
     def http(self) -> HTTPClient:
         if self._http is None:
-            self._http = HTTPClient(self._host, self._port, concurrency=self._concurrency, **self._kw)
+            self._http = self.reach.http_client(self._host, self._port, self._tls, concurrency=self._concurrency, **self._kw)
         return self._http
 
     def _headers(self, extra: dict[str, str], accept: str = ACCEPT_BOTH) -> dict[str, str]:
-        headers = {"Accept": accept, "Content-Type": JSON}
+        headers = {"Accept": accept, "Content-Type": JSON, **self._fixed}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         headers.update(extra)
@@ -110,6 +116,8 @@ class HttpClient(McpClient):
         except self._errors as exc:
             if "timed out" in str(exc) or exc.__class__.__name__ == "timeout":
                 raise RequestTimeout() from None
+            if isinstance(exc, ssl.SSLError):
+                raise ConnectionFailure(f"tls handshake failed: {tls_reason(exc, self._host)}", str(exc)[:200]) from None
             raise ConnectionFailure("connection error", str(exc)[:200]) from None
 
     def _roundtrip(self, pending: Pending, stream: bool = False) -> CallResult:
@@ -123,6 +131,9 @@ class HttpClient(McpClient):
 
     def _exchange(self, pending: Pending) -> CallResult:
         session = self.session
+        if pending.method in ("initialize", "server/discover") and self.reach.new_connection == "session" and self._http is not None:
+            self._http.close()  # a new connection for every session
+            self._http = None
         resp = self._post(pending.data, self._headers(session.http_headers(pending)))
         try:
             status = resp.status_code
@@ -285,7 +296,7 @@ class HttpClient(McpClient):
         return done
 
     def _get_stream(self, duration: float, on_event: Any, done: GEvent) -> None:
-        http = HTTPClient(self._host, self._port, concurrency=1, **self._kw)
+        http = self.reach.http_client(self._host, self._port, self._tls, concurrency=1, **self._kw)
         session = self.session
         intended = time.perf_counter()
         try:

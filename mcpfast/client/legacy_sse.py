@@ -40,6 +40,7 @@ from mcpfast.client.errors import (
     WrongId,
 )
 from mcpfast.client.http import _network_errors
+from mcpfast.client.reach import Reach
 from mcpfast.client.session import CallResult, ClientSession, Pending
 from mcpfast.protocol.http import ACCEPT_BOTH, JSON, SSE
 
@@ -69,6 +70,7 @@ class LegacySseClient(InFlight, McpClient):
         session: ClientSession | None = None,
         *,
         token: str | None = None,
+        reach: Reach | None = None,
         connection_timeout: float = 10.0,
         concurrency: int = 4,
         **kw: Any,
@@ -82,6 +84,9 @@ class LegacySseClient(InFlight, McpClient):
         self.token = token
         self._host, self._port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
         self._ssl = parts.scheme == "https"
+        self.reach = reach or Reach()
+        self.reach.check_url(self._host, self._port)
+        self._fixed = self.reach.fixed_headers(self._host, self._port, self._ssl)
         self._sse_path = parts.path + (f"?{parts.query}" if parts.query else "")
         self.connection_timeout = connection_timeout
         self._concurrency = concurrency
@@ -97,17 +102,18 @@ class LegacySseClient(InFlight, McpClient):
 
     # -- connection -------------------------------------------------------------------------------
     def _client(self, network_timeout: float, concurrency: int) -> HTTPClient:
-        return HTTPClient(
+        client: HTTPClient = self.reach.http_client(
             self._host,
             self._port,
+            self._ssl,
             concurrency=concurrency,
-            ssl=self._ssl,
             connection_timeout=self.connection_timeout,
             network_timeout=network_timeout,
         )
+        return client
 
     def _headers(self, accept: str) -> dict[str, str]:
-        headers = {"Accept": accept}
+        headers = {"Accept": accept, **self._fixed}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         return headers

@@ -41,7 +41,7 @@ import locust  # noqa: F401, I001 - first: Locust's import gevent-patches the st
 from locust.stats import RequestStats, StatsEntry, StatsError
 
 from mcpfast.locust import stats as mstats
-from mcpfast.locust.options import option, stream_arguments
+from mcpfast.locust.options import option, reach, stream_arguments
 
 __all__ = ["FAMILIES", "NativeDriver", "config_for", "driver", "feed_locust"]
 
@@ -143,9 +143,8 @@ def config_for(environment: Any, family: str, host: str | None) -> dict[str, Any
         if not host:
             raise ValueError("the native engine needs --host (the MCP endpoint URL, e.g. http://127.0.0.1:8000/mcp)")
         cfg.update(transport="http", url=host, request_type="mcp-http")
-        token = option(environment, "mcp_token")
-        if token:
-            cfg["headers"] = {"Authorization": f"Bearer {token}"}
+        worker = getattr(mstats.get(environment), "worker_index", None) or 0
+        cfg.update(reach(environment).engine_fields(worker))
     return cfg
 
 
@@ -325,7 +324,7 @@ class NativeDriver:
         for kind, message in engine.events():
             if kind == "fatal":
                 logger.error("mcpfast native engine: %s", message)
-            elif kind in ("child_exited", "connect_error", "limit"):
+            elif kind in ("child_exited", "connect_error", "limit", "tls_insecure"):
                 logger.warning("mcpfast native engine %s: %s", kind.replace("_", " "), message)
             else:
                 logger.info("mcpfast native engine %s: %s", kind, message)

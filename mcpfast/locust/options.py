@@ -15,10 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 from mcpfast._argtypes import int_at_least, rate, share
+from mcpfast.client import reach as _reach
+from mcpfast.client.reach import Reach
 
 _non_negative_int = int_at_least(0)
 
-__all__ = ["DEFAULTS", "add_arguments", "engine", "native_available", "option"]
+__all__ = ["DEFAULTS", "add_arguments", "engine", "native_available", "option", "reach"]
 
 # Defaults, also used when an Environment has no parsed_options (tests, library use).
 DEFAULTS: dict[str, Any] = {
@@ -34,6 +36,15 @@ DEFAULTS: dict[str, Any] = {
     "mcp_tool": "echo",
     "mcp_tool_args": '{"text":"hello"}',
     "mcp_token": None,
+    # reaching a deployed server (mcpfast.client.reach)
+    "mcp_ca_file": None,
+    "mcp_client_cert": None,
+    "mcp_client_key": None,
+    "mcp_insecure": False,
+    "mcp_header": None,
+    "mcp_token_file": None,
+    "mcp_connect_to": None,
+    "mcp_new_connection": "keep",
     "mcp_stream_tool": "stream",
     "mcp_stream_count": 10,
     "mcp_server_pid": 0,
@@ -199,6 +210,78 @@ def _add_client_arguments(group: Any) -> None:
         help="Bearer token sent on every HTTP request.",
     )
     group.add_argument(
+        "--mcp-token-file",
+        dest="mcp_token_file",
+        metavar="FILE",
+        type=_reach.checked(_reach.token_file),
+        default=DEFAULTS["mcp_token_file"],
+        env_var="LOCUST_MCP_TOKEN_FILE",
+        help="Bearer tokens, one per line (minted beforehand, e.g. by authorization code + PKCE), handed to the users in turn.",
+    )
+    group.add_argument(
+        "--mcp-header",
+        dest="mcp_header",
+        metavar="'NAME: VALUE'",
+        action="append",
+        type=_reach.checked(_reach.header),
+        default=DEFAULTS["mcp_header"],
+        help="A header sent on every HTTP request, e.g. 'x-api-key: abc' (repeatable).",
+    )
+    group.add_argument(
+        "--mcp-ca-file",
+        dest="mcp_ca_file",
+        metavar="PEM",
+        action="append",
+        type=_reach.pem_file,
+        default=DEFAULTS["mcp_ca_file"],
+        help="CA certificates trusted beside the system store for https:// (repeatable; SSL_CERT_FILE is honoured).",
+    )
+    group.add_argument(
+        "--mcp-client-cert",
+        dest="mcp_client_cert",
+        metavar="PEM",
+        type=_reach.pem_file,
+        default=DEFAULTS["mcp_client_cert"],
+        env_var="LOCUST_MCP_CLIENT_CERT",
+        help="mTLS: the client certificate chain (with --mcp-client-key).",
+    )
+    group.add_argument(
+        "--mcp-client-key",
+        dest="mcp_client_key",
+        metavar="PEM",
+        type=_reach.pem_file,
+        default=DEFAULTS["mcp_client_key"],
+        env_var="LOCUST_MCP_CLIENT_KEY",
+        help="mTLS: the client certificate's private key.",
+    )
+    group.add_argument(
+        "--mcp-insecure",
+        dest="mcp_insecure",
+        action="store_true",
+        default=DEFAULTS["mcp_insecure"],
+        env_var="LOCUST_MCP_INSECURE",
+        help="Accept any server certificate (staging servers; said in the log and in the summary).",
+    )
+    group.add_argument(
+        "--mcp-connect-to",
+        dest="mcp_connect_to",
+        metavar="HOST:PORT:ADDR:PORT",
+        action="append",
+        type=_reach.checked(_reach.connect_to),
+        default=DEFAULTS["mcp_connect_to"],
+        help="Connect to ADDR:PORT where the URL says HOST:PORT (one backend behind a balancer); "
+        "the TLS name and Host stay the URL's (repeatable).",
+    )
+    group.add_argument(
+        "--mcp-new-connection",
+        dest="mcp_new_connection",
+        choices=_reach.NEW_CONNECTION,
+        default=DEFAULTS["mcp_new_connection"],
+        env_var="LOCUST_MCP_NEW_CONNECTION",
+        help="keep: one kept-alive connection per user (default); session: a new connection per "
+        "session; request: per request (Connection: close), so load spreads over autoscaled backends.",
+    )
+    group.add_argument(
         "--mcp-stream-tool",
         dest="mcp_stream_tool",
         metavar="NAME",
@@ -326,6 +409,20 @@ def _add_capabilities_argument(group: Any) -> None:
         "(legacy) and 2026 input-required rounds get canned answers: elicitation declined, roots empty, "
         "sampling a fixed text.",
     )
+
+
+def reach(environment: Any) -> Reach:
+    """The process's :class:`~mcpfast.client.reach.Reach` (built once; ``ValueError`` names a
+    bad combination of options)."""
+    cached = getattr(environment, "mcpfast_reach", None)
+    if isinstance(cached, Reach):
+        return cached
+    built = Reach.from_options(lambda name: option(environment, name))
+    try:
+        environment.mcpfast_reach = built
+    except AttributeError:
+        pass
+    return built
 
 
 def option(environment: Any, name: str) -> Any:

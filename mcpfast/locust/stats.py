@@ -406,6 +406,9 @@ class McpStats:
             "stop_time": stop,
             "duration_s": duration,
             "latency_origin": "intended send time (open model)" if rate > 0 else "actual send time (closed model)",
+            "tls_verification": "off (--mcp-insecure: any server certificate accepted)"
+            if option(self.environment, "mcp_insecure")
+            else "on",
             "pacer": {
                 "target_rate": rate,
                 "late_tolerance_s": self.schedule.late_tolerance,
@@ -715,6 +718,24 @@ def install(environment: Any) -> McpStats:
 
 def _on_global_init(environment: Any, **_kw: Any) -> None:
     install(environment)
+    _check_reach(environment)
+
+
+def _check_reach(environment: Any) -> None:
+    """The options that reach a deployed server, checked once before any load: a bad
+    combination, a client key that is not its certificate's, a CA file that is no CA."""
+    from mcpfast.locust.options import reach
+
+    if getattr(environment, "parsed_options", None) is None:
+        return
+    try:
+        how = reach(environment)
+        host = str(getattr(environment, "host", None) or "")
+        if host.startswith("https://"):
+            how.ssl_context()
+    except ValueError as exc:
+        logger.error("mcpfast: %s", exc)
+        raise SystemExit(2) from None
 
 
 # -- Locust's --csv files: the final rows ------------------------------------------------------------

@@ -22,6 +22,7 @@ Nothing is spawned or connected at import or construction: the client is built i
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -32,7 +33,7 @@ from locust import User
 from mcpfast.client.base import McpClient
 from mcpfast.client.session import ClientSession
 from mcpfast.locust import stats as mstats
-from mcpfast.locust.options import engine, option
+from mcpfast.locust.options import engine, option, reach
 
 __all__ = ["LEGACY_SSE_VERSION", "McpHttpUser", "McpStdioUser", "McpUser", "REQUEST_TYPES"]
 
@@ -46,6 +47,7 @@ CANNED_SAMPLING = {  # the answer to sampling/createMessage (legacy request or 2
 }
 PYTHON_ONLY_VERSIONS = ("auto", LEGACY_SSE_VERSION)  # not spoken by the native engine
 FAILED_START_BACKOFF = 0.1  # s: a user whose server refuses the handshake does not spin
+_USER_NUMBERS = itertools.count()  # this process's users, in the order they start
 
 
 class McpUser(User):
@@ -143,10 +145,19 @@ class McpUser(User):
             # 2024-11-05 speaks the HTTP+SSE transport: GET the sibling /sse, POST to its endpoint event
             from mcpfast.client.legacy_sse import LegacySseClient
 
-            return LegacySseClient(self.host, session, token=self.opt("mcp_token"), **kw)
+            return LegacySseClient(self.host, session, token=self.token(), reach=reach(self.environment), **kw)
         from mcpfast.client.http import HttpClient
 
-        return HttpClient(self.host, session, token=self.opt("mcp_token"), **kw)
+        return HttpClient(self.host, session, token=self.token(), reach=reach(self.environment), **kw)
+
+    def token(self) -> str | None:
+        """This user's bearer token: the users of a process take the tokens in turn (each worker
+        starting at its own index)."""
+        how = reach(self.environment)
+        if not how.tokens:
+            return None
+        worker = getattr(mstats.get(self.environment), "worker_index", None) or 0
+        return how.token(worker + next(_USER_NUMBERS))
 
     def ready(self) -> bool:
         """Make sure the connection is initialised (again after a lost session); False on failure."""

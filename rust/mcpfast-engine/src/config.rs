@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::mcp::Target;
+use crate::net::{ConnectTo, TlsOptions};
 
 /// The protocol versions this engine speaks.
 pub const HANDSHAKE_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
@@ -27,6 +28,17 @@ pub enum Family {
     /// iteration, while `iterations` last) and keeps them until the engine stops, then DELETEs
     /// them (unless `hold_delete` is false).
     Hold,
+}
+
+/// When a user opens a new connection (besides after the server closed one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NewConnection {
+    /// One kept-alive connection per user.
+    Keep,
+    /// A new connection for every session (its initialize opens it).
+    Session,
+    /// A new connection for every request (each sent with `Connection: close`).
+    Request,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +78,11 @@ pub struct Config {
     pub url: String,
     /// Extra request headers (name, value), already checked for CR/LF.
     pub headers: Vec<(String, String)>,
+    /// Bearer tokens handed to the users in turn (user slot i gets token i mod n); empty: none.
+    pub bearer_tokens: Vec<String>,
+    pub tls: TlsOptions,
+    pub connect_to: Vec<ConnectTo>,
+    pub new_connection: NewConnection,
     pub command: Vec<String>,
     pub inflight_per_process: usize,
     pub family: Family,
@@ -177,6 +194,21 @@ fn get_object_text(o: &Map<String, Value>, field: &str) -> Result<String, String
     }
 }
 
+fn get_strings(o: &Map<String, Value>, field: &str) -> Result<Vec<String>, String> {
+    match o.get(field) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|x| {
+                x.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| err(field, "must be a list of strings"))
+            })
+            .collect(),
+        Some(_) => Err(err(field, "must be a list of strings")),
+    }
+}
+
 /// A header value or name must not break the request head.
 fn header_safe(s: &str) -> bool {
     !s.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0)
@@ -222,6 +254,13 @@ impl Config {
             "late_after_s",
             "get_stream_every",
             "get_stream_s",
+            "bearer_tokens",
+            "ca_files",
+            "client_cert",
+            "client_key",
+            "insecure",
+            "connect_to",
+            "new_connection",
         ];
         if let Some(k) = o.keys().find(|k| !KNOWN.contains(&k.as_str())) {
             return Err(err(k, "unknown field"));
@@ -266,6 +305,53 @@ impl Config {
             }
             Some(_) => return Err(err("headers", "must be an object of strings")),
         }
+        let bearer_tokens = get_strings(&o, "bearer_tokens")?;
+        if let Some(i) = bearer_tokens
+            .iter()
+            .position(|t| t.is_empty() || !header_safe(t) || t.contains(' '))
+        {
+            return Err(err(
+                "bearer_tokens",
+                format!("token {}: empty or not a valid header value", i + 1),
+            ));
+        }
+        if !bearer_tokens.is_empty()
+            && headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+        {
+            return Err(err("headers", "Authorization and bearer_tokens both given"));
+        }
+        let optional_path = |field: &str| -> Result<Option<String>, String> {
+            match get_str(&o, field, "")? {
+                p if p.is_empty() => Ok(None),
+                p => Ok(Some(p)),
+            }
+        };
+        let tls = TlsOptions {
+            ca_files: get_strings(&o, "ca_files")?,
+            client_cert: optional_path("client_cert")?,
+            client_key: optional_path("client_key")?,
+            insecure: get_bool(&o, "insecure", false)?,
+        };
+        if tls.client_cert.is_some() != tls.client_key.is_some() {
+            return Err(err("client_cert", "client_cert and client_key go together"));
+        }
+        let connect_to = get_strings(&o, "connect_to")?
+            .iter()
+            .map(|c| ConnectTo::parse(c).map_err(|e| err("connect_to", e)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let new_connection = match get_str(&o, "new_connection", "keep")?.as_str() {
+            "keep" => NewConnection::Keep,
+            "session" => NewConnection::Session,
+            "request" => NewConnection::Request,
+            other => {
+                return Err(err(
+                    "new_connection",
+                    format!("'keep', 'session' or 'request', not {other:?}"),
+                ))
+            }
+        };
         let command = match o.get("command") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(a)) => a
@@ -410,6 +496,10 @@ impl Config {
             target,
             url,
             headers,
+            bearer_tokens,
+            tls,
+            connect_to,
+            new_connection,
             command,
             inflight_per_process,
             family,
@@ -527,7 +617,31 @@ mod tests {
                 r#"{"transport":"x","url":"http://127.0.0.1:1/"}"#,
                 "transport",
             ),
-            (r#"{"url":"https://x/"}"#, "url"),
+            (r#"{"url":"ftp://x/"}"#, "url"),
+            (
+                r#"{"url":"http://x:1/","bearer_tokens":["a",""]}"#,
+                "bearer_tokens",
+            ),
+            (
+                r#"{"url":"http://x:1/","bearer_tokens":"a"}"#,
+                "bearer_tokens",
+            ),
+            (
+                r#"{"url":"http://x:1/","connect_to":["x:1:y"]}"#,
+                "connect_to",
+            ),
+            (
+                r#"{"url":"http://x:1/","new_connection":"never"}"#,
+                "new_connection",
+            ),
+            (
+                r#"{"url":"https://x:1/","client_cert":"/c.pem"}"#,
+                "client_cert",
+            ),
+            (
+                r#"{"url":"http://x:1/","headers":{"Authorization":"y"},"bearer_tokens":["t"]}"#,
+                "headers",
+            ),
             (r#"{"transport":"stdio"}"#, "command"),
             (r#"{"url":"http://127.0.0.1:1/","threads":0}"#, "threads"),
             (r#"{"url":"http://127.0.0.1:1/","rate":-1}"#, "rate"),

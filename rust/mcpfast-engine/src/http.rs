@@ -3,14 +3,20 @@
 //! [`ResponseParser`] is sans-IO: it is fed whatever bytes have arrived, in any split, and says
 //! how many it consumed and whether the response is complete. It reads the head with `httparse`
 //! and the body framed by `Content-Length`, by `Transfer-Encoding: chunked`, or by the connection
-//! closing; 1xx interim responses are skipped. [`Conn`] drives it over a `TcpStream`.
+//! closing; 1xx interim responses are skipped. [`Conn`] drives it over a TCP or TLS stream to
+//! an [`Endpoint`], and keeps how each new connection was opened for the caller to report.
 
 use std::io;
-use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Context;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+
+use crate::net::Endpoint;
 
 /// Largest response head, and largest chunk-size or trailer line.
 const MAX_HEAD: usize = 64 * 1024;
@@ -411,6 +417,8 @@ fn starts_with_ci(v: &[u8], prefix: &[u8]) -> bool {
 #[derive(Debug)]
 pub enum ExchangeError {
     Connect(io::Error),
+    /// The TLS handshake failed (the reason as rustls gives it).
+    Tls(io::Error),
     Io(io::Error),
     Http(HttpError),
     Timeout,
@@ -421,17 +429,86 @@ impl ExchangeError {
     pub fn kind(&self) -> String {
         match self {
             ExchangeError::Connect(e) => format!("connect failed ({:?})", e.kind()),
+            ExchangeError::Tls(e) => format!("tls handshake failed: {}", crate::net::tls_reason(e)),
             ExchangeError::Io(e) => format!("io error ({:?})", e.kind()),
             ExchangeError::Http(e) => e.to_string(),
             ExchangeError::Timeout => "timeout".into(),
+        }
+    }
+
+    /// Nothing could be connected (TCP or TLS): the caller pauses before trying again.
+    pub fn is_connect(&self) -> bool {
+        matches!(self, ExchangeError::Connect(_) | ExchangeError::Tls(_))
+    }
+}
+
+/// How a new connection was opened: the TCP connect (start, end, failure) and, over TLS, the
+/// handshake (end, failure). Reported as rows of their own, never inside a request's latency.
+#[derive(Debug, Clone)]
+pub struct Opening {
+    pub began: Instant,
+    pub connected: Instant,
+    pub connect_failure: Option<String>,
+    pub tls: Option<(Instant, Option<String>)>,
+}
+
+impl Opening {
+    /// Time spent opening, from the connect's start to the last phase's end.
+    pub fn spent(&self) -> Duration {
+        let end = self.tls.as_ref().map_or(self.connected, |t| t.0);
+        end.saturating_duration_since(self.began)
+    }
+}
+
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl Stream {
+    async fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.write_all(data).await,
+            Stream::Tls(s) => {
+                s.write_all(data).await?;
+                s.flush().await
+            }
+        }
+    }
+
+    async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(buf).await,
+            // servers often close without close_notify; the HTTP framing tells a cut reply
+            Stream::Tls(s) => match s.read(buf).await {
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(0),
+                r => r,
+            },
+        }
+    }
+
+    /// Whether the peer closed (or sent something unasked-for) while the connection sat idle,
+    /// without waiting. Over TLS, records that carry no data (session tickets) are taken in.
+    fn closed_while_idle(&mut self, scratch: &mut [u8]) -> bool {
+        match self {
+            Stream::Plain(s) => {
+                !matches!(s.try_read(scratch), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+            }
+            Stream::Tls(s) => {
+                let mut cx = Context::from_waker(std::task::Waker::noop());
+                let mut rb = ReadBuf::new(scratch);
+                !Pin::new(s.as_mut())
+                    .poll_read(&mut cx, &mut rb)
+                    .is_pending()
+            }
         }
     }
 }
 
 /// One keep-alive connection to the server, reconnected on demand.
 pub struct Conn {
-    addr: SocketAddr,
-    stream: Option<TcpStream>,
+    endpoint: Arc<Endpoint>,
+    stream: Option<Stream>,
     buf: Vec<u8>,
     start: usize,
     end: usize,
@@ -444,12 +521,14 @@ pub struct Conn {
     /// Server requests and notifications seen on SSE replies before the reply itself.
     pub sse_other_messages: u64,
     last_used: Option<Instant>,
+    /// The connection the last exchange opened, if it opened one ([`Conn::take_opening`]).
+    opening: Option<Opening>,
 }
 
 impl Conn {
-    pub fn new(addr: SocketAddr) -> Self {
+    pub fn new(endpoint: Arc<Endpoint>) -> Self {
         Conn {
-            addr,
+            endpoint,
             stream: None,
             buf: vec![0; 4 * 1024],
             start: 0,
@@ -460,6 +539,7 @@ impl Conn {
             idle_closes: 0,
             sse_other_messages: 0,
             last_used: None,
+            opening: None,
         }
     }
 
@@ -479,11 +559,18 @@ impl Conn {
         self.last_used = None;
     }
 
+    /// How the connection made by the last exchange was opened (taken once).
+    pub fn take_opening(&mut self) -> Option<Opening> {
+        self.opening.take()
+    }
+
     /// Servers close idle keep-alive connections (uvicorn after 5 s). Before reusing one that
     /// sat idle, look for the close (or for anything unasked-for, such as a 408) and reconnect
     /// instead of losing the request to it. Costs nothing on a busy connection.
     fn drop_if_closed_while_idle(&mut self, now: Instant) {
-        let Some(stream) = &self.stream else { return };
+        let Some(stream) = &mut self.stream else {
+            return;
+        };
         if self
             .last_used
             .is_none_or(|t| now.saturating_duration_since(t) <= IDLE_CHECK)
@@ -491,21 +578,70 @@ impl Conn {
         {
             return;
         }
-        match stream.try_read(&mut self.buf[self.end..]) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            _ => {
-                self.idle_closes += 1;
-                self.close();
-            }
+        if stream.closed_while_idle(&mut self.buf[self.end..]) {
+            self.idle_closes += 1;
+            self.close();
         }
     }
 
+    /// Open a new connection to the endpoint's next address (TLS over it for `https`); how it
+    /// went is kept for [`Conn::take_opening`].
     pub async fn connect(&mut self) -> Result<(), ExchangeError> {
         self.close();
-        let stream = TcpStream::connect(self.addr)
+        let began = Instant::now();
+        let tcp = TcpStream::connect(self.endpoint.pick())
             .await
-            .map_err(ExchangeError::Connect)?;
-        stream.set_nodelay(true).map_err(ExchangeError::Connect)?;
+            .and_then(|s| s.set_nodelay(true).map(|()| s));
+        let connected = Instant::now();
+        let tcp = match tcp {
+            Ok(s) => s,
+            Err(e) => {
+                let e = ExchangeError::Connect(e);
+                self.opening = Some(Opening {
+                    began,
+                    connected,
+                    connect_failure: Some(e.kind()),
+                    tls: None,
+                });
+                return Err(e);
+            }
+        };
+        let stream = match self.endpoint.tls() {
+            None => {
+                self.opening = Some(Opening {
+                    began,
+                    connected,
+                    connect_failure: None,
+                    tls: None,
+                });
+                Stream::Plain(tcp)
+            }
+            Some((connector, name)) => {
+                let r = connector.connect(name.clone(), tcp).await;
+                let secured = Instant::now();
+                match r {
+                    Ok(s) => {
+                        self.opening = Some(Opening {
+                            began,
+                            connected,
+                            connect_failure: None,
+                            tls: Some((secured, None)),
+                        });
+                        Stream::Tls(Box::new(s))
+                    }
+                    Err(e) => {
+                        let e = ExchangeError::Tls(e);
+                        self.opening = Some(Opening {
+                            began,
+                            connected,
+                            connect_failure: None,
+                            tls: Some((secured, Some(e.kind()))),
+                        });
+                        return Err(e);
+                    }
+                }
+            }
+        };
         self.stream = Some(stream);
         self.connects += 1;
         Ok(())
@@ -534,6 +670,7 @@ impl Conn {
     ) -> Result<(), ExchangeError> {
         // one clock read for the idle check and the deadline
         let now = Instant::now();
+        self.opening = None;
         match tokio::time::timeout_at(
             tokio::time::Instant::from_std(now + timeout),
             self.exchange_inner(now, request, capture_session, observe),

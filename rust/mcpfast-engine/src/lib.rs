@@ -15,6 +15,7 @@ pub mod check;
 pub mod config;
 pub mod http;
 pub mod mcp;
+pub mod net;
 pub mod run;
 pub mod stats;
 pub mod stdio;
@@ -67,6 +68,10 @@ pub struct Counters {
 /// What the caller's thread and the engine threads share.
 pub struct Shared {
     pub cfg: Config,
+    /// Where HTTP connections go (for stdio: an address nothing connects to).
+    pub endpoint: Arc<net::Endpoint>,
+    /// The next bearer token to hand to a new user (mod the count).
+    pub next_token: AtomicUsize,
     /// Stats names, indexed by name id.
     pub names: Vec<String>,
     pub clock: Clock,
@@ -228,6 +233,8 @@ fn names_for(cfg: &Config) -> Vec<String> {
         "GET:open".to_string(),
         "GET:event".to_string(),
         "GET:405".to_string(),
+        "connect".to_string(),
+        "tls:handshake".to_string(),
     ];
     for m in &cfg.mix {
         let n = m.stat_name();
@@ -251,8 +258,20 @@ impl Engine {
         let threads = cfg.threads;
         let rate = cfg.rate.unwrap_or(0.0);
         let names = names_for(&cfg);
-        Ok(Engine {
+        let endpoint = match &cfg.target {
+            Some(target) => net::Endpoint::new(target, &cfg.connect_to, &cfg.tls)
+                .map_err(|e| format!("engine config: {e}"))?,
+            None => net::Endpoint::new(
+                &mcp::Target::parse("http://127.0.0.1:9/").map_err(|e| e.to_string())?,
+                &[],
+                &net::TlsOptions::default(),
+            )?,
+        };
+        let insecure = endpoint.insecure();
+        let engine = Engine {
             shared: Arc::new(Shared {
+                endpoint: Arc::new(endpoint),
+                next_token: AtomicUsize::new(0),
                 names,
                 clock: Clock::new(),
                 stop: AtomicBool::new(false),
@@ -275,7 +294,14 @@ impl Engine {
             started: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
             pid: std::process::id(),
-        })
+        };
+        if insecure {
+            engine.shared.event(
+                "tls_insecure",
+                "TLS without verification: any server certificate is accepted".into(),
+            );
+        }
+        Ok(engine)
     }
 
     pub fn config(&self) -> &Config {

@@ -1,64 +1,89 @@
-//! MCP over Streamable HTTP: the requests (handshake era and 2026-07-28 stateless) and how
-//! each reply is checked.
+//! MCP over Streamable HTTP: where the endpoint is, the requests (handshake era and 2026-07-28
+//! stateless), and the reasons a request fails.
 
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
-use crate::check::{self, Checked, SseCheck, Verdict, Want};
-use crate::http::{Conn, ContentType, ExchangeError};
+use crate::check::Verdict;
+use crate::http::{Conn, ExchangeError};
 
 /// Protocol versions of the handshake era this client can speak.
 pub const KNOWN_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 
-/// Where the MCP endpoint is.
-#[derive(Debug, Clone)]
+/// Where the MCP endpoint is, as the URL names it (resolution is [`crate::net`]'s).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
-    pub addr: SocketAddr,
-    /// `Host` header value.
+    /// `https://`: every connection is TLS.
+    pub tls: bool,
+    /// The URL's host without brackets: the TLS server name and what `--connect-to` matches.
+    pub hostname: String,
+    pub port: u16,
+    /// `Host` header value (the URL's authority).
     pub host: String,
     /// Request target (path and query).
     pub path: String,
 }
 
 impl Target {
-    /// Parse `http://host[:port][/path]`.
+    /// Parse `http[s]://host[:port][/path]`.
     pub fn parse(url: &str) -> Result<Target, String> {
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or_else(|| format!("only http:// URLs are supported: {url}"))?;
-        let (authority, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
+        let (tls, rest) = if let Some(r) = url.strip_prefix("http://") {
+            (false, r)
+        } else if let Some(r) = url.strip_prefix("https://") {
+            (true, r)
+        } else {
+            return Err(format!("not an http:// or https:// URL: {url}"));
+        };
+        let (authority, path) = match rest.find(['/', '?', '#']) {
+            Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], &rest[i..]),
+            Some(i) => (&rest[..i], "/"),
             None => (rest, "/"),
         };
+        let bad = || format!("bad host in URL: {url}");
         if authority.is_empty() || authority.contains('@') {
-            return Err(format!("bad host in URL: {url}"));
+            return Err(bad());
         }
-        let with_port = if authority.starts_with('[') {
-            if authority.contains("]:") {
-                authority.to_string()
-            } else {
-                format!("{authority}:80")
-            }
-        } else if authority.contains(':') {
-            authority.to_string()
-        } else {
-            format!("{authority}:80")
-        };
-        let addr = with_port
-            .to_socket_addrs()
-            .map_err(|e| format!("cannot resolve {authority}: {e}"))?
-            .next()
-            .ok_or_else(|| format!("no address for {authority}"))?;
+        let default = if tls { 443 } else { 80 };
+        let (hostname, port) = split_host_port(authority, default).ok_or_else(bad)?;
         let path = match path.find('#') {
             Some(i) => &path[..i],
             None => path,
         };
         Ok(Target {
-            addr,
+            tls,
+            hostname,
+            port,
             host: authority.to_string(),
             path: path.to_string(),
         })
     }
+}
+
+/// `host`, `host:port`, `[v6]` or `[v6]:port` as (host without brackets, port).
+pub fn split_host_port(s: &str, default_port: u16) -> Option<(String, u16)> {
+    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
+        let (h, after) = rest.split_once(']')?;
+        match after {
+            "" => (h, None),
+            p => (h, Some(p.strip_prefix(':')?)),
+        }
+    } else {
+        match s.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (s, None),
+        }
+    };
+    if host.is_empty()
+        || host.contains([' ', '/', '[', ']'])
+        || (!s.starts_with('[') && host.contains(':'))
+    {
+        return None;
+    }
+    let port = match port {
+        None => default_port,
+        Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => p.parse().ok()?,
+        Some(_) => return None,
+    };
+    Some((host.to_string(), port))
 }
 
 /// The request settings shared by every session.
@@ -129,22 +154,20 @@ impl Proto {
         }
     }
 
-    pub fn post(&self, out: &mut Vec<u8>, session: Option<&Session>, body: &[u8]) {
-        out.clear();
-        self.head(out, "POST", session);
-        out.extend_from_slice(b"Content-Length: ");
-        out.extend_from_slice(itoa::Buffer::new().format(body.len()).as_bytes());
-        out.extend_from_slice(b"\r\n\r\n");
-        out.extend_from_slice(body);
-    }
-
-    pub fn initialize_request(&self, out: &mut Vec<u8>, id: i64) {
+    /// The `initialize` request, with `own` (this user's header lines) after the shared ones.
+    pub fn initialize_request(&self, out: &mut Vec<u8>, id: i64, own: &[u8]) {
         let body = format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize","params":{{"protocolVersion":{},"capabilities":{},"clientInfo":{CLIENT_INFO}}}}}"#,
             serde_json::to_string(&self.version).unwrap_or_default(),
             self.capabilities,
         );
-        self.post(out, None, body.as_bytes());
+        out.clear();
+        self.head(out, "POST", None);
+        out.extend_from_slice(own);
+        out.extend_from_slice(b"Content-Length: ");
+        out.extend_from_slice(itoa::Buffer::new().format(body.len()).as_bytes());
+        out.extend_from_slice(b"\r\n\r\n");
+        out.extend_from_slice(body.as_bytes());
     }
 }
 
@@ -155,64 +178,21 @@ pub const CLIENT_INFO: &str = concat!(
     r#""}"#
 );
 
-/// One open MCP session: its id (if the server minted one), the negotiated version and the
-/// prebuilt request heads.
+/// One open MCP session: its id (if the server minted one) and the negotiated version.
 #[derive(Debug, Clone)]
 pub struct Session {
     pub id: Option<String>,
     pub version: String,
-    /// `POST` head up to and including `Content-Length: `.
-    post_head: Vec<u8>,
-    /// The whole `DELETE` request.
-    delete: Vec<u8>,
     /// Next JSON-RPC id.
     pub next_id: i64,
 }
 
 impl Session {
-    pub fn new(proto: &Proto, id: Option<String>, version: String, next_id: i64) -> Session {
-        let mut s = Session {
+    pub fn new(id: Option<String>, version: String, next_id: i64) -> Session {
+        Session {
             id,
             version,
-            post_head: Vec::new(),
-            delete: Vec::new(),
             next_id,
-        };
-        let mut head = Vec::with_capacity(256);
-        proto.head(&mut head, "POST", Some(&s));
-        head.extend_from_slice(b"Content-Length: ");
-        let mut delete = Vec::with_capacity(256);
-        proto.head(&mut delete, "DELETE", Some(&s));
-        delete.extend_from_slice(b"Content-Length: 0\r\n\r\n");
-        s.post_head = head;
-        s.delete = delete;
-        s
-    }
-}
-
-/// The step of the protocol a measurement or failure belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
-    Initialize = 0,
-    Initialized = 1,
-    Call = 2,
-    Delete = 3,
-}
-
-pub const PHASES: [Phase; 4] = [
-    Phase::Initialize,
-    Phase::Initialized,
-    Phase::Call,
-    Phase::Delete,
-];
-
-impl Phase {
-    pub fn name(self) -> &'static str {
-        match self {
-            Phase::Initialize => "initialize",
-            Phase::Initialized => "notifications/initialized",
-            Phase::Call => "tools/call",
-            Phase::Delete => "delete",
         }
     }
 }
@@ -246,188 +226,19 @@ impl Problem {
     }
 }
 
-#[derive(Debug)]
-pub struct Failure {
-    pub phase: Phase,
-    pub problem: Problem,
-    /// The start of the response that failed the check, for the report's samples.
-    pub sample: Option<String>,
-}
-
-impl Failure {
-    /// A stable name for counting failures by kind, e.g. `tools/call: http 404`.
-    pub fn kind(&self) -> String {
-        format!("{}: {}", self.phase.name(), self.problem.reason())
-    }
-
-    /// The session is gone on the server (404): it must be initialized again.
-    pub fn session_gone(&self) -> bool {
-        matches!(self.problem, Problem::Status(404))
-    }
-}
-
-pub fn fail(phase: Phase, problem: Problem) -> Failure {
-    Failure {
-        phase,
-        problem,
-        sample: None,
-    }
-}
-
-/// A failure of a response that did arrive: keep the start of it.
+/// The start of a reply that failed its check, for the report's samples.
 #[cold]
-pub fn bad(phase: Phase, problem: Problem, conn: &Conn) -> Failure {
+pub fn reply_sample(conn: &Conn) -> String {
     const KEEP: usize = 300;
     let p = &conn.parser;
     let body = &p.body[..p.body.len().min(KEEP)];
     let more = if p.body.len() > KEEP { "..." } else { "" };
-    let sample = format!(
+    format!(
         "HTTP {} {:?}: {}{more}",
         p.status,
         p.content_type,
         String::from_utf8_lossy(body)
-    );
-    Failure {
-        phase,
-        problem,
-        sample: Some(sample),
-    }
-}
-
-/// Per-connection scratch: the request buffer and the SSE reply checker.
-pub struct Scratch {
-    pub req: Vec<u8>,
-    pub sse: SseCheck,
-}
-
-impl Default for Scratch {
-    fn default() -> Self {
-        Scratch {
-            req: Vec::new(),
-            sse: SseCheck::new(mcpfast_core::DEFAULT_MAX_EVENT),
-        }
-    }
-}
-
-/// Check the reply to a request with id `want` now in `conn.parser`.
-pub fn check_reply(
-    conn: &mut Conn,
-    phase: Phase,
-    want: i64,
-    what: Want,
-    sse: &mut SseCheck,
-) -> Result<Checked, Failure> {
-    let p = &conn.parser;
-    if p.status != 200 {
-        return Err(bad(phase, Problem::Status(p.status), conn));
-    }
-    let checked = match p.content_type {
-        ContentType::Json => check::check_json(&p.body, want, what),
-        ContentType::EventStream => {
-            sse.reset(want, what);
-            sse.feed(&p.body);
-            sse.finish()
-        }
-        _ => return Err(bad(phase, Problem::ContentType, conn)),
-    };
-    conn.sse_other_messages += u64::from(checked.other_messages);
-    if checked.verdict() != Verdict::Ok {
-        return Err(bad(phase, Problem::Reply(checked.verdict()), conn));
-    }
-    Ok(checked)
-}
-
-/// `initialize`: a new session (id from the reply header, version from the result).
-pub async fn initialize(
-    conn: &mut Conn,
-    proto: &Proto,
-    scratch: &mut Scratch,
-    id: i64,
-) -> Result<Session, Failure> {
-    let phase = Phase::Initialize;
-    proto.initialize_request(&mut scratch.req, id);
-    conn.exchange(&scratch.req, true, proto.timeout)
-        .await
-        .map_err(|e| fail(phase, Problem::Exchange(e)))?;
-    let checked = check_reply(conn, phase, id, Want::Initialize, &mut scratch.sse)?;
-    let p = &conn.parser;
-    let version = checked
-        .version
-        .ok_or_else(|| bad(phase, Problem::Reply(Verdict::NotJsonRpc), conn))?;
-    if !KNOWN_VERSIONS.contains(&version.as_str()) {
-        return Err(bad(phase, Problem::Version(version), conn));
-    }
-    if p.session_id_invalid {
-        return Err(fail(phase, Problem::BadSessionId));
-    }
-    Ok(Session::new(proto, p.session_id.clone(), version, id + 1))
-}
-
-/// `notifications/initialized`: expects 202 Accepted.
-pub async fn initialized(
-    conn: &mut Conn,
-    proto: &Proto,
-    scratch: &mut Scratch,
-    session: &Session,
-) -> Result<(), Failure> {
-    let phase = Phase::Initialized;
-    proto.post(
-        &mut scratch.req,
-        Some(session),
-        br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    );
-    conn.exchange(&scratch.req, false, proto.timeout)
-        .await
-        .map_err(|e| fail(phase, Problem::Exchange(e)))?;
-    if conn.parser.status != 202 {
-        return Err(bad(phase, Problem::Status(conn.parser.status), conn));
-    }
-    Ok(())
-}
-
-/// `tools/call` with the next id of the session; checks the reply is a result for that id
-/// without `isError: true`.
-pub async fn call(
-    conn: &mut Conn,
-    proto: &Proto,
-    scratch: &mut Scratch,
-    session: &mut Session,
-) -> Result<(), Failure> {
-    let phase = Phase::Call;
-    let id = session.next_id;
-    session.next_id += 1;
-    let mut digits = itoa::Buffer::new();
-    let digits = digits.format(id).as_bytes();
-    const PREFIX: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
-    let len = PREFIX.len() + digits.len() + proto.call_suffix.len();
-    let req = &mut scratch.req;
-    req.clear();
-    req.extend_from_slice(&session.post_head);
-    req.extend_from_slice(itoa::Buffer::new().format(len).as_bytes());
-    req.extend_from_slice(b"\r\n\r\n");
-    req.extend_from_slice(PREFIX);
-    req.extend_from_slice(digits);
-    req.extend_from_slice(&proto.call_suffix);
-    conn.exchange(req, false, proto.timeout)
-        .await
-        .map_err(|e| fail(phase, Problem::Exchange(e)))?;
-    let checked = check_reply(conn, phase, id, Want::ToolCall, &mut scratch.sse)?;
-    if checked.tool_error {
-        return Err(bad(phase, Problem::ToolError, conn));
-    }
-    Ok(())
-}
-
-/// `DELETE` the session: any 2xx is success.
-pub async fn delete(conn: &mut Conn, proto: &Proto, session: &Session) -> Result<(), Failure> {
-    let phase = Phase::Delete;
-    conn.exchange(&session.delete, false, proto.timeout)
-        .await
-        .map_err(|e| fail(phase, Problem::Exchange(e)))?;
-    if !(200..300).contains(&conn.parser.status) {
-        return Err(bad(phase, Problem::Status(conn.parser.status), conn));
-    }
-    Ok(())
+    )
 }
 
 #[cfg(test)]
@@ -437,58 +248,76 @@ mod tests {
     #[test]
     fn urls() {
         let t = Target::parse("http://127.0.0.1:18500/mcp").expect("parsed");
-        assert_eq!(t.addr, "127.0.0.1:18500".parse().expect("addr"));
+        assert_eq!(
+            (t.tls, t.hostname.as_str(), t.port),
+            (false, "127.0.0.1", 18500)
+        );
         assert_eq!(t.host, "127.0.0.1:18500");
         assert_eq!(t.path, "/mcp");
         let t = Target::parse("http://127.0.0.1").expect("parsed");
-        assert_eq!(t.addr.port(), 80);
+        assert_eq!(t.port, 80);
         assert_eq!(t.path, "/");
         let t = Target::parse("http://[::1]:9000/a?b=c#frag").expect("parsed");
-        assert_eq!(t.addr, "[::1]:9000".parse().expect("addr"));
+        assert_eq!((t.hostname.as_str(), t.port), ("::1", 9000));
+        assert_eq!(t.host, "[::1]:9000");
         assert_eq!(t.path, "/a?b=c");
-        assert!(Target::parse("https://127.0.0.1/mcp").is_err());
+        let t = Target::parse("https://mcp.example.com/mcp").expect("parsed");
+        assert_eq!(
+            (t.tls, t.hostname.as_str(), t.port),
+            (true, "mcp.example.com", 443)
+        );
+        assert_eq!(t.host, "mcp.example.com");
+        let t = Target::parse("https://h.test?x=1").expect("parsed");
+        assert_eq!(t.path, "/");
+        for bad in [
+            "ftp://h/",
+            "h:80/mcp",
+            "http:///mcp",
+            "http://u@h/",
+            "http://h:port/",
+            "http://h:/",
+            "http://[::1/",
+            "http://::1/",
+            "https://h:99999/",
+        ] {
+            assert!(Target::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
     fn requests_are_well_formed() {
         let target = Target::parse("http://127.0.0.1:1/mcp").expect("parsed");
         let args = serde_json::json!({"text": "hi \"there\""});
-        let proto = Proto::new(
+        let mut proto = Proto::new(
             target,
             "2025-11-25".into(),
             Duration::from_secs(1),
             "echo",
             &args,
         );
+        proto.add_header("x-api-key", "k1");
         let mut out = Vec::new();
-        proto.initialize_request(&mut out, 1);
+        proto.initialize_request(&mut out, 1, b"Authorization: Bearer t1\r\n");
         let text = String::from_utf8(out.clone()).expect("utf8");
         assert!(text.starts_with("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:1\r\n"));
+        assert!(text.contains("\r\nx-api-key: k1\r\nAuthorization: Bearer t1\r\nContent-Length: "));
         assert!(!text.contains("Mcp-Session-Id"));
         let (head, body) = text.split_once("\r\n\r\n").expect("head and body");
         assert!(head.ends_with(&format!("Content-Length: {}", body.len())));
         let v: serde_json::Value = serde_json::from_str(body).expect("json");
         assert_eq!(v["params"]["protocolVersion"], "2025-11-25");
 
-        let session = Session::new(&proto, Some("s1".into()), "2025-06-18".into(), 2);
-        let mut scratch = Scratch::default();
-        let mut s = session.clone();
-        // build a call request the way call() does, without a connection
-        let id = s.next_id;
-        s.next_id += 1;
         let body = format!(
-            r#"{{"jsonrpc":"2.0","id":{id}{}"#,
+            r#"{{"jsonrpc":"2.0","id":2{}"#,
             String::from_utf8_lossy(&proto.call_suffix)
         );
         let v: serde_json::Value = serde_json::from_str(&body).expect("call body is json");
         assert_eq!(v["params"]["arguments"]["text"], "hi \"there\"");
-        assert_eq!(v["id"], 2);
-        let head = String::from_utf8(session.post_head.clone()).expect("utf8");
+        let session = Session::new(Some("s1".into()), "2025-06-18".into(), 2);
+        let mut head = Vec::new();
+        proto.head(&mut head, "DELETE", Some(&session));
+        let head = String::from_utf8(head).expect("utf8");
+        assert!(head.starts_with("DELETE /mcp HTTP/1.1\r\n"));
         assert!(head.contains("\r\nMcp-Session-Id: s1\r\nMCP-Protocol-Version: 2025-06-18\r\n"));
-        assert!(head.ends_with("Content-Length: "));
-        let delete = String::from_utf8(session.delete.clone()).expect("utf8");
-        assert!(delete.starts_with("DELETE /mcp HTTP/1.1\r\n"));
-        assert!(delete.ends_with("Content-Length: 0\r\n\r\n"));
-        scratch.req.clear();
     }
 }

@@ -14,9 +14,10 @@ use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
 use crate::check::{SseCheck, Verdict, Want};
-use crate::config::{Arrivals, Config, Family, Transport};
+use crate::config::{Arrivals, Config, Family, NewConnection, Transport};
 use crate::http::{Conn, ContentType};
 use crate::mcp::{Problem, Proto, Session, CLIENT_INFO};
+use crate::net::Endpoint;
 use crate::{lock, Shared};
 
 /// Stats name ids (the order of `names_for` in lib.rs).
@@ -38,6 +39,18 @@ pub const N_CYCLE: usize = 11;
 pub const N_GET_OPEN: usize = 12;
 pub const N_GET_EVENT: usize = 13;
 pub const N_GET_405: usize = 14;
+/// A new connection: the TCP connect, and the TLS handshake after it (`https`).
+pub const N_CONNECT: usize = 15;
+pub const N_TLS: usize = 16;
+
+/// Rows that time a request (counted as completed): not the events of a streaming reply, not a
+/// cycle (made of requests), not the opening of a connection.
+fn is_request_row(name: usize) -> bool {
+    !(N_PROGRESS_FIRST..=N_CYCLE).contains(&name)
+        && name != N_GET_EVENT
+        && name != N_CONNECT
+        && name != N_TLS
+}
 
 /// A send later than this after its intended time counts as late (open model; the default
 /// of the config's `late_after_s`).
@@ -246,6 +259,9 @@ impl Ctx {
         for (k, v) in &cfg.headers {
             proto.add_header(k, v);
         }
+        if cfg.new_connection == NewConnection::Request {
+            proto.add_header("Connection", "close");
+        }
         proto.capabilities = cfg.client_capabilities.clone();
         proto.max_reply = cfg.max_reply_bytes;
         let call_params = format!(
@@ -364,10 +380,34 @@ impl Ctx {
         let us = end.saturating_duration_since(from).as_micros() as u64;
         let wall = self.shared.clock.wall(end);
         lock(&self.shared.stats[self.idx]).record(name, us, failure, len as u64, wall);
-        if !(N_PROGRESS_FIRST..=N_CYCLE).contains(&name) && name != N_GET_EVENT {
-            // streaming rows time events of a request, not requests; a cycle is requests
+        if is_request_row(name) {
             self.counters().completed.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// The connection the last exchange on `conn` opened, if any: its `connect` and
+    /// `tls:handshake` rows. Returns the time spent opening, by which the caller moves the
+    /// request's start on, so that no request's latency holds a connect or a handshake.
+    pub fn opened(&self, conn: &mut Conn) -> Duration {
+        let Some(o) = conn.take_opening() else {
+            return Duration::ZERO;
+        };
+        self.record(
+            N_CONNECT,
+            o.began,
+            o.connected,
+            o.connect_failure.as_deref(),
+            0,
+        );
+        if let Some((end, failure)) = &o.tls {
+            self.record(N_TLS, o.connected, *end, failure.as_deref(), 0);
+        }
+        o.spent()
+    }
+
+    /// A new connection for this user's next exchange.
+    pub fn endpoint(&self) -> Arc<Endpoint> {
+        self.shared.endpoint.clone()
     }
 
     /// Open model: the send lag (actual minus intended send time) and the service time (from
@@ -385,10 +425,7 @@ impl Ctx {
     pub fn sample(&self, name: usize, reason: &str, conn: &Conn) {
         let mut st = lock(&self.shared.stats[self.idx]);
         if !st.has_sample(name, reason) {
-            let sample = crate::mcp::bad(crate::mcp::Phase::Call, Problem::ContentType, conn)
-                .sample
-                .unwrap_or_default();
-            st.add_sample(name, reason, sample);
+            st.add_sample(name, reason, crate::mcp::reply_sample(conn));
         }
     }
 
@@ -473,7 +510,9 @@ impl Ctx {
 
 fn unreachable_target() -> crate::mcp::Target {
     crate::mcp::Target {
-        addr: std::net::SocketAddr::from(([127, 0, 0, 1], 9)),
+        tls: false,
+        hostname: "127.0.0.1".into(),
+        port: 9,
         host: "127.0.0.1:9".into(),
         path: "/".into(),
     }
@@ -703,6 +742,10 @@ struct HttpSession {
     /// `sse_streaming`: stream calls made, and the GET stream's own connection.
     streams: u64,
     get_conn: Option<Conn>,
+    /// This user's own header lines (its bearer token), after the shared ones.
+    own_headers: Vec<u8>,
+    /// Time the last exchange spent opening a connection (kept out of its latency).
+    spent: Duration,
 }
 
 /// Failure reason and whether the session must be opened again.
@@ -718,8 +761,16 @@ struct Failed {
 
 impl HttpSession {
     fn new(ctx: &Ctx) -> HttpSession {
-        let mut conn = Conn::new(ctx.proto.target.addr);
+        let mut conn = Conn::new(ctx.endpoint());
         conn.set_max_body(ctx.cfg().max_reply_bytes);
+        let mut own_headers = Vec::new();
+        let tokens = &ctx.cfg().bearer_tokens;
+        if !tokens.is_empty() {
+            let i = ctx.shared.next_token.fetch_add(1, Ordering::Relaxed) % tokens.len();
+            own_headers.extend_from_slice(b"Authorization: Bearer ");
+            own_headers.extend_from_slice(tokens[i].as_bytes());
+            own_headers.extend_from_slice(b"\r\n");
+        }
         HttpSession {
             conn,
             sse: SseCheck::new(
@@ -735,6 +786,8 @@ impl HttpSession {
             lost: false,
             streams: 0,
             get_conn: None,
+            own_headers,
+            spent: Duration::ZERO,
         }
     }
 
@@ -750,6 +803,7 @@ impl HttpSession {
                 .extend_from_slice(ctx.cfg().protocol_version.as_bytes());
             self.head.extend_from_slice(b"\r\n");
         }
+        self.head.extend_from_slice(&self.own_headers);
     }
 
     fn build(&mut self, t: &Template, id: i64) {
@@ -803,9 +857,10 @@ impl HttpSession {
             .conn
             .exchange_observed(&self.req, capture_session, ctx.cfg().timeout, &mut observe)
             .await;
+        self.spent = ctx.opened(&mut self.conn);
         ctx.counters().inflight.fetch_sub(1, Ordering::Relaxed);
         if let Err(e) = r {
-            let backoff = matches!(e, crate::http::ExchangeError::Connect(_));
+            let backoff = e.is_connect();
             if backoff {
                 ctx.connect_error(format!("{}: {}", ctx.cfg().url, e.kind()));
             }
@@ -881,6 +936,7 @@ impl HttpSession {
             .conn
             .exchange(&self.req, false, ctx.cfg().timeout)
             .await;
+        self.spent = ctx.opened(&mut self.conn);
         match r {
             Err(e) => Err(Failed {
                 reason: Problem::Exchange(e).reason(),
@@ -906,15 +962,18 @@ impl HttpSession {
     async fn open(&mut self, ctx: &Ctx, from: Instant, need_id: bool) -> bool {
         self.session = None;
         self.set_head(ctx);
+        if ctx.cfg().new_connection == NewConnection::Session {
+            self.conn.close();
+        }
         if ctx.cfg().stateless() {
             let r = self.request(ctx, &ctx.discover, false, None).await;
             let end = Instant::now();
+            let from = from + self.spent;
             return match r {
                 Ok((len, _)) => {
                     ctx.record(N_DISCOVER, from, end, None, len);
                     ctx.counters().established.fetch_add(1, Ordering::Relaxed);
                     self.session = Some(Session::new(
-                        &ctx.proto,
                         None,
                         ctx.cfg().protocol_version.clone(),
                         self.next_id,
@@ -931,15 +990,17 @@ impl HttpSession {
         // initialize
         let id = self.next_id;
         self.next_id += 1;
-        ctx.proto.initialize_request(&mut self.req, id);
+        ctx.proto
+            .initialize_request(&mut self.req, id, &self.own_headers);
         ctx.counters().sent.fetch_add(1, Ordering::Relaxed);
         let r = self.conn.exchange(&self.req, true, ctx.cfg().timeout).await;
         let end = Instant::now();
+        let from = from + ctx.opened(&mut self.conn);
         let mut replied = false;
         let mut other = 0u32;
         let outcome: Result<(usize, String, Option<String>), String> = match r {
             Err(e) => {
-                if matches!(e, crate::http::ExchangeError::Connect(_)) {
+                if e.is_connect() {
                     ctx.connect_error(format!("{}: {}", ctx.cfg().url, e.kind()));
                 }
                 Err(Problem::Exchange(e).reason())
@@ -1002,7 +1063,7 @@ impl HttpSession {
                 return false;
             }
         };
-        self.session = Some(Session::new(&ctx.proto, sid, version, self.next_id));
+        self.session = Some(Session::new(sid, version, self.next_id));
         self.set_head(ctx);
         let t0 = Instant::now();
         let r = self
@@ -1012,6 +1073,7 @@ impl HttpSession {
             )
             .await;
         let end = Instant::now();
+        let t0 = t0 + self.spent;
         match r {
             Ok(()) => {
                 ctx.record(N_INITIALIZED, t0, end, None, 0);
@@ -1039,11 +1101,13 @@ impl HttpSession {
         }
         let mut req = Vec::with_capacity(256);
         ctx.proto.head(&mut req, "DELETE", Some(&s));
+        req.extend_from_slice(&self.own_headers);
         req.extend_from_slice(b"Content-Length: 0\r\n\r\n");
         let t0 = Instant::now();
         ctx.counters().sent.fetch_add(1, Ordering::Relaxed);
         let r = self.conn.exchange(&req, false, ctx.cfg().timeout).await;
         let end = Instant::now();
+        let t0 = t0 + ctx.opened(&mut self.conn);
         let replied = r.is_ok();
         let failure = match r {
             Err(e) => Some(Problem::Exchange(e).reason()),
@@ -1068,10 +1132,11 @@ impl HttpSession {
         };
         let mut req = Vec::with_capacity(256);
         ctx.proto.head(&mut req, "GET", Some(session));
+        req.extend_from_slice(&self.own_headers);
         req.extend_from_slice(b"\r\n");
         let max = ctx.cfg().max_reply_bytes;
         let conn = self.get_conn.get_or_insert_with(|| {
-            let mut c = Conn::new(ctx.proto.target.addr);
+            let mut c = Conn::new(ctx.endpoint());
             c.set_max_body(max);
             c
         });
@@ -1093,6 +1158,7 @@ impl HttpSession {
             .await;
         ctx.counters().inflight.fetch_sub(1, Ordering::Relaxed);
         let end = Instant::now();
+        let t0 = t0 + ctx.opened(conn);
         let status = conn.parser.status;
         let open = match &r {
             _ if status == 405 => {
@@ -1141,13 +1207,15 @@ impl HttpSession {
             .request(ctx, t, false, streaming.then_some(&mut times))
             .await;
         let end = Instant::now();
+        // the time spent opening a connection is its own row, not this request's
+        let start = from + self.spent;
         match &r {
-            Ok((len, _)) => ctx.record(name, from, end, None, *len),
+            Ok((len, _)) => ctx.record(name, start, end, None, *len),
             Err(f) => {
                 if f.replied {
                     ctx.sample(name, &f.reason, &self.conn);
                 }
-                ctx.record(name, from, end, Some(&f.reason), f.len)
+                ctx.record(name, start, end, Some(&f.reason), f.len)
             }
         }
         if let Some((intended, sent)) = open {
@@ -1155,13 +1223,13 @@ impl HttpSession {
             ctx.record_open(
                 name,
                 sent.saturating_duration_since(intended),
-                end.saturating_duration_since(sent.max(from)),
+                end.saturating_duration_since(sent.max(from) + self.spent),
             );
         }
         if streaming {
             // the final reply is an SSE event too: the gaps are between every event
-            report_times(ctx, N_SSE_FIRST, N_SSE_GAP, &times.0, from);
-            report_times(ctx, N_PROGRESS_FIRST, N_PROGRESS_GAP, &times.1, from);
+            report_times(ctx, N_SSE_FIRST, N_SSE_GAP, &times.0, start);
+            report_times(ctx, N_PROGRESS_FIRST, N_PROGRESS_GAP, &times.1, start);
         }
         r.map(|_| ())
     }

@@ -1,0 +1,390 @@
+//! Where connections go and how they are secured: every address of the URL's host (or of the
+//! `connect_to` override), taken in turn by new connections, and one TLS client config per
+//! engine, so that every connection of the run shares its session cache and resumes.
+//!
+//! Everything here is built before any load: a file that cannot be read, a key that does not
+//! match its certificate or a host with no address is an error of the engine's construction.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use tokio_rustls::TlsConnector;
+
+use crate::mcp::{split_host_port, Target};
+
+/// How TLS connections are verified and authenticated.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsOptions {
+    /// PEM files of CA certificates trusted beside the system store.
+    pub ca_files: Vec<String>,
+    /// PEM certificate chain and private key for mTLS (both or neither).
+    pub client_cert: Option<String>,
+    pub client_key: Option<String>,
+    /// Accept any server certificate (the handshake's signatures are still checked).
+    pub insecure: bool,
+}
+
+/// `HOST:PORT:ADDR:PORT`: connections meant for the URL's `HOST:PORT` go to `ADDR:PORT`; the
+/// TLS name and the `Host` header stay the URL's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectTo {
+    pub host: String,
+    pub port: u16,
+    pub to_host: String,
+    pub to_port: u16,
+}
+
+impl ConnectTo {
+    pub fn parse(s: &str) -> Result<ConnectTo, String> {
+        let bad = || format!("{s:?}: not HOST:PORT:ADDR:PORT (IPv6 in brackets)");
+        let (host, port, rest) = host_port_prefix(s).ok_or_else(bad)?;
+        let rest = rest.strip_prefix(':').ok_or_else(bad)?;
+        let (to_host, to_port, rest) = host_port_prefix(rest).ok_or_else(bad)?;
+        if !rest.is_empty() {
+            return Err(bad());
+        }
+        Ok(ConnectTo {
+            host,
+            port,
+            to_host,
+            to_port,
+        })
+    }
+}
+
+/// A `host:port` (port required) at the start of `s`, and what follows it.
+fn host_port_prefix(s: &str) -> Option<(String, u16, &str)> {
+    let host_end = if s.starts_with('[') {
+        s.find(']')? + 1
+    } else {
+        s.find(':')?
+    };
+    let after = s[host_end..].strip_prefix(':')?;
+    let port_len = after
+        .bytes()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(after.len());
+    let (host, port) = split_host_port(&s[..host_end + 1 + port_len], 0)?;
+    if port_len == 0 {
+        return None;
+    }
+    Some((host, port, &after[port_len..]))
+}
+
+/// Where one engine's HTTP connections go.
+pub struct Endpoint {
+    addrs: Vec<SocketAddr>,
+    next: AtomicUsize,
+    tls: Option<(TlsConnector, ServerName<'static>)>,
+    insecure: bool,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("addrs", &self.addrs)
+            .field("tls", &self.tls.as_ref().map(|t| &t.1))
+            .field("insecure", &self.insecure)
+            .finish()
+    }
+}
+
+impl Endpoint {
+    pub fn new(
+        target: &Target,
+        connect_to: &[ConnectTo],
+        tls: &TlsOptions,
+    ) -> Result<Endpoint, String> {
+        let (host, port) = match connect_to
+            .iter()
+            .find(|c| c.host.eq_ignore_ascii_case(&target.hostname) && c.port == target.port)
+        {
+            Some(c) => (c.to_host.as_str(), c.to_port),
+            None => (target.hostname.as_str(), target.port),
+        };
+        if let Some(c) = connect_to
+            .iter()
+            .find(|c| !(c.host.eq_ignore_ascii_case(&target.hostname) && c.port == target.port))
+        {
+            return Err(format!(
+                "connect_to: {}:{} matches no URL (the URL is {}:{})",
+                c.host, c.port, target.hostname, target.port
+            ));
+        }
+        let mut addrs: Vec<SocketAddr> = Vec::new();
+        for a in (host, port)
+            .to_socket_addrs()
+            .map_err(|e| format!("url: cannot resolve {host}: {e}"))?
+        {
+            if !addrs.contains(&a) {
+                addrs.push(a);
+            }
+        }
+        if addrs.is_empty() {
+            return Err(format!("url: no address for {host}"));
+        }
+        let insecure = target.tls && tls.insecure;
+        let tls = if target.tls {
+            let name = ServerName::try_from(target.hostname.clone())
+                .map_err(|e| format!("url: {}: not a TLS server name: {e}", target.hostname))?;
+            Some((TlsConnector::from(Arc::new(client_config(tls)?)), name))
+        } else {
+            None
+        };
+        Ok(Endpoint {
+            addrs,
+            next: AtomicUsize::new(0),
+            tls,
+            insecure,
+        })
+    }
+
+    /// The address of the next new connection: each in turn, so users spread over the records.
+    pub fn pick(&self) -> SocketAddr {
+        self.addrs[self.next.fetch_add(1, Ordering::Relaxed) % self.addrs.len()]
+    }
+
+    pub fn addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
+
+    pub fn tls(&self) -> Option<&(TlsConnector, ServerName<'static>)> {
+        self.tls.as_ref()
+    }
+
+    /// TLS without verification of the server's certificate.
+    pub fn insecure(&self) -> bool {
+        self.insecure
+    }
+}
+
+/// The run's one client config: the system roots (`SSL_CERT_FILE` and `SSL_CERT_DIR` honoured)
+/// plus the CA files, or no verification; the client certificate; ALPN `http/1.1`.
+pub fn client_config(o: &TlsOptions) -> Result<ClientConfig, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("tls: {e}"))?;
+    let builder = if o.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerification(provider.clone())))
+    } else {
+        let mut roots = RootCertStore::empty();
+        // unreadable entries of the system store are skipped, as every TLS client does
+        for cert in rustls_native_certs::load_native_certs().certs {
+            let _ = roots.add(cert);
+        }
+        for file in &o.ca_files {
+            let certs = read_certs(file).map_err(|e| format!("ca_files: {e}"))?;
+            for cert in certs {
+                roots
+                    .add(cert)
+                    .map_err(|e| format!("ca_files: {file}: {e}"))?;
+            }
+        }
+        if roots.is_empty() {
+            return Err(
+                "tls: no trusted certificates (the system store is empty and no CA file was given)"
+                    .into(),
+            );
+        }
+        builder.with_root_certificates(roots)
+    };
+    let mut cfg = match (&o.client_cert, &o.client_key) {
+        (None, None) => builder.with_no_client_auth(),
+        (Some(cert), Some(key)) => {
+            let chain = read_certs(cert).map_err(|e| format!("client_cert: {e}"))?;
+            let key_der = PrivateKeyDer::from_pem_file(key)
+                .map_err(|e| format!("client_key: {key}: {}", pem_error(e)))?;
+            builder
+                .with_client_auth_cert(chain, key_der)
+                .map_err(|e| format!("client_cert: {cert} with client_key {key}: {e}"))?
+        }
+        _ => return Err("client_cert and client_key go together".into()),
+    };
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(cfg)
+}
+
+/// Why a handshake failed, in few words and without the times or names rustls adds, so that
+/// each cause is one entry of the failures table.
+pub fn tls_reason(e: &std::io::Error) -> String {
+    use rustls::{CertificateError as C, Error as E};
+    let Some(inner) = e.get_ref().and_then(|i| i.downcast_ref::<E>()) else {
+        return match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => "connection closed by the server".into(),
+            std::io::ErrorKind::ConnectionReset => "connection reset by the server".into(),
+            kind => format!("{kind:?}"),
+        };
+    };
+    match inner {
+        E::InvalidCertificate(c) => match c {
+            C::Expired | C::ExpiredContext { .. } => "certificate expired".into(),
+            C::NotValidYet | C::NotValidYetContext { .. } => "certificate not valid yet".into(),
+            C::UnknownIssuer => "certificate from an unknown issuer".into(),
+            C::NotValidForName => "certificate not valid for the name".into(),
+            C::NotValidForNameContext { expected, .. } => {
+                format!("certificate not valid for name {}", expected.to_str())
+            }
+            C::Revoked => "certificate revoked".into(),
+            C::BadSignature => "certificate with a bad signature".into(),
+            C::InvalidPurpose | C::InvalidPurposeContext { .. } => {
+                "certificate not for a TLS server".into()
+            }
+            other => format!("certificate rejected ({other:?})"),
+        },
+        E::AlertReceived(alert) => format!("the server sent alert {alert:?}"),
+        E::NoApplicationProtocol => "no common ALPN protocol (http/1.1 offered)".into(),
+        other => other.to_string(),
+    }
+}
+
+fn read_certs(file: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs = CertificateDer::pem_file_iter(file)
+        .map_err(|e| format!("{file}: {}", pem_error(e)))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{file}: {}", pem_error(e)))?;
+    if certs.is_empty() {
+        return Err(format!("{file}: no PEM certificate in it"));
+    }
+    Ok(certs)
+}
+
+fn pem_error(e: rustls::pki_types::pem::Error) -> String {
+    match e {
+        rustls::pki_types::pem::Error::Io(e) => e.to_string(),
+        rustls::pki_types::pem::Error::NoItemsFound => "no PEM item of that kind in it".into(),
+        other => format!("bad PEM: {other:?}"),
+    }
+}
+
+/// `insecure`: any certificate is accepted, but the handshake must still be signed by it (so
+/// the run measures real TLS, not a broken one).
+#[derive(Debug)]
+struct NoVerification(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for NoVerification {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connect_to_parses() {
+        let c = ConnectTo::parse("mcp.example.com:443:127.0.0.1:8443").expect("parsed");
+        assert_eq!(
+            c,
+            ConnectTo {
+                host: "mcp.example.com".into(),
+                port: 443,
+                to_host: "127.0.0.1".into(),
+                to_port: 8443
+            }
+        );
+        let c = ConnectTo::parse("[::1]:443:[fe80::1]:80").expect("parsed");
+        assert_eq!((c.host.as_str(), c.to_host.as_str()), ("::1", "fe80::1"));
+        for bad in [
+            "",
+            "h:443",
+            "h:443:a",
+            "h:443:a:",
+            "h::a:1",
+            "h:443:a:1:",
+            "h:443:a:1x",
+            "[::1:443:a:1",
+            "h:99999:a:1",
+        ] {
+            assert!(ConnectTo::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn endpoint_addresses() {
+        let t = Target::parse("http://localhost:9/mcp").expect("url");
+        let e = Endpoint::new(&t, &[], &TlsOptions::default()).expect("resolved");
+        assert!(e.addrs().iter().all(|a| a.ip().is_loopback()));
+        let picks: Vec<_> = (0..e.addrs().len() * 2).map(|_| e.pick()).collect();
+        for a in e.addrs() {
+            assert_eq!(picks.iter().filter(|p| *p == a).count(), 2);
+        }
+        let aim = ConnectTo::parse("localhost:9:127.0.0.2:7").expect("parsed");
+        let e = Endpoint::new(&t, &[aim], &TlsOptions::default()).expect("aimed");
+        assert_eq!(e.addrs(), &["127.0.0.2:7".parse().expect("addr")]);
+        let other = ConnectTo::parse("elsewhere:9:127.0.0.2:7").expect("parsed");
+        let err = Endpoint::new(&t, &[other], &TlsOptions::default()).expect_err("no match");
+        assert!(err.contains("matches no URL"), "{err}");
+    }
+
+    #[test]
+    fn tls_files_are_checked() {
+        let missing = TlsOptions {
+            ca_files: vec!["/nonexistent/ca.pem".into()],
+            ..Default::default()
+        };
+        let err = client_config(&missing).expect_err("missing file");
+        assert!(err.contains("/nonexistent/ca.pem"), "{err}");
+        let half = TlsOptions {
+            client_cert: Some("/x".into()),
+            insecure: true,
+            ..Default::default()
+        };
+        assert!(client_config(&half)
+            .expect_err("half")
+            .contains("go together"));
+        assert!(client_config(&TlsOptions {
+            insecure: true,
+            ..Default::default()
+        })
+        .is_ok());
+    }
+}
