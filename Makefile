@@ -113,7 +113,7 @@ conformance-install: $(CONFORMANCE_STAMP) ## Install Node 22 and the conformance
 conformance: install conformance-install ## The official conformance suite against serve --fixture conformance --transport http
 	MCPFAST_CORE=rust $(PY) -m pytest tests/conformance -v $(PYTEST_ARGS)
 
-LINT_PATHS := mcpfast tests
+LINT_PATHS := mcpfast tests benchmarks
 
 lint: install ## ruff (format check + lint), mypy on the package, stubtest of _core.pyi, cargo fmt --check and clippy
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)

@@ -152,6 +152,12 @@ def parse_http(
     414, 417, 431, 501) refusing the request at ``consumed``, with ``reason``: answer, then close.
     """
 
+def refusal(status: int, www_authenticate: bytes | None, retry_after: bytes | None, now_unix: float) -> tuple[str, float | None]:
+    """A refused request as a client reports it: ``(reason, wait)``, e.g. ``("http 401
+    invalid_token", None)`` or ``("http 429 rate limited (Retry-After 2 s)", 2.0)``; ``wait`` is
+    the seconds ``Retry-After`` asks for (delta-seconds or an IMF-fixdate against ``now_unix``,
+    at most 300), None without a valid one."""
+
 def frame_lines(messages: Sequence[bytes]) -> bytes:
     """Join messages into one newline-terminated write (each message followed by ``\\n``)."""
 

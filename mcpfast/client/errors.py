@@ -42,10 +42,13 @@ class HttpStatusError(McpClientError):
 
     category = "http-status"
 
-    def __init__(self, status: int, body: bytes = b"") -> None:
-        super().__init__(f"HTTP {status}")
+    def __init__(self, status: int, body: bytes = b"", reason: str | None = None, retry_after: float | None = None) -> None:
+        # the reason names the cause when the reply says it (http 401 invalid_token, http 429
+        # rate limited (Retry-After 2 s)): each cause is its own entry of the failures table
+        super().__init__("HTTP" + (reason[4:] if reason and reason.startswith("http") else f" {status}"))
         self.status = status
         self.body = body
+        self.retry_after = retry_after
 
 
 class McpError(McpClientError):

@@ -31,6 +31,7 @@ from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
 from mcpfast import core
 from mcpfast.client.base import McpClient
+from mcpfast.client.cookies import Jar
 from mcpfast.client.errors import (
     BadSse,
     ConnectionFailure,
@@ -89,6 +90,8 @@ class HttpClient(McpClient):
         self._host, self._port = parts.hostname, parts.port or (443 if self._tls else 80)
         self.reach.check_url(self._host, self._port)
         self._fixed = self.reach.fixed_headers(self._host, self._port, self._tls)
+        self.jar = Jar(url) if self.reach.cookies else None
+        self.retry_wait: float | None = None  # what the last refusal's Retry-After asked for
         self._concurrency = concurrency
         self._http: HTTPClient | None = None  # lazy: never open sockets at import or construction
         self._errors = _network_errors()
@@ -104,6 +107,8 @@ class HttpClient(McpClient):
 
     def _headers(self, extra: dict[str, str], accept: str = ACCEPT_BOTH) -> dict[str, str]:
         headers = {"Accept": accept, "Content-Type": JSON, **self._fixed}
+        if self.jar is not None and (cookie := self.jar.header()):
+            headers["Cookie"] = cookie
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         headers.update(extra)
@@ -111,8 +116,16 @@ class HttpClient(McpClient):
 
     # -- one POST ------------------------------------------------------------------------------------
     def _post(self, body: bytes, headers: dict[str, str]) -> Any:
+        if self.retry_wait is not None:
+            wait, self.retry_wait = self.retry_wait, None
+            if self.reach.retry_after:
+                started = time.perf_counter()
+                gevent.sleep(wait)
+                self.reporter("Retry-After wait", int((time.perf_counter() - started) * 1_000_000), 0, None)
         try:
-            return self.http.request("POST", self.path, body=body, headers=headers)
+            resp = self.http.request("POST", self.path, body=body, headers=headers)
+            self._absorb(resp)
+            return resp
         except self._errors as exc:
             if "timed out" in str(exc) or exc.__class__.__name__ == "timeout":
                 raise RequestTimeout() from None
@@ -162,9 +175,30 @@ class HttpClient(McpClient):
                 session.initialized = False  # session expired: the client must re-initialize
             if status == 200:
                 raise UnexpectedReply("unexpected content type", ctype)
-            raise HttpStatusError(status, body[:2000])
+            raise self._refused(resp, body)
         finally:
             resp.release()
+
+    def _absorb(self, resp: Any) -> None:
+        """Keep the cookies a reply sets (the user's jar)."""
+        if self.jar is not None:
+            values = resp.info().getlist("set-cookie")
+            if values:
+                self.jar.absorb(values)
+
+    def _refused(self, resp: Any, body: bytes = b"") -> HttpStatusError:
+        """The error of a refused request, named by its cause; keeps its Retry-After wait."""
+        status = resp.status_code
+        www, retry = resp.get("www-authenticate"), resp.get("retry-after")
+        reason, wait = core.refusal(
+            status,
+            None if www is None else (", ".join(www) if isinstance(www, list) else www).encode("latin-1", "replace"),
+            None if retry is None else str(retry).encode("latin-1", "replace"),
+            time.time(),
+        )
+        if wait is not None:
+            self.retry_wait = wait
+        return HttpStatusError(status, body[:2000], reason, wait)
 
     def _read_error(self, exc: BaseException) -> McpClientError:
         if "timed out" in str(exc) or exc.__class__.__name__ == "timeout":
@@ -245,7 +279,7 @@ class HttpClient(McpClient):
             except self._errors as exc:
                 raise self._read_error(exc) from None
             if status not in (200, 202, 204):
-                raise HttpStatusError(status, body[:2000])
+                raise self._refused(resp, body)
         finally:
             resp.release()
 
@@ -268,12 +302,13 @@ class HttpClient(McpClient):
         ended = False
         try:
             resp = self.http.request("DELETE", self.path, headers=self._headers(session.http_headers()))
+            self._absorb(resp)
             try:
                 resp.read()
                 if resp.status_code == 405:
                     name = "DELETE:405"
                 elif not 200 <= resp.status_code < 300:
-                    exc = HttpStatusError(resp.status_code)
+                    exc = self._refused(resp)
                 else:
                     ended = True
             finally:
@@ -303,6 +338,7 @@ class HttpClient(McpClient):
             with gevent.Timeout(duration, False):
                 try:
                     resp = http.request("GET", self.path, headers=self._headers(session.http_headers(), SSE))
+                    self._absorb(resp)
                 except self._errors as exc:
                     self._finish("GET:open", intended, 0, self._read_error(exc))
                     return
@@ -313,7 +349,7 @@ class HttpClient(McpClient):
                         return
                     if resp.status_code != 200:
                         resp.read()
-                        self._finish("GET:open", intended, 0, HttpStatusError(resp.status_code))
+                        self._finish("GET:open", intended, 0, self._refused(resp))
                         return
                     self._finish("GET:open", intended, 0, None)
                     decoder = core.SseDecoder()
@@ -363,11 +399,7 @@ class HttpClient(McpClient):
             ctype = (resp.get("content-type") or "").split(";")[0].strip().lower()
             if resp.status_code != 200 or ctype != SSE:
                 body = resp.read()
-                exc = (
-                    HttpStatusError(resp.status_code, body[:2000])
-                    if resp.status_code != 200
-                    else BadSse("listen did not answer with an event stream", ctype)
-                )
+                exc = self._refused(resp, body) if resp.status_code != 200 else BadSse("listen did not answer with an event stream", ctype)
             else:
                 decoder = core.SseDecoder()
                 with gevent.Timeout(duration, False):

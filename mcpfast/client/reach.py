@@ -175,6 +175,8 @@ class Reach:
     tokens: tuple[str, ...] = ()
     connect_to: tuple[ConnectTo, ...] = ()
     new_connection: str = "keep"
+    cookies: bool = True
+    retry_after: bool = False
     _ssl: list[ssl.SSLContext] = field(default_factory=list, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -209,6 +211,8 @@ class Reach:
             tokens=tokens,
             connect_to=aims,
             new_connection=str(get("mcp_new_connection") or "keep"),
+            cookies=not get("mcp_no_cookie_jar"),
+            retry_after=bool(get("mcp_retry_after")),
         )
 
     def token(self, n: int) -> str | None:
@@ -303,4 +307,8 @@ class Reach:
             out["connect_to"] = [c.text() for c in self.connect_to]
         if self.new_connection != "keep":
             out["new_connection"] = self.new_connection
+        if not self.cookies:
+            out["cookies"] = False
+        if self.retry_after:
+            out["retry_after"] = True
         return out

@@ -55,6 +55,7 @@ __all__ = [
     "load",
     "native_engine",
     "parse_http",
+    "refusal",
     "scan_reply",
 ]
 
@@ -115,6 +116,7 @@ encode_request = _impl.encode_request
 encode_result = _impl.encode_result
 frame_lines = _impl.frame_lines
 parse_http = _impl.parse_http
+refusal = _impl.refusal
 scan_reply = _impl.scan_reply
 
 NativeEngine: Any = getattr(_impl, "NativeEngine", None)

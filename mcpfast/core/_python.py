@@ -16,6 +16,7 @@ baseline the Rust benchmarks are compared against, so the hot paths avoid per-by
 
 from __future__ import annotations
 
+import calendar
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -45,6 +46,7 @@ __all__ = [
     "encode_result",
     "frame_lines",
     "parse_http",
+    "refusal",
     "scan_reply",
 ]
 
@@ -1321,3 +1323,80 @@ class SseDecoder:
         self._cr_end = False
         self._reset_block()
         return out
+
+
+# -- a refused request, as a client reports it ---------------------------------------------------------
+MAX_RETRY_AFTER_S = 300.0
+_TOKEN_CHARS = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def refusal(status: int, www_authenticate: bytes | None, retry_after: bytes | None, now_unix: float) -> tuple[str, float | None]:
+    """The failure reason for a refused request (``http 401 invalid_token``, ``http 429 rate
+    limited (Retry-After 2 s)``) and the wait ``Retry-After`` asks for, in seconds (capped)."""
+    wait = _retry_after_seconds(retry_after, now_unix) if retry_after is not None else None
+    reason = f"http {status}"
+    if status in (401, 403) and www_authenticate is not None:
+        code = _bearer_error(www_authenticate)
+        if code:
+            reason += " " + code
+    if status == 429:
+        reason += " rate limited"
+    if wait is not None:
+        reason += f" (Retry-After {int(wait + 0.5)} s)"
+    return reason, wait
+
+
+def _bearer_error(value: bytes) -> str | None:
+    i, n = 0, len(value)
+    while i < n:
+        if (i == 0 or value[i - 1] in b" ,\t") and value[i : i + 5].lower() == b"error":
+            j = i + 5
+            while j < n and value[j] in b" \t":
+                j += 1
+            if j < n and value[j] == 0x3D:  # =
+                j += 1
+                while j < n and value[j] in b" \t":
+                    j += 1
+                quoted = j < n and value[j] == 0x22
+                if quoted:
+                    j += 1
+                start = j
+                while j < n and value[j] in _TOKEN_CHARS:
+                    j += 1
+                closed = not quoted or (j < n and value[j] == 0x22)
+                return value[start:j].decode() if j > start and closed else None
+        if value[i] == 0x22:  # skip a quoted string
+            i += 1
+            while i < n and value[i] != 0x22:
+                if value[i] == 0x5C:
+                    i += 1
+                i += 1
+        i += 1
+    return None
+
+
+def _retry_after_seconds(value: bytes, now_unix: float) -> float | None:
+    try:
+        v = value.decode("ascii").strip()
+    except UnicodeDecodeError:
+        return None
+    if v.isdigit() and v.isascii():
+        return min(float(v), MAX_RETRY_AFTER_S)
+    at = _imf_fixdate(v)
+    return None if at is None else min(max(at - now_unix, 0.0), MAX_RETRY_AFTER_S)
+
+
+def _imf_fixdate(v: str) -> float | None:
+    parts = v.split(" ")
+    if len(parts) != 6 or parts[5] != "GMT" or not parts[0].endswith(",") or len(parts[1]) != 2 or len(parts[3]) != 4:
+        return None
+    _, day, month, year, clock, _ = parts
+    hms = clock.split(":")
+    if month not in _MONTHS or len(hms) != 3 or any(len(x) != 2 or not x.isdigit() for x in hms) or not (day.isdigit() and year.isdigit()):
+        return None
+    h, m, s = (int(x) for x in hms)
+    if not 1 <= int(day) <= 31 or h > 23 or m > 59 or s > 60:
+        return None
+    days = calendar.timegm((int(year), _MONTHS.index(month) + 1, int(day), 0, 0, 0)) // 86400
+    return float(days * 86400 + h * 3600 + m * 60 + s)

@@ -324,7 +324,7 @@ class NativeDriver:
         for kind, message in engine.events():
             if kind == "fatal":
                 logger.error("mcpfast native engine: %s", message)
-            elif kind in ("child_exited", "connect_error", "limit", "tls_insecure"):
+            elif kind in ("child_exited", "connect_error", "limit"):
                 logger.warning("mcpfast native engine %s: %s", kind.replace("_", " "), message)
             else:
                 logger.info("mcpfast native engine %s: %s", kind, message)

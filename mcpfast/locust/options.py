@@ -45,6 +45,8 @@ DEFAULTS: dict[str, Any] = {
     "mcp_token_file": None,
     "mcp_connect_to": None,
     "mcp_new_connection": "keep",
+    "mcp_no_cookie_jar": False,
+    "mcp_retry_after": False,
     "mcp_stream_tool": "stream",
     "mcp_stream_count": 10,
     "mcp_server_pid": 0,
@@ -280,6 +282,24 @@ def _add_client_arguments(group: Any) -> None:
         env_var="LOCUST_MCP_NEW_CONNECTION",
         help="keep: one kept-alive connection per user (default); session: a new connection per "
         "session; request: per request (Connection: close), so load spreads over autoscaled backends.",
+    )
+    group.add_argument(
+        "--mcp-no-cookie-jar",
+        dest="mcp_no_cookie_jar",
+        action="store_true",
+        default=DEFAULTS["mcp_no_cookie_jar"],
+        env_var="LOCUST_MCP_NO_COOKIE_JAR",
+        help="Send no cookies back (by default each user keeps a cookie jar, so balancers that pin "
+        "clients with a cookie keep a user's session on one replica).",
+    )
+    group.add_argument(
+        "--mcp-retry-after",
+        dest="mcp_retry_after",
+        action="store_true",
+        default=DEFAULTS["mcp_retry_after"],
+        env_var="LOCUST_MCP_RETRY_AFTER",
+        help="After a 429 or 503 with Retry-After, the user waits that long before its next request "
+        "(each wait is a 'Retry-After wait' row). Off: the user goes on at once.",
     )
     group.add_argument(
         "--mcp-stream-tool",

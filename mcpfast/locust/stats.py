@@ -733,6 +733,8 @@ def _check_reach(environment: Any) -> None:
         host = str(getattr(environment, "host", None) or "")
         if host.startswith("https://"):
             how.ssl_context()
+            if how.insecure:
+                logger.warning("mcpfast: TLS without verification: any server certificate is accepted (--mcp-insecure)")
     except ValueError as exc:
         logger.error("mcpfast: %s", exc)
         raise SystemExit(2) from None

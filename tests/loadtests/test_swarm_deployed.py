@@ -85,8 +85,7 @@ def test_insecure_is_said_in_the_log_and_the_summary(tmp_path: Path, tls_server,
     run, html = locust(tmp_path, "-f", TOOLS_CALL, "--host", url, "--mcp-tool", "counted", "--mcp-engine", engine, "--mcp-insecure")
     agree(run, html, countfile)
     assert run.histograms()["tls_verification"].startswith("off")
-    if engine == "native":
-        assert "TLS without verification" in run.output
+    assert "WARNING/mcpfast.locust.stats: mcpfast: TLS without verification" in run.output
 
 
 @pytest.fixture
@@ -236,3 +235,80 @@ def test_a_client_key_that_is_not_the_certificates_fails_the_run_before_load(tmp
     assert "client" in run.output and (
         "KEY_VALUES_MISMATCH" in run.output or "InconsistentKeys" in run.output or "key values mismatch" in run.output
     ), run.output[-3000:]
+
+
+@pytest.fixture
+def sticky_replicas(tmp_path: Path):
+    """Two ``mcpfast serve`` processes with the memory store (no shared sessions) behind haproxy,
+    which pins a client to one of them with a cookie: (URL, the two count files)."""
+    procs, backends, counts = [], [], []
+    for _ in range(2):
+        proc, url, countfile = start_counting_server("mcpfast", tmp_path)
+        procs.append(proc)
+        backends.append(url.split("//")[1].split("/")[0])
+        counts.append(countfile)
+    port = free_port()
+    servers = "\n".join(f"    server s{i} {b} cookie s{i}" for i, b in enumerate(backends))
+    haproxy = start_haproxy(
+        tmp_path / "haproxy",
+        f"frontend lb\n    bind 127.0.0.1:{port}\n    default_backend mcp\n\n"
+        f"backend mcp\n    balance roundrobin\n    option http-server-close\n    cookie SRV insert indirect nocache\n{servers}\n",
+        port,
+    )
+    yield f"http://127.0.0.1:{port}/mcp", counts
+    stop_process(haproxy)
+    for proc in procs:
+        stop(proc)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_sticky_cookies_keep_each_session_on_its_replica(tmp_path: Path, sticky_replicas, engine: str) -> None:
+    url, counts = sticky_replicas
+    # a new connection per request: without the cookie, every request may land on either replica
+    args = ["-f", TOOLS_CALL, "--host", url, "--mcp-tool", "counted", "--mcp-engine", engine, "--mcp-new-connection", "request"]
+    run, html = locust(tmp_path, *args)
+    csv = all_counts(run, html)["csv"]
+    assert not run.failures(), run.failures()
+    calls = csv[("mcp-http", "tools/call:counted")]
+    assert calls > 0 and sum(c.stat().st_size for c in counts) == calls
+    assert all(c.stat().st_size > 0 for c in counts), "both replicas served users"
+    # without the jar the replica that did not open a session answers 404 (session not found)
+    run, _ = locust(tmp_path, *args, "--mcp-no-cookie-jar", name="nojar", expect=1)
+    failures = run.failures()
+    assert failures and "404" in run.output, run.output[-3000:]
+
+
+@pytest.fixture
+def refusing(tmp_path: Path):
+    """haproxy refusing every request on two ports: 429 with Retry-After 1, and 401 with a
+    Bearer ``invalid_token`` challenge."""
+    limited, unauthorized = free_port(), free_port()
+    haproxy = start_haproxy(
+        tmp_path / "haproxy",
+        f"frontend limited\n    bind 127.0.0.1:{limited}\n    http-request deny deny_status 429 hdr Retry-After 1\n\n"
+        f"frontend unauthorized\n    bind 127.0.0.1:{unauthorized}\n"
+        '    http-request deny deny_status 401 hdr WWW-Authenticate "Bearer error=\\"invalid_token\\""\n',
+        limited,
+    )
+    yield f"http://127.0.0.1:{limited}/mcp", f"http://127.0.0.1:{unauthorized}/mcp"
+    stop_process(haproxy)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_refusals_are_named_by_their_cause_and_retry_after_is_waited(tmp_path: Path, refusing, engine: str) -> None:
+    limited, unauthorized = refusing
+    common = ["-f", TOOLS_CALL, "--mcp-engine", engine, "-u", "2", "-r", "2"]
+    run, _ = locust(tmp_path, *common, "--host", unauthorized, name="u", expect=1)
+    assert "http 401 invalid_token" in run.output.lower(), run.output[-3000:]
+    run, _ = locust(tmp_path, *common, "--host", limited, name="fast", expect=1)
+    assert "http 429 rate limited (retry-after 1 s)" in run.output.lower(), run.output[-3000:]
+    hurried = int(run.stats()[("mcp-http", "initialize")]["Failure Count"])
+    assert ("mcp-http", "Retry-After wait") not in run.stats()
+    run, _ = locust(tmp_path, *common, "--host", limited, "--mcp-retry-after", name="patient", expect=1)
+    stats = run.stats()
+    waits = stats[("mcp-http", "Retry-After wait")]
+    refused = int(stats[("mcp-http", "initialize")]["Failure Count"])
+    # each user waits 1 s after each refusal: about 2 users x 2 s, far fewer than without the waits
+    assert 2 <= refused <= 8 and refused < hurried / 4, (refused, hurried)
+    assert int(waits["Failure Count"]) == 0 and int(waits["Request Count"]) >= refused - 2
+    assert float(waits["Median Response Time"]) >= 900

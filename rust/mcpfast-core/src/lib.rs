@@ -8,7 +8,9 @@
 //! - [`framer`]: newline framing for stdio, with a size limit that resynchronises;
 //! - [`sse`]: the server-sent-events encoder and the WHATWG decoder;
 //! - [`http1`]: HTTP/1.1 request framing for the server (strict, on `httparse`; chunked
-//!   bodies too): the one judge of a connection's bytes.
+//!   bodies too): the one judge of a connection's bytes;
+//! - [`refused`]: a refused request as a client reports it (`WWW-Authenticate` error codes,
+//!   `Retry-After`).
 //!
 //! The Python binding (`mcpfast-py`) is a thin layer over these modules.
 
@@ -16,6 +18,7 @@ pub mod envelope;
 pub mod framer;
 pub mod http1;
 pub mod json;
+pub mod refused;
 pub mod sse;
 pub mod write;
 

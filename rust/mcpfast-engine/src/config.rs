@@ -83,6 +83,10 @@ pub struct Config {
     pub tls: TlsOptions,
     pub connect_to: Vec<ConnectTo>,
     pub new_connection: NewConnection,
+    /// A cookie jar per user (sticky sessions behind balancers).
+    pub cookies: bool,
+    /// After a refusal with `Retry-After`, the user waits that long before its next request.
+    pub retry_after: bool,
     pub command: Vec<String>,
     pub inflight_per_process: usize,
     pub family: Family,
@@ -261,6 +265,8 @@ impl Config {
             "insecure",
             "connect_to",
             "new_connection",
+            "cookies",
+            "retry_after",
         ];
         if let Some(k) = o.keys().find(|k| !KNOWN.contains(&k.as_str())) {
             return Err(err(k, "unknown field"));
@@ -500,6 +506,8 @@ impl Config {
             tls,
             connect_to,
             new_connection,
+            cookies: get_bool(&o, "cookies", true)?,
+            retry_after: get_bool(&o, "retry_after", false)?,
             command,
             inflight_per_process,
             family,

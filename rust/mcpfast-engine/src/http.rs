@@ -104,6 +104,12 @@ pub struct ResponseParser {
     pub session_id: Option<String>,
     /// More than one `Mcp-Session-Id` header, or a value outside visible ASCII.
     pub session_id_invalid: bool,
+    /// A refusal's `WWW-Authenticate` and `Retry-After` values (statuses of 400 and above only).
+    pub www_authenticate: Option<Vec<u8>>,
+    pub retry_after: Option<Vec<u8>>,
+    /// Keep the `Set-Cookie` values (a user with a cookie jar).
+    pub capture_cookies: bool,
+    pub set_cookies: Vec<Vec<u8>>,
     pub body: Vec<u8>,
     /// Largest body accepted (default [`MAX_BODY`]).
     pub max_body: usize,
@@ -131,6 +137,10 @@ impl ResponseParser {
             keep_alive: true,
             session_id: None,
             session_id_invalid: false,
+            www_authenticate: None,
+            retry_after: None,
+            capture_cookies: false,
+            set_cookies: Vec::new(),
             body: Vec::new(),
             max_body: MAX_BODY,
         }
@@ -146,6 +156,9 @@ impl ResponseParser {
         self.keep_alive = true;
         self.session_id = None;
         self.session_id_invalid = false;
+        self.www_authenticate = None;
+        self.retry_after = None;
+        self.set_cookies.clear();
         if self.body.capacity() > 64 * 1024 {
             self.body = Vec::new(); // a large reply does not pin its memory to the connection
         } else {
@@ -265,9 +278,21 @@ impl ResponseParser {
         let mut length: Option<usize> = None;
         let mut chunked = false;
         let mut transfer_encoding = false;
+        let refused = status >= 400;
         for h in resp.headers.iter() {
             let name = h.name;
-            if name.eq_ignore_ascii_case("content-length") {
+            if refused && name.eq_ignore_ascii_case("www-authenticate") {
+                // several challenges: joined as one list (RFC 9110 §5.3)
+                let v = self.www_authenticate.get_or_insert_with(Vec::new);
+                if !v.is_empty() {
+                    v.extend_from_slice(b", ");
+                }
+                v.extend_from_slice(h.value);
+            } else if refused && name.eq_ignore_ascii_case("retry-after") {
+                self.retry_after = Some(h.value.to_vec());
+            } else if self.capture_cookies && name.eq_ignore_ascii_case("set-cookie") {
+                self.set_cookies.push(h.value.to_vec());
+            } else if name.eq_ignore_ascii_case("content-length") {
                 let v = std::str::from_utf8(h.value).map_err(|_| HttpError::BadContentLength)?;
                 let v: usize = v.trim().parse().map_err(|_| HttpError::BadContentLength)?;
                 if length.is_some_and(|l| l != v) {

@@ -217,25 +217,9 @@ pub struct Engine {
 
 /// The stats names a config can produce (fixed at construction: rows are indexed by them).
 fn names_for(cfg: &Config) -> Vec<String> {
-    let mut names = vec![
-        "initialize".to_string(),
-        "notifications/initialized".to_string(),
-        "server/discover".to_string(),
-        "DELETE".to_string(),
-        format!("tools/call:{}", cfg.tool),
-        format!("tools/call:{} (first)", cfg.tool),
-        format!("tools/call:{}", cfg.stream_tool),
-        "progress:first-event".to_string(),
-        "progress:gap".to_string(),
-        "sse:first-event".to_string(),
-        "sse:gap".to_string(),
-        "cycle".to_string(),
-        "GET:open".to_string(),
-        "GET:event".to_string(),
-        "GET:405".to_string(),
-        "connect".to_string(),
-        "tls:handshake".to_string(),
-    ];
+    let mut names: Vec<String> = (0..run::FIXED_ROWS)
+        .map(|id| run::row_name(id, cfg))
+        .collect();
     for m in &cfg.mix {
         let n = m.stat_name();
         if !names.contains(&n) {

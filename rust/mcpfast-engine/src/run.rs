@@ -20,7 +20,7 @@ use crate::mcp::{Problem, Proto, Session, CLIENT_INFO};
 use crate::net::Endpoint;
 use crate::{lock, Shared};
 
-/// Stats name ids (the order of `names_for` in lib.rs).
+/// Stats name ids (their names: [`row_name`]).
 pub const N_INITIALIZE: usize = 0;
 pub const N_INITIALIZED: usize = 1;
 pub const N_DISCOVER: usize = 2;
@@ -42,6 +42,37 @@ pub const N_GET_405: usize = 14;
 /// A new connection: the TCP connect, and the TLS handshake after it (`https`).
 pub const N_CONNECT: usize = 15;
 pub const N_TLS: usize = 16;
+/// `retry_after`: a wait a refusal's `Retry-After` asked for (the time actually waited).
+pub const N_RETRY_WAIT: usize = 17;
+
+/// The rows every engine has, ids `0..FIXED_ROWS` (the mix's own rows follow).
+pub const FIXED_ROWS: usize = 18;
+
+/// The name of fixed row `id`, as the Python users report it.
+pub fn row_name(id: usize, cfg: &Config) -> String {
+    let fixed = match id {
+        N_INITIALIZE => "initialize",
+        N_INITIALIZED => "notifications/initialized",
+        N_DISCOVER => "server/discover",
+        N_DELETE => "DELETE",
+        N_CALL => return format!("tools/call:{}", cfg.tool),
+        N_FIRST => return format!("tools/call:{} (first)", cfg.tool),
+        N_STREAM => return format!("tools/call:{}", cfg.stream_tool),
+        N_PROGRESS_FIRST => "progress:first-event",
+        N_PROGRESS_GAP => "progress:gap",
+        N_SSE_FIRST => "sse:first-event",
+        N_SSE_GAP => "sse:gap",
+        N_CYCLE => "cycle",
+        N_GET_OPEN => "GET:open",
+        N_GET_EVENT => "GET:event",
+        N_GET_405 => "GET:405",
+        N_CONNECT => "connect",
+        N_TLS => "tls:handshake",
+        N_RETRY_WAIT => "Retry-After wait",
+        _ => "",
+    };
+    fixed.to_string()
+}
 
 /// Rows that time a request (counted as completed): not the events of a streaming reply, not a
 /// cycle (made of requests), not the opening of a connection.
@@ -50,6 +81,7 @@ fn is_request_row(name: usize) -> bool {
         && name != N_GET_EVENT
         && name != N_CONNECT
         && name != N_TLS
+        && name != N_RETRY_WAIT
 }
 
 /// A send later than this after its intended time counts as late (open model; the default
@@ -241,6 +273,8 @@ pub struct Ctx {
     token_ready: Notify,
     rng: Cell<u64>,
     last_connect_event: Cell<Option<Instant>>,
+    /// The URL the cookie jars match cookies against (HTTP only).
+    pub cookie_url: Option<url::Url>,
 }
 
 impl Ctx {
@@ -326,6 +360,10 @@ impl Ctx {
             token_ready: Notify::new(),
             rng: Cell::new(seed),
             last_connect_event: Cell::new(None),
+            cookie_url: cfg
+                .target
+                .as_ref()
+                .and_then(|_| url::Url::parse(&cfg.url).ok()),
             shared,
         }
     }
@@ -742,8 +780,15 @@ struct HttpSession {
     /// `sse_streaming`: stream calls made, and the GET stream's own connection.
     streams: u64,
     get_conn: Option<Conn>,
-    /// This user's own header lines (its bearer token), after the shared ones.
+    /// This user's own header lines (its bearer token, its cookies), after the shared ones.
     own_headers: Vec<u8>,
+    token_line: Vec<u8>,
+    /// The user's cookie jar (RFC 6265: host, path, expiry), and when its `Cookie` line was
+    /// last built (expiry is looked at again a second later).
+    jar: Option<cookie_store::CookieStore>,
+    cookies_at: Instant,
+    /// The wait the last refusal's `Retry-After` asked for (`retry_after` on).
+    retry_wait: Option<Duration>,
     /// Time the last exchange spent opening a connection (kept out of its latency).
     spent: Duration,
 }
@@ -763,13 +808,14 @@ impl HttpSession {
     fn new(ctx: &Ctx) -> HttpSession {
         let mut conn = Conn::new(ctx.endpoint());
         conn.set_max_body(ctx.cfg().max_reply_bytes);
-        let mut own_headers = Vec::new();
+        conn.parser.capture_cookies = ctx.cfg().cookies;
+        let mut token_line = Vec::new();
         let tokens = &ctx.cfg().bearer_tokens;
         if !tokens.is_empty() {
             let i = ctx.shared.next_token.fetch_add(1, Ordering::Relaxed) % tokens.len();
-            own_headers.extend_from_slice(b"Authorization: Bearer ");
-            own_headers.extend_from_slice(tokens[i].as_bytes());
-            own_headers.extend_from_slice(b"\r\n");
+            token_line.extend_from_slice(b"Authorization: Bearer ");
+            token_line.extend_from_slice(tokens[i].as_bytes());
+            token_line.extend_from_slice(b"\r\n");
         }
         HttpSession {
             conn,
@@ -786,9 +832,68 @@ impl HttpSession {
             lost: false,
             streams: 0,
             get_conn: None,
-            own_headers,
+            own_headers: token_line.clone(),
+            token_line,
+            jar: ctx.cfg().cookies.then(cookie_store::CookieStore::default),
+            cookies_at: Instant::now(),
+            retry_wait: None,
             spent: Duration::ZERO,
         }
+    }
+
+    /// After an exchange on the session's connection: the rows of a connection it opened (the
+    /// time spent opening is returned, to move out of the request's latency) and the cookies
+    /// its reply set.
+    fn settle(&mut self, ctx: &Ctx) -> Duration {
+        let spent = ctx.opened(&mut self.conn);
+        let stale = self
+            .jar
+            .as_ref()
+            .is_some_and(|j| j.iter_any().next().is_some())
+            && self.cookies_at.elapsed() > Duration::from_secs(1);
+        if !self.conn.parser.set_cookies.is_empty() || stale {
+            if let (Some(jar), Some(url)) = (self.jar.as_mut(), ctx.cookie_url.as_ref()) {
+                for v in &self.conn.parser.set_cookies {
+                    // a malformed or refused cookie is ignored, as user agents do (RFC 6265 §5.2)
+                    if let Ok(text) = std::str::from_utf8(v) {
+                        let _ = jar.parse(text, url);
+                    }
+                }
+            }
+            self.cookies_changed(ctx);
+        }
+        spent
+    }
+
+    /// Rebuild this user's header lines from its token and the cookies the jar sends now.
+    fn cookies_changed(&mut self, ctx: &Ctx) {
+        self.own_headers.clear();
+        self.own_headers.extend_from_slice(&self.token_line);
+        if let (Some(jar), Some(url)) = (self.jar.as_ref(), ctx.cookie_url.as_ref()) {
+            let mut first = true;
+            for (name, value) in jar.get_request_values(url) {
+                self.own_headers
+                    .extend_from_slice(if first { b"Cookie: " } else { b"; " });
+                first = false;
+                self.own_headers.extend_from_slice(name.as_bytes());
+                self.own_headers.push(b'=');
+                self.own_headers.extend_from_slice(value.as_bytes());
+            }
+            if !first {
+                self.own_headers.extend_from_slice(b"\r\n");
+            }
+        }
+        self.cookies_at = Instant::now();
+        self.set_head(ctx);
+    }
+
+    /// The failure reason of the refused reply in the parser; keeps its `Retry-After` wait.
+    fn refused(&mut self) -> String {
+        let (reason, wait) = refusal(&self.conn.parser);
+        if let Some(w) = wait {
+            self.retry_wait = Some(Duration::from_secs_f64(w));
+        }
+        reason
     }
 
     fn set_head(&mut self, ctx: &Ctx) {
@@ -857,7 +962,7 @@ impl HttpSession {
             .conn
             .exchange_observed(&self.req, capture_session, ctx.cfg().timeout, &mut observe)
             .await;
-        self.spent = ctx.opened(&mut self.conn);
+        self.spent = self.settle(ctx);
         ctx.counters().inflight.fetch_sub(1, Ordering::Relaxed);
         if let Err(e) = r {
             let backoff = e.is_connect();
@@ -875,10 +980,11 @@ impl HttpSession {
         let p = &self.conn.parser;
         let len = p.body.len();
         if p.status != 200 {
+            let lost_session =
+                p.status == 404 && self.session.as_ref().is_some_and(|s| s.id.is_some());
             return Err(Failed {
-                reason: format!("http {}", p.status),
-                lost_session: p.status == 404
-                    && self.session.as_ref().is_some_and(|s| s.id.is_some()),
+                reason: self.refused(),
+                lost_session,
                 len,
                 backoff: false,
                 replied: true,
@@ -936,7 +1042,7 @@ impl HttpSession {
             .conn
             .exchange(&self.req, false, ctx.cfg().timeout)
             .await;
-        self.spent = ctx.opened(&mut self.conn);
+        self.spent = self.settle(ctx);
         match r {
             Err(e) => Err(Failed {
                 reason: Problem::Exchange(e).reason(),
@@ -947,7 +1053,7 @@ impl HttpSession {
             }),
             Ok(()) if (200..300).contains(&self.conn.parser.status) => Ok(()),
             Ok(()) => Err(Failed {
-                reason: format!("http {}", self.conn.parser.status),
+                reason: self.refused(),
                 lost_session: false,
                 len: self.conn.parser.body.len(),
                 backoff: false,
@@ -995,7 +1101,7 @@ impl HttpSession {
         ctx.counters().sent.fetch_add(1, Ordering::Relaxed);
         let r = self.conn.exchange(&self.req, true, ctx.cfg().timeout).await;
         let end = Instant::now();
-        let from = from + ctx.opened(&mut self.conn);
+        let from = from + self.settle(ctx);
         let mut replied = false;
         let mut other = 0u32;
         let outcome: Result<(usize, String, Option<String>), String> = match r {
@@ -1010,7 +1116,7 @@ impl HttpSession {
                 let p = &self.conn.parser;
                 let len = p.body.len();
                 if p.status != 200 {
-                    Err(format!("http {}", p.status))
+                    Err(self.refused())
                 } else {
                     let checked = match p.content_type {
                         ContentType::Json => {
@@ -1107,12 +1213,12 @@ impl HttpSession {
         ctx.counters().sent.fetch_add(1, Ordering::Relaxed);
         let r = self.conn.exchange(&req, false, ctx.cfg().timeout).await;
         let end = Instant::now();
-        let t0 = t0 + ctx.opened(&mut self.conn);
+        let t0 = t0 + self.settle(ctx);
         let replied = r.is_ok();
         let failure = match r {
             Err(e) => Some(Problem::Exchange(e).reason()),
             Ok(()) if (200..300).contains(&self.conn.parser.status) => None,
-            Ok(()) => Some(format!("http {}", self.conn.parser.status)),
+            Ok(()) => Some(self.refused()),
         };
         if let (Some(reason), true) = (&failure, replied) {
             ctx.sample(N_DELETE, reason, &self.conn);
@@ -1170,7 +1276,7 @@ impl HttpSession {
             // the window ran out before the response head: nothing to time (as the Python
             // user's listening window does)
             Err(crate::http::ExchangeError::Timeout) if status == 0 => return,
-            Ok(()) => Some(format!("http {status}")),
+            Ok(()) => Some(refusal(&conn.parser).0),
             Err(e) => Some(e.kind()),
         };
         if let Some(reason) = open {
@@ -1235,6 +1341,20 @@ impl HttpSession {
     }
 }
 
+/// The failure reason of a refused reply (`http 401 invalid_token`, `http 429 rate limited
+/// (Retry-After 2 s)`) and the wait its `Retry-After` asks for.
+fn refusal(p: &crate::http::ResponseParser) -> (String, Option<f64>) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    mcpfast_core::refused::refusal(
+        p.status,
+        p.www_authenticate.as_deref(),
+        p.retry_after.as_deref(),
+        now,
+    )
+}
+
 fn report_times(ctx: &Ctx, first: usize, gap: usize, times: &[Instant], from: Instant) {
     let Some(&t0) = times.first() else { return };
     ctx.record(first, from, t0, None, 0);
@@ -1257,6 +1377,13 @@ async fn http_session(ctx: &Ctx, slot: usize) {
     );
     ctx.counters().sessions_open.fetch_add(1, Ordering::Relaxed);
     while ctx.keep(slot) {
+        if let Some(wait) = s.retry_wait.take() {
+            if ctx.cfg().retry_after {
+                let t0 = Instant::now();
+                ctx.pause(wait).await;
+                ctx.record(N_RETRY_WAIT, t0, Instant::now(), None, 0);
+            }
+        }
         if !ctx.shared.take_iteration() {
             // the iterations are spent: idle until retired or stopped
             ctx.pause(TICK).await;
@@ -1430,5 +1557,19 @@ mod tests {
         assert_eq!(v["params"]["arguments"]["text"], "hi");
         let h = String::from_utf8(t.headers.clone()).expect("utf8");
         assert_eq!(h, "Mcp-Method: tools/call\r\nMcp-Name: echo\r\n");
+    }
+
+    #[test]
+    fn every_fixed_row_has_a_name() {
+        let cfg =
+            crate::Config::parse(br#"{"url":"http://127.0.0.1:1/","tool":"a","stream_tool":"b"}"#)
+                .expect("config");
+        let names: Vec<String> = (0..FIXED_ROWS).map(|id| row_name(id, &cfg)).collect();
+        assert!(names.iter().all(|n| !n.is_empty()), "{names:?}");
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), FIXED_ROWS);
+        assert_eq!(row_name(FIXED_ROWS, &cfg), "");
     }
 }

@@ -129,3 +129,16 @@ pub fn parse_http<'py>(
         Ok((requests, at, OK, 0, ""))
     })
 }
+
+/// `refusal(status, www_authenticate, retry_after, now_unix)`: the failure reason of a refused
+/// request and the wait its `Retry-After` asks for.
+#[pyfunction]
+#[pyo3(signature = (status, www_authenticate, retry_after, now_unix))]
+pub fn refusal(
+    status: u16,
+    www_authenticate: Option<&[u8]>,
+    retry_after: Option<&[u8]>,
+    now_unix: f64,
+) -> (String, Option<f64>) {
+    mcpfast_core::refused::refusal(status, www_authenticate, retry_after, now_unix)
+}

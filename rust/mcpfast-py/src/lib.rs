@@ -154,6 +154,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode_error, m)?)?;
     m.add_function(wrap_pyfunction!(stream::frame_lines, m)?)?;
     m.add_function(wrap_pyfunction!(http1::parse_http, m)?)?;
+    m.add_function(wrap_pyfunction!(http1::refusal, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add(
         "__all__",
