@@ -149,7 +149,55 @@ def swarm_from_wheel(target: Path, wheel: Path) -> int:
         want = {(f, t) for f in ("handshake", "tools_call", "sse_streaming", "session_churn") for t in ("stdio", "http")}
         check(summary["ok"] and ran == want, f"every family ran with requests on both transports (ran {sorted(ran)})")
         check(sum(f["failures"] for f in summary["families"]) == 0, "and without failures")
+        pip_user_https(Path(empty), target, env, folder)
     return 0
+
+
+def pip_user_https(folder: Path, target: Path, env: dict[str, str], locustfiles: Path) -> None:
+    """The README's pip-user command against an https server: ``mcpfast serve --tls-*`` with a
+    CA made here by the ``openssl`` command, the locustfile from the installed package."""
+    curve = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes")
+    for args in (
+        ("req", "-x509", *curve, "-keyout", "ca.key", "-out", "ca.pem", "-subj", "/CN=light CA", "-days", "1"),
+        ("req", *curve, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1"),
+    ):
+        subprocess.run(["openssl", *args], cwd=folder, check=True, capture_output=True)
+    (folder / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    subprocess.run(
+        ["openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial"]
+        + ["-out", "server.pem", "-days", "1", "-extfile", "san.ext"],
+        cwd=folder,
+        check=True,
+        capture_output=True,
+    )
+    port = free_port()
+    serve = [str(target / "bin" / "mcpfast"), "serve", "--transport", "http", "--host", "127.0.0.1", "--port", str(port)]
+    server = subprocess.Popen([*serve, "--tls-cert", "server.pem", "--tls-key", "server.key"], cwd=folder, env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                check(time.monotonic() < deadline and server.poll() is None, "mcpfast serve --tls-cert listens")
+                time.sleep(0.2)
+        locust = [str(target / "bin" / "locust"), "-f", str(locustfiles / "tools_call.py"), "--headless", "-u", "4", "-r", "4"]
+        locust += ["-t", "3s", "--host", f"https://127.0.0.1:{port}/mcp", "--mcp-ca-file", "ca.pem", "--csv", "https"]
+        run = subprocess.run(locust, cwd=folder, env=env, capture_output=True, text=True, timeout=120)
+        if run.returncode != 0:
+            print(run.stdout[-4000:], run.stderr[-4000:], sep="\n", file=sys.stderr)
+        check(run.returncode == 0, f"the README's pip-user locust command against https exits 0 (exit {run.returncode})")
+        hist = json.loads((folder / "https_histograms.json").read_text())
+        calls = sum(h["n"] for h in hist["histograms"] if h["name"] == "tools/call:echo")
+        handshakes = sum(h["n"] for h in hist["histograms"] if h["name"] == "tls:handshake")
+        check(
+            calls > 0 and not hist["failed_histograms"] and handshakes == 4,
+            f"tools/call over TLS: {calls} calls, 0 failures, {handshakes} handshakes",
+        )
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
 
 
 if __name__ == "__main__":
