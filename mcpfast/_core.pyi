@@ -289,5 +289,6 @@ __all__ = [
     "encode_result",
     "frame_lines",
     "parse_http",
+    "refusal",
     "scan_reply",
 ]
