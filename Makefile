@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 
 FUZZ_SECONDS ?= 600
 
-.PHONY: help install build demo test test-rust test-python check-light redis-install haproxy-install fmt fuzz bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
+.PHONY: help install build demo test test-rust test-python check-light redis-install haproxy-install authserver-install fmt fuzz bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
 
 # The official MCP conformance suite (npm), with Node 22 from npm (how it runs: tests/conformance/test_conformance.py).
 CONFORMANCE_VERSION ?= 0.1.16
@@ -47,12 +47,12 @@ demo: install ## The main job on the embedded server: mcpfast bench --quick (std
 	$(PY) -m mcpfast.bench.core_demo
 	MCPFAST_CORE=rust $(VENV)/bin/mcpfast bench --quick --out bench_results/demo
 
-test: install conformance-install peers-install lint redis-install haproxy-install test-rust test-python check-light ## Every check: lint, cargo tests of the core crate, the Python suite, the light package check
+test: install conformance-install peers-install lint redis-install haproxy-install authserver-install test-rust test-python check-light ## Every check: lint, cargo tests of the core crate, the Python suite, the light package check
 
 test-rust: ## cargo tests of the pure-Rust core crate, the native load engine and the HTTP load generator
 	cargo test --release -p mcpfast-core -p mcpfast-engine -p mcpfast-load --quiet
 
-test-python: install peers-install redis-install haproxy-install ## The Python suite (both core implementations, server, swarm)
+test-python: install peers-install redis-install haproxy-install authserver-install ## The Python suite (both core implementations, server, swarm)
 	MCPFAST_CORE=rust $(PY) -m pytest $(PYTEST_ARGS)
 
 fuzz: install ## Fuzz the native HTTP server and the stdio server for FUZZ_SECONDS (default 600) -> bench_results/fuzz/
@@ -63,6 +63,12 @@ redis-install: ## Debian's redis-server for the scale-out tests (tests/scale sta
 
 haproxy-install: ## Debian's haproxy, the TLS terminator and balancer in front of mcpfast serve in the deployed-server tests
 	@command -v haproxy >/dev/null || (apt-get update && apt-get install -y haproxy)
+
+AUTHSERVER := tests/authserver
+
+authserver-install: ## The OAuth authorization server of the swarm's client-credentials tests (oidc-provider, pinned; npm ci into tests/authserver)
+	@command -v npm >/dev/null || { echo "npm (Node.js >= 20.19) is required for the authorization server (oidc-provider)" >&2; exit 1; }
+	@[ -f $(AUTHSERVER)/node_modules/oidc-provider/package.json ] || (cd $(AUTHSERVER) && npm ci --no-audit --no-fund --silent)
 
 check-light: install ## `pip install .` into a fresh venv (.cache/light): no swarm/bench/uvicorn deps, `mcpfast serve` answers
 	timeout 1800 $(PY) tests/packaging/light_install.py .cache/light

@@ -152,6 +152,11 @@ def parse_http(
     414, 417, 431, 501) refusing the request at ``consumed``, with ``reason``: answer, then close.
     """
 
+def auth_param(www_authenticate: bytes, name: str) -> str | None:
+    """The value of parameter ``name`` (matched without case) in a ``WWW-Authenticate`` value:
+    ``name=token`` or ``name="quoted string"`` with backslash escapes undone, e.g. RFC 9728's
+    ``resource_metadata``; None when absent or unterminated."""
+
 def refusal(status: int, www_authenticate: bytes | None, retry_after: bytes | None, now_unix: float) -> tuple[str, float | None]:
     """A refused request as a client reports it: ``(reason, wait)``, e.g. ``("http 401
     invalid_token", None)`` or ``("http 429 rate limited (Retry-After 2 s)", 2.0)``; ``wait`` is
@@ -253,6 +258,9 @@ class NativeEngine:
         """Target concurrency: HTTP sessions (one keep-alive connection each) or stdio processes."""
     def set_rate(self, rate: float | None = None) -> None:
         """Open model at ``rate`` arrivals/s for this engine; None: closed model."""
+    def set_bearer_tokens(self, tokens: list[str]) -> None:
+        """Replace the bearer tokens while running (a refreshed access token): users send the
+        new ones from their next request on; ValueError for an empty list or a bad token."""
     def drain(self) -> list[DrainRow]:
         """The per-thread windows since the last drain, merged: one row per (request_type, name)."""
     def histograms(self) -> list[tuple[str, str, list[tuple[int, int]]]]:
@@ -281,6 +289,7 @@ __all__ = [
     "SseDecoder",
     "SseEncoder",
     "SseEvent",
+    "auth_param",
     "build_profile",
     "decode",
     "encode_error",

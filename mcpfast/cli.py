@@ -105,6 +105,13 @@ def _http_arguments(serve: argparse.ArgumentParser) -> None:
     group.add_argument("--auth-server", action="append", default=[], help="authorization server URL for the metadata")
     group.add_argument("--resource-url", help="this server's canonical resource URI (token audience)")
     group.add_argument("--auth-scopes", default="", help="scopes every request needs (space or comma separated)")
+    group.add_argument(
+        "--auth-leeway",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="clock skew tolerated on a token's exp/nbf/iat (default 30; 0: a token is refused the second it expires)",
+    )
 
 
 def _token_parser(sub: Any) -> None:
@@ -159,12 +166,16 @@ def _serve_http(args: argparse.Namespace, argv: list[str]) -> int:
         if not args.resource_url:
             print("mcpfast: --auth-jwks needs --resource-url (the token audience)", file=sys.stderr)
             return 2
+        if not args.auth_leeway >= 0:
+            print(f"mcpfast: --auth-leeway must be >= 0 seconds, not {args.auth_leeway}", file=sys.stderr)
+            return 2
         options["auth"] = {
             "jwks": args.auth_jwks,
             "issuer": args.auth_issuer,
             "resource": args.resource_url,
             "scopes": [s for s in args.auth_scopes.replace(",", " ").split() if s],
             "authorization_servers": args.auth_server or ([args.auth_issuer] if args.auth_issuer else []),
+            "leeway": args.auth_leeway,
         }
     spec = _FIXTURES[args.fixture] if args.fixture else (args.app or _DEMO)
     load_app(spec)  # fail early, in this process, on a bad spec

@@ -42,6 +42,7 @@ from mcpfast.client.errors import (
     UnexpectedReply,
     WrongId,
 )
+from mcpfast.client.oauth import TokenSource
 from mcpfast.client.reach import Reach, tls_reason
 from mcpfast.client.session import CallResult, ClientSession, Pending
 from mcpfast.protocol.http import ACCEPT_BOTH, JSON, SSE
@@ -65,7 +66,7 @@ class HttpClient(McpClient):
         url: str,
         session: ClientSession | None = None,
         *,
-        token: str | None = None,
+        token: str | TokenSource | None = None,
         reach: Reach | None = None,
         connection_timeout: float = 10.0,
         network_timeout: float | None = None,
@@ -79,6 +80,7 @@ class HttpClient(McpClient):
         self.url = url
         self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         self.token = token
+        self.sent_token: str | None = None
         self.connection_timeout = connection_timeout
         self.network_timeout = network_timeout if network_timeout is not None else self.timeout
         self._kw: dict[str, Any] = dict(
@@ -110,7 +112,9 @@ class HttpClient(McpClient):
         if self.jar is not None and (cookie := self.jar.header()):
             headers["Cookie"] = cookie
         if self.token:
-            headers["Authorization"] = f"Bearer {self.token}"
+            # a process's OAuth token source hands out the current token of the moment
+            self.sent_token = self.token if isinstance(self.token, str) else self.token.access_token
+            headers["Authorization"] = f"Bearer {self.sent_token}"
         headers.update(extra)
         return headers
 
@@ -198,6 +202,8 @@ class HttpClient(McpClient):
         )
         if wait is not None:
             self.retry_wait = wait
+        if status == 401 and reason.endswith(" invalid_token") and isinstance(self.token, TokenSource) and self.sent_token:
+            self.token.invalidate(self.sent_token)
         return HttpStatusError(status, body[:2000], reason, wait)
 
     def _read_error(self, exc: BaseException) -> McpClientError:

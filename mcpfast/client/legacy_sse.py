@@ -40,6 +40,7 @@ from mcpfast.client.errors import (
     WrongId,
 )
 from mcpfast.client.http import _network_errors
+from mcpfast.client.oauth import TokenSource
 from mcpfast.client.reach import Reach
 from mcpfast.client.session import CallResult, ClientSession, Pending
 from mcpfast.protocol.http import ACCEPT_BOTH, JSON, SSE
@@ -69,7 +70,7 @@ class LegacySseClient(InFlight, McpClient):
         url: str,
         session: ClientSession | None = None,
         *,
-        token: str | None = None,
+        token: str | TokenSource | None = None,
         reach: Reach | None = None,
         connection_timeout: float = 10.0,
         concurrency: int = 4,
@@ -82,6 +83,7 @@ class LegacySseClient(InFlight, McpClient):
             raise ValueError(f"not an http(s) URL: {url!r}")
         self.url = url
         self.token = token
+        self.sent_token: str | None = None
         self._host, self._port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
         self._ssl = parts.scheme == "https"
         self.reach = reach or Reach()
@@ -115,7 +117,9 @@ class LegacySseClient(InFlight, McpClient):
     def _headers(self, accept: str) -> dict[str, str]:
         headers = {"Accept": accept, **self._fixed}
         if self.token:
-            headers["Authorization"] = f"Bearer {self.token}"
+            # a process's OAuth token source hands out the current token of the moment
+            self.sent_token = self.token if isinstance(self.token, str) else self.token.access_token
+            headers["Authorization"] = f"Bearer {self.sent_token}"
         return headers
 
     def connect(self) -> None:

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcpfast.client.oauth import ClientCredentials
+
 __all__ = [
     "NEW_CONNECTION",
     "RESERVED_HEADERS",
@@ -177,6 +179,7 @@ class Reach:
     new_connection: str = "keep"
     cookies: bool = True
     retry_after: bool = False
+    oauth: ClientCredentials | None = None
     _ssl: list[ssl.SSLContext] = field(default_factory=list, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -186,6 +189,8 @@ class Reach:
             raise ValueError(f"new connection: one of {', '.join(NEW_CONNECTION)}, not {self.new_connection!r}")
         if self.tokens and any(k.lower() == "authorization" for k, _ in self.headers):
             raise ValueError("an Authorization header and bearer tokens both given")
+        if self.oauth is not None and (self.tokens or any(k.lower() == "authorization" for k, _ in self.headers)):
+            raise ValueError("OAuth client credentials and a token (or an Authorization header) both given")
 
     @classmethod
     def from_options(cls, get: Any) -> Reach:
@@ -202,6 +207,17 @@ class Reach:
             if tokens:
                 raise ValueError("--mcp-token and --mcp-token-file both given")
             tokens = (str(token),)
+        client_id = get("mcp_oauth_client_id")
+        oauth = None
+        if client_id is not None:
+            oauth = ClientCredentials(
+                str(client_id),
+                client_secret=get("mcp_oauth_client_secret"),
+                private_key=get("mcp_oauth_private_key"),
+                scope=get("mcp_oauth_scope") or None,
+            )
+        elif get("mcp_oauth_client_secret") or get("mcp_oauth_private_key") or get("mcp_oauth_scope"):
+            raise ValueError("--mcp-oauth-client-secret, --mcp-oauth-private-key and --mcp-oauth-scope need --mcp-oauth-client-id")
         return cls(
             ca_files=tuple(get("mcp_ca_file") or ()),
             client_cert=get("mcp_client_cert"),
@@ -213,6 +229,7 @@ class Reach:
             new_connection=str(get("mcp_new_connection") or "keep"),
             cookies=not get("mcp_no_cookie_jar"),
             retry_after=bool(get("mcp_retry_after")),
+            oauth=oauth,
         )
 
     def token(self, n: int) -> str | None:

@@ -46,6 +46,7 @@ __all__ = [
     "SseDecoder",
     "SseEncoder",
     "SseEvent",
+    "auth_param",
     "decode",
     "encode_error",
     "encode_notification",
@@ -117,6 +118,7 @@ encode_result = _impl.encode_result
 frame_lines = _impl.frame_lines
 parse_http = _impl.parse_http
 refusal = _impl.refusal
+auth_param = _impl.auth_param
 scan_reply = _impl.scan_reply
 
 NativeEngine: Any = getattr(_impl, "NativeEngine", None)

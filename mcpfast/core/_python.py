@@ -38,6 +38,7 @@ __all__ = [
     "SseDecoder",
     "SseEncoder",
     "SseEvent",
+    "auth_param",
     "build_profile",
     "decode",
     "encode_error",
@@ -1348,24 +1349,43 @@ def refusal(status: int, www_authenticate: bytes | None, retry_after: bytes | No
 
 
 def _bearer_error(value: bytes) -> str | None:
-    i, n = 0, len(value)
+    code = auth_param(value, "error")
+    return code if code and all(c in _TOKEN_CHARS for c in code.encode()) else None
+
+
+def auth_param(www_authenticate: bytes, name: str) -> str | None:
+    """The value of parameter ``name`` (matched without case) in a ``WWW-Authenticate`` value:
+    ``name=token`` or ``name="quoted string"`` with backslash escapes undone; None when absent
+    or unterminated. A name inside another parameter's quoted value is not a parameter."""
+    value, key = www_authenticate, name.encode().lower()
+    i, n, k = 0, len(value), len(key)
     while i < n:
-        if (i == 0 or value[i - 1] in b" ,\t") and value[i : i + 5].lower() == b"error":
-            j = i + 5
+        if (i == 0 or value[i - 1] in b" ,\t") and value[i : i + k].lower() == key:
+            j = i + k
             while j < n and value[j] in b" \t":
                 j += 1
             if j < n and value[j] == 0x3D:  # =
                 j += 1
                 while j < n and value[j] in b" \t":
                     j += 1
-                quoted = j < n and value[j] == 0x22
-                if quoted:
+                out = bytearray()
+                if j < n and value[j] == 0x22:
                     j += 1
-                start = j
-                while j < n and value[j] in _TOKEN_CHARS:
-                    j += 1
-                closed = not quoted or (j < n and value[j] == 0x22)
-                return value[start:j].decode() if j > start and closed else None
+                    while j < n and value[j] != 0x22:
+                        if value[j] == 0x5C and j + 1 < n:
+                            j += 1
+                        out.append(value[j])
+                        j += 1
+                    if j >= n:
+                        return None
+                else:
+                    while j < n and value[j] in _TOKEN_CHARS:
+                        out.append(value[j])
+                        j += 1
+                try:
+                    return out.decode()
+                except UnicodeDecodeError:
+                    return None
         if value[i] == 0x22:  # skip a quoted string
             i += 1
             while i < n and value[i] != 0x22:

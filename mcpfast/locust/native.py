@@ -40,6 +40,7 @@ import gevent
 import locust  # noqa: F401, I001 - first: Locust's import gevent-patches the stdlib
 from locust.stats import RequestStats, StatsEntry, StatsError
 
+from mcpfast.locust import oauth
 from mcpfast.locust import stats as mstats
 from mcpfast.locust.options import option, reach, stream_arguments
 
@@ -145,6 +146,9 @@ def config_for(environment: Any, family: str, host: str | None) -> dict[str, Any
         cfg.update(transport="http", url=host, request_type="mcp-http")
         worker = getattr(mstats.get(environment), "worker_index", None) or 0
         cfg.update(reach(environment).engine_fields(worker))
+        tokens = oauth.source(environment)
+        if tokens is not None:
+            cfg["bearer_tokens"] = [tokens.access_token]  # and each new one by set_bearer_tokens
     return cfg
 
 
@@ -211,6 +215,9 @@ class NativeDriver:
             self.environment.process_exit_code = 2  # a run that could not send fails visibly
             return False
         self.engine = engine
+        tokens = oauth.source(self.environment) if cfg["transport"] == "http" else None
+        if tokens is not None:
+            tokens.listeners.append(self._new_token)
         self._stopping = False
         self.totals.clear()
         self._late_seen = self._dropped_seen = 0
@@ -218,6 +225,10 @@ class NativeDriver:
         _replace_cpu_monitor(self.environment.runner)
         logger.info("mcpfast native engine started: family %s, %s, %d thread(s)", self.family, cfg["transport"], cfg["threads"])
         return True
+
+    def _new_token(self, token: str) -> None:
+        if self.engine is not None:
+            self.engine.set_bearer_tokens([token])
 
     def finish(self) -> None:
         """``test_stop`` hook: stop the engine (in the hub's thread pool) and drain the rest."""
@@ -234,6 +245,9 @@ class NativeDriver:
         self.stats.engine_cpu_s += float(self.last_status.get("cpu_s") or 0.0)
         self.engine = None
         self.users = 0
+        tokens = oauth.source(self.environment) if self.host and not option(self.environment, "mcp_command") else None
+        if tokens is not None and self._new_token in tokens.listeners:
+            tokens.listeners.remove(self._new_token)
 
     def reset(self) -> None:
         """``reset_stats``: windows drained so far are dropped with Locust's tables, histograms restart."""
@@ -258,12 +272,20 @@ class NativeDriver:
             t[0] += row[2]
             t[1] += row[4]
         added = feed_locust(self.environment.stats, rows)
+        if self._invalid_token(rows):
+            tokens = oauth.source(self.environment)
+            if tokens is not None:
+                tokens.invalidate_current(min_age=2 * POLL_INTERVAL)
         # the µs histograms from the very rows Locust's tables got (never from engine.histograms(),
         # whose cumulative counts know nothing of what was drained): an empty drain adds nothing to either
         self._feed_window_histograms(rows)
         self.last_status = engine.status()
         self._feed_open_model(rows, self.last_status)
         return added
+
+    @staticmethod
+    def _invalid_token(rows: Iterable[tuple]) -> bool:
+        return any(reason.startswith("http 401 invalid_token") for row in rows for reason, _ in row[12])
 
     def succeeded(self, name: str) -> int:
         num, failed = self.totals.get(name, (0, 0))

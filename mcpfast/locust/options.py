@@ -47,6 +47,10 @@ DEFAULTS: dict[str, Any] = {
     "mcp_new_connection": "keep",
     "mcp_no_cookie_jar": False,
     "mcp_retry_after": False,
+    "mcp_oauth_client_id": None,
+    "mcp_oauth_client_secret": None,
+    "mcp_oauth_private_key": None,
+    "mcp_oauth_scope": None,
     "mcp_stream_tool": "stream",
     "mcp_stream_count": 10,
     "mcp_server_pid": 0,
@@ -300,6 +304,41 @@ def _add_client_arguments(group: Any) -> None:
         env_var="LOCUST_MCP_RETRY_AFTER",
         help="After a 429 or 503 with Retry-After, the user waits that long before its next request "
         "(each wait is a 'Retry-After wait' row). Off: the user goes on at once.",
+    )
+    group.add_argument(
+        "--mcp-oauth-client-id",
+        dest="mcp_oauth_client_id",
+        metavar="ID",
+        default=DEFAULTS["mcp_oauth_client_id"],
+        env_var="LOCUST_MCP_OAUTH_CLIENT_ID",
+        help="OAuth client credentials: the authorization server is found from the server's 401 "
+        "(RFC 9728, RFC 8414); one access token per Locust process, shared by its users, refreshed "
+        "before it expires (each token request is an 'oauth:token' row).",
+    )
+    group.add_argument(
+        "--mcp-oauth-client-secret",
+        dest="mcp_oauth_client_secret",
+        metavar="SECRET",
+        default=DEFAULTS["mcp_oauth_client_secret"],
+        env_var="LOCUST_MCP_OAUTH_CLIENT_SECRET",
+        help="The client's secret (client_secret_basic, or client_secret_post if that is all the server takes).",
+    )
+    group.add_argument(
+        "--mcp-oauth-private-key",
+        dest="mcp_oauth_private_key",
+        metavar="PEM",
+        type=_reach.checked(_reach.pem_file),
+        default=DEFAULTS["mcp_oauth_private_key"],
+        env_var="LOCUST_MCP_OAUTH_PRIVATE_KEY",
+        help="Authenticate the client with private_key_jwt signed by this key (RSA, P-256 or Ed25519) instead of a secret.",
+    )
+    group.add_argument(
+        "--mcp-oauth-scope",
+        dest="mcp_oauth_scope",
+        metavar="SCOPES",
+        default=DEFAULTS["mcp_oauth_scope"],
+        env_var="LOCUST_MCP_OAUTH_SCOPE",
+        help="Scopes to ask for (space separated; default: the 401's scope, else the server's scopes_supported).",
     )
     group.add_argument(
         "--mcp-stream-tool",

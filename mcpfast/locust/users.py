@@ -31,7 +31,9 @@ import locust  # noqa: F401, I001 - first: Locust's import gevent-patches the st
 from locust import User
 
 from mcpfast.client.base import McpClient
+from mcpfast.client.oauth import TokenSource
 from mcpfast.client.session import ClientSession
+from mcpfast.locust import oauth
 from mcpfast.locust import stats as mstats
 from mcpfast.locust.options import engine, option, reach
 
@@ -150,10 +152,12 @@ class McpUser(User):
 
         return HttpClient(self.host, session, token=self.token(), reach=reach(self.environment), **kw)
 
-    def token(self) -> str | None:
-        """This user's bearer token: the users of a process take the tokens in turn (each worker
-        starting at its own index)."""
+    def token(self) -> str | TokenSource | None:
+        """This user's bearer token: the process's OAuth token source, or the tokens in turn
+        (the users of a process take them in turn, each worker starting at its own index)."""
         how = reach(self.environment)
+        if how.oauth is not None:
+            return oauth.source(self.environment)
         if not how.tokens:
             return None
         worker = getattr(mstats.get(self.environment), "worker_index", None) or 0

@@ -38,3 +38,28 @@ NOW = float(calendar.timegm((1994, 11, 6, 8, 49, 30)))
 )
 def test_refusal(core: ModuleType, status: int, www: bytes | None, retry: bytes | None, reason: str, wait: float | None) -> None:
     assert core.refusal(status, www, retry, NOW) == (reason, wait)
+
+
+CHALLENGE = (
+    b'Bearer realm="mcp", resource_metadata="https://a.test/.well-known/oauth-protected-resource/mcp", '
+    b'scope="tools:call files:read", error=invalid_token, error_description="say \\"error=x\\""'
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "name", "found"),
+    [
+        (CHALLENGE, "resource_metadata", "https://a.test/.well-known/oauth-protected-resource/mcp"),
+        (CHALLENGE, "SCOPE", "tools:call files:read"),
+        (CHALLENGE, "error", "invalid_token"),
+        (CHALLENGE, "error_description", 'say "error=x"'),
+        (CHALLENGE, "realm", "mcp"),
+        (CHALLENGE, "resource", None),  # a prefix of a name is not the name
+        (CHALLENGE, "x", None),
+        (b'Bearer scope="open', "scope", None),
+        (b"Bearer scope=", "scope", ""),
+        (b'Bearer error_description="resource_metadata=inside"', "resource_metadata", None),
+    ],
+)
+def test_auth_param(core: ModuleType, value: bytes, name: str, found: str | None) -> None:
+    assert core.auth_param(value, name) == found

@@ -86,10 +86,12 @@ def locust_command(locustfile: str, prefix: Path, *args: str) -> list[str]:
 COUNTING = str(Path(__file__).resolve().parent / "_counting_servers.py")
 
 
-def start_counting_server(kind: str, tmp: Path, *args: str, lifetime: int = 120) -> tuple[subprocess.Popen, str, Path]:
-    """``mcpfast`` or ``sdk`` (peers/python_sdk) HTTP server with the ``counted`` tool on a free
-    127.0.0.1 port; returns (process, endpoint URL, count file)."""
-    port = free_port()
+def start_counting_server(
+    kind: str, tmp: Path, *args: str, lifetime: int = 120, port: int | None = None
+) -> tuple[subprocess.Popen, str, Path]:
+    """``mcpfast`` or ``sdk`` (peers/python_sdk) HTTP server with the ``counted`` tool on
+    ``port`` (default a free one) of 127.0.0.1; returns (process, endpoint URL, count file)."""
+    port = port or free_port()
     countfile = tmp / f"count-{kind}-{port}"
     countfile.write_bytes(b"")
     extra = ["--transport", "http", "--host", "127.0.0.1", "--port", str(port), *args]

@@ -38,15 +38,24 @@ pub fn refusal(
 /// The `error` parameter of a `WWW-Authenticate` challenge (RFC 6750 §3: `invalid_request`,
 /// `invalid_token`, `insufficient_scope`, or another token a server uses), if it is a token.
 pub fn bearer_error(value: &[u8]) -> Option<String> {
+    auth_param(value, "error").filter(|code| !code.is_empty() && code.bytes().all(is_token_byte))
+}
+
+/// The value of parameter `name` (matched without case) in a `WWW-Authenticate` value (RFC 9110
+/// §11.2: `name=token` or `name="quoted string"`, backslash escapes undone): e.g. the
+/// `resource_metadata` URL of RFC 9728 §5.1 or the `scope` of a challenge. None when absent
+/// or unterminated; a name inside another parameter's quoted value is not a parameter.
+pub fn auth_param(value: &[u8], name: &str) -> Option<String> {
+    let name = name.as_bytes();
     let mut i = 0;
     let n = value.len();
     while i < n {
         // a parameter name starts after a separator
         if (i == 0 || matches!(value[i - 1], b' ' | b',' | b'\t'))
-            && value[i..].len() >= 5
-            && value[i..i + 5].eq_ignore_ascii_case(b"error")
+            && value[i..].len() >= name.len()
+            && value[i..i + name.len()].eq_ignore_ascii_case(name)
         {
-            let mut j = i + 5;
+            let mut j = i + name.len();
             while j < n && matches!(value[j], b' ' | b'\t') {
                 j += 1;
             }
@@ -55,25 +64,30 @@ pub fn bearer_error(value: &[u8]) -> Option<String> {
                 while j < n && matches!(value[j], b' ' | b'\t') {
                     j += 1;
                 }
-                let quoted = j < n && value[j] == b'"';
-                if quoted {
+                let mut out = Vec::new();
+                if j < n && value[j] == b'"' {
                     j += 1;
+                    while j < n && value[j] != b'"' {
+                        if value[j] == b'\\' && j + 1 < n {
+                            j += 1;
+                        }
+                        out.push(value[j]);
+                        j += 1;
+                    }
+                    if j >= n {
+                        return None; // no closing quote
+                    }
+                } else {
+                    while j < n && is_token_byte(value[j]) {
+                        out.push(value[j]);
+                        j += 1;
+                    }
                 }
-                let start = j;
-                while j < n && is_token_byte(value[j]) {
-                    j += 1;
-                }
-                let closed = !quoted || (j < n && value[j] == b'"');
-                if j > start && closed {
-                    return std::str::from_utf8(&value[start..j])
-                        .ok()
-                        .map(str::to_owned);
-                }
-                return None;
+                return String::from_utf8(out).ok();
             }
         }
         if value[i] == b'"' {
-            // skip a quoted string: an `error=` inside a description is not the parameter
+            // skip a quoted string: `error=` inside a description is not the parameter
             i += 1;
             while i < n && value[i] != b'"' {
                 if value[i] == b'\\' {
@@ -144,6 +158,24 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auth_params() {
+        let v = br#"Bearer realm="mcp", resource_metadata="https://a.test/.well-known/oauth-protected-resource/mcp", scope="tools:call files:read", error=invalid_token, error_description="say \"error=x\"""#;
+        let p = |name| auth_param(v, name);
+        assert_eq!(
+            p("resource_metadata").as_deref(),
+            Some("https://a.test/.well-known/oauth-protected-resource/mcp")
+        );
+        assert_eq!(p("SCOPE").as_deref(), Some("tools:call files:read"));
+        assert_eq!(p("error").as_deref(), Some("invalid_token"));
+        assert_eq!(p("error_description").as_deref(), Some(r#"say "error=x""#));
+        assert_eq!(p("realm").as_deref(), Some("mcp"));
+        assert_eq!(p("x"), None);
+        assert_eq!(p("resource"), None); // a prefix of a name is not the name
+        assert_eq!(auth_param(br#"Bearer scope="open"#, "scope"), None);
+        assert_eq!(auth_param(b"Bearer scope=", "scope").as_deref(), Some(""));
+    }
 
     #[test]
     fn reasons() {

@@ -213,6 +213,21 @@ fn get_strings(o: &Map<String, Value>, field: &str) -> Result<Vec<String>, Strin
     }
 }
 
+/// Bearer tokens as the `Authorization` line carries them: each non-empty, without a space or
+/// a byte that would break the header.
+pub fn check_bearer_tokens(tokens: &[String]) -> Result<(), String> {
+    match tokens
+        .iter()
+        .position(|t| t.is_empty() || !header_safe(t) || t.contains(' '))
+    {
+        Some(i) => Err(format!(
+            "token {}: empty or not a valid header value",
+            i + 1
+        )),
+        None => Ok(()),
+    }
+}
+
 /// A header value or name must not break the request head.
 fn header_safe(s: &str) -> bool {
     !s.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0)
@@ -312,15 +327,7 @@ impl Config {
             Some(_) => return Err(err("headers", "must be an object of strings")),
         }
         let bearer_tokens = get_strings(&o, "bearer_tokens")?;
-        if let Some(i) = bearer_tokens
-            .iter()
-            .position(|t| t.is_empty() || !header_safe(t) || t.contains(' '))
-        {
-            return Err(err(
-                "bearer_tokens",
-                format!("token {}: empty or not a valid header value", i + 1),
-            ));
-        }
+        check_bearer_tokens(&bearer_tokens).map_err(|e| err("bearer_tokens", e))?;
         if !bearer_tokens.is_empty()
             && headers
                 .iter()

@@ -70,8 +70,12 @@ pub struct Shared {
     pub cfg: Config,
     /// Where HTTP connections go (for stdio: an address nothing connects to).
     pub endpoint: Arc<net::Endpoint>,
-    /// The next bearer token to hand to a new user (mod the count).
+    /// The next bearer token slot to hand to a new user (mod the count).
     pub next_token: AtomicUsize,
+    /// The bearer tokens now (the config's, until `set_bearer_tokens`), and how many times they
+    /// were replaced: a user rebuilds its `Authorization` line when the count moves.
+    pub bearer: Mutex<Arc<Vec<String>>>,
+    pub bearer_gen: AtomicU64,
     /// Stats names, indexed by name id.
     pub names: Vec<String>,
     pub clock: Clock,
@@ -256,6 +260,8 @@ impl Engine {
             shared: Arc::new(Shared {
                 endpoint: Arc::new(endpoint),
                 next_token: AtomicUsize::new(0),
+                bearer: Mutex::new(Arc::new(cfg.bearer_tokens.clone())),
+                bearer_gen: AtomicU64::new(0),
                 names,
                 clock: Clock::new(),
                 stop: AtomicBool::new(false),
@@ -290,6 +296,27 @@ impl Engine {
 
     pub fn config(&self) -> &Config {
         &self.shared.cfg
+    }
+
+    /// Replace the bearer tokens while running (a refreshed OAuth access token): every user
+    /// sends the new ones from its next request on, in the same turns as before.
+    pub fn set_bearer_tokens(&self, tokens: Vec<String>) -> Result<(), String> {
+        if tokens.is_empty() {
+            return Err("bearer tokens: at least one".into());
+        }
+        config::check_bearer_tokens(&tokens).map_err(|e| format!("bearer tokens: {e}"))?;
+        if self
+            .shared
+            .cfg
+            .headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+        {
+            return Err("bearer tokens: the config sends its own Authorization header".into());
+        }
+        *lock(&self.shared.bearer) = Arc::new(tokens);
+        self.shared.bearer_gen.fetch_add(1, Ordering::Release);
+        Ok(())
     }
 
     /// Spawn the engine threads; returns at once. Once only.

@@ -783,6 +783,9 @@ struct HttpSession {
     /// This user's own header lines (its bearer token, its cookies), after the shared ones.
     own_headers: Vec<u8>,
     token_line: Vec<u8>,
+    /// This user's turn among the bearer tokens, and the token generation its line was built from.
+    token_slot: usize,
+    token_gen: u64,
     /// The user's cookie jar (RFC 6265: host, path, expiry), and when its `Cookie` line was
     /// last built (expiry is looked at again a second later).
     jar: Option<cookie_store::CookieStore>,
@@ -791,6 +794,21 @@ struct HttpSession {
     retry_wait: Option<Duration>,
     /// Time the last exchange spent opening a connection (kept out of its latency).
     spent: Duration,
+}
+
+/// The `Authorization` line of token slot `slot` now (empty without tokens), and the token
+/// generation it was built from.
+fn token_line(ctx: &Ctx, slot: usize) -> (u64, Vec<u8>) {
+    let shared = &ctx.shared;
+    let gen = shared.bearer_gen.load(Ordering::Acquire);
+    let tokens = Arc::clone(&crate::lock(&shared.bearer));
+    let mut line = Vec::new();
+    if !tokens.is_empty() {
+        line.extend_from_slice(b"Authorization: Bearer ");
+        line.extend_from_slice(tokens[slot % tokens.len()].as_bytes());
+        line.extend_from_slice(b"\r\n");
+    }
+    (gen, line)
 }
 
 /// Failure reason and whether the session must be opened again.
@@ -809,14 +827,8 @@ impl HttpSession {
         let mut conn = Conn::new(ctx.endpoint());
         conn.set_max_body(ctx.cfg().max_reply_bytes);
         conn.parser.capture_cookies = ctx.cfg().cookies;
-        let mut token_line = Vec::new();
-        let tokens = &ctx.cfg().bearer_tokens;
-        if !tokens.is_empty() {
-            let i = ctx.shared.next_token.fetch_add(1, Ordering::Relaxed) % tokens.len();
-            token_line.extend_from_slice(b"Authorization: Bearer ");
-            token_line.extend_from_slice(tokens[i].as_bytes());
-            token_line.extend_from_slice(b"\r\n");
-        }
+        let token_slot = ctx.shared.next_token.fetch_add(1, Ordering::Relaxed);
+        let (token_gen, token_line) = token_line(ctx, token_slot);
         HttpSession {
             conn,
             sse: SseCheck::new(
@@ -834,6 +846,8 @@ impl HttpSession {
             get_conn: None,
             own_headers: token_line.clone(),
             token_line,
+            token_slot,
+            token_gen,
             jar: ctx.cfg().cookies.then(cookie_store::CookieStore::default),
             cookies_at: Instant::now(),
             retry_wait: None,
@@ -851,6 +865,10 @@ impl HttpSession {
             .as_ref()
             .is_some_and(|j| j.iter_any().next().is_some())
             && self.cookies_at.elapsed() > Duration::from_secs(1);
+        if ctx.shared.bearer_gen.load(Ordering::Acquire) != self.token_gen {
+            (self.token_gen, self.token_line) = token_line(ctx, self.token_slot);
+            self.cookies_changed(ctx);
+        }
         if !self.conn.parser.set_cookies.is_empty() || stale {
             if let (Some(jar), Some(url)) = (self.jar.as_mut(), ctx.cookie_url.as_ref()) {
                 for v in &self.conn.parser.set_cookies {

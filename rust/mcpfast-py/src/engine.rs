@@ -46,6 +46,13 @@ impl NativeEngine {
         Ok(())
     }
 
+    /// Replace the bearer tokens while running (users take them in the same turns as before).
+    fn set_bearer_tokens(&self, tokens: Vec<String>) -> PyResult<()> {
+        self.inner
+            .set_bearer_tokens(tokens)
+            .map_err(PyValueError::new_err)
+    }
+
     /// The windows since the last drain, one tuple per (request_type, name).
     fn drain<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let rows = self.inner.drain();

@@ -142,3 +142,9 @@ pub fn refusal(
 ) -> (String, Option<f64>) {
     mcpfast_core::refused::refusal(status, www_authenticate, retry_after, now_unix)
 }
+
+/// `auth_param(www_authenticate, name)`: one parameter of a `WWW-Authenticate` value.
+#[pyfunction]
+pub fn auth_param(www_authenticate: &[u8], name: &str) -> Option<String> {
+    mcpfast_core::refused::auth_param(www_authenticate, name)
+}

@@ -155,6 +155,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stream::frame_lines, m)?)?;
     m.add_function(wrap_pyfunction!(http1::parse_http, m)?)?;
     m.add_function(wrap_pyfunction!(http1::refusal, m)?)?;
+    m.add_function(wrap_pyfunction!(http1::auth_param, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add(
         "__all__",
@@ -170,6 +171,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
             "SseDecoder",
             "SseEncoder",
             "SseEvent",
+            "auth_param",
             "build_profile",
             "decode",
             "encode_error",
@@ -178,6 +180,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
             "encode_result",
             "frame_lines",
             "parse_http",
+            "refusal",
             "scan_reply",
         ],
     )?;
