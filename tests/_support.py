@@ -62,7 +62,9 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def start_process(cmd: Sequence[str], port: int, what: str | None = None, *, timeout: float = 30.0, **popen: Any) -> subprocess.Popen[Any]:
+def start_process(
+    cmd: Sequence[str], port: int, what: str | None = None, *, timeout: float = 30.0, host: str = "127.0.0.1", **popen: Any
+) -> subprocess.Popen[Any]:
     """``Popen(cmd, **popen)`` (stdout and stderr discarded unless given), then wait until it
     listens on 127.0.0.1:``port``; a process that exits first or never listens is stopped and
     raises ``RuntimeError`` naming ``what``."""
@@ -70,7 +72,7 @@ def start_process(cmd: Sequence[str], port: int, what: str | None = None, *, tim
     popen.setdefault("stderr", subprocess.DEVNULL)
     proc = subprocess.Popen(list(cmd), **popen)
     try:
-        wait_port(port, proc, timeout=timeout)
+        wait_port(port, proc, timeout=timeout, host=host)
     except RuntimeError as exc:
         stop_process(proc)
         raise RuntimeError(f"{what or cmd[0]} did not start: {exc}") from None

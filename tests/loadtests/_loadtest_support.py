@@ -87,17 +87,19 @@ COUNTING = str(Path(__file__).resolve().parent / "_counting_servers.py")
 
 
 def start_counting_server(
-    kind: str, tmp: Path, *args: str, lifetime: int = 120, port: int | None = None
+    kind: str, tmp: Path, *args: str, lifetime: int = 120, port: int | None = None, host: str = "127.0.0.1"
 ) -> tuple[subprocess.Popen, str, Path]:
     """``mcpfast`` or ``sdk`` (peers/python_sdk) HTTP server with the ``counted`` tool on
-    ``port`` (default a free one) of 127.0.0.1; returns (process, endpoint URL, count file)."""
-    port = port or free_port()
+    ``port`` (default a free one) of ``host`` (loopback, IPv4 or IPv6); returns (process,
+    endpoint URL, count file)."""
+    port = port or free_port(host)
     countfile = tmp / f"count-{kind}-{port}"
     countfile.write_bytes(b"")
-    extra = ["--transport", "http", "--host", "127.0.0.1", "--port", str(port), *args]
+    extra = ["--transport", "http", "--host", host, "--port", str(port), *args]
     cmd = ["timeout", str(lifetime), sys.executable, COUNTING, kind, str(countfile), *extra]
-    proc = start_process(cmd, port, f"counting server {kind}", env=child_env())
-    return proc, f"http://127.0.0.1:{port}/mcp", countfile
+    proc = start_process(cmd, port, f"counting server {kind}", env=child_env(), host=host)
+    name = f"[{host}]" if ":" in host else host
+    return proc, f"http://{name}:{port}/mcp", countfile
 
 
 def stdio_counting_command(countfile: Path) -> str:

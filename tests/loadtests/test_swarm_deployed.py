@@ -52,6 +52,18 @@ def tls_server(tmp_path: Path):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_ipv6(tmp_path: Path, engine: str) -> None:
+    """An IPv6 literal URL (the server on ::1): the same calls, the same count."""
+    proc, url, countfile = start_counting_server("mcpfast", tmp_path, "--allowed-host", "[::1]:*", host="::1")
+    try:
+        assert url.startswith("http://[::1]:")
+        run, html = locust(tmp_path, "-f", TOOLS_CALL, "--host", url, "--mcp-tool", "counted", "--mcp-engine", engine)
+        agree(run, html, countfile)
+    finally:
+        stop(proc)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_https_with_a_private_ca(tmp_path: Path, tls_server, engine: str) -> None:
     url, countfile, pki = tls_server
     run, html = locust(
