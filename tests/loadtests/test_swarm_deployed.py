@@ -202,11 +202,13 @@ def test_the_users_take_the_tokens_in_turn(tmp_path: Path, behind_haproxy, engin
     assert int(calls["Failure Count"]) == 0 and int(calls["Request Count"]) == countfile.stat().st_size > 0
 
 
+@pytest.mark.parametrize("family", ["handshake", "session_churn"])
 @pytest.mark.parametrize("engine", ENGINES)
-def test_a_new_connection_per_session_over_tls(tmp_path: Path, tls_server, engine: str) -> None:
+def test_a_new_connection_per_session_over_tls(tmp_path: Path, tls_server, engine: str, family: str) -> None:
     url, _, pki = tls_server
+    locustfile = str(Path(LOADTESTS) / f"{family}.py")
     run, html = locust(
-        tmp_path, "-f", HANDSHAKE, "--host", url, "--mcp-engine", engine, "--mcp-ca-file", str(pki.ca), "--mcp-new-connection", "session"
+        tmp_path, "-f", locustfile, "--host", url, "--mcp-engine", engine, "--mcp-ca-file", str(pki.ca), "--mcp-new-connection", "session"
     )
     counts = all_counts(run, html)["csv"]
     assert not run.failures(), run.failures()
