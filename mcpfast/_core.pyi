@@ -224,24 +224,65 @@ class SseDecoder:
     def close(self) -> list[SseEvent | FrameTooLarge]:
         """End of stream: a pending incomplete event is discarded (WHATWG); an oversized one is reported."""
 
-DrainRow = tuple[
-    str,  # request_type
-    str,  # name
-    int,  # num_requests
-    int,  # num_none (always 0: every request has a latency)
-    int,  # num_failures
-    float,  # total_ms
-    float | None,  # min_ms
-    float,  # max_ms
-    int,  # content_length
-    list[tuple[int, int]],  # (latency µs, count): HDR buckets of the window, every request
-    list[tuple[int, int, int]],  # (epoch second of completion, requests, failures)
-    float,  # last_ts: wall-clock epoch s of the last completion in the window
-    list[tuple[str, int]],  # (failure reason, count)
-    list[tuple[int, int]],  # failed_buckets: the buckets of the failed requests only (a subset of buckets)
-    list[tuple[int, int]],  # service_buckets: open model, µs from the actual send to the end (else empty)
-    list[tuple[int, int]],  # lag_buckets: open model, µs of send lag (actual minus intended send time)
-]
+@final
+class DrainRow:
+    """One drained window of one (request_type, name) of the native engine."""
+
+    @property
+    def request_type(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def num_requests(self) -> int: ...
+    @property
+    def num_failures(self) -> int: ...
+    @property
+    def total_ms(self) -> float: ...
+    @property
+    def min_ms(self) -> float | None: ...
+    @property
+    def max_ms(self) -> float: ...
+    @property
+    def content_length(self) -> int: ...
+    @property
+    def buckets(self) -> list[tuple[int, int]]:
+        """(latency µs, count): the window's HDR buckets, every request."""
+    @property
+    def per_second(self) -> list[tuple[int, int, int]]:
+        """(epoch second of completion, requests, failures)."""
+    @property
+    def last_ts(self) -> float:
+        """Wall-clock epoch seconds of the window's last completion."""
+    @property
+    def errors(self) -> list[tuple[str, int]]:
+        """(failure reason, count)."""
+    @property
+    def failed_buckets(self) -> list[tuple[int, int]]:
+        """The buckets of the failed requests only (a subset of ``buckets``)."""
+    @property
+    def service_buckets(self) -> list[tuple[int, int]]:
+        """Open model: µs from the actual send to the end (else empty)."""
+    @property
+    def lag_buckets(self) -> list[tuple[int, int]]:
+        """Open model: µs of send lag, actual minus intended send time (else empty)."""
+    def __new__(
+        cls,
+        request_type: str,
+        name: str,
+        num_requests: int,
+        num_failures: int,
+        total_ms: float,
+        min_ms: float | None,
+        max_ms: float,
+        content_length: int,
+        buckets: list[tuple[int, int]],
+        per_second: list[tuple[int, int, int]],
+        last_ts: float,
+        errors: list[tuple[str, int]],
+        failed_buckets: list[tuple[int, int]] | None = None,
+        service_buckets: list[tuple[int, int]] | None = None,
+        lag_buckets: list[tuple[int, int]] | None = None,
+    ) -> DrainRow: ...
 
 @final
 class NativeEngine:
@@ -281,6 +322,7 @@ __all__ = [
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_EVENT",
     "DEFAULT_MAX_LINE",
+    "DrainRow",
     "FrameTooLarge",
     "JsonRpcError",
     "LineFramer",

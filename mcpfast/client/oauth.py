@@ -29,6 +29,7 @@ from typing import Any, Final
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 from mcpfast import core
+from mcpfast.client.errors import McpClientError
 
 __all__ = [
     "ClientCredentials",
@@ -55,8 +56,11 @@ _MAX_DOCUMENT: Final = 1 << 20
 _ASSERTION_TTL_S: Final = 60
 
 
-class OAuthError(Exception):
-    """Discovery or a token request failed; the text says which step and why."""
+class OAuthError(McpClientError):
+    """Discovery or a token request failed, or a request found no token; the text says which
+    step and why."""
+
+    category = "oauth"
 
 
 @dataclass(frozen=True)

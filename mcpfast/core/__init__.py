@@ -38,6 +38,7 @@ __all__ = [
     "INVALID_REQUEST",
     "METHOD_NOT_FOUND",
     "PARSE_ERROR",
+    "DrainRow",
     "FrameTooLarge",
     "JsonRpcError",
     "LineFramer",
@@ -122,6 +123,8 @@ auth_param = _impl.auth_param
 scan_reply = _impl.scan_reply
 
 NativeEngine: Any = getattr(_impl, "NativeEngine", None)
+DrainRow: Any = getattr(_impl, "DrainRow", None)
+"""A drained window of the native engine (compiled core only; None with the pure-Python core)."""
 """The native load engine (compiled core only); None with the pure-Python core."""
 HAS_NATIVE_ENGINE: bool = NativeEngine is not None
 

@@ -34,13 +34,16 @@ import os
 import shlex
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gevent
 import locust  # noqa: F401, I001 - first: Locust's import gevent-patches the stdlib
 from locust.stats import RequestStats, StatsEntry, StatsError
 
 from mcpfast.locust import oauth
+
+if TYPE_CHECKING:
+    from mcpfast._core import DrainRow
 from mcpfast.locust import stats as mstats
 from mcpfast.locust.options import option, reach, stream_arguments
 
@@ -55,7 +58,7 @@ MIXED_WEIGHTS = ((None, 10), ("tools/list", 3))  # the Python mixed user's tool/
 
 
 # -- Locust statistics in bulk ---------------------------------------------------------------------
-def feed_locust(stats: RequestStats, rows: Iterable[tuple], now: float | None = None) -> int:
+def feed_locust(stats: RequestStats, rows: Iterable[DrainRow], now: float | None = None) -> int:
     """Add drained engine windows to Locust's ``RequestStats``; returns the requests added.
 
     One ``StatsEntry`` per row is filled from the window and merged with ``extend`` into the
@@ -69,23 +72,23 @@ def feed_locust(stats: RequestStats, rows: Iterable[tuple], now: float | None = 
     now = time.time() if now is None else now
     added = 0
     for row in rows:
-        (rtype, name, num, num_none, num_fail, total_ms, min_ms, max_ms, length, buckets, per_second, last_ts, errors) = row[
-            :13
-        ]  # row[13], failed_buckets, feeds the µs histograms
+        rtype, name, num, num_fail = row.request_type, row.name, row.num_requests, row.num_failures
         if not num and not num_fail:
             continue
         window = StatsEntry(stats, name, rtype, use_response_times_cache=False)
+        per_second = row.per_second
         window.start_time = min(window.start_time, min((s for s, _, _ in per_second), default=now))
         window.num_requests = num
-        window.num_none_requests = num_none
+        window.num_none_requests = 0  # every request has a latency
         window.num_failures = num_fail
-        window.total_response_time = total_ms
-        window.min_response_time = min_ms
-        window.max_response_time = max_ms
-        window.total_content_length = length
-        window.last_request_timestamp = last_ts
+        # Locust annotates these int; log_request sums float milliseconds into them, as here
+        window.total_response_time = row.total_ms  # type: ignore[assignment]
+        window.min_response_time = row.min_ms  # type: ignore[assignment]
+        window.max_response_time = row.max_ms  # type: ignore[assignment]
+        window.total_content_length = row.content_length
+        window.last_request_timestamp = row.last_ts
         times = window.response_times
-        for us, count in buckets:
+        for us, count in row.buckets:
             times[bucket(us / 1000.0)] += count
         reqs, fails = window.num_reqs_per_sec, window.num_fail_per_sec
         for second, n, f in per_second:
@@ -94,7 +97,7 @@ def feed_locust(stats: RequestStats, rows: Iterable[tuple], now: float | None = 
                 fails[second] += f
         stats.entries[(name, rtype)].extend(window)
         stats.total.extend(window)
-        for reason, count in errors:
+        for reason, count in row.errors:
             key = StatsError.create_key(rtype, name, reason)
             entry = stats.errors.get(key)
             if entry is None:
@@ -268,9 +271,9 @@ class NativeDriver:
             return 0
         rows = engine.drain()
         for row in rows:
-            t = self.totals.setdefault(row[1], [0, 0])
-            t[0] += row[2]
-            t[1] += row[4]
+            t = self.totals.setdefault(row.name, [0, 0])
+            t[0] += row.num_requests
+            t[1] += row.num_failures
         added = feed_locust(self.environment.stats, rows)
         if self._invalid_token(rows):
             tokens = oauth.source(self.environment)
@@ -284,8 +287,8 @@ class NativeDriver:
         return added
 
     @staticmethod
-    def _invalid_token(rows: Iterable[tuple]) -> bool:
-        return any(reason.startswith("http 401 invalid_token") for row in rows for reason, _ in row[12])
+    def _invalid_token(rows: Iterable[DrainRow]) -> bool:
+        return any(reason.startswith("http 401 invalid_token") for row in rows for reason, _ in row.errors)
 
     def succeeded(self, name: str) -> int:
         num, failed = self.totals.get(name, (0, 0))
@@ -294,10 +297,10 @@ class NativeDriver:
     def failed(self, name: str) -> int:
         return self.totals.get(name, (0, 0))[1]
 
-    def _feed_window_histograms(self, rows: Iterable[tuple]) -> None:
-        """Rows with ``failed_buckets`` (row[13]): successes are the buckets minus the failures'."""
+    def _feed_window_histograms(self, rows: Iterable[DrainRow]) -> None:
+        """Rows with ``failed_buckets``: successes are the buckets minus the failures'."""
         for row in rows:
-            rtype, name, buckets, failed_buckets = row[0], row[1], row[9], row[13]
+            rtype, name, buckets, failed_buckets = row.request_type, row.name, row.buckets, row.failed_buckets
             failed_counts: dict[int, int] = dict(failed_buckets)
             if failed_counts:
                 h = self.stats.histogram(rtype, name, failed=True)
@@ -309,16 +312,14 @@ class NativeDriver:
                 if ok:
                     h.record(us, ok)
 
-    def _feed_open_model(self, rows: Iterable[tuple], status: dict[str, Any]) -> None:
-        """Open model: the engine's send lag (actual minus intended send time, row[15]) into the
+    def _feed_open_model(self, rows: Iterable[DrainRow], status: dict[str, Any]) -> None:
+        """Open model: the engine's send lag (actual minus intended send time) into the
         pacer's lag histogram and ``sent`` count, as the Python pacer records them; its late and
-        dropped arrivals into the pacer's counters; the service time (actual send to end,
-        row[14]) into ``McpStats.service`` (``service_histograms`` in the JSON)."""
+        dropped arrivals into the pacer's counters; the service time (actual send to end) into
+        ``McpStats.service`` (``service_histograms`` in the JSON)."""
         schedule = self.stats.schedule
         for row in rows:
-            if len(row) <= 15:
-                return
-            rtype, name, service, lag = row[0], row[1], row[14], row[15]
+            rtype, name, service, lag = row.request_type, row.name, row.service_buckets, row.lag_buckets
             for us, count in lag:
                 schedule.lag.record(us, count)
                 schedule.sent += count

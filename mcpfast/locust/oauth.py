@@ -14,6 +14,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 import gevent
+import locust
 import orjson
 from locust.runners import MasterRunner
 
@@ -157,3 +158,11 @@ def install(environment: Any) -> None:
     environment.mcpfast_oauth_installed = True
     environment.events.test_start.add_listener(_on_test_start)
     environment.events.quitting.add_listener(_on_quitting)
+
+
+def _on_global_init(environment: Any, **_kw: Any) -> None:
+    install(environment)
+
+
+# the users and the native driver import this module, so every locustfile that runs them has it
+locust.events.init.add_listener(_on_global_init)

@@ -717,11 +717,8 @@ def install(environment: Any) -> McpStats:
 
 
 def _on_global_init(environment: Any, **_kw: Any) -> None:
-    from mcpfast.locust import oauth  # it records through this module's stats
-
     install(environment)
     _check_reach(environment)
-    oauth.install(environment)
 
 
 def _check_reach(environment: Any) -> None:

@@ -10,20 +10,28 @@ import { createServer } from 'node:http';
 import Provider, { errors } from 'oidc-provider';
 
 const config = JSON.parse(readFileSync(process.argv[2], 'utf8'));
-const signing = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' });
+// ES256: a P-256 key is made at once (an RSA key search can take seconds on a busy machine)
+const signing = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'jwk' });
 signing.kid = `k-${Date.now().toString(36)}`;
 signing.use = 'sig';
-signing.alg = 'RS256';
+signing.alg = 'ES256';
 
 const counts = { token: 0, token_refused: 0 };
 const server = createServer();
-await new Promise((resolve) => server.listen(config.port ?? 0, '127.0.0.1', resolve));
+await new Promise((resolve, reject) => {
+  server.once('error', reject);
+  server.listen(config.port ?? 0, '127.0.0.1', resolve);
+}).catch((err) => {
+  process.stderr.write(`cannot listen on 127.0.0.1:${config.port}: ${err.message}\n`);
+  process.exit(2);
+});
 const issuer = `http://127.0.0.1:${server.address().port}`;
 
 const provider = new Provider(issuer, {
   clients: config.clients,
   jwks: { keys: [signing] },
   scopes: config.scopes,
+  clientDefaults: { id_token_signed_response_alg: 'ES256' },
   clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
   features: {
     devInteractions: { enabled: false },
@@ -39,7 +47,7 @@ const provider = new Provider(issuer, {
           audience: config.resource,
           accessTokenTTL: config.ttl,
           accessTokenFormat: 'jwt',
-          jwt: { sign: { alg: 'RS256' } },
+          jwt: { sign: { alg: 'ES256' } },
         };
       },
     },

@@ -55,11 +55,11 @@ def http_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     stop(proc)
 
 
-def run(config: dict[str, Any], users: int, seconds: float) -> tuple[Any, dict[str, list[int]], list[tuple]]:
+def run(config: dict[str, Any], users: int, seconds: float) -> tuple[Any, dict[str, list[int]], list[Any]]:
     eng = core.native_engine(json.dumps(config).encode())
     eng.start()
     eng.set_users(users)
-    rows: list[tuple] = []
+    rows: list[Any] = []
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         time.sleep(0.2)
@@ -69,40 +69,23 @@ def run(config: dict[str, Any], users: int, seconds: float) -> tuple[Any, dict[s
     rows += eng.drain()
     totals: dict[str, list[int]] = {}
     for r in rows:
-        t = totals.setdefault(r[1], [0, 0, 0])
-        t[0] += r[2]
-        t[1] += r[4]
-        t[2] += sum(c for _, c in r[9])
+        t = totals.setdefault(r.name, [0, 0, 0])
+        t[0] += r.num_requests
+        t[1] += r.num_failures
+        t[2] += sum(c for _, c in r.buckets)
     return eng, totals, rows
 
 
-def check_rows(rows: list[tuple], request_type: str) -> None:
+def check_rows(rows: list[Any], request_type: str) -> None:
     for r in rows:
-        (
-            rtype,
-            name,
-            num,
-            none,
-            fails,
-            total_ms,
-            min_ms,
-            max_ms,
-            length,
-            buckets,
-            per_second,
-            last_ts,
-            errors,
-            failed_buckets,
-            service,
-            lag,
-        ) = r
-        assert rtype == request_type and none == 0 and 0 <= fails <= num
-        assert service == lag == []  # closed model: no service time / send lag buckets
-        assert sum(c for _, c in buckets) == num
-        assert sum(n for _, n, _ in per_second) == num and sum(f for _, _, f in per_second) == fails
-        assert sum(c for _, c in errors) == fails == sum(c for _, c in failed_buckets)
-        assert min_ms is not None and min_ms <= total_ms / num <= max_ms
-        assert abs(last_ts - time.time()) < 60
+        num, fails = r.num_requests, r.num_failures
+        assert r.request_type == request_type and 0 <= fails <= num
+        assert r.service_buckets == r.lag_buckets == []  # closed model: no service time / send lag buckets
+        assert sum(c for _, c in r.buckets) == num
+        assert sum(n for _, n, _ in r.per_second) == num and sum(f for _, _, f in r.per_second) == fails
+        assert sum(c for _, c in r.errors) == fails == sum(c for _, c in r.failed_buckets)
+        assert r.min_ms is not None and r.min_ms <= r.total_ms / num <= r.max_ms
+        assert abs(r.last_ts - time.time()) < 60
 
 
 @pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
@@ -176,7 +159,7 @@ def test_a_stdio_server_that_dies_is_reported_and_restarted(stdio_server: tuple[
     eng = core.native_engine(json.dumps(cfg).encode())
     eng.start()
     eng.set_users(1)
-    rows: list[tuple] = []
+    rows: list[Any] = []
     events: list[tuple[str, str]] = []
 
     def wait_for(done: Any) -> None:
@@ -187,7 +170,7 @@ def test_a_stdio_server_that_dies_is_reported_and_restarted(stdio_server: tuple[
             events.extend(eng.events())
 
     def answered() -> int:
-        return sum(r[2] - r[4] for r in rows if r[1] == "tools/call:echo")
+        return sum(r.num_requests - r.num_failures for r in rows if r.name == "tools/call:echo")
 
     try:
         wait_for(lambda: answered() >= 20)
@@ -205,12 +188,12 @@ def test_a_stdio_server_that_dies_is_reported_and_restarted(stdio_server: tuple[
     assert f"pid {first} exited" in exit_message and "signal: 9" in exit_message, exit_message
     assert len(servers) == 1 and servers[0] != first
     assert answered() >= before + 20
-    inits = [r for r in rows if r[1] == "initialize"]
-    assert sum(r[2] for r in inits) == 2 and sum(r[4] for r in inits) == 0
-    reasons = {reason for r in rows for reason, _ in r[12]}
+    inits = [r for r in rows if r.name == "initialize"]
+    assert sum(r.num_requests for r in inits) == 2 and sum(r.num_failures for r in inits) == 0
+    reasons = {reason for r in rows for reason, _ in r.errors}
     assert reasons <= {"stdio server exited"}, reasons
     # the engine counts what the servers answered: calls in flight when the child died fail
-    calls = sum(r[2] - r[4] for r in rows if r[1] == "tools/call:echo")
+    calls = sum(r.num_requests - r.num_failures for r in rows if r.name == "tools/call:echo")
     assert calls <= count.stat().st_size <= calls + 8
     check_rows(rows, "mcp-stdio")
 
@@ -232,7 +215,7 @@ def test_a_stdio_reply_over_the_size_bound_fails_at_once(stdio_server: tuple[lis
     assert calls == failures > 10 and totals["initialize"][:2] == [1, 0]
     reasons: dict[str, int] = {}
     for r in rows:
-        for reason, n in r[12]:
+        for reason, n in r.errors:
             reasons[reason] = reasons.get(reason, 0) + n
     assert reasons == {"reply line too large": failures}
     assert calls == count.stat().st_size  # every call was answered (too large), none lost
@@ -258,9 +241,9 @@ def test_events_fd_and_connect_errors() -> None:
     eng.stop(1.0)
     drained = eng.drain()
     check_rows(drained, "mcp-http")
-    rows = {r[1]: r for r in drained}
-    assert rows["initialize"][2] == rows["initialize"][4] > 0
-    assert sum(c for _, c in rows["initialize"][13]) == rows["initialize"][4]
+    rows = {r.name: r for r in drained}
+    assert rows["initialize"].num_requests == rows["initialize"].num_failures > 0
+    assert sum(c for _, c in rows["initialize"].failed_buckets) == rows["initialize"].num_failures
 
 
 @needs_native

@@ -43,11 +43,11 @@ def tls_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     stop_process(proc)
 
 
-def _reasons(rows: list[tuple], name: str) -> dict[str, int]:
+def _reasons(rows: list[Any], name: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for r in rows:
-        if r[1] == name:
-            for reason, n in r[12]:
+        if r.name == name:
+            for reason, n in r.errors:
                 out[reason] = out.get(reason, 0) + n
     return out
 
@@ -237,8 +237,8 @@ def test_the_handshake_is_its_own_row_not_part_of_the_first_request(tls_server) 
         _, totals, rows = run(cfg, 1, 1.5)
     finally:
         stop.set()
-    span = {r[1]: (r[6], r[7]) for r in rows if r[2]}
+    span = {r.name: (r.min_ms, r.max_ms) for r in rows if r.num_requests}
     assert totals["tls:handshake"][1] == 0 and totals["tls:handshake"][0] >= 2
-    assert min(r[6] for r in rows if r[1] == "tls:handshake") >= 290  # ms: the held ServerHello
-    assert max(r[7] for r in rows if r[1] == "initialize") < 250, span  # the first request of each connection
-    assert max(r[7] for r in rows if r[1] == "connect") < 250
+    assert min(r.min_ms for r in rows if r.name == "tls:handshake") >= 290  # ms: the held ServerHello
+    assert max(r.max_ms for r in rows if r.name == "initialize") < 250, span  # the first request of each connection
+    assert max(r.max_ms for r in rows if r.name == "connect") < 250

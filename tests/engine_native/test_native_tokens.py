@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,10 +57,10 @@ def test_a_replaced_token_is_sent_from_the_next_request_on(auth_server) -> None:
     eng = core.native_engine(json.dumps({"url": url, "tool": "echo", "arguments": {"text": "hi"}, "bearer_tokens": ["not-a-jwt"]}).encode())
     eng.start()
     eng.set_users(2)
-    rows: list[tuple] = []
+    rows: list[Any] = []
     time.sleep(1.0)
     rows += eng.drain()
-    refused = {reason for r in rows for reason, _ in r[12]}
+    refused = {reason for r in rows for reason, _ in r.errors}
     assert refused == {"http 401 invalid_token"}, rows
     assert not count.exists() or count.stat().st_size == 0
     eng.set_bearer_tokens([mint()])
@@ -68,12 +69,12 @@ def test_a_replaced_token_is_sent_from_the_next_request_on(auth_server) -> None:
     time.sleep(1.0)
     eng.stop(2.0)
     after = eng.drain()
-    ok = sum(r[2] - r[4] for r in settling + after if r[1] == "tools/call:echo")
+    ok = sum(r.num_requests - r.num_failures for r in settling + after if r.name == "tools/call:echo")
     assert ok > 50, after
     # every success after the swap reached the app; no call before it did
     assert count.stat().st_size == ok
     # a second after the swap, every request carries the new token
-    assert sum(r[4] for r in after) == 0 and sum(r[2] for r in after if r[1] == "tools/call:echo") > 20, after
+    assert sum(r.num_failures for r in after) == 0 and sum(r.num_requests for r in after if r.name == "tools/call:echo") > 20, after
 
 
 def test_bad_replacements_are_refused(auth_server) -> None:

@@ -11,6 +11,7 @@ from collections import defaultdict
 import locust  # noqa: F401, I001 - first
 from locust.env import Environment
 
+from mcpfast._core import DrainRow
 from mcpfast.locust.native import NativeDriver
 
 NAMES = ("initialize", "notifications/initialized", "tools/call:echo (first)")
@@ -28,7 +29,7 @@ class Engine:
         self.window[name].append(us)
         self.cumulative[name][us] += 1
 
-    def drain(self) -> list[tuple]:
+    def drain(self) -> list[DrainRow]:
         rows = []
         for name, lat in self.window.items():
             buckets: dict[int, int] = defaultdict(int)
@@ -36,8 +37,8 @@ class Engine:
                 buckets[us] += 1
             ms = [us / 1000.0 for us in lat]
             rows.append(
-                ("mcp-stdio", name, len(lat), 0, 0, sum(ms), min(ms), max(ms), 10 * len(lat), sorted(buckets.items()),
-                 [(1_700_000_000, len(lat), 0)], 1_700_000_000.5, [], [])
+                DrainRow("mcp-stdio", name, len(lat), 0, sum(ms), min(ms), max(ms), 10 * len(lat), sorted(buckets.items()),
+                         [(1_700_000_000, len(lat), 0)], 1_700_000_000.5, [], [])
             )  # fmt: skip
         self.window.clear()
         return rows

@@ -14,12 +14,13 @@ import locust  # noqa: I001 - first
 import locust.stats
 from locust.stats import RequestStats
 
+from mcpfast._core import DrainRow
 from mcpfast.locust.native import feed_locust
 
 REASONS = ("HTTP 503", "JSON-RPC -32603: boom")
 
 
-def synthetic(seed: int, n: int, t0: int) -> tuple[list[tuple], list[tuple]]:
+def synthetic(seed: int, n: int, t0: int) -> tuple[list[tuple], list[DrainRow]]:
     """(requests, engine rows): requests = (type, name, µs, length, reason|None, epoch s)."""
     r = random.Random(seed)
     names = [("mcp-http", "tools/call:echo"), ("mcp-http", "DELETE"), ("mcp-stdio", "initialize")]
@@ -45,11 +46,10 @@ def synthetic(seed: int, n: int, t0: int) -> tuple[list[tuple], list[tuple]]:
                 errors[reason] += 1
         ms = [q[2] / 1000.0 for q in qs]
         rows.append(
-            (
+            DrainRow(
                 rtype,
                 name,
                 len(qs),
-                0,
                 sum(1 for q in qs if q[4]),
                 sum(ms),
                 min(ms),
@@ -113,24 +113,24 @@ class FakeEngine:
     """Hands out the given windows one drain at a time, then empty drains (an idle engine, the
     final drain after stop); its cumulative histograms hold everything handed out."""
 
-    def __init__(self, windows: list[list[tuple]]) -> None:
+    def __init__(self, windows: list[list[DrainRow]]) -> None:
         self.windows = windows
-        self.given: list[tuple] = []
+        self.given: list[DrainRow] = []
 
-    def drain(self) -> list[tuple]:
+    def drain(self) -> list[DrainRow]:
         rows = self.windows.pop(0) if self.windows else []
         self.given += rows
         return rows
 
     def histograms(self) -> list[tuple]:
-        return [(r[0], r[1], r[9]) for r in self.given]
+        return [(r.request_type, r.name, r.buckets) for r in self.given]
 
     def status(self) -> dict:
         return {"late": 3, "dropped": 1}
 
 
-def driver_polls(rows: list[tuple]) -> dict:
-    """A NativeDriver polling a fake engine (16-field rows: open model service/lag buckets): the µs
+def driver_polls(rows: list[DrainRow]) -> dict:
+    """A NativeDriver polling a fake engine (the first window with open model service/lag buckets): the µs
     histograms count each request once, however many empty polls follow; the send lag, late and
     dropped arrivals reach the pacer, the service times ``McpStats.service``."""
     from locust.env import Environment
@@ -140,9 +140,11 @@ def driver_polls(rows: list[tuple]) -> dict:
     env = Environment()
     env.create_local_runner()
     d = NativeDriver(env, "tools_call", "http://127.0.0.1:1/mcp")
-    # + failed_buckets (none: every request a success here), service and lag buckets
-    wide = [(*r, [], [], []) for r in rows]
-    wide[0] = (*wide[0][:14], [(250, 2)], [(40, 2)])
+    # open model: service and lag buckets on the first window
+    first = rows[0]
+    fields = ("request_type", "name", "num_requests", "num_failures", "total_ms", "min_ms", "max_ms", "content_length")
+    head = [getattr(first, f) for f in fields]
+    wide = [DrainRow(*head, first.buckets, first.per_second, first.last_ts, first.errors, [], [(250, 2)], [(40, 2)]), *rows[1:]]
     d.engine = FakeEngine([wide[:1], [], wide[1:], [], []])
     for _ in range(5):
         d.poll()

@@ -141,6 +141,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("JsonRpcError", errors.getattr("JsonRpcError")?)?;
     m.add("FrameTooLarge", errors.getattr("FrameTooLarge")?)?;
     m.add_class::<engine::NativeEngine>()?;
+    m.add_class::<engine::DrainRow>()?;
     m.add_class::<message::Message>()?;
     m.add_class::<stream::LineFramer>()?;
     m.add_class::<stream::SseEvent>()?;
@@ -163,6 +164,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
             "DEFAULT_MAX_DEPTH",
             "DEFAULT_MAX_EVENT",
             "DEFAULT_MAX_LINE",
+            "DrainRow",
             "FrameTooLarge",
             "JsonRpcError",
             "LineFramer",
