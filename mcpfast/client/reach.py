@@ -11,8 +11,10 @@ the reason, so a bad flag is refused before any run starts.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import re
+import socket
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,6 +55,14 @@ NEW_CONNECTION = ("keep", "session", "request")
 
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")  # RFC 9110 token: a header name
 _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^:\[\]\s/]+):(\d{1,5})")
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def checked(parse: Callable[[str], Any]) -> Callable[[str], str]:
@@ -181,6 +191,8 @@ class Reach:
     retry_after: bool = False
     oauth: ClientCredentials | None = None
     _ssl: list[ssl.SSLContext] = field(default_factory=list, compare=False, repr=False)
+    # every address of each host, resolved once, and how many connections were aimed at it
+    _addresses: dict[tuple[str, int], tuple[list[tuple[str, int]], list[int]]] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if (self.client_cert is None) != (self.client_key is None):
@@ -237,11 +249,32 @@ class Reach:
         return self.tokens[n % len(self.tokens)] if self.tokens else None
 
     def address(self, host: str, port: int) -> tuple[str, int]:
-        """Where a connection meant for ``host:port`` goes."""
+        """Where connections meant for ``host:port`` go: the ``--mcp-connect-to`` aim, else the
+        host itself (resolved by :meth:`next_address`)."""
         for c in self.connect_to:
             if c.host.lower() == host.lower() and c.port == port:
                 return c.to_host, c.to_port
         return host, port
+
+    def next_address(self, host: str, port: int, resolve: Callable[..., Any] = socket.getaddrinfo) -> tuple[str, int]:
+        """The address of the next new connection to ``host:port``: every address the name has
+        (IPv4 and IPv6), each in turn, so users spread over the records. Resolved once;
+        ``OSError`` if the name has none."""
+        to_host, to_port = self.address(host, port)
+        if _is_ip(to_host):
+            return to_host, to_port
+        known = self._addresses.get((to_host, to_port))
+        if known is None:
+            found: list[tuple[str, int]] = []
+            for *_, sockaddr in resolve(to_host, to_port, type=socket.SOCK_STREAM):
+                if (sockaddr[0], to_port) not in found:
+                    found.append((sockaddr[0], to_port))
+            if not found:
+                raise OSError(f"no address for {to_host}")
+            known = self._addresses[(to_host, to_port)] = (found, [0])
+        addrs, turn = known
+        turn[0] += 1
+        return addrs[(turn[0] - 1) % len(addrs)]
 
     def check_url(self, host: str, port: int) -> None:
         """Every ``--mcp-connect-to`` must name the URL's host and port."""
@@ -254,7 +287,7 @@ class Reach:
         ``--mcp-connect-to``, over TLS with the process's context and the URL's host as SNI."""
         from geventhttpclient import HTTPClient
 
-        to_host, to_port = self.address(host, port)
+        to_host, to_port = self.next_address(host, port)
         if tls:
             kw.update(
                 ssl=True,
@@ -271,7 +304,7 @@ class Reach:
         """Headers of every request: ``--mcp-header``s, ``Host`` when aimed elsewhere (the
         URL's, not the address's), ``Connection: close`` for a new connection per request."""
         out = dict(self.headers)
-        if self.address(host, port) != (host, port):
+        if self.address(host, port) != (host, port) or not _is_ip(host):  # connected by address, named by the URL
             name = f"[{host}]" if ":" in host else host
             out["Host"] = name if port == (443 if tls else 80) else f"{name}:{port}"
         if self.new_connection == "request":

@@ -49,7 +49,7 @@ def _fetcher(how: Reach, mcp_url: str, timeout: float) -> Any:
             client = clients[(host, port, tls)] = how.http_client(
                 host, port, tls, concurrency=1, connection_timeout=timeout, network_timeout=timeout
             )
-        sent = dict(headers)
+        sent = {"Host": parts.netloc, **headers}  # the connection goes to an address
         if (parts.scheme, parts.netloc) == (mine.scheme, mine.netloc):
             sent = {**how.fixed_headers(host, port, tls), **sent}
             sent.pop("Connection", None)
