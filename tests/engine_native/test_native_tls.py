@@ -242,3 +242,38 @@ def test_the_handshake_is_its_own_row_not_part_of_the_first_request(tls_server) 
     assert min(r.min_ms for r in rows if r.name == "tls:handshake") >= 290  # ms: the held ServerHello
     assert max(r.max_ms for r in rows if r.name == "initialize") < 250, span  # the first request of each connection
     assert max(r.max_ms for r in rows if r.name == "connect") < 250
+
+
+def _load_bin() -> Path:
+    """``target/release/mcpfast-load``, built if missing (``make test-rust`` builds it)."""
+    import subprocess
+
+    root = HERE.parents[1]
+    subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "mcpfast-load"], cwd=root, check=True, timeout=900)
+    return root / "target" / "release" / "mcpfast-load"
+
+
+def test_mcpfast_load_over_tls(tls_server) -> None:
+    """The generator takes the swarm's TLS options: with the CA every call counted by the server,
+    without it every call refused by name, with --insecure said in the summary."""
+    import subprocess
+
+    port, pki, count = tls_server
+    url = f"https://localhost:{port}/mcp"
+    base = [str(_load_bin()), "calls", "--url", url, "--sessions", "2", "--duration", "1", "--warmup", "0.2", "--tool", "echo"]
+
+    def load(*extra: str) -> tuple[int, dict[str, Any], str]:
+        out = subprocess.run([*base, *extra], capture_output=True, text=True, timeout=60)
+        lines = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+        return out.returncode, (lines[-1] if lines else {}), out.stderr
+
+    before = count.stat().st_size if count.exists() else 0
+    code, summary, err = load("--ca-file", str(pki.ca))
+    assert code == 0 and summary["tls_verification"] == "on", err
+    assert summary["calls"] > 20 and count.stat().st_size - before >= summary["calls"]
+    code, summary, err = load()
+    assert code == 1 and "certificate from an unknown issuer" in json.dumps(summary), (summary, err)
+    code, summary, err = load("--insecure")
+    assert code == 0 and summary["tls_verification"] == "off" and "TLS without verification" in err
+    code, _, err = load("--ca-file", "/nonexistent/ca.pem")
+    assert code == 2 and "/nonexistent/ca.pem" in err

@@ -23,7 +23,7 @@ modes:
                 --cycles 100000 --connections 32 --report-every 10000
 
 common options:
-  --url URL                 the MCP endpoint (http:// only)
+  --url URL                 the MCP endpoint (http:// or https://)
   --protocol-version V      version offered in initialize (default 2025-11-25); the server's
                             choice is then used
   --timeout SECONDS         per-request timeout (default 10)
@@ -34,6 +34,17 @@ common options:
                             (/proc/PID/stat) at the start and end of the measured window, and
                             report it per operation (`server_cpu` in the summary); repeat it
                             for a server of several processes (their CPU is added up)
+
+reaching a deployed server (the swarm's options of the same names, checked by the engine):
+  --ca-file PEM             trust this CA too (repeatable; the system store stays; SSL_CERT_FILE
+                            honoured)
+  --client-cert PEM --client-key PEM
+                            mTLS client certificate
+  --insecure                accept any server certificate (said on stderr and in the summary)
+  --header 'Name: value'    sent on every request (repeatable)
+  --token TOKEN             bearer token (repeatable: the sessions take them in turn)
+  --connect-to HOST:PORT:ADDR:PORT
+                            connect there; TLS name and Host stay the URL's (repeatable)
 
 Every mode runs on the native load engine (rust/mcpfast-engine): its families tools_call,
 handshake, session_churn and hold, the same run loop as the Python binding's.
@@ -62,7 +73,20 @@ impl Mode {
     }
 
     fn allows(self, option: &str) -> bool {
-        const COMMON: &[&str] = &["url", "protocol-version", "timeout", "max-time", "threads"];
+        const COMMON: &[&str] = &[
+            "url",
+            "protocol-version",
+            "timeout",
+            "max-time",
+            "threads",
+            "ca-file",
+            "client-cert",
+            "client-key",
+            "insecure",
+            "header",
+            "token",
+            "connect-to",
+        ];
         let own: &[&str] = match self {
             Mode::Calls => &[
                 "sessions",
@@ -98,6 +122,13 @@ pub struct Options {
     pub report_every: u64,
     pub no_delete: bool,
     pub server_pids: Vec<u32>,
+    pub ca_files: Vec<String>,
+    pub client_cert: Option<String>,
+    pub client_key: Option<String>,
+    pub insecure: bool,
+    pub headers: Vec<(String, String)>,
+    pub tokens: Vec<String>,
+    pub connect_to: Vec<String>,
     /// Engine threads.
     pub threads: usize,
     /// `calls`: open model at this many calls/s (None: closed model).
@@ -161,6 +192,13 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
         report_every: 10_000,
         no_delete: false,
         server_pids: Vec::new(),
+        ca_files: Vec::new(),
+        client_cert: None,
+        client_key: None,
+        insecure: false,
+        headers: Vec::new(),
+        tokens: Vec::new(),
+        connect_to: Vec::new(),
         threads: 1,
         rate: None,
     };
@@ -182,11 +220,15 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
         if !mode.allows(name) {
             return Err(format!("--{name} is not an option of {}", mode.name()));
         }
-        if name == "no-delete" {
+        if name == "no-delete" || name == "insecure" {
             if inline.is_some() {
-                return Err("--no-delete takes no value".into());
+                return Err(format!("--{name} takes no value"));
             }
-            o.no_delete = true;
+            if name == "insecure" {
+                o.insecure = true;
+            } else {
+                o.no_delete = true;
+            }
             continue;
         }
         let value = match inline {
@@ -227,6 +269,17 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
             "report-every" => o.report_every = count(name, &value, 1_000_000_000u64)?,
             "server-pid" => o.server_pids.push(count(name, &value, u32::MAX)?),
             "threads" => o.threads = count(name, &value, 256usize)?,
+            "ca-file" => o.ca_files.push(value),
+            "client-cert" => o.client_cert = Some(value),
+            "client-key" => o.client_key = Some(value),
+            "header" => {
+                let (k, v) = value
+                    .split_once(':')
+                    .ok_or_else(|| format!("--header: not 'Name: value': {value:?}"))?;
+                o.headers.push((k.trim().to_string(), v.trim().to_string()));
+            }
+            "token" => o.tokens.push(value),
+            "connect-to" => o.connect_to.push(value),
             "rate" => {
                 let r: f64 = value
                     .parse()
@@ -292,6 +345,31 @@ mod tests {
             .expect("ok")
             .expect("options");
         assert_eq!((o.rate, o.threads), (Some(1500.5), 2));
+    }
+
+    #[test]
+    fn reaching_options() {
+        let o = parse(&args(
+            "calls --url https://mcp.example.test/mcp --ca-file a.pem --ca-file=b.pem --insecure \
+             --client-cert c.pem --client-key k.pem --header x-api-key:k1 --token t1 --token t2 \
+             --connect-to mcp.example.test:443:127.0.0.1:8443",
+        ))
+        .expect("ok")
+        .expect("options");
+        assert_eq!(o.ca_files, vec!["a.pem", "b.pem"]);
+        assert!(o.insecure);
+        assert_eq!(o.headers, vec![("x-api-key".to_string(), "k1".to_string())]);
+        assert_eq!(o.tokens, vec!["t1", "t2"]);
+        let cfg = crate::engine_config(&o);
+        assert_eq!(cfg["headers"]["x-api-key"], "k1");
+        assert_eq!(cfg["bearer_tokens"][1], "t2");
+        assert_eq!(
+            (cfg["client_cert"].as_str(), cfg["client_key"].as_str()),
+            (Some("c.pem"), Some("k.pem"))
+        );
+        assert_eq!(cfg["connect_to"][0], "mcp.example.test:443:127.0.0.1:8443");
+        assert!(parse(&args("calls --url http://x/ --header novalue")).is_err());
+        assert!(parse(&args("calls --url http://x/ --insecure=yes")).is_err());
     }
 
     #[test]

@@ -45,7 +45,23 @@ pub fn engine_config(opts: &Options) -> Value {
         "threads": opts.threads,
         "max_sessions": 10_000_000,
         "request_type": "mcpfast-load",
+        "ca_files": opts.ca_files,
+        "insecure": opts.insecure,
+        "headers": opts
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), json!(v)))
+            .collect::<serde_json::Map<String, Value>>(),
+        "bearer_tokens": opts.tokens,
+        "connect_to": opts.connect_to,
     });
+    // one without the other is the engine's error to name
+    if let Some(cert) = &opts.client_cert {
+        cfg["client_cert"] = json!(cert);
+    }
+    if let Some(key) = &opts.client_key {
+        cfg["client_key"] = json!(key);
+    }
     match opts.mode {
         Mode::Calls => {
             if let Some(rate) = opts.rate {
@@ -80,6 +96,10 @@ pub fn run(opts: Options) -> i32 {
             return 2;
         }
     };
+    let https = opts.url.starts_with("https://");
+    if https && opts.insecure {
+        eprintln!("mcpfast-load: TLS without verification: any server certificate is accepted (--insecure)");
+    }
     let started = Instant::now();
     let front = Front {
         deadline: started + opts.max_time,
@@ -139,6 +159,13 @@ impl Front {
             "mode": self.opts.mode.name(),
             "url": self.opts.url,
             "protocol_version_requested": self.opts.protocol_version,
+            "tls_verification": if !self.opts.url.starts_with("https://") {
+                "none"
+            } else if self.opts.insecure {
+                "off"
+            } else {
+                "on"
+            },
         })
     }
 
