@@ -24,12 +24,12 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from ipaddress import ip_address
 from typing import Any, Final
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 from mcpfast import core
 from mcpfast.client.errors import McpClientError
+from mcpfast.protocol.host import is_loopback
 
 __all__ = [
     "ClientCredentials",
@@ -271,14 +271,8 @@ def _allowed(url: str) -> None:
     parts = urlsplit(url)
     if parts.scheme == "https":
         return
-    if parts.scheme == "http":
-        host = parts.hostname or ""
-        try:
-            loopback = host == "localhost" or ip_address(host).is_loopback
-        except ValueError:
-            loopback = False
-        if loopback:
-            return
+    if parts.scheme == "http" and is_loopback(parts.hostname or ""):
+        return
     raise OAuthError(f"{url}: OAuth endpoints must be https (plain http only on loopback)")
 
 

@@ -218,7 +218,7 @@ class NativeDriver:
             self.environment.process_exit_code = 2  # a run that could not send fails visibly
             return False
         self.engine = engine
-        tokens = oauth.source(self.environment) if cfg["transport"] == "http" else None
+        tokens = oauth.source(self.environment)  # None over stdio
         if tokens is not None:
             tokens.listeners.append(self._new_token)
         self._stopping = False
@@ -248,7 +248,7 @@ class NativeDriver:
         self.stats.engine_cpu_s += float(self.last_status.get("cpu_s") or 0.0)
         self.engine = None
         self.users = 0
-        tokens = oauth.source(self.environment) if self.host and not option(self.environment, "mcp_command") else None
+        tokens = oauth.source(self.environment)
         if tokens is not None and self._new_token in tokens.listeners:
             tokens.listeners.remove(self._new_token)
 

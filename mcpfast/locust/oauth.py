@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -70,11 +71,20 @@ def _fetcher(how: Reach, mcp_url: str, timeout: float) -> Any:
     return fetch
 
 
+@dataclass
+class _Held:
+    """A process's token source and the greenlet that refreshes it."""
+
+    pid: int
+    source: TokenSource
+    refresher: Any = None
+
+
 def source(environment: Any) -> TokenSource | None:
     """This process's token source (None without ``--mcp-oauth-client-id``; a fork gets its own)."""
     got = getattr(environment, _ATTR, None)
-    if got is not None and got[0] == os.getpid():
-        return got[1]
+    if got is not None and got.pid == os.getpid():
+        return got.source
     how = reach(environment)
     creds = how.oauth
     if creds is None or option(environment, "mcp_command"):
@@ -98,7 +108,7 @@ def source(environment: Any) -> TokenSource | None:
         }
     )
     src = TokenSource(creds, url, _fetcher(how, url, float(option(environment, "mcp_timeout"))), report, probe=probe)
-    setattr(environment, _ATTR, (os.getpid(), src, [None]))
+    setattr(environment, _ATTR, _Held(os.getpid(), src))
     return src
 
 
@@ -124,7 +134,7 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
     src = source(environment)
     if src is None:
         return
-    keeper = getattr(environment, _ATTR)[2]
+    held = getattr(environment, _ATTR)
     try:
         if src.token is None or src.seconds_to_refresh() == 0:
             src.start()
@@ -141,14 +151,14 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
         if runner is not None:
             gevent.spawn(runner.quit)
         return
-    if keeper[0] is None or keeper[0].dead:
-        keeper[0] = gevent.spawn(_refresher, src)
+    if held.refresher is None or held.refresher.dead:
+        held.refresher = gevent.spawn(_refresher, src)
 
 
 def _on_quitting(environment: Any, **_kw: Any) -> None:
     got = getattr(environment, _ATTR, None)
-    if got is not None and got[0] == os.getpid() and got[2][0] is not None:
-        got[2][0].kill(block=False)
+    if got is not None and got.pid == os.getpid() and got.refresher is not None:
+        got.refresher.kill(block=False)
 
 
 def install(environment: Any) -> None:
