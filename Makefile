@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 
 FUZZ_SECONDS ?= 600
 
-.PHONY: help install build demo test test-rust test-python check-light redis-install haproxy-install authserver-install fmt fuzz bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
+.PHONY: help install build demo test test-fast test-rust test-python check-light redis-install haproxy-install authserver-install fmt fuzz bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
 
 # The official MCP conformance suite (npm), with Node 22 from npm (how it runs: tests/conformance/test_conformance.py).
 CONFORMANCE_VERSION ?= 0.1.16
@@ -52,8 +52,17 @@ test: install conformance-install peers-install lint redis-install haproxy-insta
 test-rust: ## cargo tests of the pure-Rust core crate, the native load engine and the HTTP load generator
 	cargo test --release -p mcpfast-core -p mcpfast-engine -p mcpfast-load --quiet
 
+# The suite runs on PYTEST_WORKERS processes (pytest-xdist), then the tests marked `serial` alone.
+PYTEST_WORKERS ?= 2
+# The inner loop: every layer's unit tests (no load runs, no npm servers), in parallel.
+FAST_TESTS := tests/protocol tests/core tests/engine tests/server tests/client tests/transports tests/auth tests/locust tests/test_exports.py tests/test_import_cycles.py
+
 test-python: install peers-install redis-install haproxy-install authserver-install ## The Python suite (both core implementations, server, swarm)
-	MCPFAST_CORE=rust $(PY) -m pytest $(PYTEST_ARGS)
+	MCPFAST_CORE=rust $(PY) -m pytest -n $(PYTEST_WORKERS) -m "not serial" $(PYTEST_ARGS)
+	MCPFAST_CORE=rust $(PY) -m pytest -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]
+
+test-fast: install ## The inner loop (< 5 min): the unit tests of every layer, in parallel (no load runs, no npm servers)
+	MCPFAST_CORE=rust $(PY) -m pytest -n $(PYTEST_WORKERS) -q $(FAST_TESTS) $(PYTEST_ARGS)
 
 fuzz: install ## Fuzz the native HTTP server and the stdio server for FUZZ_SECONDS (default 600) -> bench_results/fuzz/
 	MCPFAST_CORE=rust $(PY) tests/fuzz/fuzzer.py --seconds $(FUZZ_SECONDS) --out bench_results/fuzz
@@ -121,10 +130,11 @@ conformance: install conformance-install ## The official conformance suite again
 
 LINT_PATHS := mcpfast tests benchmarks
 
-lint: install ## ruff (format check + lint), mypy on the package, stubtest of _core.pyi, cargo fmt --check and clippy
+lint: install ## ruff (format check + lint), mypy on the package, the layer rules (lint-imports), stubtest of _core.pyi, cargo fmt --check and clippy
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 	$(PY) -m mypy.stubtest mcpfast._core --allowlist .mypy-stubtest-allowlist
 	cargo fmt --all --check
 	cargo clippy --all-targets -- -D warnings

@@ -2,6 +2,7 @@
 
 * :mod:`mcpfast.client.session` - sans-IO :class:`ClientSession` (both eras, no I/O, no gevent).
 * :mod:`mcpfast.client.errors` - failure categories (low-cardinality messages for Locust).
+* :mod:`mcpfast.client.validate` - sampled MCP JSON Schema checks of the replies.
 * :mod:`mcpfast.client.stdio` - gevent adapter over a server subprocess (imports gevent).
 * :mod:`mcpfast.client.http` - gevent adapter over geventhttpclient (imports gevent).
 

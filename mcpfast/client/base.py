@@ -71,7 +71,7 @@ class McpClient:
         if exc is None and self.validator is not None:
             v = self.validator(self.session.version)
             if v is not None and v.sample():
-                from mcpfast.locust.validate import SchemaViolation
+                from mcpfast.client.validate import SchemaViolation
 
                 try:
                     v.validate(reply.as_dict(), method=reply.method)

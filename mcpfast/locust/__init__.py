@@ -2,7 +2,6 @@
 
 * :mod:`mcpfast.locust.histogram` - HDR-style µs latency histograms (pure Python).
 * :mod:`mcpfast.locust.pacing` - open-model arrival schedule (sans-IO core + gevent adapter).
-* :mod:`mcpfast.locust.validate` - sampled MCP JSON Schema checks.
 * :mod:`mcpfast.locust.options` - the swarm's Locust command-line options.
 * :mod:`mcpfast.locust.hlog` - HdrHistogram interval logs (``.hlog``, V2 compressed; pure Python).
 * :mod:`mcpfast.locust.scenario` - workload files and discovered mixes (pure Python; a plain client).

@@ -52,12 +52,12 @@ from typing import Any
 import locust  # first: Locust's import gevent-patches the stdlib, before anything else imports it
 from locust.runners import MasterRunner, WorkerRunner
 
+from mcpfast.client.validate import Validator
 from mcpfast.locust import thresholds
 from mcpfast.locust.histogram import Histogram, HistogramSet
 from mcpfast.locust.hlog import IntervalLog, tag_of
 from mcpfast.locust.options import add_arguments, option
 from mcpfast.locust.pacing import DEFAULT_LATE_TOLERANCE, DEFAULT_MAX_LAG, OpenModelSchedule, Pacer
-from mcpfast.locust.validate import Validator
 
 __all__ = [
     "FORMAT",

@@ -14,7 +14,7 @@ request type (``"mcp-http"`` / ``"mcp-stdio"``) and a low-cardinality name (``to
 (``--mcp-rate`` > 0: open model) or the actual send time (closed model).  Failures are the
 exception classes of :mod:`mcpfast.client.errors` (connection, HTTP status, JSON-RPC error code,
 wrong id, bad SSE, invalid JSON, timeout, tool error) or
-:class:`mcpfast.locust.validate.SchemaViolation` for the sampled schema check.
+:class:`mcpfast.client.validate.SchemaViolation` for the sampled schema check.
 
 Nothing is spawned or connected at import or construction: the client is built in ``on_start``
 (so ``--processes`` forks first) and closed in ``on_stop``.

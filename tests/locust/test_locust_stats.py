@@ -154,7 +154,7 @@ def test_pure_modules_do_not_import_locust_or_gevent(child_env) -> None:
     code = (
         "import sys\n"
         "import mcpfast.locust, mcpfast.locust.histogram, mcpfast.locust.pacing\n"
-        "import mcpfast.locust.validate, mcpfast.locust.options\n"
+        "import mcpfast.client.validate, mcpfast.locust.options\n"
         "print(sorted(m for m in ('locust', 'gevent') if m in sys.modules))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, env=child_env())

@@ -128,6 +128,7 @@ def test_2_absolute_form_target_is_served(any_base: str) -> None:
         b"\x00\x01\x02\x03binary junk",
         b"GET /a b c\r\n",  # an invalid request line, no blank line after it
     ],
+    ids=["tls-client-hello", "binary", "bad-request-line"],  # random bytes would differ between test workers
 )
 def test_3_never_http_is_400_and_closed_at_once(base: str, junk: bytes) -> None:
     c = Conn(base)

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from mcpfast.locust.validate import SchemaViolation, Validator, envelope_definition, validate_message
+from mcpfast.client.validate import SchemaViolation, Validator, envelope_definition, validate_message
 
 META_2026 = {
     "io.modelcontextprotocol/clientCapabilities": {},
