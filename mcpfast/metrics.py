@@ -8,7 +8,9 @@ ASGI alike) and counts, per process:
   ``response`` for a client's answer to a server request, ``batch``, ``invalid`` for a body
   that is not JSON-RPC, ``other`` for a method MCP does not define: the label set stays
   bounded whatever clients send) or, for the other requests, by the HTTP method (``GET``,
-  ``DELETE``), and the HTTP status;
+  ``DELETE``; a request refused at the Host check too), and the HTTP status. The label is
+  read from the message the transport decoded (``request_label`` is a ``Gate`` of its pipeline,
+  placed first so it sees what later gates refuse), not from a second decode of the body;
 * ``mcpfast_http_request_seconds``: from the request's body read to its answer's end (a
   stream's whole life for SSE);
 * ``mcpfast_sessions_open``, ``mcpfast_streams_open``: handshake-era sessions held by this
@@ -25,10 +27,12 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from mcpfast import core
 from mcpfast.protocol.methods import CLIENT_NOTIFICATIONS, CLIENT_REQUESTS
+from mcpfast.transports.answers import Reply
+from mcpfast.transports.http import Deferred, HttpTransport
 
 try:
     from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
@@ -43,20 +47,24 @@ _RPC_METHODS: Final = CLIENT_REQUESTS | CLIENT_NOTIFICATIONS
 _HTTP_METHODS: Final = frozenset({"GET", "POST", "DELETE", "PUT", "PATCH", "HEAD", "OPTIONS"})
 
 
-def request_label(method: str, body: bytes) -> str:
-    """The ``method`` label of one HTTP request: the JSON-RPC method of a POST body (bounded to
-    MCP's own: ``other`` beyond them), ``response``/``batch``/``invalid``, else the HTTP method."""
-    if method != "POST" or not body:
-        return method if method in _HTTP_METHODS else "other"
-    try:
-        decoded = core.decode(body)
-    except core.JsonRpcError:
+def http_label(method: str) -> str:
+    """The ``method`` label of a request that carries no JSON-RPC message: its HTTP method."""
+    return method if method in _HTTP_METHODS else "other"
+
+
+def request_label(method: str, message: Any) -> str:
+    """The ``method`` label of one HTTP request: the JSON-RPC method of the message its POST
+    carried as the transport decoded it (bounded to MCP's own: ``other`` beyond them),
+    ``response``/``batch``/``invalid``, else (``message`` is ``None``) the HTTP method."""
+    if message is None:
+        return http_label(method)
+    if isinstance(message, core.JsonRpcError):
         return "invalid"
-    if isinstance(decoded, list):
+    if type(message) is list:
         return "batch"
-    if decoded.kind in ("result", "error"):
+    if message.kind in ("result", "error"):
         return "response"
-    rpc = decoded.method
+    rpc = message.method
     return rpc if rpc in _RPC_METHODS else "other"
 
 
@@ -65,8 +73,10 @@ class Metrics:
 
     direct_http: Final = True
 
-    def __init__(self, transport: Any, path: str = "/metrics") -> None:
+    def __init__(self, transport: HttpTransport, path: str = "/metrics") -> None:
         self.transport = transport
+        self._label: str | None = None
+        transport.gates.insert(0, self._observe)
         self.path = path
         self.max_body = transport.max_body
         self.multiprocess = bool(os.environ.get(MULTIPROC_ENV))
@@ -105,9 +115,8 @@ class Metrics:
         """This process's gauges and store counters, brought up to date (each worker keeps its own)."""
         transport = self.transport
         self.sessions.set(len(transport.sessions))
-        shared = getattr(transport, "shared", None)
-        if shared is not None:
-            store = shared.store
+        store = transport.table.store
+        if store is not None:
             if store.ops != self._seen_ops:
                 self.store_ops.inc(store.ops - self._seen_ops)
                 self._seen_ops = store.ops
@@ -115,17 +124,22 @@ class Metrics:
                 self.store_errors.inc(store.errors - self._seen_errors)
                 self._seen_errors = store.errors
 
-    def _render(self) -> tuple[int, Any, bytes]:
+    def _render(self) -> Reply:
         self._sync()
         return (200, _TEXT, generate_latest(self.registry))
 
-    def handle(self, method: str, path: str, query: bytes, headers: dict[bytes, bytes], body: bytes, root: str = "") -> Any:
+    def _observe(self, method: str, endpoint: str | None, headers: dict[bytes, bytes], message: Any) -> None:
+        """The transport's first gate: the request's label, from the message it decoded."""
+        self._label = request_label(method, message)
+
+    def handle(self, method: str, path: str, query: bytes, headers: dict[bytes, bytes], body: bytes, root: str = "") -> Reply | Deferred:
         if path == self.path:
             return self._render() if method == "GET" else (405, [(b"allow", b"GET")], b"")
         started = time.perf_counter()
-        label = request_label(method, body)
-        outcome = self.transport.handle(method, path, query, headers, body, root)
-        if type(outcome) is tuple:
+        self._label = None
+        outcome = self.transport.handle(method, path, query, headers, body, root)  # sync: _observe ran in it, or not at all
+        label = self._label if self._label is not None else http_label(method)
+        if isinstance(outcome, tuple):
             self._count(label, outcome[0], started)
             return outcome
 
@@ -154,11 +168,9 @@ class Metrics:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """ASGI (uvicorn, granian): the transport's own ASGI entry, answering through :meth:`handle`
         (``/metrics`` included), so both paths count the same requests the same way."""
-        from mcpfast.transports.http import HttpTransport
-
-        await HttpTransport.__call__(cast(HttpTransport, self), scope, receive, send)
+        await self.transport.asgi(scope, receive, send, self.handle)
 
 
-def with_metrics(transport: Any) -> Metrics:
+def with_metrics(transport: HttpTransport) -> Metrics:
     """``transport`` serving ``/metrics`` too (see the module doc)."""
     return Metrics(transport)

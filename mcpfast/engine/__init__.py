@@ -23,7 +23,7 @@ from mcpfast.engine.events import (
     RequestReceived,
 )
 from mcpfast.engine.request import InboundRequest
-from mcpfast.engine.session import CapabilityError, LifecycleError, ServerSession, State
+from mcpfast.engine.session import CapabilityError, LifecycleError, ServerSession, SessionState, State
 
 __all__ = [
     "BATCH",
@@ -43,6 +43,7 @@ __all__ = [
     "RequestCancelled",
     "RequestReceived",
     "ServerSession",
+    "SessionState",
     "State",
     "mrtr",
     "rules",

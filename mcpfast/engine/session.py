@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import orjson
 
@@ -70,7 +70,7 @@ from mcpfast.protocol.versions import (
     supports,
 )
 
-__all__ = ["CapabilityError", "LifecycleError", "ServerSession", "State"]
+__all__ = ["CapabilityError", "LifecycleError", "ServerSession", "SessionState", "State"]
 
 logger = logging.getLogger("mcpfast.engine")
 
@@ -96,6 +96,18 @@ class State(enum.Enum):
     """The handshake is complete."""
 
 
+class SessionState(NamedTuple):
+    """What of a handshake-era session another process needs to serve it (``ServerSession.snapshot``,
+    ``ServerSession.restore``): the negotiated handshake, and what ``logging/setLevel`` and
+    ``resources/subscribe`` changed since."""
+
+    version: str
+    client_capabilities: dict[str, Any]
+    client_info: dict[str, Any] | None
+    log_level: str | None = None
+    subscriptions: frozenset[str] = frozenset()
+
+
 class CapabilityError(McpError):
     """The server tried to use a feature the client did not declare (or the version lacks)."""
 
@@ -118,6 +130,7 @@ class _Batch:
 _INIT_RESULTS: dict[tuple[str, int, int, str | None], tuple[dict[str, Any], dict[str, Any], bytes]] = {}
 """Encoded ``initialize`` results; an entry holds the dicts it was made from, so a reused id is caught."""
 _EMPTY: Final[frozenset[str]] = frozenset()
+_DECODE_ERROR: Final = core.JsonRpcError
 _record: Final = tuple.__new__
 """Builds an ``Outgoing`` without a Python-level call (it is made once per message sent)."""
 _NO_OPEN: Final[dict[Any, int]] = {}
@@ -156,6 +169,11 @@ class ServerSession:
         on_output: called (with no arguments) whenever a record lands in an empty outbox, so a
             transport can wake its writer or take the records at once (``records_to_send``);
             it must not feed the session from there.
+        on_change: called (with no arguments) when what ``snapshot`` holds beyond the handshake
+            changes (the log level, the subscriptions) through this session's own input or
+            calls, never through ``restore`` (see ``share``).
+        on_stray: called with each reply (a decoded result or error) to a request this session
+            did not send; ``None``: such replies are dropped (see ``share``).
     """
 
     def __init__(
@@ -190,12 +208,8 @@ class ServerSession:
         self.log_level: str | None = None
         self.on_output: Callable[[], None] | None = None
         self.subscriptions: set[str] | frozenset[str] = _EMPTY  # a set of its own from the first subscribe
-        self.changes = 0
-        """Bumped when the log level or the subscriptions change (what other processes sharing
-        the session must be told: ``mcpfast.store.shared`` compares it around each input)."""
-        self.strays: list[Any] | None = None
-        """``None``, or a list that keeps each reply to a request this session did not send (a
-        shared store passes them on to the process that sent it; else they are dropped)."""
+        self.on_change: Callable[[], None] | None = None
+        self.on_stray: Callable[[Any], None] | None = None
         self._outbox: list[Any] = []  # Outgoing records, or (records=False) their bytes
         self._inflight: dict[int | str, InboundRequest] = {}  # the request is its own in-flight entry
         self._outgoing: dict[int | str, tuple[str, int | str | None]] = {}  # id -> (method, related request)
@@ -276,19 +290,25 @@ class ServerSession:
 
     def _open_tag(self, tag: Any) -> None:
         if tag is not None:
-            if self._open is _NO_OPEN:
-                self._open = {}
-            self._open[tag] = self._open.get(tag, 0) + 1
+            opened = self._open
+            if opened is _NO_OPEN:  # the usual case: one request per tag
+                self._open = {tag: 1}
+            else:
+                opened[tag] = opened.get(tag, 0) + 1
 
     def _close_tag(self, tag: Any) -> None:
-        if tag is not None:
-            left = self._open.get(tag, 0) - 1
-            if left > 0:
-                self._open[tag] = left
-            elif tag in self._open:
-                del self._open[tag]
-                if not self._open:
-                    self._open = _NO_OPEN  # an idle session holds no dict of its own
+        if tag is None:
+            return
+        opened = self._open
+        count = opened.get(tag)
+        if count is None:
+            return
+        if count > 1:
+            opened[tag] = count - 1
+        elif len(opened) == 1:  # the usual case: the session's only open tag
+            self._open = _NO_OPEN  # an idle session holds no dict of its own
+        else:
+            del opened[tag]
 
     # ------------------------------------------------------------------ input
 
@@ -301,27 +321,26 @@ class ServerSession:
         try:
             decoded = core.decode(data)
         except core.JsonRpcError as exc:
-            self._reply(exc.id, core.encode_error(exc.id, exc.code, exc.message), exc.code, None, tag)
-            return []
-        if type(decoded) is not list and decoded.kind == "request":  # the usual case, one call less
-            events: list[Event] = []
-            self._receive_request(decoded, events, None, tag)
-            return events
+            decoded = exc
         return self.receive_message(decoded, tag)
 
     def receive_message(self, decoded: Any, tag: Any = None) -> list[Event]:
-        """``receive`` for a message the transport already decoded (``core.decode``'s value)."""
+        """``receive`` for a message the transport already decoded: ``core.decode``'s value, or
+        the ``core.JsonRpcError`` it raised (answered here as ``receive`` answers bad bytes)."""
         events: list[Event] = []
-        if type(decoded) is list:
+        shape = type(decoded)
+        if shape is list:
             self._receive_batch(decoded, events, tag)
-            return events
-        kind = decoded.kind
-        if kind == "request":
-            self._receive_request(decoded, events, None, tag)
-        elif kind == "notification":
-            self._receive_notification(decoded, events)
+        elif shape is _DECODE_ERROR:
+            self._reply(decoded.id, core.encode_error(decoded.id, decoded.code, decoded.message), decoded.code, None, tag)
         else:
-            self._receive_reply(decoded, events)
+            kind = decoded.kind
+            if kind == "request":
+                self._receive_request(decoded, events, None, tag)
+            elif kind == "notification":
+                self._receive_notification(decoded, events)
+            else:
+                self._receive_reply(decoded, events)
         return events
 
     def receive_oversized(self, size: int, limit: int, tag: Any = None) -> None:
@@ -376,13 +395,7 @@ class ServerSession:
             meta = params.get("_meta") if type(params) is dict else None
             if meta is None or type(meta) is not dict or META_PROTOCOL_VERSION not in meta:
                 request = InboundRequest(msg, self.version, False, self.client_capabilities, self.log_level, batch, tag)  # type: ignore[arg-type]
-                self._inflight[rid] = request
-                if tag is not None and batch is None:
-                    if self._open is _NO_OPEN:  # the common case, inline: one request per tag
-                        self._open = {tag: 1}
-                    else:
-                        self._open_tag(tag)
-                events.append(RequestReceived(request))
+                self._admit(request, events)
                 return
         if rid in self._inflight:
             self._error(rid, INVALID_REQUEST, "request id already in use by a request in flight", batch, tag)
@@ -515,7 +528,8 @@ class ServerSession:
             self._error(msg.id, exc.code, exc.message, batch, tag, exc.data)
             return
         self.log_level = level
-        self.changes += 1
+        if self.on_change is not None:
+            self.on_change()
         self._reply(msg.id, core.encode_result(msg.id, {}), None, batch, tag)
 
     # ------------------------------------------------------------ stateless era
@@ -648,8 +662,8 @@ class ServerSession:
     def _receive_reply(self, msg: Any, events: list[Event]) -> None:
         sent = self._outgoing.pop(msg.id, None)
         if sent is None:  # a late reply to a request we cancelled, garbage, or another process's
-            if self.strays is not None:
-                self.strays.append(msg)
+            if self.on_stray is not None:
+                self.on_stray(msg)
             return
         method = sent[0]
         if msg.kind == "result":
@@ -698,22 +712,7 @@ class ServerSession:
         except BaseException:
             self._inflight[request_id] = request  # not answered: it stays in flight
             raise
-        tag = request._tag
-        if request.batch is None and code is None:  # the usual case, inline (``_emit`` + ``_close_tag``)
-            outbox = self._outbox
-            outbox.append(_record(Outgoing, (data, RESULT, request_id, None, True, tag, False)) if self.records else data)
-            if tag is not None:
-                opened = self._open
-                if len(opened) == 1 and opened.get(tag) == 1:  # the common case, inline
-                    self._open = _NO_OPEN
-                else:
-                    self._close_tag(tag)
-            if len(outbox) == 1 and self.on_output is not None:
-                self.on_output()
-        else:
-            if request.batch is None:
-                self._close_tag(tag)
-            self._reply(request_id, data, code, request.batch, tag, False)
+        self._answer(request, data, code)
         return True
 
     def respond_error(self, request_id: int | str, code: int, message: str, data: Any = None) -> bool:
@@ -730,10 +729,18 @@ class ServerSession:
             logger.error("the error data of %s cannot be encoded: %s", _describe(request), exc)
             reply = core.encode_error(request_id, code, message)
         del self._inflight[request_id]
-        if request.batch is None:
-            self._close_tag(request._tag)
-        self._reply(request_id, reply, code, request.batch, request._tag, False)
+        self._answer(request, reply, code)
         return True
+
+    def _answer(self, request: InboundRequest, data: bytes, code: int | None) -> None:
+        """The application's answer to ``request`` (out of the in-flight table): its tag closed, the reply emitted."""
+        tag = request._tag
+        batch = request.batch
+        if batch is None:
+            self._close_tag(tag)
+            self._emit(data, RESULT if code is None else ERROR, request.id, code, True, tag)
+        else:
+            self._reply(request.id, data, code, batch, tag, False)
 
     def _end(self, request_id: int | str, entry: InboundRequest) -> None:
         """A request left the in-flight table unanswered (cancelled): say so with an ``END`` record."""
@@ -860,13 +867,15 @@ class ServerSession:
         if self.subscriptions is _EMPTY:
             self.subscriptions = set()
         self.subscriptions.add(uri)  # type: ignore[union-attr]
-        self.changes += 1
+        if self.on_change is not None:
+            self.on_change()
 
     def unsubscribe(self, uri: str) -> None:
         """Record a ``resources/unsubscribe``."""
         if self.subscriptions is not _EMPTY:
             self.subscriptions.discard(uri)  # type: ignore[union-attr]
-        self.changes += 1
+        if self.on_change is not None:
+            self.on_change()
 
     # ------------------------------------------------- server-to-client requests
 
@@ -1017,10 +1026,52 @@ class ServerSession:
         """Ids of the server-to-client requests still awaiting an answer."""
         return list(self._outgoing)
 
-    def number_requests_from(self, first: int) -> None:
-        """Number the server-to-client requests sent from now on ``first``, ``first + 1``, ...
-        (processes serving one session give each its own range, so ids never collide)."""
-        self._next_id = first
+    # ------------------------------------------------- sessions several processes serve
+
+    def snapshot(self) -> SessionState:
+        """What another process needs to serve this session (``restore`` there).
+
+        Raises:
+            LifecycleError: no ``initialize`` was answered yet (there is nothing to share).
+        """
+        if self.version is None:
+            raise LifecycleError(INVALID_REQUEST, "the session is not initialized")
+        return SessionState(self.version, self.client_capabilities, self.client_info, self.log_level, frozenset(self.subscriptions))
+
+    def restore(self, state: SessionState) -> None:
+        """Become the session ``state`` describes (a ``snapshot`` another process took).
+
+        A new session takes the handshake (as if ``initialize`` and ``notifications/initialized``
+        had come, with nothing answered) and is ready; an initialized one, which must have
+        ``state``'s version, takes its log level and subscriptions (changes another process
+        made). ``on_change`` is not called: the change is not this session's news.
+
+        Raises:
+            ValueError: a version this session does not serve, or another than its own.
+        """
+        if self.version is None:
+            if state.version not in self.handshake_versions:
+                raise ValueError(f"protocol version {state.version!r} is not served here")
+            self.version = state.version
+            self.client_capabilities = state.client_capabilities
+            self.client_info = state.client_info
+            self.state = State.READY
+            self._direct = self._direct_methods(state.version)
+        elif state.version != self.version:
+            raise ValueError(f"the session runs {self.version!r}, not {state.version!r}")
+        self.log_level = state.log_level
+        if state.subscriptions != self.subscriptions:
+            self.subscriptions = set(state.subscriptions) if state.subscriptions else _EMPTY
+
+    def share(self, *, first_request_id: int, on_change: Callable[[], None], on_stray: Callable[[Any], None]) -> None:
+        """Serve this session together with other processes: number the server-to-client
+        requests sent from now on ``first_request_id``, ``first_request_id + 1``, ... (each
+        process its own range, so a reply names the one request it answers), call
+        ``on_change`` when what the others must learn changes, and ``on_stray`` with each reply
+        to a request another process sent."""
+        self._next_id = first_request_id
+        self.on_change = on_change
+        self.on_stray = on_stray
 
 
 def _describe(request: InboundRequest) -> str:

@@ -26,13 +26,13 @@ from mcpfast.engine import InboundRequest, NotificationReceived, ServerSession
 from mcpfast.engine.mrtr import InputRequired, StateSealer, input_required_result
 from mcpfast.engine.rules import DEFAULT_PAGE_SIZE, completion_result, input_errors_are_tool_errors, paginate
 from mcpfast.protocol import methods as m
-from mcpfast.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, McpError, resource_not_found_code
+from mcpfast.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, McpError, resource_not_found_code
 from mcpfast.protocol.meta import TASKS_EXTENSION
 from mcpfast.protocol.schema import known_fields
 from mcpfast.protocol.versions import V2025_06_18, supports
 from mcpfast.server._typeschema import function_schema, type_schema
 from mcpfast.server._validate import ArgumentValidator
-from mcpfast.server.connection import Connection
+from mcpfast.server.connection import Connection, Routes
 from mcpfast.server.content import ToolResult
 from mcpfast.server.context import Context
 from mcpfast.server.tasks import TASK_SUPPORT, Tasks, negotiated, tasks_required
@@ -46,8 +46,10 @@ logger = logging.getLogger("mcpfast.server")
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 _CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"})
 
-Handler = Callable[[InboundRequest, Any], Any]
-"""A route: returns the result (dict) at once, or an awaitable of it when work must wait."""
+Finish = Callable[[Any, Any, str], Any]
+"""``finish(subject, value, version)``: a handler's value shaped as the result of its request."""
+Failed = Callable[[Any, Exception], Any]
+"""``failed(subject, exc)``: the result of a handler that raised (a tool's ``isError`` result)."""
 
 
 class _Callable:
@@ -85,10 +87,6 @@ class _Callable:
         kwargs = {n: args[n] for n in self.names if n in args}
         kwargs[self.context_param] = ctx
         return kwargs
-
-    def call_inline(self, args: dict[str, Any], ctx: Context | None) -> Any:
-        """Call a plain sync function right here."""
-        return self.fn(**self.kwargs(args, ctx))
 
     async def call(self, args: dict[str, Any], ctx: Context | None, executor: concurrent.futures.Executor | None = None) -> Any:
         """Call the function however it must run: awaited, in a worker thread, or inline."""
@@ -233,21 +231,25 @@ class Server:
         self._list_cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._connections: set[Connection] = set()
         self._session_shared: tuple[tuple[Any, ...], dict[str, Any], dict[str, Any]] | None = None
-        self._routes: dict[str, Handler] = {
-            m.TOOLS_LIST: self._tools_list,
-            m.TOOLS_CALL: self._tools_call,
-            m.RESOURCES_LIST: self._resources_list,
-            m.RESOURCES_TEMPLATES_LIST: self._templates_list,
-            m.RESOURCES_READ: self._resources_read,
-            m.RESOURCES_SUBSCRIBE: self._subscribe,
-            m.RESOURCES_UNSUBSCRIBE: self._unsubscribe,
-            m.PROMPTS_LIST: self._prompts_list,
-            m.PROMPTS_GET: self._prompts_get,
-            m.COMPLETION_COMPLETE: self._complete,
-            m.TASKS_GET: self._tasks_method,
-            m.TASKS_UPDATE: self._tasks_method,
-            m.TASKS_CANCEL: self._tasks_method,
-        }
+        self.routes = Routes(
+            {
+                m.TOOLS_LIST: self._tools_list,
+                m.TOOLS_CALL: self._tools_call,
+                m.RESOURCES_LIST: self._resources_list,
+                m.RESOURCES_TEMPLATES_LIST: self._templates_list,
+                m.RESOURCES_READ: self._resources_read,
+                m.RESOURCES_SUBSCRIBE: self._subscribe,
+                m.RESOURCES_UNSUBSCRIBE: self._unsubscribe,
+                m.PROMPTS_LIST: self._prompts_list,
+                m.PROMPTS_GET: self._prompts_get,
+                m.COMPLETION_COMPLETE: self._complete,
+                m.TASKS_GET: self._tasks_method,
+                m.TASKS_UPDATE: self._tasks_method,
+                m.TASKS_CANCEL: self._tasks_method,
+            }
+        )
+        """What serves each method the engine admits (``Connection`` dispatches through it;
+        a method without a route is answered -32601)."""
 
     # ------------------------------------------------------------ registration
 
@@ -529,8 +531,7 @@ class Server:
         """
         conn = Connection(
             self.new_session(records=records),
-            self.handle,
-            routes=self._routes,
+            self.routes,
             request_timeout=self.request_timeout,
             on_notification=self._notified,
             on_close=self._connections.discard,
@@ -560,6 +561,11 @@ class Server:
             How many sessions were notified (0 for an unknown or already completed id).
         """
         return sum(conn.session.elicitation_complete(elicitation_id) for conn in list(self._connections))
+
+    def tool_definition(self, name: object) -> dict[str, Any] | None:
+        """The ``Tool`` definition ``tools/list`` gives for ``name`` (``None``: no such tool)."""
+        tool = self._tools.get(name) if isinstance(name, str) else None
+        return tool.definition if tool is not None else None
 
     def remove_tool(self, name: str) -> bool:
         """Stop offering tool ``name`` (``tools/list`` no longer lists it, calls get -32602).
@@ -599,10 +605,7 @@ class Server:
         Raises:
             McpError: the JSON-RPC error to answer with.
         """
-        route = self._routes.get(request.method)
-        if route is None:
-            raise McpError(METHOD_NOT_FOUND, f"method not found: {request.method}")
-        return route(request, conn)
+        return self.routes[request.method](request, conn)
 
     async def dispatch(self, request: InboundRequest, conn: Any) -> Any:
         """Serve one request the engine admitted; returns the result (``handle``, awaited).
@@ -636,24 +639,41 @@ class Server:
             self._executor = concurrent.futures.ThreadPoolExecutor(self.blocking_workers, thread_name_prefix="mcpfast-blocking")
         return self._executor
 
-    def _run(self, callable_: _Callable, args: dict[str, Any], ctx: Context | None, binding: str, finish: Callable[[Any], Any]) -> Any:
-        """Call a handler (inline when it is plain sync) and shape its value with ``finish``."""
+    def _run(
+        self,
+        callable_: _Callable,
+        args: dict[str, Any],
+        ctx: Context | None,
+        binding: str,
+        finish: Finish,
+        subject: Any,
+        version: str,
+        failed: Failed | None = None,
+    ) -> Any:
+        """Call a handler and shape its value: the result at once for a plain sync one (inline,
+        no task), else an awaitable of it.
+
+        ``finish(subject, value, version)`` makes the result; what a handler that raised
+        answers is ``_failure``'s.
+        """
         if callable_.inline:
             try:
-                value = callable_.call_inline(args, ctx)
-            except InputRequired as need:
-                return self._input_required(ctx, need, binding)
-            return finish(value)
-        return self._run_later(callable_, args, ctx, binding, finish)
+                value = callable_.fn(**callable_.kwargs(args, ctx))
+            except Exception as exc:
+                return self._failure(exc, ctx, binding, subject, failed)
+            return finish(subject, value, version)
+        running = callable_.call(args, ctx, self.executor() if callable_.blocking else None)
+        return _later(running, lambda value: finish(subject, value, version), lambda exc: self._failure(exc, ctx, binding, subject, failed))
 
-    async def _run_later(
-        self, callable_: _Callable, args: dict[str, Any], ctx: Context | None, binding: str, finish: Callable[[Any], Any]
-    ) -> Any:
-        try:
-            value = await callable_.call(args, ctx, self.executor() if callable_.blocking else None)
-        except InputRequired as need:
-            return self._input_required(ctx, need, binding)
-        return finish(value)
+    def _failure(self, exc: Exception, ctx: Context | None, binding: str, subject: Any, failed: Failed | None) -> Any:
+        """A handler raised: a question it asked (2026 MRTR) is an ``InputRequiredResult``; an
+        ``McpError`` is raised on (the JSON-RPC error), as is anything else unless ``failed``
+        makes it a result (``failed(subject, exc)``: a tool's ``isError`` result)."""
+        if isinstance(exc, InputRequired):
+            return self._input_required(ctx, exc, binding)
+        if failed is None or isinstance(exc, McpError):
+            raise exc
+        return failed(subject, exc)
 
     def _listing(self, kind: str, version: str, definition: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         key = (kind, version)
@@ -731,35 +751,8 @@ class Server:
         else:
             binding = f"tools/call:{name}"
             ctx = self._context(conn, request, callable_, binding)
-        if not callable_.inline:
-            return self._tools_call_later(tool, args, ctx, binding, request.version)
-        # The fast path: a plain sync tool runs right here, no task, no thread.
-        try:
-            if ctx is None and args.keys() <= callable_.name_set:
-                value = callable_.fn(**args)
-            else:
-                value = callable_.fn(**callable_.kwargs(args, ctx))
-        except InputRequired as need:
-            return self._input_required(ctx, need, binding)
-        except McpError:
-            raise
-        except Exception as exc:  # a tool failure is a result the model can see, not a protocol error
-            return self._tool_failed(name, exc)
-        if type(value) is str and tool.output_schema is None:
-            return {"content": [{"type": "text", "text": value}]}
-        return self._tool_result(tool, value, request.version)
-
-    async def _tools_call_later(self, tool: _Tool, args: dict[str, Any], ctx: Context | None, binding: str, version: str) -> Any:
-        callable_ = tool.callable
-        try:
-            value = await callable_.call(args, ctx, self.executor() if callable_.blocking else None)
-        except InputRequired as need:
-            return self._input_required(ctx, need, binding)
-        except McpError:
-            raise
-        except Exception as exc:  # CancelledError is a BaseException: it is not caught here
-            return self._tool_failed(tool.definition["name"], exc)
-        return self._tool_result(tool, value, version)
+        # A tool failure is a result the model can see (_tool_failed), not a protocol error.
+        return self._run(callable_, args, ctx, binding, self._tool_result, tool, request.version, self._tool_failed)
 
     async def _tools_call_task(self, tool: _Tool, args: dict[str, Any], request: InboundRequest, conn: Any) -> Any:
         """A tools/call that may become a task (the client declared the extension)."""
@@ -787,7 +780,7 @@ class Server:
 
         return await tasks.run(
             tasks.owner_of(conn), not tool.defer_task, invoke,
-            lambda value: self._tool_result(tool, value, request.version), lambda exc: self._tool_failed(name, exc), ask,
+            functools.partial(self._tool_result, tool, version=request.version), functools.partial(self._tool_failed, tool), ask,
         )  # fmt: skip
 
     def _tasks_method(self, request: InboundRequest, conn: Any) -> Any:
@@ -805,8 +798,8 @@ class Server:
         return self.tasks.cancel(owner, params)
 
     @staticmethod
-    def _tool_failed(name: str, exc: Exception) -> dict[str, Any]:
-        logger.info("tool %s failed: %r", name, exc)
+    def _tool_failed(tool: _Tool, exc: Exception) -> dict[str, Any]:
+        logger.info("tool %s failed: %r", tool.definition["name"], exc)
         return {"content": [{"type": "text", "text": str(exc) or type(exc).__name__}], "isError": True}
 
     def _tool_result(self, tool: _Tool, value: Any, version: str) -> dict[str, Any]:
@@ -863,8 +856,7 @@ class Server:
         assert isinstance(uri, str)
         binding = f"resources/read:{uri}"
         ctx = self._context(conn, request, resource.callable, binding)
-        mime_type = resource.mime_type
-        return self._run(resource.callable, variables, ctx, binding, lambda value: {"contents": _contents(value, uri, mime_type)})
+        return self._run(resource.callable, variables, ctx, binding, _resource_result, (uri, resource.mime_type), request.version)
 
     def _subscribe(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
         uri = request.params.get("uri")
@@ -896,7 +888,7 @@ class Server:
             raise McpError(INVALID_PARAMS, f"missing required arguments: {', '.join(sorted(missing))}")
         binding = f"prompts/get:{name}"
         ctx = self._context(conn, request, prompt.callable, binding)
-        return self._run(prompt.callable, args, ctx, binding, functools.partial(_prompt_result, prompt))
+        return self._run(prompt.callable, args, ctx, binding, _prompt_result, prompt, request.version)
 
     def _complete(self, request: InboundRequest, conn: Any) -> Any:
         params = request.params
@@ -927,6 +919,15 @@ class Server:
         return _completion_value(value)
 
 
+async def _later(running: Awaitable[Any], done: Callable[[Any], Any], failure: Callable[[Exception], Any]) -> Any:
+    """A handler that must wait, awaited: ``done(value)``, or ``failure(exc)`` if it raised."""
+    try:
+        value = await running
+    except Exception as exc:  # CancelledError is a BaseException: it is not caught here
+        return failure(exc)
+    return done(value)
+
+
 async def _completion_later(value: Awaitable[Any]) -> dict[str, Any]:
     return _completion_value(await value)
 
@@ -937,7 +938,12 @@ def _completion_value(value: Any) -> dict[str, Any]:
     return completion_result([str(v) for v in value or ()])
 
 
-def _prompt_result(prompt: _Prompt, value: Any) -> dict[str, Any]:
+def _resource_result(subject: tuple[str, str | None], value: Any, version: str) -> dict[str, Any]:
+    uri, mime_type = subject
+    return {"contents": _contents(value, uri, mime_type)}
+
+
+def _prompt_result(prompt: _Prompt, value: Any, version: str) -> dict[str, Any]:
     if isinstance(value, dict) and "messages" in value:
         return value
     result: dict[str, Any] = {"messages": _messages(value)}

@@ -14,7 +14,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from mcpfast.engine import (
     InboundRequest,
@@ -25,11 +25,39 @@ from mcpfast.engine import (
     ServerSession,
 )
 from mcpfast.protocol import methods as m
-from mcpfast.protocol.errors import INTERNAL_ERROR, McpError
+from mcpfast.protocol.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, McpError
 
-__all__ = ["Connection"]
+__all__ = ["Connection", "Handler", "Routes"]
 
 logger = logging.getLogger("mcpfast.server")
+
+Handler = Callable[[InboundRequest, Any], Any]
+"""A route: ``handler(request, conn)`` returns the result (dict) at once, or an awaitable of it
+when work must wait, or raises ``McpError``."""
+
+
+def method_not_found(request: InboundRequest, conn: Any) -> Any:
+    """The route of a method nothing serves: -32601."""
+    raise McpError(METHOD_NOT_FOUND, f"method not found: {request.method}")
+
+
+class Routes(dict[str, Handler]):
+    """Method name -> ``Handler``; a method without an entry gets ``default`` (``routes[method]``
+    never fails, so dispatching is one look-up and one call).
+
+    Args:
+        routes: the entries.
+        default: the handler of every other method (-32601 unless given).
+    """
+
+    __slots__ = ("default",)
+
+    def __init__(self, routes: Mapping[str, Handler] | None = None, default: Handler = method_not_found) -> None:
+        super().__init__(routes or {})
+        self.default: Final = default
+
+    def __missing__(self, method: str) -> Handler:
+        return self.default
 
 
 class Connection:
@@ -39,11 +67,8 @@ class Connection:
 
     Args:
         session: the engine session (its ``on_output`` hook is the transport's to set).
-        handle: serves one admitted request: ``handle(request, conn)`` returns the result or an
-            awaitable of it, or raises ``McpError`` (``Server.handle``: the one dispatch path).
-        routes: ``handle``'s own method table (``Server.handle`` looks the method up in it),
-            read here first so that a routed request costs one call less on the hot path; a
-            method it lacks goes to ``handle``.
+        routes: what serves each admitted request (``Server.routes``, the one dispatch table),
+            or one ``Handler`` for every method.
         request_timeout: seconds to wait for the client's answer to a server-to-client request.
         on_notification: called as ``on_notification(conn, event)`` for each client
             notification the engine hands over (``NotificationReceived``).
@@ -58,17 +83,15 @@ class Connection:
     def __init__(
         self,
         session: ServerSession,
-        handle: Callable[[InboundRequest, Connection], Any],
+        routes: Routes | Handler,
         *,
-        routes: Mapping[str, Callable[[InboundRequest, Connection], Any]] | None = None,
         request_timeout: float = 60.0,
         on_notification: Callable[[Connection, NotificationReceived], None] | None = None,
         on_close: Callable[[Connection], None] | None = None,
     ) -> None:
         self.session = session
         self.request_timeout = request_timeout
-        self._handle = handle
-        self._routes = routes if routes is not None else {}
+        self._routes = routes if isinstance(routes, Routes) else Routes(default=routes)
         self._on_notification = on_notification
         self._on_close = on_close
         self._tasks: dict[int | str, asyncio.Task[None]] = {}
@@ -89,17 +112,16 @@ class Connection:
         Plain sync handlers have answered (into the session's outbox) when this returns;
         ``tag`` comes back on the engine's records for this input (``ServerSession.receive``).
         """
-        events = self.session.receive(data, tag)
-        if len(events) == 1 and type(events[0]) is RequestReceived:  # the usual case, one call less
-            self._start(events[0].request)  # type: ignore[union-attr]
-        else:
-            self._serve_events(events)
+        self._serve_events(self.session.receive(data, tag))
 
     def feed_message(self, decoded: Any, tag: Any = None) -> None:
-        """``feed`` for a message the transport already decoded (``core.decode``'s value)."""
+        """``feed`` for a message the transport already decoded (``ServerSession.receive_message``)."""
         self._serve_events(self.session.receive_message(decoded, tag))
 
     def _serve_events(self, events: list[Any]) -> None:
+        if len(events) == 1 and type(events[0]) is RequestReceived:  # the usual case, one loop less
+            self._start(events[0].request)  # type: ignore[union-attr]
+            return
         for event in events:
             kind = type(event)
             if kind is RequestReceived:
@@ -132,8 +154,7 @@ class Connection:
         session = self.session
         rid = request.id
         try:
-            route = self._routes.get(request.method)
-            outcome = route(request, self) if route is not None else self._handle(request, self)
+            outcome = self._routes[request.method](request, self)
         except McpError as exc:
             session.respond_error(rid, exc.code, exc.message, exc.data)
             return

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, Protocol
 
 import orjson
 
-__all__ = ["Message", "SessionRecord", "SessionStore", "StoreUnavailable"]
+__all__ = ["Message", "SessionRecord", "SessionStore", "SharedEvents", "StoreUnavailable"]
 
 
 class StoreUnavailable(Exception):
@@ -46,6 +46,36 @@ class SessionRecord(NamedTuple):
         d = orjson.loads(data)
         subs = d.get("s") or ()  # Lua's cjson writes an empty list as {}
         return cls(session_id, d["v"], d["c"], d["i"], d["p"], d["t"], d.get("l"), tuple(subs))
+
+
+class SharedEvents(Protocol):
+    """SSE events kept where every process of a store reads them (``RedisEvents``), so a stream
+    resumes on any process. ``append``, ``replay`` and ``forget`` are what an HTTP transport's
+    event store does; the rest is what reading another process's events needs."""
+
+    def append(self, session: str, stream: str, data: bytes) -> str:
+        """Keep one event of ``stream``; returns its id (the write may land later)."""
+        ...
+
+    def replay(self, session: str, last_event_id: str) -> tuple[str, list[tuple[str, bytes]]] | None:
+        """The stream of ``last_event_id`` and its events after it, as ``prefetch`` fetched them."""
+        ...
+
+    def forget(self, session: str) -> None:
+        """This process stops serving the session (the events stay for the others)."""
+        ...
+
+    async def prefetch(self, session: str, last_event_id: str) -> None:
+        """Fetch what ``replay(session, last_event_id)`` will return (raises ``StoreUnavailable``)."""
+        ...
+
+    async def after(self, session: str, stream: str, last_event_id: str) -> list[tuple[str, bytes]] | None:
+        """The events kept after ``last_event_id`` on ``stream`` (``None``: an id that cannot be placed)."""
+        ...
+
+    def forwarded(self, data: bytes, eid: str) -> None:
+        """``data`` came from another process, already kept as ``eid``: ``append`` must not keep it again."""
+        ...
 
 
 Message = tuple[str, str, str]
@@ -134,8 +164,8 @@ class SessionStore(Protocol):
         """A number no other process of this store was given (``MemoryStore``: 0, alone)."""
         ...
 
-    def event_store(self, max_events: int, ttl: float) -> Any:
-        """An ``EventStore`` every process of this store reads (``None``: keep the transport's own)."""
+    def event_store(self, max_events: int, ttl: float) -> SharedEvents | None:
+        """Events every process of this store reads (``None``: keep the transport's own)."""
         ...
 
     def shared_secret(self) -> bytes | None:

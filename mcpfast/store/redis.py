@@ -371,7 +371,7 @@ class RedisStore:
 
 
 class RedisEvents:
-    """An ``EventStore`` (``mcpfast.transports.event_store``) in Redis, for resuming on any process.
+    """``SharedEvents`` in Redis, for resuming on any process.
 
     Each stream of a session is a list ``<prefix>ev:<session>:<stream>`` of ``<id> <data>``
     entries, at most ``max_events`` long (the oldest dropped), expiring ``ttl`` seconds after

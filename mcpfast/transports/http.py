@@ -14,7 +14,12 @@
 * ``GET /sse`` + ``POST /messages?session_id=…``: the 2024-11-05 transport.
 * ``/.well-known/oauth-protected-resource[/mcp]`` when an ``auth`` resource server is given.
 
-Protocol rules stay in the engine; this module maps messages to HTTP.
+Protocol rules stay in the engine; this module maps messages to HTTP. One request goes
+through ``handle`` as a pipeline: the Host check and the path (the endpoint), the body decoded
+once, the ``gates`` (checks added by ``mcpfast.stateless_only`` and ``mcpfast.metrics``),
+Origin and authentication, the session table (``mcpfast.transports.sessions``), the engine
+(``Connection.feed_message``), the routing of its records to streams
+(``mcpfast.transports.http_routing``), and the answer made from the stream.
 """
 
 from __future__ import annotations
@@ -23,7 +28,6 @@ import asyncio
 import functools
 import logging
 import secrets
-import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs
@@ -44,24 +48,39 @@ from mcpfast.protocol.host import HostRules, absolute_form
 from mcpfast.protocol.http import DEFAULT_MAX_BODY, DEFAULT_MAX_HEAD
 from mcpfast.protocol.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, STATELESS_VERSIONS, V2025_11_25, supports
-from mcpfast.transports.answers import OK_EMPTY, Reply, after, send_reply
+from mcpfast.store.base import StoreUnavailable
+from mcpfast.transports.answers import OK_EMPTY, Later, Reply, send_reply
 from mcpfast.transports.event_store import EventStore, MemoryEventStore
 from mcpfast.transports.http_routing import Stream, connect
+from mcpfast.transports.sessions import HttpSession, LocalSessions, SessionTable
 
 if TYPE_CHECKING:
     from mcpfast.auth import ResourceServer
     from mcpfast.server.app import Server
     from mcpfast.server.connection import Connection
     from mcpfast.store import SessionStore
-    from mcpfast.store.shared import SharedSessions
 
-__all__ = ["DEFAULT_MAX_BODY", "HttpTransport", "asgi_app"]
+__all__ = ["DEFAULT_MAX_BODY", "ENDPOINT_MCP", "ENDPOINT_MESSAGES", "ENDPOINT_SSE", "Gate", "HttpTransport", "asgi_app"]
 
 logger = logging.getLogger("mcpfast.transports.http")
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+ENDPOINT_MCP: Final = "mcp"
+"""The Streamable HTTP endpoint (``path``)."""
+ENDPOINT_SSE: Final = "sse"
+"""The 2024-11-05 SSE endpoint (``sse_path``)."""
+ENDPOINT_MESSAGES: Final = "messages"
+"""The 2024-11-05 POST endpoint (``messages_path``)."""
+
+Gate = Callable[[str, "str | None", dict[bytes, bytes], Any], "Reply | None"]
+"""A check of the request pipeline: ``gate(method, endpoint, headers, message)`` runs for every
+request past the Host check, before Origin and authentication. ``endpoint`` is one of the
+``ENDPOINT_*`` names (``None``: another path); ``message`` is the body of a POST to the MCP or
+messages endpoint as decoded once by the transport (``core.decode``'s value, or the
+``core.JsonRpcError`` it raised), else ``None``. A reply refuses the request with it."""
 
 
 def _modern_status(answer: Outgoing | None) -> int:
@@ -90,28 +109,11 @@ _HANDSHAKE: Final = frozenset(HANDSHAKE_VERSIONS)
 _KNOWN_VERSIONS: Final = {v.encode(): v for v in (*HANDSHAKE_VERSIONS, *STATELESS_VERSIONS)}
 _STATELESS: Final = frozenset(STATELESS_VERSIONS)
 _SSE = core.SseEncoder()
+_DECODE_ERROR: Final = core.JsonRpcError
 
 
 class _Disconnected(Exception):
     pass
-
-
-class _Session:
-    """One handshake-era (or 2024-11-05 SSE) session."""
-
-    __slots__ = ("conn", "get", "id", "last_seen", "legacy", "next_stream", "principal", "streams", "version")
-
-    def __init__(self, session_id: str, conn: Connection, get: Stream, principal: str | None, legacy: bool) -> None:
-        self.id = session_id
-        self.conn = conn
-        self.get = get
-        # POST streams still open after their POST was answered or left (a list from the first one)
-        self.streams: list[Stream] | tuple[()] = ()
-        self.principal = principal
-        self.legacy = legacy
-        self.last_seen = time.monotonic()
-        self.next_stream = 1
-        self.version: str | None = None
 
 
 def _error_body(code: int, message: str, data: Any = None, rid: int | str | None = None) -> bytes:
@@ -127,6 +129,23 @@ def _reply(status: int, body: bytes = b"", headers: Iterable[tuple[bytes, bytes]
 
 
 _NOT_FOUND: Final[Reply] = (404, _JSON, _error_body(INVALID_REQUEST, "session not found"))
+_NO_SESSION_HEADER: Final[Reply] = _reply(400, _error_body(INVALID_REQUEST, "bad request: missing Mcp-Session-Id header"))
+_RETRY: Final = (b"retry-after", b"1")
+_UNAVAILABLE: Final[Reply] = (503, (*_JSON, _RETRY), _error_body(INTERNAL_ERROR, "session store unavailable, retry later"))
+"""A session store that cannot be reached (a JSON-RPC error body, ``Retry-After``)."""
+
+
+def _full(rid: int | str | None) -> Reply:
+    """``initialize`` when the sessions are at their limit."""
+    return (503, (*_JSON, _RETRY), _error_body(INTERNAL_ERROR, "server busy: too many sessions", rid=rid))
+
+
+async def _answer(outcome: Reply | Deferred, receive: Receive, send: Send) -> None:
+    """Send an answer ``handle`` could have returned: a reply, or a deferred one run."""
+    if type(outcome) is tuple:
+        await send_reply(send, *outcome)
+    else:
+        await outcome(receive, send)  # type: ignore[operator]
 
 
 class HttpTransport:
@@ -153,7 +172,12 @@ class HttpTransport:
         json_response: answer requests that emit nothing before their reply as JSON (else SSE,
             except for the answers the engine makes itself: those are always JSON).
         store: where handshake-era sessions are kept (``mcpfast.store``): ``None`` or a
-            ``MemoryStore``, this process; a ``RedisStore``, every process that shares it.
+            ``MemoryStore``, this process (``LocalSessions``); a ``RedisStore``, every process
+            that shares it (``SharedSessions``).
+
+    Attributes:
+        table: the session table (``mcpfast.transports.sessions``).
+        gates: the pipeline's checks before Origin and authentication (see ``Gate``), in order.
     """
 
     direct_http: Final = True
@@ -191,25 +215,38 @@ class HttpTransport:
         self.session_idle_timeout = session_idle_timeout
         self.keepalive = keepalive
         self.retry_ms = retry_ms
+        events: EventStore | None = None
         if event_store is None or event_store is True:
-            event_store = MemoryEventStore()
-        self.event_store: EventStore | None = None if event_store is False else event_store  # type: ignore[assignment]
+            events = MemoryEventStore()
+        elif event_store is not False:
+            events = event_store
         self.auth = auth
         self.json_response = json_response
-        self.sessions: dict[str, _Session] = {}
-        self._reaper: asyncio.Task[None] | None = None
+        self.gates: list[Gate] = []
         self._stateless: set[Connection] = set()
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self.shared: SharedSessions | None = None
-        """Sessions shared with other processes through ``store`` (``None``: this process only)."""
+        self.table: SessionTable
         if store is not None and store.shared:
-            from mcpfast.store.shared import SharedSessions
+            from mcpfast.transports.shared_sessions import SharedSessions
 
-            self.shared = SharedSessions(self, store)
+            self.table = SharedSessions(server, store, event_store=events, max_sessions=max_sessions, idle_timeout=session_idle_timeout)
+        else:
+            self.table = LocalSessions(server, event_store=events, max_sessions=max_sessions, idle_timeout=session_idle_timeout)
+        self.event_store: EventStore | None = self.table.event_store
+        """Where SSE events are kept (the shared store's, when the table has one)."""
+
+    @property
+    def sessions(self) -> dict[str, HttpSession]:
+        """The handshake-era sessions this process serves, by id (the table's)."""
+        return self.table.sessions
 
     # ---------------------------------------------------------------- entry
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.asgi(scope, receive, send, self.handle)
+
+    async def asgi(self, scope: Scope, receive: Receive, send: Send, handle: Callable[..., Reply | Deferred]) -> None:
+        """The ASGI interface answering through ``handle`` (this transport's, or a wrapper's with
+        the same signature): the body read under ``max_body``, lifespan events, the head limit."""
         kind = scope["type"]
         if kind == "http":
             path: str = scope["path"]
@@ -243,11 +280,7 @@ class HttpTransport:
                     await send_reply(send, *read)
                     return
                 body = read  # type: ignore[assignment]
-            outcome = self.handle(method, path, scope.get("query_string", b""), headers, body, root)
-            if type(outcome) is tuple:
-                await send_reply(send, *outcome)
-            else:
-                await outcome(receive, send)  # type: ignore[operator]
+            await _answer(handle(method, path, scope.get("query_string", b""), headers, body, root), receive, send)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
 
@@ -264,20 +297,39 @@ class HttpTransport:
         if refused is not None:
             return _reply(refused[0], _error_body(INVALID_REQUEST, refused[1]))
         if path == self.path or (path.endswith("/") and path[:-1] == self.path):
+            endpoint: str | None = ENDPOINT_MCP
+        elif self.sse_path is not None and path == self.sse_path:
+            endpoint = ENDPOINT_SSE
+        elif self.sse_path is not None and path == self.messages_path:
+            endpoint = ENDPOINT_MESSAGES
+        else:
+            endpoint = None
+        message: Any = None
+        if method == "POST" and (endpoint is ENDPOINT_MCP or endpoint is ENDPOINT_MESSAGES):
+            try:  # the body is decoded here, once: every later step reads this
+                message = core.decode(body)
+            except core.JsonRpcError as exc:
+                message = exc
+        if self.gates:
+            for gate in self.gates:
+                answer = gate(method, endpoint, headers, message)
+                if answer is not None:
+                    return answer
+        if endpoint is ENDPOINT_MCP:
             origin = headers.get(b"origin")
             if origin is not None and not self._origin_ok(origin):
                 return _reply(403, _error_body(INVALID_REQUEST, "forbidden: origin not allowed"))
             if self.auth is not None:
-                return self._authenticated(headers, functools.partial(self._mcp, method, headers, body))
-            return self._mcp(method, headers, body, None)
-        if self.sse_path is not None and path == self.sse_path:
+                return self._authenticated(headers, functools.partial(self._mcp, method, headers, message))
+            return self._mcp(method, headers, message, None)
+        if endpoint is ENDPOINT_SSE:
             if method != "GET":
                 return _reply(405, b"", [(b"allow", b"GET")])
             return self._checked(headers, functools.partial(self._legacy_open, root))
-        if self.sse_path is not None and path == self.messages_path:
+        if endpoint is ENDPOINT_MESSAGES:
             if method != "POST":
                 return _reply(405, b"", [(b"allow", b"POST")])
-            return self._checked(headers, functools.partial(self._legacy_post, query, headers, body))
+            return self._checked(headers, functools.partial(self._legacy_post, query, headers, body, message))
         auth = self.auth
         if auth is not None and path.startswith("/.well-known/oauth-protected-resource"):
             return lambda receive, send: auth.serve_metadata(path, {"method": method}, send)
@@ -295,18 +347,9 @@ class HttpTransport:
 
     async def aclose(self) -> None:
         """Close every session and stateless connection (server shutdown)."""
-        if self.shared is not None:
-            await self.shared.aclose()  # the sessions stay in the store for the other processes
-        for sess in list(self.sessions.values()):
-            await self._end_session(sess)
+        await self.table.aclose()  # a shared table's sessions stay in the store for the other processes
         for conn in list(self._stateless):
             await conn.close()
-        reaper, self._reaper = self._reaper, None
-        if reaper is not None:
-            reaper.cancel()
-            await asyncio.gather(reaper, return_exceptions=True)  # ended, not left pending on a closing loop
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
 
     # ------------------------------------------------------------- checks
 
@@ -332,17 +375,13 @@ class HttpTransport:
             if isinstance(outcome, tuple):
                 await send_reply(send, *outcome)
                 return
-            result = then(outcome.subject)
-            if type(result) is tuple:
-                await send_reply(send, *result)
-            else:
-                await result(receive, send)  # type: ignore[operator]
+            await _answer(then(outcome.subject), receive, send)
 
         return deferred
 
     # -------------------------------------------------------- /mcp endpoint
 
-    def _mcp(self, method: str, headers: dict[bytes, bytes], body: bytes, principal: str | None) -> Reply | Deferred:
+    def _mcp(self, method: str, headers: dict[bytes, bytes], message: Any, principal: str | None) -> Reply | Deferred:
         raw_version = headers.get(b"mcp-protocol-version")
         version: str | None = None
         if raw_version is not None:
@@ -356,35 +395,61 @@ class HttpTransport:
                         {"supported": [*HANDSHAKE_VERSIONS, *STATELESS_VERSIONS]},
                     ),
                 )
-        shared = self.shared
-        if shared is not None and version not in _STATELESS:  # a session cached elsewhere: load it first
-            raw = headers.get(b"mcp-session-id")  # (held here, and no stream to resume: nothing to load)
-            if raw is not None and (method == "GET" or raw.decode("latin-1") not in self.sessions):
-                loading = shared.prepare(method, headers, body, principal)
-                if loading is not None:
-                    return loading
+        # The session table: the session the request names (2026 requests name none).
+        raw = headers.get(b"mcp-session-id") if version is None or version in _HANDSHAKE else None
+        if raw is None:
+            return self._serve(method, headers, message, version, principal, False, None)
+        session_id = raw.decode("latin-1")
+        sess = self.table.lookup(session_id, principal)
+        if sess is None or method == "GET":  # made by another process, or a stream to resume: the table may load it first
+            resume = headers.get(b"last-event-id") if method == "GET" else None
+            loading = self.table.load(session_id, principal, None if resume is None else resume.decode("latin-1"))
+            if loading is not None:
+                return self._loaded(
+                    loading, functools.partial(self._serve_loaded, method, headers, message, version, principal, session_id)
+                )
+        return self._serve(method, headers, message, version, principal, True, sess)
+
+    def _serve_loaded(
+        self, method: str, headers: dict[bytes, bytes], message: Any, version: str | None, principal: str | None, session_id: str
+    ) -> Reply | Deferred:
+        return self._serve(method, headers, message, version, principal, True, self.table.lookup(session_id, principal))
+
+    def _loaded(self, loading: Awaitable[None], then: Callable[[], Reply | Deferred]) -> Deferred:
+        """``then()``'s answer once the table has what the request needs (503 if the store cannot be reached)."""
+
+        async def deferred(receive: Receive, send: Send) -> None:
+            try:
+                await loading
+            except StoreUnavailable:
+                await send_reply(send, *_UNAVAILABLE)
+                return
+            await _answer(then(), receive, send)
+
+        return deferred
+
+    def _serve(
+        self,
+        method: str,
+        headers: dict[bytes, bytes],
+        message: Any,
+        version: str | None,
+        principal: str | None,
+        named: bool,
+        sess: HttpSession | None,
+    ) -> Reply | Deferred:
+        """One request to the endpoint, its session looked up (``named``: it carried a session id; ``sess``: held here)."""
         if method == "POST":
-            return self._post(headers, body, version, principal)
+            return self._post(headers, message, version, principal, named, sess)
         if method == "GET":
             if version in _STATELESS:
                 return (405, [(b"allow", b"POST")], b"")
-            return self._get(headers, principal)
+            return self._get(headers, named, sess)
         if method == "DELETE":
             if version in _STATELESS:
                 return (405, [(b"allow", b"POST")], b"")
-            return self._delete(headers, principal)
+            return self._delete(named, sess)
         return (405, [(b"allow", b"GET, POST, DELETE")], b"")
-
-    def _find(self, headers: dict[bytes, bytes], principal: str | None) -> _Session | None | bool:
-        """The session named by the request: a ``_Session``, ``None`` (unknown) or False (no header)."""
-        raw = headers.get(b"mcp-session-id")
-        if raw is None:
-            return False
-        sess = self.sessions.get(raw.decode("latin-1"))
-        if sess is None or sess.legacy or sess.principal != principal:
-            return None
-        sess.last_seen = time.monotonic()
-        return sess
 
     async def _read_body(self, receive: Receive, headers: dict[bytes, bytes]) -> bytes | Reply:
         """The whole request body over ASGI, or the 400/413 reply (raises _Disconnected)."""
@@ -417,108 +482,91 @@ class HttpTransport:
             chunks.append(chunk)
             size += len(chunk)
 
-    def _post(self, headers: dict[bytes, bytes], body: bytes, version: str | None, principal: str | None) -> Reply | Deferred:
+    def _post(
+        self, headers: dict[bytes, bytes], message: Any, version: str | None, principal: str | None, named: bool, sess: HttpSession | None
+    ) -> Reply | Deferred:
         if not wire.accepts(headers.get(b"accept"), True, True):
             return _reply(406, _error_body(INVALID_REQUEST, "Accept must list application/json and text/event-stream"))
         if not wire.is_json(headers.get(b"content-type")):
             return _reply(415, _error_body(INVALID_REQUEST, "Content-Type must be application/json"))
+        if sess is not None:
+            return self._post_session(sess, message)
         modern = version is not None and version not in _HANDSHAKE  # 2026-07-28, or unknown (answered -32022)
-        sess = None if modern else self._find(headers, principal)
-        if sess is None and not modern:
+        if named and not modern:
             return _NOT_FOUND
-        if sess is not None and sess is not False:
-            return self._post_session(sess, body)  # type: ignore[arg-type]
         # No session: initialize, a 2026 request, or an error.
-        try:
-            decoded = core.decode(body)
-        except core.JsonRpcError as exc:
-            return _reply(400, _error_body(exc.code, exc.message, rid=exc.id))
-        if isinstance(decoded, list):
+        if type(message) is _DECODE_ERROR:
+            return _reply(400, _error_body(message.code, message.message, rid=message.id))
+        if type(message) is list:
             return _reply(400, _error_body(INVALID_REQUEST, "a batch needs a session (send initialize first)"))
-        if decoded.kind == "request" and decoded.method == m.INITIALIZE and not modern:
-            return self._initialize(decoded, principal)
-        if not modern and decoded.kind == "request":
-            meta = _meta(decoded)
-            modern = META_PROTOCOL_VERSION in meta or decoded.method == m.SERVER_DISCOVER
+        if message.kind == "request" and message.method == m.INITIALIZE and not modern:
+            return self._initialize(message, principal)
+        if not modern and message.kind == "request":
+            modern = META_PROTOCOL_VERSION in _meta(message) or message.method == m.SERVER_DISCOVER
         if not modern:
-            return _reply(400, _error_body(INVALID_REQUEST, "bad request: missing Mcp-Session-Id header"))
-        return self._post_stateless(decoded, headers, version, principal)
+            return _NO_SESSION_HEADER
+        return self._post_stateless(message, headers, version, principal)
 
     # ------------------------------------------------------ handshake era
 
     def _initialize(self, decoded: Any, principal: str | None) -> Reply | Deferred:
-        if len(self.sessions) >= self.max_sessions:
-            return _reply(503, _error_body(INTERNAL_ERROR, "server busy: too many sessions", rid=decoded.id), [(b"retry-after", b"1")])
-        sess, body = self._open_session(secrets.token_urlsafe(24), decoded, principal)
-        if sess is None:  # refused: no session is kept
+        table = self.table
+        if not table.has_room():
+            return _full(decoded.id)
+        sess = table.new_session(secrets.token_urlsafe(24), principal)
+        stream = Stream()
+        sess.conn.feed_message(decoded, stream)
+        answer = stream.answer
+        body = answer.data if answer is not None else b""
+        version = sess.conn.session.version
+        if version is None:  # refused: no session is kept
+            table.discard(sess)
             return (200 if body else 202, _JSON if body else (), body)
-        if self.shared is not None:  # kept in the shared store first (mcpfast/store/shared.py)
-            return self.shared.initialize(sess, body)
-        self._install(sess)
-        return (200, [(b"mcp-session-id", sess.id.encode()), *_JSON], body)
+        sess.version = version
+        opened: Reply = (200, [(b"mcp-session-id", sess.id.encode()), *_JSON], body)
+        kept = table.open(sess)
+        if kept is None:
+            return opened
+        return Later(kept, functools.partial(_opened, opened, decoded.id))  # answered once the table kept it
 
-    def _open_session(self, session_id: str, decoded: Any, principal: str | None) -> tuple[_Session | None, bytes]:
-        """Feed ``initialize`` to a new connection: the session (``None`` if refused) and the reply."""
-        get = Stream("0", keep=True, session_id=session_id, store=self.event_store)
-        get.attached = False
-        get.sse = True
-        conn = connect(self.server, get)
+    def _post_session(self, sess: HttpSession, message: Any) -> Reply | Deferred:
         stream = Stream()
-        conn.feed_message(decoded, stream)
-        body = stream.buf.pop(0) if stream.buf else b""
-        if conn.session.version is None:
-            self._finish(conn.close_now())
-            return None, body
-        sess = _Session(session_id, conn, get, principal, legacy=False)
-        sess.version = conn.session.version
-        return sess, body
-
-    def _install(self, sess: _Session) -> None:
-        self.sessions[sess.id] = sess
-        self._ensure_reaper()
-
-    def _post_session(self, sess: _Session, body: bytes) -> Reply | Deferred:
-        conn = sess.conn
-        shared = self.shared
-        stream = Stream()
-        engine = conn.session
-        changes = engine.changes
         try:
-            conn.feed(body, stream)
+            sess.conn.feed_message(message, stream)
         except Exception:
             logger.exception("unexpected failure handling a POST")
             return _reply(500, _error_body(INTERNAL_ERROR, "internal error"))
-        if shared is not None:  # mcpfast/store/shared.py
-            if engine.strays:  # replies to requests another process sent: passed on to it
-                shared.forward_strays(sess, body)
-            if engine.changes != changes:  # a change every process must see before the answer
-                stored = shared.after_post(sess)
-                if stored is not None:
-                    return shared.after_stored(stored, self._post_answer(sess, stream))
-        return self._post_answer(sess, stream)
+        answer = self._post_answer(sess, stream)
+        pending = sess.pending
+        if pending is None:
+            return answer
+        sess.pending = None  # a change other processes must see before the client does
+        return self._after(pending, answer)
 
-    def _post_answer(self, sess: _Session, stream: Stream) -> Reply | Deferred:
+    @staticmethod
+    def _after(pending: Awaitable[None], answer: Reply | Deferred) -> Deferred:
+        async def deferred(receive: Receive, send: Send) -> None:
+            await pending
+            await _answer(answer, receive, send)
+
+        return deferred
+
+    def _post_answer(self, sess: HttpSession, stream: Stream) -> Reply | Deferred:
         """The answer to a session's POST once the engine took it: JSON, 202, or its stream."""
-        conn = sess.conn
         if stream.closed:
             if stream.as_json(self.json_response):  # answered alone: inline or by the engine
-                answer = stream.answer
-                return (_session_status(answer) if answer.kind == ERROR else 200, _JSON, stream.buf[0])  # type: ignore[union-attr]
-        elif not stream.buf and not conn.session.answering(stream):
+                answer: Outgoing = stream.answer  # type: ignore[assignment]
+                return (_session_status(answer) if answer.kind == ERROR else 200, _JSON, answer.data)
+        elif stream.empty and not sess.conn.session.answering(stream):
             return _ACCEPTED  # a notification or a response: nothing is owed
         if not stream.closed:
-            streams = sess.streams
-            if type(streams) is tuple:
-                streams = sess.streams = []
-            elif len(streams) >= 8:
-                streams[:] = [s for s in streams if not s.closed]
-            streams.append(stream)  # type: ignore[union-attr]
+            sess.keep_stream(stream)
         return functools.partial(self._respond, stream, sess, (), None)
 
     async def _respond(
         self,
         stream: Stream,
-        sess: _Session | None,
+        sess: HttpSession | None,
         headers: Iterable[tuple[bytes, bytes]],
         conn: Connection | None,
         receive: Receive,
@@ -527,7 +575,7 @@ class HttpTransport:
         """Answer a POST from its stream: JSON when the reply comes first and alone, else SSE."""
         watch: asyncio.Task[None] | None = None
         try:
-            if not stream.buf and not stream.closed:
+            if stream.empty and not stream.closed:
                 if conn is None:
                     await stream.wait()
                 else:  # 2026: the client going away cancels the request
@@ -537,10 +585,12 @@ class HttpTransport:
                     if watch.done():
                         return
             if stream.as_json(self.json_response):
-                data = stream.buf.pop(0)
+                answer = stream.answer
+                assert answer is not None
+                stream.drain()
                 # a 2026 reply's status follows its error code, whether it came at once or later
-                status = _session_status(stream.answer) if conn is None else _modern_status(stream.answer)
-                await send_reply(send, status, [*headers, *_JSON], data)
+                status = _session_status(answer) if conn is None else _modern_status(answer)
+                await send_reply(send, status, [*headers, *_JSON], answer.data)
                 return
             # Otherwise SSE, also for a request that ends without an answer (cancelled: the
             # server sends none, and a request is answered with JSON or a stream, never 202).
@@ -557,7 +607,7 @@ class HttpTransport:
     async def _stream_sse(
         self,
         stream: Stream,
-        sess: _Session | None,
+        sess: HttpSession | None,
         send: Send,
         watch: asyncio.Future[None],
         headers: Iterable[tuple[bytes, bytes]],
@@ -567,8 +617,7 @@ class HttpTransport:
         """Send ``stream`` as SSE until it closes or the client goes away."""
         store = self.event_store if sess is not None and not sess.legacy else None
         if store is not None and sess is not None and not stream.key:
-            stream.key = str(sess.next_stream)
-            sess.next_stream += 1
+            stream.key = sess.stream_key()
             stream.session_id = sess.id
             stream.store = store
         stream.sse = True
@@ -586,9 +635,7 @@ class HttpTransport:
         keepalive = self.keepalive
         try:
             while True:
-                buf = stream.buf
-                while buf:
-                    data = buf.pop(0)
+                for data in stream.drain():
                     eid = store.append(sess.id, stream.key, data) if store is not None and sess is not None else None
                     chunk += _SSE.encode(data, id=eid, event=event)
                 if stream.closed:  # the last events go out with the end of the body, in one write
@@ -609,39 +656,38 @@ class HttpTransport:
         finally:
             stream.attached = False
             if not stream.closed and store is not None and sess is not None:
-                while stream.buf:  # not yet sent: keep it for a resuming client
-                    store.append(sess.id, stream.key, stream.buf.pop(0))
+                for data in stream.drain():  # not yet sent: keep it for a resuming client
+                    store.append(sess.id, stream.key, data)
 
-    def _get(self, headers: dict[bytes, bytes], principal: str | None) -> Reply | Deferred:
+    def _get(self, headers: dict[bytes, bytes], named: bool, sess: HttpSession | None) -> Reply | Deferred:
         if not wire.accepts(headers.get(b"accept"), False, True):
             return _reply(406, _error_body(INVALID_REQUEST, "Accept must list text/event-stream"))
-        sess = self._find(headers, principal)
-        if sess is False:
-            return _reply(400, _error_body(INVALID_REQUEST, "bad request: missing Mcp-Session-Id header"))
+        if not named:
+            return _NO_SESSION_HEADER
         if sess is None:
             return _NOT_FOUND
-        assert isinstance(sess, _Session)
         last = headers.get(b"last-event-id")
         if last is not None and self.event_store is not None:
-            found = self.event_store.replay(sess.id, last.decode("latin-1"))
+            last_id = last.decode("latin-1")
+            found = self.event_store.replay(sess.id, last_id)
             if found is None:
                 return _reply(404, _error_body(INVALID_REQUEST, "unknown Last-Event-ID"))
             key, events = found
-            live = sess.get if key == sess.get.key else next((s for s in sess.streams if s.key == key and not s.closed), None)
+            live = sess.find_stream(key)
             if live is not None and live.attached:
                 return _reply(409, _error_body(INVALID_REQUEST, "stream already has a reader"))
-            if live is None and self.shared is not None:  # live on another process: followed through the store
-                live = self.shared.follow(sess, key, last.decode("latin-1"), events)
+            if live is None:  # live in another process: followed through the store (a shared table)
+                live = self.table.follow(sess, key, last_id, events)
             if live is None:
                 live = Stream(key)
-                live.closed = True
+                live.finish()
             return functools.partial(self._serve_stream, live, sess, events)
         if sess.get.attached:
             return _reply(409, _error_body(INVALID_REQUEST, "a GET stream is already open for this session"))
         return functools.partial(self._serve_stream, sess.get, sess, None)
 
     async def _serve_stream(
-        self, stream: Stream, sess: _Session, replay: list[tuple[str, bytes]] | None, receive: Receive, send: Send
+        self, stream: Stream, sess: HttpSession, replay: list[tuple[str, bytes]] | None, receive: Receive, send: Send
     ) -> None:
         watch = asyncio.ensure_future(_wait_disconnect(receive))
         try:
@@ -649,112 +695,49 @@ class HttpTransport:
         finally:
             watch.cancel()
 
-    def _delete(self, headers: dict[bytes, bytes], principal: str | None) -> Reply | Deferred:
-        sess = self._find(headers, principal)
-        if sess is False:
-            return _reply(400, _error_body(INVALID_REQUEST, "bad request: missing Mcp-Session-Id header"))
+    def _delete(self, named: bool, sess: HttpSession | None) -> Reply | Deferred:
+        if not named:
+            return _NO_SESSION_HEADER
         if sess is None:
             return _NOT_FOUND
-        assert isinstance(sess, _Session)
-        if self.shared is not None:  # ended in the shared store, then on every process
-            return self.shared.delete(sess)
-        tasks = self._end_session_now(sess)
-        if not tasks:
+        ended = self.table.end(sess)
+        if ended is None:
             return OK_EMPTY
-        return after(asyncio.gather(*tasks, return_exceptions=True), OK_EMPTY)  # answered once its handlers wound down
-
-    def _end_session_now(self, sess: _Session) -> list[asyncio.Task[Any]]:
-        """End a session at once; returns the handler tasks still winding down (cancelled)."""
-        if self.sessions.pop(sess.id, None) is None:
-            return []
-        try:
-            return sess.conn.close_now()
-        finally:
-            for stream in sess.streams:
-                stream.finish()
-            sess.streams = ()
-            sess.get.finish()
-            if self.event_store is not None:
-                self.event_store.forget(sess.id)
-
-    async def _end_session(self, sess: _Session) -> None:
-        tasks = self._end_session_now(sess)
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-    def _finish(self, tasks: list[asyncio.Task[Any]]) -> None:
-        """Let cancelled handler tasks wind down in the background (kept referenced until done)."""
-        for task in tasks:
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-    def _ensure_reaper(self) -> None:
-        if self._reaper is None or self._reaper.done():
-            self._reaper = asyncio.get_running_loop().create_task(self._reap())
-
-    async def _reap(self) -> None:
-        """Close sessions idle longer than the timeout; ends when no session is left."""
-        timeout = self.session_idle_timeout
-        period = max(0.05, min(timeout / 4, 30.0))
-        while self.sessions:
-            await asyncio.sleep(period)
-            now = time.monotonic()
-            for sess in list(self.sessions.values()):
-                if now - sess.last_seen < timeout:
-                    continue
-                busy = sess.get.attached or sess.conn.in_flight or any(s.attached and not s.closed for s in sess.streams)
-                if busy and not sess.legacy:
-                    continue
-                if sess.legacy and sess.get.attached:
-                    continue
-                await self._end_session(sess)
+        return Later(ended, _ended)  # answered once it ended everywhere and its handlers here wound down
 
     # ------------------------------------------------------------ 2024-11-05
 
     def _legacy_open(self, root: str, principal: str | None) -> Reply | Deferred:
-        if len(self.sessions) >= self.max_sessions:
+        if not self.table.has_room():
             return _reply(503, _error_body(INTERNAL_ERROR, "server busy: too many sessions"))
         return functools.partial(self._legacy_sse, root, principal)
 
     async def _legacy_sse(self, root: str, principal: str | None, receive: Receive, send: Send) -> None:
-        session_id = secrets.token_urlsafe(24)
-        stream = Stream("0", keep=True)
-        conn = connect(self.server, stream)
-        sess = _Session(session_id, conn, stream, principal, legacy=True)
-        self.sessions[session_id] = sess
-        self._ensure_reaper()
-        shared = self.shared
-        endpoint = f"{root}{self.messages_path}?session_id={session_id}"
+        sess = self.table.new_session(secrets.token_urlsafe(24), principal, legacy=True)
+        endpoint = f"{root}{self.messages_path}?session_id={sess.id}"
         watch = asyncio.ensure_future(_wait_disconnect(receive))
         try:
-            if shared is not None:  # POSTs landing on other processes come here (mcpfast/store/shared.py)
-                await shared.legacy_opened(sess)
+            await self.table.open_legacy(sess)  # before the endpoint is sent: POSTs may come then
             await send({"type": "http.response.start", "status": 200, "headers": list(_SSE_HEADERS)})
             await send({"type": "http.response.body", "body": _SSE.encode(endpoint, event="endpoint"), "more_body": True})
-            await self._stream_sse(stream, sess, send, watch, (), started=True)
+            await self._stream_sse(sess.get, sess, send, watch, (), started=True)
         finally:
             watch.cancel()
-            await self._end_session(sess)
-            if shared is not None:
-                shared.legacy_closed(session_id)
+            await self.table.close_legacy(sess)
 
-    def _legacy_post(self, query: bytes, headers: dict[bytes, bytes], body: bytes, principal: str | None) -> Reply | Deferred:
+    def _legacy_post(self, query: bytes, headers: dict[bytes, bytes], body: bytes, message: Any, principal: str | None) -> Reply | Deferred:
         parsed = parse_qs(query.decode("latin-1"))
         session_id = (parsed.get("session_id") or [""])[0]
-        sess = self.sessions.get(session_id)
         if not session_id:
             return _reply(400, _error_body(INVALID_REQUEST, "missing session_id"))
-        if sess is not None and (not sess.legacy or sess.principal != principal):
-            return _NOT_FOUND
+        sess = self.table.lookup(session_id, principal, legacy=True)
         if not wire.is_json(headers.get(b"content-type")):
             return _reply(415, _error_body(INVALID_REQUEST, "Content-Type must be application/json"))
-        if sess is None:
-            if self.shared is not None:  # its /sse stream may be open on another process: passed on there
-                return self.shared.legacy_post(session_id, principal, body, _LEGACY_ACCEPTED, _NOT_FOUND)
-            return _NOT_FOUND
-        sess.last_seen = time.monotonic()
+        if sess is None:  # its /sse stream may be open in another process: passed on there
+            passing = self.table.pass_on(session_id, principal, body)
+            return _NOT_FOUND if passing is None else _passed_on(passing)
         try:
-            sess.conn.feed(body)
+            sess.conn.feed_message(message)
         except Exception:
             logger.exception("unexpected failure handling a POST")
         return _LEGACY_ACCEPTED
@@ -795,9 +778,42 @@ class HttpTransport:
         conn.feed_message(decoded, stream)
         if stream.as_json(self.json_response):  # answered by the engine or a sync handler
             self._stateless.discard(conn)
-            self._finish(conn.close_now())
-            return (_modern_status(stream.answer), _JSON, stream.buf[0])
+            self.table.finish(conn.close_now())
+            answer: Outgoing = stream.answer  # type: ignore[assignment]
+            return (_modern_status(answer), _JSON, answer.data)
         return functools.partial(self._respond, stream, None, (), conn)
+
+
+def _opened(opened: Reply, rid: int | str | None, kept: asyncio.Future[bool]) -> Reply:
+    """The answer to an ``initialize`` once the table kept its session (or could not)."""
+    try:
+        ok = kept.result()
+    except (StoreUnavailable, asyncio.CancelledError):
+        return _UNAVAILABLE
+    return opened if ok else _full(rid)
+
+
+def _ended(ended: asyncio.Future[None]) -> Reply:
+    """The answer to a DELETE once the table ended its session (or could not)."""
+    try:
+        ended.result()
+    except (StoreUnavailable, asyncio.CancelledError):
+        return _UNAVAILABLE
+    return OK_EMPTY
+
+
+def _passed_on(passing: Awaitable[bool]) -> Deferred:
+    """A 2024-11-05 POST passed on to the process holding its session: 202 once delivered, 404 when nobody holds it."""
+
+    async def deferred(receive: Receive, send: Send) -> None:
+        try:
+            delivered = await passing
+        except StoreUnavailable:
+            await send_reply(send, *_UNAVAILABLE)
+            return
+        await send_reply(send, *(_LEGACY_ACCEPTED if delivered else _NOT_FOUND))
+
+    return deferred
 
 
 def _meta(decoded: Any) -> dict[str, Any]:
@@ -806,15 +822,14 @@ def _meta(decoded: Any) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-_PARAM_CACHE: dict[int, tuple[Any, list[tuple[bytes, tuple[str, ...]]]]] = {}
+_PARAM_CACHE: dict[int, tuple[dict[str, Any], list[tuple[bytes, tuple[str, ...]]]]] = {}
 
 
-def _check_param_headers(server: Any, decoded: Any, headers: dict[bytes, bytes]) -> str | None:
+def _check_param_headers(server: Server, decoded: Any, headers: dict[bytes, bytes]) -> str | None:
     """SEP-2243 ``Mcp-Param-*``: each annotated argument must match its header (-32020)."""
-    tool = server._tools.get(decoded.param("name"))
-    if tool is None:
+    definition = server.tool_definition(decoded.param("name"))
+    if definition is None:
         return None
-    definition = tool.definition
     cached = _PARAM_CACHE.get(id(definition))
     if cached is None or cached[0] is not definition:
         cached = _PARAM_CACHE[id(definition)] = (definition, wire.param_annotations(definition.get("inputSchema")))

@@ -90,6 +90,16 @@ class Stream:
             answer is not None and (json_response or answer.by_engine) and self.closed and len(self.buf) == 1 and answer.data is self.buf[0]
         )
 
+    @property
+    def empty(self) -> bool:
+        """No message is waiting to be sent."""
+        return not self.buf
+
+    def drain(self) -> list[bytes]:
+        """Take every message waiting to be sent, in order."""
+        out, self.buf = self.buf, []
+        return out
+
     def finish(self) -> None:
         if not self.closed:
             self.closed = True

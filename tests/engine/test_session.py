@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
+from mcpfast import core
 from mcpfast.engine import (
     CapabilityError,
     Initialized,
@@ -16,6 +17,7 @@ from mcpfast.engine import (
     RequestCancelled,
     RequestReceived,
     ServerSession,
+    SessionState,
     State,
 )
 from mcpfast.protocol import validate
@@ -600,30 +602,83 @@ def test_url_elicitation_refused(version: str, caps: dict[str, Any]) -> None:
     assert form_ok == 0
 
 
-def test_replies_to_requests_it_did_not_send_are_kept_only_when_asked() -> None:
+def test_replies_to_requests_it_did_not_send_go_to_on_stray_only_when_shared() -> None:
     s = make()
     init(s, caps={"roots": {}})
     rid = s.send_request("roots/list")
     s.data_to_send()
     events, _ = send(s, {"jsonrpc": "2.0", "id": 999, "result": {"roots": []}})
-    assert events == [] and s.strays is None  # nobody asked: dropped, as before
-    s.strays = []  # a shared store asks (mcpfast.store.shared)
+    assert events == [] and s.on_stray is None  # nobody asked: dropped
+    strays: list[Any] = []
+    changes: list[int] = []
+    s.share(first_request_id=1 << 32, on_change=lambda: changes.append(1), on_stray=strays.append)  # a shared table asks
     send(s, {"jsonrpc": "2.0", "id": 998, "error": {"code": -1, "message": "elsewhere"}})
     events, _ = send(s, {"jsonrpc": "2.0", "id": rid, "result": {"roots": []}})  # its own: not a stray
     assert [e.request_id for e in events] == [rid]
-    assert [(m.id, m.kind, m.error) for m in s.strays] == [(998, "error", {"code": -1, "message": "elsewhere"})]
+    assert [(m.id, m.kind, m.error) for m in strays] == [(998, "error", {"code": -1, "message": "elsewhere"})]
+    assert s.send_request("roots/list") == 1 << 32  # numbered from its process's range now
+    assert changes == []
 
 
-def test_changes_counts_what_other_processes_must_be_told() -> None:
+def test_on_change_fires_for_what_other_processes_must_be_told() -> None:
     s = make()
     init(s)
-    before = s.changes
+    changes: list[int] = []
+    s.share(first_request_id=0, on_change=lambda: changes.append(1), on_stray=lambda msg: None)
     send(s, request(1, "tools/list"))
-    assert s.changes == before  # a request that changes nothing shared
+    assert changes == []  # a request that changes nothing shared
     send(s, request(2, "logging/setLevel", {"level": "debug"}))
-    assert s.changes == before + 1 and s.log_level == "debug"
+    assert changes == [1] and s.log_level == "debug"
     send(s, request(3, "logging/setLevel", {"level": "loud"}))  # refused: nothing changed
-    assert s.changes == before + 1
+    assert changes == [1]
     s.subscribe("file:///a")
     s.unsubscribe("file:///a")
-    assert s.changes == before + 3
+    assert len(changes) == 3
+
+
+def test_snapshot_restores_an_equivalent_session_without_a_handshake() -> None:
+    first = make()
+    init(first, version="2025-06-18", caps={"roots": {}})
+    send(first, request(1, "logging/setLevel", {"level": "warning"}))
+    first.subscribe("file:///a")
+    state = first.snapshot()
+    assert state == SessionState("2025-06-18", {"roots": {}}, {"name": "c", "version": "1"}, "warning", frozenset({"file:///a"}))
+    again = make()
+    again.restore(state)
+    assert again.snapshot() == state and again.state is State.READY and again.data_to_send() == []  # nothing answered
+    events, out = send(again, request(5, "tools/call", {"name": "x"}))
+    assert [type(e) for e in events] == [RequestReceived] and out == []  # served as the first one serves
+    assert again.notify("notifications/resources/updated", {"uri": "file:///a"})  # its subscription holds
+    assert again.send_request("roots/list") == 0  # the client's capabilities too
+    # an initialized session takes another process's changes; on_change is not called for them
+    changes: list[int] = []
+    again.share(first_request_id=0, on_change=lambda: changes.append(1), on_stray=lambda msg: None)
+    again.restore(state._replace(log_level="debug", subscriptions=frozenset()))
+    assert (again.log_level, again.subscriptions, changes) == ("debug", frozenset(), [])
+    assert not again.notify("notifications/resources/updated", {"uri": "file:///a"})
+
+
+def test_restore_refuses_a_version_it_does_not_serve() -> None:
+    with pytest.raises(LifecycleError):
+        make().snapshot()  # not initialized: nothing to share
+    old_only = make(handshake_versions=("2024-11-05",))
+    with pytest.raises(ValueError, match="not served"):
+        old_only.restore(SessionState("2025-11-25", {}, None))
+    assert old_only.version is None
+    ready = make()
+    init(ready, version="2025-11-25")
+    with pytest.raises(ValueError, match="not '2025-06-18'"):
+        ready.restore(SessionState("2025-06-18", {}, None))
+
+
+def test_a_decode_error_given_as_the_message_is_answered_as_bad_bytes_are() -> None:
+    s = make()
+    init(s)
+    try:
+        core.decode(b"{not json")
+    except core.JsonRpcError as exc:
+        error = exc
+    assert s.receive_message(error) == []
+    by_message = s.data_to_send()
+    assert s.receive(b"{not json") == []
+    assert by_message == s.data_to_send() and orjson.loads(by_message[0])["error"]["code"] == -32700

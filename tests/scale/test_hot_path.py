@@ -11,6 +11,7 @@ from mcpfast.server.conformance import app
 from mcpfast.store.redis import RedisStore
 from mcpfast.transports.http import HttpTransport
 from mcpfast.transports.http_testing import serve_in_thread
+from mcpfast.transports.shared_sessions import SharedSessions
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -40,13 +41,14 @@ def test_store_round_trips_per_request(servers, redis) -> None:  # noqa: ANN001
     client.initialize()
     store = RedisStore(redis.url)
     transport = HttpTransport(app, store=store, session_idle_timeout=30)
-    assert transport.shared is not None
+    table = transport.table
+    assert isinstance(table, SharedSessions) and table.store is store
     with serve_in_thread(transport) as base:
         url = f"{base}/mcp"
         for i in range(CALLS):
             body = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "test_simple_text", "arguments": {}}}
             assert _post(url, client.session, body) == 200
-        ops, flushes = store.ops, transport.shared.flushes
+        ops, flushes = store.ops, table.flushes
     # The first request here numbers this process (its range of request ids) and loads the
     # session; every other round trip is a batched refresh.
     assert store.errors == 0

@@ -14,8 +14,11 @@ import httpx2 as httpx
 import pytest
 from _support import child_env, free_port, start_process, stop_process, wait_until
 
+from mcpfast import core
 from mcpfast.bench.procs import child_pids
-from mcpfast.stateless_only import refusal
+from mcpfast.server import Server
+from mcpfast.stateless_only import refusal, stateless_only
+from mcpfast.transports.http import ENDPOINT_MCP, ENDPOINT_SSE, HttpTransport
 
 pytestmark = [pytest.mark.timeout(90)]
 
@@ -41,20 +44,42 @@ def echo(rid: int, text: str) -> dict:
 # ------------------------------------------------------------------ the rule
 
 
+def decoded(message: object) -> object:
+    """A body as the transport's parse step hands it to a gate (the decode error included)."""
+    try:
+        return core.decode(message if isinstance(message, bytes) else json.dumps(message).encode())
+    except core.JsonRpcError as exc:
+        return exc
+
+
 def test_the_rule_refuses_the_handshake_era_only() -> None:
-    status, headers, body = refusal("POST", {}, json.dumps(init("a")).encode())  # type: ignore[misc]
+    status, headers, body = refusal("POST", ENDPOINT_MCP, {}, decoded(init("a")))  # type: ignore[misc]
     error = json.loads(body)
     assert status == 400 and dict(headers)[b"content-type"] == b"application/json"
     assert error["id"] == "a" and error["error"]["code"] == -32022
     assert error["error"]["data"] == {"supported": [M2026], "requested": "2025-11-25"}
-    assert refusal("GET", {}, b"") == (405, [(b"allow", b"POST")], b"")
-    assert refusal("DELETE", {b"mcp-session-id": b"x"}, b"") == (405, [(b"allow", b"POST")], b"")
+    assert refusal("GET", ENDPOINT_MCP, {}, None) == (405, ((b"allow", b"POST"),), b"")
+    assert refusal("DELETE", ENDPOINT_MCP, {b"mcp-session-id": b"x"}, None) == (405, ((b"allow", b"POST"),), b"")
     # served by the transport: 2026 requests, anything that is not initialize, a body that is no JSON-RPC
-    assert refusal("POST", {b"mcp-protocol-version": M2026.encode()}, json.dumps(echo(1, "x")).encode()) is None
-    assert refusal("POST", {}, json.dumps(echo(1, "x")).encode()) is None
-    assert refusal("POST", {}, b'{"jsonrpc":"2.0","method":"notifications/initialized"}') is None
-    assert refusal("POST", {}, b"{not json") is None
-    assert refusal("POST", {}, json.dumps([init()]).encode()) is None  # a batch: the transport's 400 (needs a session)
+    assert refusal("POST", ENDPOINT_MCP, {b"mcp-protocol-version": M2026.encode()}, decoded(echo(1, "x"))) is None
+    assert refusal("POST", ENDPOINT_MCP, {}, decoded(echo(1, "x"))) is None
+    assert refusal("POST", ENDPOINT_MCP, {}, decoded({"jsonrpc": "2.0", "method": "notifications/initialized"})) is None
+    assert refusal("POST", ENDPOINT_MCP, {}, decoded(b"{not json")) is None
+    assert refusal("POST", ENDPOINT_MCP, {}, decoded([init()])) is None  # a batch: the transport's 400 (needs a session)
+    # other paths are not the rule's: the transport answers them (404, the 2024-11-05 endpoints when on)
+    assert refusal("GET", ENDPOINT_SSE, {}, None) is None
+    assert refusal("POST", None, {}, decoded(init())) is None
+
+
+def test_the_rule_runs_in_the_transports_pipeline_after_the_host_check() -> None:
+    transport = stateless_only(HttpTransport(Server("t"), allowed_hosts=["localhost"]))
+    assert transport.gates == [refusal]
+    head = {b"host": b"localhost", b"accept": b"application/json, text/event-stream", b"content-type": b"application/json"}
+    body = json.dumps(init(7)).encode()
+    assert transport.handle("POST", "/mcp", b"", head, body)[0] == 400  # type: ignore[index]
+    assert transport.handle("POST", "/mcp", b"", {**head, b"host": b"evil.example"}, body)[0] == 421  # type: ignore[index]
+    assert transport.handle("GET", "/mcp/", b"", head, b"")[0] == 405  # type: ignore[index]  # the endpoint's trailing slash too
+    assert not transport.sessions
 
 
 # ------------------------------------------------------------------ real servers
