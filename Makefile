@@ -19,6 +19,7 @@ CONFORMANCE_VERSION ?= 0.1.16
 CONFORMANCE_NEXT_VERSION ?= 0.2.0-alpha.12
 CONFORMANCE_STAMP := .cache/conformance-$(CONFORMANCE_VERSION)-$(CONFORMANCE_NEXT_VERSION).stamp
 
+# The maintainer benchmarks are scripts in benchmarks/ (`python -m benchmarks.<tool>`, not in the wheel).
 # The peer servers of `make bench-peers` (peers/): the official Python SDK comes with `install`
 # (test extra); the official TypeScript SDK is pinned in peers/typescript/package-lock.json.
 PEERS_TS := peers/typescript
@@ -89,22 +90,22 @@ bench-core: install ## Rust core vs pure-Python twin (pytest-benchmark) -> bench
 	MCPFAST_CORE=rust $(PY) -m pytest tests/bench/test_core_bench.py --benchmark-enable \
 		--benchmark-only --benchmark-disable-gc --benchmark-min-time=0.05 --benchmark-warmup=on \
 		--benchmark-json=bench_results/core/benchmark.json -q -p no:randomly
-	$(PY) -m mcpfast.bench.core_report bench_results/core/benchmark.json bench_results/core \
+	$(PY) -m benchmarks.core_report bench_results/core/benchmark.json bench_results/core \
 		--command "make bench-core"
 
 bench-http: install peers-install ## HTTP: calls/s, handshakes/s, KB per idle session, churn growth vs the SDK servers, and mcpfast under native/uvicorn/granian (mcpfast-load) -> bench_results/http/peers/
 	cargo build --release --quiet -p mcpfast-load
 	$(PY) -m pip install --quiet "granian>=2.0"
-	MCPFAST_CORE=rust $(PY) -m mcpfast.bench.http_peers --out bench_results/http/peers --peer-cycles 5000 --runners native uvicorn granian
+	MCPFAST_CORE=rust $(PY) -m benchmarks.http_peers --out bench_results/http/peers --peer-cycles 5000 --runners native uvicorn granian
 
 bench-peers: install peers-install ## mcpfast vs the official Python and TypeScript SDK servers, same swarm, pinned cores (~9 min) -> bench_results/peers/
-	MCPFAST_CORE=rust $(PY) -m mcpfast.bench.peers --out bench_results/peers
+	MCPFAST_CORE=rust $(PY) -m benchmarks.peers --out bench_results/peers
 
 $(PEERS_STAMP): $(PEERS_TS)/package.json $(PEERS_TS)/package-lock.json $(PEERS_EVERYTHING)/package.json $(PEERS_EVERYTHING)/package-lock.json
 	@command -v npm >/dev/null || { echo "npm (Node.js >= 18) is required for the TypeScript SDK peer server" >&2; exit 1; }
 	cd $(PEERS_TS) && npm ci --no-audit --no-fund --silent
 	cd $(PEERS_EVERYTHING) && npm ci --no-audit --no-fund --silent
-	$(PY) -c "from mcpfast.bench import peer_servers as p; [p.PEERS[n].check() for n in p.PEERS]; v = p.peer_versions(); print('peers: mcp', v['mcp'], '| @modelcontextprotocol/sdk', v['@modelcontextprotocol/sdk'], '| node', v['node'])"
+	$(PY) -c "from benchmarks import peer_servers as p; [p.PEERS[n].check() for n in p.PEERS]; v = p.peer_versions(); print('peers: mcp', v['mcp'], '| @modelcontextprotocol/sdk', v['@modelcontextprotocol/sdk'], '| node', v['node'])"
 	@mkdir -p $(@D) && touch $@
 
 peers-install: install ## Install the peer servers (official TypeScript SDK and server-everything, pinned, by npm ci into peers/*/node_modules)

@@ -1,13 +1,14 @@
 """The swarm over TLS against wrk, behind a real terminator (``bench_results/swarm/tls``).
 
-    flock /tmp/mcpfast-bench.lock python benchmarks/swarm_tls.py --out bench_results/swarm/tls
+    flock /tmp/mcpfast-bench.lock python -m benchmarks.swarm_tls --out bench_results/swarm/tls
 
 haproxy (one thread) terminates TLS in front of ``mcpfast serve --transport http``; both are
 pinned to core 0, the generator (wrk, or one Locust process on the native engine) to core 1.
 haproxy has an https and a plain http frontend to the same backend, so the same server is
-measured with and without TLS. Rounds alternate, the order turning each round:
+measured with and without TLS. Rounds alternate, the order turning each round
+(``benchmarks.harness.alternate``):
 
-* ``wrk https``: ``wrk -t1 -c32`` with ``bench_results/http/echo.lua`` (tools/call echo on one
+* ``wrk https``: ``wrk -t1 -c32`` with ``benchmarks/lua/echo.lua`` (tools/call echo on one
   session) against the https frontend;
 * ``native https``: ``loadtests/tools_call.py``, 32 users, ``--mcp-ca-file`` the private CA;
 * ``wrk http`` and ``native http``: the same against the plain frontend (the engine's CPU per
@@ -22,23 +23,29 @@ CA is made with the ``openssl`` command. Writes ``results.json`` and ``results.m
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import socket
-import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from mcpfast.bench.procs import free_port, wait_port  # noqa: E402
-from mcpfast.bench.swarm_native import ECHO_LUA, SERVER_CORE, Server, locust, wrk_stats  # noqa: E402
+from benchmarks.harness import (
+    GENERATOR_CPU,
+    SERVER_CPU,
+    Record,
+    alternate,
+    arguments,
+    cpu_seconds,
+    head,
+    medians,
+    pinned,
+    ratio,
+    write,
+)
+from benchmarks.swarm_native import ECHO_LUA, locust, open_session, reference_server, wrk_stats
+from mcpfast.bench.procs import ServerProcess, free_port, wait_port
 
 USERS = 32
 
@@ -90,7 +97,7 @@ class Haproxy:
             f"backend mcp\n    server s1 127.0.0.1:{backend_port}\n"
         )
         self.proc = subprocess.Popen(
-            ["taskset", "-c", SERVER_CORE, "haproxy", "-db", "-f", str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            pinned(["haproxy", "-db", "-f", str(cfg)], SERVER_CPU), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         wait_port(self.tls_port, self.proc)
 
@@ -108,74 +115,69 @@ class Haproxy:
         self.proc.wait(timeout=10)
 
 
-def server_core_cpu(server: Server, proxy: Haproxy) -> float:
+def server_core_cpu(server: ServerProcess, proxy: Haproxy) -> float:
     """CPU seconds used so far by haproxy and mcpfast serve (the processes on the server core)."""
-    total = 0.0
-    for pid in (server.proc.pid, proxy.proc.pid):
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+    return cpu_seconds(server.pid) + cpu_seconds(proxy.proc.pid)
 
 
-def _loadavg() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
+CLIENTS = ["wrk https", "native https", "wrk http", "native http"]
+
+
+def measure(client: str, url: str, secs: int, py: str, sid: str, ca: Path, server: ServerProcess, proxy: Haproxy) -> dict[str, Any]:
+    """One client's run: its rate, and the server core's CPU per call (haproxy + mcpfast serve) meanwhile;
+    for Locust also its failures, the engine's CPU per call, p50 and TLS handshakes."""
+    cpu0, t0 = server_core_cpu(server, proxy), time.monotonic()
+    if client.startswith("wrk"):
+        rps = wrk_stats(url, ECHO_LUA, secs, USERS, 1, {"SID": sid})["rps"]
+        r: dict[str, Any] = {"rps": rps}
+    else:
+        run = locust(py, "tools_call", url, USERS, secs, "native", "--mcp-ca-file", str(ca))
+        rps = run["rps"]
+        echo = run["rows"]["tools/call:echo"]
+        r = {
+            "rps": rps,
+            "failures": run["failures"],
+            "engine_cpu_us_per_call": run["generator"]["engine_cpu_s"] * 1e6 / echo["count"],
+            "p50_us": echo["p50"],
+            "handshakes": run["rows"].get("tls:handshake", {}).get("count", 0),
+        }
+    r["server_cpu_us_per_call"] = (server_core_cpu(server, proxy) - cpu0) * 1e6 / (rps * (time.monotonic() - t0))
+    return r
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=str(ROOT / "bench_results" / "swarm" / "tls"))
-    ap.add_argument("--seconds", type=int, default=8)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--python", default=sys.executable)
+    ap = arguments("swarm_tls", __doc__, "swarm/tls", seconds=8, rounds=5)
     args = ap.parse_args(argv)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     py, secs = args.python, args.seconds
-    results: dict[str, Any] = {
-        "command": "flock /tmp/mcpfast-bench.lock python benchmarks/swarm_tls.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "loadavg_start": _loadavg(),
-        "rounds": [],
-    }
+    record = Record("swarm_tls", argv, lock=True)
+    rounds: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         ca, bundle = make_ca(Path(tmp))
-        server = Server(py)
+        server = reference_server(py)
         proxy = Haproxy(Path(tmp), bundle, server.port)
         https = f"https://127.0.0.1:{proxy.tls_port}/mcp"
         http = f"http://127.0.0.1:{proxy.plain_port}/mcp"
         try:
-            sid = server.session()
-            clients = ["wrk https", "native https", "wrk http", "native http"]
+            sid = open_session(server.url)
+
+            def run_client(client: str, _rnd: int) -> dict[str, Any]:
+                return measure(client, https if client.endswith("https") else http, secs, py, sid, ca, server, proxy)
+
+            done = alternate(CLIENTS, args.rounds, run_client, rotate=True)
             for i in range(args.rounds):
-                r: dict[str, Any] = {"round": i, "loadavg": _loadavg()}
-                for client in clients[i % 4 :] + clients[: i % 4]:
-                    key = client.replace(" ", "_")
-                    url = https if client.endswith("https") else http
-                    cpu0, t0 = server_core_cpu(server, proxy), time.monotonic()
-                    if client.startswith("wrk"):
-                        rps = r[f"{key}_rps"] = wrk_stats(url, ECHO_LUA, secs, USERS, 1, {"SID": sid})["rps"]
-                    else:
-                        run = locust(py, "tools_call", url, USERS, secs, "native", "--mcp-ca-file", str(ca))
-                        rps = run["rps"]
-                    # the server core's CPU per call (haproxy + mcpfast serve) while this client ran
-                    r[f"{key}_server_cpu_us_per_call"] = (server_core_cpu(server, proxy) - cpu0) * 1e6 / (rps * (time.monotonic() - t0))
-                    if client.startswith("wrk"):
-                        continue
-                    calls = run["rows"]["tools/call:echo"]["count"]
-                    r[f"{key}_rps"] = run["rps"]
-                    r[f"{key}_failures"] = run["failures"]
-                    r[f"{key}_engine_cpu_us_per_call"] = run["generator"]["engine_cpu_s"] * 1e6 / calls
-                    r[f"{key}_p50_us"] = run["rows"]["tools/call:echo"]["p50"]
-                    r[f"{key}_handshakes"] = run["rows"].get("tls:handshake", {}).get("count", 0)
-                r["rate_ratio_native_over_wrk_https"] = r["native_https_rps"] / r["wrk_https_rps"]
-                r["rate_ratio_native_over_wrk_http"] = r["native_http_rps"] / r["wrk_http_rps"]
-                r["cpu_ratio_tls_over_plain"] = r["native_https_engine_cpu_us_per_call"] / r["native_http_engine_cpu_us_per_call"]
-                results["rounds"].append(r)
+                r: dict[str, Any] = {"round": i, "loadavg": done.loadavg[i], "order": done.orders[i]}
+                for client, values in done.round(i).items():
+                    r.update({f"{client.replace(' ', '_')}_{k}": v for k, v in values.items()})
+                r["rate_ratio_native_over_wrk_https"] = ratio(r["native_https_rps"], r["wrk_https_rps"])
+                r["rate_ratio_native_over_wrk_http"] = ratio(r["native_http_rps"], r["wrk_http_rps"])
+                r["cpu_ratio_tls_over_plain"] = ratio(r["native_https_engine_cpu_us_per_call"], r["native_http_engine_cpu_us_per_call"])
+                rounds.append(r)
                 print(json.dumps(r), flush=True)
             before = proxy.info()
             hs = locust(py, "handshake", https, USERS, secs, "native", "--mcp-ca-file", str(ca), "--mcp-new-connection", "session")
             after = proxy.info()
-            results["handshake_new_connection_session"] = {
+            handshakes = {
                 "tls_handshake_rows": hs["rows"]["tls:handshake"]["count"],
                 "connect_rows": hs["rows"]["connect"]["count"],
                 "initialize_rows": hs["rows"]["initialize"]["count"],
@@ -188,12 +190,12 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             proxy.stop()
             server.stop()
-    rounds = results["rounds"]
-    keys = [k for k in rounds[0] if k not in ("round", "loadavg")]
-    results["median"] = {k: statistics.median(r[k] for r in rounds) for k in keys}
-    results["loadavg_end"] = _loadavg()
-    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
-    (out / "results.md").write_text(render(results))
+    results = record.finish(
+        rounds=rounds,
+        handshake_new_connection_session=handshakes,
+        median=medians(rounds, [k for k in rounds[0] if k not in ("round", "loadavg", "order")]),
+    )
+    write(out, "results", results, render(results))
     print(render(results))
     return 0
 
@@ -204,8 +206,8 @@ def render(res: dict[str, Any]) -> str:
     cr = [r["cpu_ratio_tls_over_plain"] for r in res["rounds"]]
     return f"""# The swarm over TLS vs wrk, behind haproxy
 
-Command: `{res["command"]}` (started {res["started"]}, load average at start {res["loadavg_start"]}, end {res["loadavg_end"]}).
-haproxy (1 thread, TLS termination) and `mcpfast serve` on core 0, the generator on core 1, {len(res["rounds"])} rounds in turn, every round in `results.json`; each figure is its own median over the rounds.
+{head(res)}
+haproxy (1 thread, TLS termination) and `mcpfast serve` on core {SERVER_CPU}, the generator on core {GENERATOR_CPU}, {len(res["rounds"])} rounds in turn, every round in `results.json`; each figure is its own median over the rounds.
 Per-round ratios: rate {min(rr):.2f}-{max(rr):.2f}, CPU {min(cr):.2f}-{max(cr):.2f}.
 
 | measure | value | target |

@@ -1,15 +1,14 @@
-"""The benchmarks' process helpers, once: machine info, CPU time, RSS, free ports, pinning, logs.
+"""The process helpers of ``mcpfast bench``: machine info, RSS, free ports, server processes, logs.
 
-Every benchmark (``mcpfast bench``, the HTTP and stdio peer comparisons, the generator cost)
-measures processes the same way, so the figures they print are comparable:
+``mcpfast bench`` and the maintainer benchmarks (``benchmarks/``, which add pinning and CPU
+time on top) measure processes the same way, so the figures they print are comparable:
 
 * :func:`machine_info`: where the numbers were taken (CPU, memory, load, versions);
-* :func:`cpu_ticks` / :func:`cpu_seconds`: user + system CPU from ``/proc/<pid>/stat``;
-* :func:`rss_kib` (the client's): ``VmRSS`` from ``/proc/<pid>/status``; :func:`process_tree` / :func:`child_pids`;
-* :func:`free_port`, :func:`port_open`; :func:`pinned` (``taskset -c``); :func:`stop_process`;
+* :func:`rss_kib` (the client's): ``VmRSS`` from ``/proc/<pid>/status``; :func:`child_pids`;
+* :func:`free_port`, :func:`port_open`, :func:`wait_port`; :func:`stop_process`;
 * :func:`log_path` (logs go to an ignored ``logs/`` folder beside the results) and :func:`log_tail`;
-* :func:`write_json` / :func:`write_summary`: every benchmark's results file, written the same
-  way (atomically, indented, paths and dataclasses as JSON);
+* :func:`write_json` / :func:`write_summary` / :func:`read_json`: every benchmark's results file,
+  written the same way (atomically, indented, paths and dataclasses as JSON) and read back;
 * :class:`ServerProcess`: a server process on a port (started, waited for, stopped), the one
   class for it; :func:`reference_server` is the embedded reference server over Streamable HTTP.
 """
@@ -20,7 +19,6 @@ import json
 import os
 import platform
 import shlex
-import shutil
 import socket
 import subprocess
 import sys
@@ -33,40 +31,31 @@ from typing import Any, TextIO
 from mcpfast.client.base import rss_kib  # the swarm measures it too; one definition
 
 __all__ = [
-    "CLOCK_TICKS",
     "REFERENCE_SERVER",
-    "Unavailable",
     "child_env",
     "child_pids",
     "cpu_model",
     "cpus_available",
-    "cpu_seconds",
-    "cpu_ticks",
     "free_port",
     "log_path",
     "log_tail",
     "machine_info",
-    "pinned",
     "port_open",
-    "process_tree",
+    "read_json",
     "reference_argv",
     "reference_server",
     "repo_root",
     "rss_kib",
     "ServerProcess",
     "stop_process",
+    "wait_port",
     "write_json",
     "write_summary",
 ]
 
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 SERVER_START_TIMEOUT = 20.0
 LOGS = "logs"
 """The folder (beside a run's results) that takes its logs; ``.gitignore`` keeps it out of git."""
-
-
-class Unavailable(RuntimeError):
-    """A tool or a peer server this machine lacks (the measurement is skipped, not faked)."""
 
 
 def repo_root() -> Path:
@@ -165,22 +154,6 @@ def machine_info(modules: Sequence[str] = ("locust", "gevent")) -> dict[str, Any
 # ---------------------------------------------------------------------------------- processes
 
 
-def cpu_ticks(pid: int) -> int | None:
-    """User + system CPU of one process in clock ticks (``None`` once it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def cpu_seconds(pid: int, *, tree: bool = False) -> float:
-    """User + system CPU seconds of a process (``tree``: and every process below it); 0.0 once gone."""
-    pids = process_tree(pid) if tree else [pid]
-    return sum(cpu_ticks(p) or 0 for p in pids) / CLOCK_TICKS
-
-
 def child_pids(pid: int) -> list[int]:
     """Direct children of ``pid`` (Linux ``/proc/PID/task/*/children``)."""
     out: list[int] = []
@@ -195,14 +168,6 @@ def child_pids(pid: int) -> list[int]:
         except (OSError, ValueError):
             continue
     return out
-
-
-def process_tree(pid: int) -> list[int]:
-    """``pid`` and every process below it (granian serves from a worker process it forks)."""
-    found = [pid]
-    for child in child_pids(pid):
-        found.extend(process_tree(child))
-    return found
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -233,20 +198,6 @@ def wait_port(port: int, proc: subprocess.Popen[Any], timeout: float = 20.0, hos
             return
         time.sleep(0.05)
     raise RuntimeError(f"nothing listens on {port}")
-
-
-def pinned(argv: Sequence[str], cpus: str | int | None) -> list[str]:
-    """``argv`` behind ``taskset -c CPUS`` (unchanged when ``cpus`` is None).
-
-    Raises:
-        Unavailable: ``taskset`` (util-linux) is not installed.
-    """
-    if cpus is None:
-        return list(argv)
-    taskset = shutil.which("taskset")
-    if taskset is None:
-        raise Unavailable("taskset not found (util-linux): cannot pin the server to a CPU")
-    return [taskset, "-c", str(cpus), *argv]
 
 
 def stop_process(proc: subprocess.Popen[Any], timeout: float = 5.0) -> int | None:
@@ -312,11 +263,20 @@ def write_summary(out: Path, summary: dict[str, Any]) -> None:
     write_json(out / "summary.json", summary)
 
 
+def read_json(path: Path) -> Any:
+    """A results file's data; None when it is missing or not JSON."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
 # ------------------------------------------------------------------------------ the server
 
 
 class ServerProcess:
-    """A server process listening on ``host:port``: the one class every benchmark starts servers with.
+    """A server process listening on ``host:port``: the one class the benchmarks start servers with.
 
     Its output goes to ``log_path`` (first line: the command; ``None``: discarded). ``start``
     waits until ``ready`` says so (by default: the port accepts) and raises ``RuntimeError``,
@@ -325,9 +285,10 @@ class ServerProcess:
 
     Attributes:
         name: what to call it in messages (a peer's name, the reference server's command).
-        argv: the command (pinned with ``taskset`` when ``cpus`` is set by the caller).
+        argv: the command (behind ``taskset`` when the caller pinned it to ``cpus``).
         cpus: the CPU list it is pinned to (``None``: not pinned).
         reply_mode: how it answers HTTP POSTs (``json+sse``, ``json``, ``sse``), when known.
+        cwd: its working directory (default: this checkout; ``python -m`` imports from there first).
         proc: the process, once started.
     """
 
@@ -342,6 +303,7 @@ class ServerProcess:
         cpus: str | None = None,
         reply_mode: str | None = None,
         env: dict[str, str] | None = None,
+        cwd: Path | None = None,
     ) -> None:
         self.name = name
         self.argv = list(argv)
@@ -351,6 +313,7 @@ class ServerProcess:
         self.cpus = cpus
         self.reply_mode = reply_mode
         self.env = env
+        self.cwd = cwd if cwd is not None else repo_root()
         self.proc: subprocess.Popen[Any] | None = None
         self._log: TextIO | None = None
 
@@ -380,9 +343,7 @@ class ServerProcess:
             self._log.write("$ " + shlex.join(self.argv) + "\n")
             self._log.flush()
         env = self.env if self.env is not None else child_env()
-        self.proc = subprocess.Popen(
-            self.argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=str(repo_root()), env=env
-        )
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=str(self.cwd), env=env)
         deadline = time.monotonic() + timeout
         last = "not started"
         try:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpfast.bench import plots
+from mcpfast.bench.procs import read_json
 
 __all__ = [
     "compare_rows",
@@ -78,14 +79,6 @@ def _read_csv(path: Path) -> list[dict[str, str]]:
         return []
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return None
-
-
 def handshake_phases(rows: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     """The handshake family's rows in phase order: initialize, initialized (or discover),
     first call, DELETE."""
@@ -146,7 +139,7 @@ def memory_series(run: Path, fam: dict[str, Any]) -> dict[str, Any] | None:
     samples = _read_csv(Path(f"{prefix}_memory.csv"))
     if not samples:
         return None
-    churn = fam.get("churn") or _read_json(Path(f"{prefix}_churn.json")) or {}
+    churn = fam.get("churn") or read_json(Path(f"{prefix}_churn.json")) or {}
     ts = [float(s["timestamp"]) for s in samples]
     rss = [int(s["rss_kib"]) for s in samples]
     if fam["transport"] == "http":

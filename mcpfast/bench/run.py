@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
-import json
 import shlex
 import subprocess
 import sys
@@ -38,6 +37,7 @@ from mcpfast.bench.procs import (
     log_path,
     log_tail,
     machine_info,
+    read_json,
     reference_server,
     rss_kib,
     stop_process,
@@ -51,6 +51,7 @@ __all__ = [
     "BenchConfig",
     "family_result",
     "machine_info",
+    "main_row",
     "render_table",
     "run_bench",
 ]
@@ -206,14 +207,6 @@ def _live_counts(stats_csv: Path) -> tuple[int, int] | None:
 # ------------------------------------------------------------------------------------- results
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return None
-
-
 _FIRST = ("initialize", "notifications/initialized", "server/discover")
 
 
@@ -237,8 +230,8 @@ def family_result(prefix: Path) -> dict[str, Any]:
     """
     from mcpfast.locust.histogram import Histogram
 
-    hist = _read_json(Path(f"{prefix}_histograms.json")) or {}
-    loc = _read_json(Path(f"{prefix}_locust.json"))
+    hist = read_json(Path(f"{prefix}_histograms.json")) or {}
+    loc = read_json(Path(f"{prefix}_locust.json"))
     duration = float(hist.get("duration_s") or 0.0)
     ok: dict[tuple[str, str], Any] = {}
     bad: dict[tuple[str, str], Any] = {}
@@ -441,13 +434,13 @@ def run_family(
         problems.append(f"{result['failures']} failures: {names}")
     if proc.returncode not in (0, 1) or (proc.returncode == 1 and not result["failures"]):
         problems.append(f"locust exited with code {proc.returncode}: {log_tail(log_file, 3)}")
-    churn = _read_json(Path(f"{prefix}_churn.json"))
+    churn = read_json(Path(f"{prefix}_churn.json"))
     generator = generator_use(result.get("generator"))
     status = "ok" if not problems else "failed"
     p50 = p99 = None
     main_rows = [r for r in result["rows"] if r["count"]]
     if main_rows:
-        top = _main_row(family, main_rows)
+        top = main_row(family, main_rows)
         p50, p99 = top.get("p50_us"), top.get("p99_us")
         detail = f"p50 {_ms(p50)} ms  p99 {_ms(p99)} ms ({top['name']})"
     else:
@@ -496,7 +489,7 @@ def generator_use(gen: dict[str, Any] | None) -> dict[str, Any] | None:
 MAIN_REQUEST = {"handshake": "initialize", "session_churn": "initialize"}
 
 
-def _main_row(family: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+def main_row(family: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The request that characterises a family in the progress line: ``initialize`` for the
     session families, the (non-first) ``tools/call`` otherwise, else the most frequent."""
     want = MAIN_REQUEST.get(family)
@@ -638,7 +631,7 @@ def _check_thresholds(cfg: BenchConfig, families: list[dict[str, Any]]) -> list[
 
     runs = {}
     for fam in families:
-        data = _read_json(cfg.out / f"{fam.get('prefix') or ''}_histograms.json") if fam.get("prefix") else None
+        data = read_json(cfg.out / f"{fam.get('prefix') or ''}_histograms.json") if fam.get("prefix") else None
         if isinstance(data, dict):
             runs[f"{fam['family']}/{fam['transport']}"] = data
     return evaluate_runs(list(cfg.thresholds), runs)

@@ -1,6 +1,11 @@
 """`make check-light`: the wheel, installed into a fresh venv, is the light server package, and
 with ``[swarm,bench]`` the whole swarm.
 
+The wheel's files: no ``benchmarks/`` (the maintainer tools stay in the repository) and in
+``mcpfast/bench/`` exactly the modules of ``mcpfast bench``/``report``/``compare`` and ``make demo``
+(:data:`PRODUCT_BENCH`, under :data:`BENCH_MAX_LINES` lines, importing nothing from ``benchmarks``
+or ``tests`` and building nothing with cargo: :func:`bench_problems`).
+
 Light: it must pull no Locust, gevent, geventhttpclient, matplotlib, numpy or uvicorn; ``mcpfast
 serve`` must answer an ``initialize`` over stdio and over HTTP (the native server); a command that
 needs an extra must say which one to install. Then the same wheel with ``[swarm,bench]``, as a
@@ -25,10 +30,16 @@ import time
 import urllib.request
 import venv
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ("README.md", "_common.py", "tools_call.py", "handshake.py", "session_churn.py", "sse_streaming.py", "scenario.py")
+PRODUCT_BENCH = ("__init__.py", "cli.py", "core_demo.py", "plots.py", "procs.py", "report.py", "run.py", "traffic.py")
+"""The Python modules of ``mcpfast/bench/`` in the wheel: the product commands and ``make demo``'s table."""
+BENCH_MAX_LINES = 2500
+MAINTAINER_ONLY = (b"from benchmarks", b"import benchmarks", b"from tests", b"import tests", b'"cargo"')
+"""What no shipped bench module may hold: imports of the repository's tools or tests, a cargo build."""
 HEAVY = ("locust", "gevent", "geventhttpclient", "matplotlib", "numpy", "uvicorn", "httptools")
 INIT = {
     "jsonrpc": "2.0",
@@ -36,6 +47,22 @@ INIT = {
     "method": "initialize",
     "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "light", "version": "1"}},
 }
+
+
+def bench_problems(files: Mapping[str, bytes]) -> list[str]:
+    """What is wrong with a wheel's benchmark files (``files``: each archive name and its content),
+    ``[]`` when it ships the product's ``mcpfast/bench/`` modules and no maintainer tool."""
+    problems = [f"ships the maintainer tool {name}" for name in sorted(files) if name.split("/")[0] == "benchmarks"]
+    bench = {name.rsplit("/", 1)[1]: data for name, data in files.items() if name.startswith("mcpfast/bench/") and name.endswith(".py")}
+    if sorted(bench) != sorted(PRODUCT_BENCH):
+        extra, missing = sorted(set(bench) - set(PRODUCT_BENCH)), sorted(set(PRODUCT_BENCH) - set(bench))
+        problems.append(f"mcpfast/bench/ is not the product's modules (extra {extra}, missing {missing})")
+    lines = sum(data.count(b"\n") for data in bench.values())
+    if lines >= BENCH_MAX_LINES:
+        problems.append(f"mcpfast/bench/ has {lines} lines (at most {BENCH_MAX_LINES - 1})")
+    for name, data in sorted(bench.items()):
+        problems += [f"mcpfast/bench/{name} holds {bad.decode()!r}" for bad in MAINTAINER_ONLY if bad in data]
+    return problems
 
 
 def check(ok: bool, what: str) -> None:
@@ -63,8 +90,11 @@ def main(argv: list[str]) -> int:
     wheel = _wheel(wheels)
     with zipfile.ZipFile(wheel) as z:
         shipped = set(z.namelist())
+        benchmark_files = {n: z.read(n) for n in shipped if n.startswith(("mcpfast/bench/", "benchmarks/"))}
     missing = [f"mcpfast/loadtests/{name}" for name in SHIPPED if f"mcpfast/loadtests/{name}" not in shipped]
     check(not missing, f"the wheel ships the locustfiles (missing: {missing or 'none'})")
+    problems = bench_problems(benchmark_files)
+    check(not problems, f"the wheel ships no benchmark tool, mcpfast/bench/ is the product's ({'; '.join(problems) or 'so it is'})")
     listed = subprocess.run([str(python), "-m", "pip", "list", "--format=json"], check=True, capture_output=True, text=True, timeout=120)
     installed = {p["name"].lower() for p in json.loads(listed.stdout)}
     check("mcpfast" in installed, "mcpfast is installed")

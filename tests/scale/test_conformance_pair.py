@@ -1,6 +1,6 @@
 """The official conformance suite against two processes sharing a Redis, behind a round-robin proxy.
 
-Every request the suite sends goes to the other process than the one before (``rr_proxy.py``
+Every request the suite sends goes to the other process than the one before (``benchmarks/rr_proxy.py``
 prints the backend of each request; the test checks the alternation and that both served).
 """
 
@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from conftest import _wait_port, free_port
+
+PROXY = Path(__file__).resolve().parents[2] / "benchmarks" / "rr_proxy.py"  # the round-robin proxy the scale benchmark runs too
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
 
@@ -30,7 +32,7 @@ def proxied(servers, tmp_path: Path) -> Iterator[tuple[str, Path]]:  # noqa: ANN
     log = tmp_path / "proxy.log"
     with log.open("wb") as out:
         proxy = subprocess.Popen(
-            [sys.executable, str(Path(__file__).parent / "rr_proxy.py"), str(port), str(a.port), str(b.port)],
+            [sys.executable, str(PROXY), str(port), str(a.port), str(b.port)],
             stdout=out,
             stderr=subprocess.STDOUT,
         )
