@@ -98,7 +98,7 @@ def serve(host: str = "127.0.0.1", port: int = 0, lifetime: float = 900.0) -> No
         pass
 
     class Proto(asyncio.Protocol):
-        __slots__ = ("transport", "buf")
+        __slots__ = ("buf", "transport")
 
         def connection_made(self, transport: Any) -> None:
             self.transport = transport
@@ -338,7 +338,7 @@ def run_one(
     profile: Path | None = None,
 ) -> dict[str, Any]:
     cmd = locust_command(locustfile, url, users, seconds, prefix, cpu)
-    log = open(procs.log_path(prefix.parent, f"{prefix.name}.log"), "w")
+    log = open(procs.log_path(prefix.parent, f"{prefix.name}.log"), "w")  # noqa: SIM115 - the child writes it until it is reaped
     probe = Path(f"{prefix}_probe.json")
     probe.unlink(missing_ok=True)
     env = dict(env, GENERATOR_COST_OUT=str(probe))

@@ -45,11 +45,11 @@ from typing import Any, TextIO
 
 from benchmarks.harness import GENERATOR_CPU, SERVER_CPU, affinity, loadavg, machine_was_busy, parse_cpus
 from benchmarks.peer_servers import PEERS, PeerNotAvailable, peer_versions, start_http
-from mcpfast._argtypes import finite_positive, int_at_least
 from mcpfast.bench import plots
 from mcpfast.bench.procs import log_path, machine_info, read_json, write_summary
 from mcpfast.bench.report import generate_plots, load_histograms
 from mcpfast.bench.run import FAMILIES, SUMMARY_FORMAT, SUMMARY_VERSION, BenchConfig, main_row, run_bench
+from mcpfast.locust.argtypes import finite_positive, int_at_least
 
 __all__ = ["PeersConfig", "main", "ratio_rows", "render_readme", "run_peers"]
 
@@ -228,7 +228,7 @@ def _merge_server_summary(cfg: PeersConfig, server: str, runs: list[dict[str, An
             "server": server,
             "server_cpus": cfg.server_cpus,
             "generator_cpus": cfg.generator_cpus,
-        },  # fmt: skip
+        },
         "notes": [f"made by benchmarks.peers: one mcpfast bench run per family, server {server}"],
         "families": families,
         "rows": rows,
@@ -677,7 +677,7 @@ def run_peers(cfg: PeersConfig, stream: TextIO | None = None) -> int:
             "reference": REFERENCE,
             "locust_args": list(cfg.locust_args),
             "ratio_definition": "mcpfast value ÷ peer value (rps > 1 and latency < 1 favour mcpfast)",
-        },  # fmt: skip
+        },
         "servers": {
             s: {
                 "description": PEERS[s].description,
@@ -687,7 +687,7 @@ def run_peers(cfg: PeersConfig, stream: TextIO | None = None) -> int:
                 "dir": s,
             }
             for s in cfg.servers
-        },  # fmt: skip
+        },
         "scenarios": scenarios,
         "runs": runs,
         "notes": notes,

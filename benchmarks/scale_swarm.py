@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import os
 import shlex
 import subprocess
@@ -114,7 +115,7 @@ def run(opts: argparse.Namespace, record: Record) -> dict[str, Any]:
                 "proxied_requests": len(backends),
                 "proxied_by_method": {m: methods.count(m) for m in sorted(set(methods))},
                 "per_process": {b: backends.count(b) for b in sorted(set(backends))},
-                "consecutive_same_process": sum(1 for x, y in zip(backends, backends[1:], strict=False) if x == y),
+                "consecutive_same_process": sum(1 for x, y in itertools.pairwise(backends) if x == y),
                 "proxied_by_rpc": {m: rpc.count(m) for m in sorted(set(rpc))},
                 "cut_by_rpc": {m: cut.count(m) for m in sorted(set(cut))},
             }

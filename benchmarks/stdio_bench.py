@@ -155,7 +155,7 @@ def run_server(
     initialized = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
     is_error_marker = b'"isError":true'
 
-    errlog = tempfile.TemporaryFile()  # a file, not a pipe: a chatty server cannot block on it
+    errlog = tempfile.TemporaryFile()  # noqa: SIM115 - a file, not a pipe: a chatty server cannot block on it
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog, env=env, cwd=cwd)
     assert proc.stdin is not None and proc.stdout is not None
     wfd, rfd = proc.stdin.fileno(), proc.stdout.fileno()

@@ -36,7 +36,7 @@ from typing import Any
 
 from benchmarks.harness import ROOT, Record, alternate, head, pinned, ratios, write
 
-__all__ = ["WORKER", "markdown", "main", "measure", "report", "result_table"]
+__all__ = ["WORKER", "main", "markdown", "measure", "report", "result_table"]
 
 WORKER = Path(__file__).with_name("stdio_inproc_worker.py")
 

@@ -88,11 +88,11 @@ def open_session(url: str) -> str:
     )
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     req = urllib.request.Request(url, body.encode(), headers)
-    with urllib.request.urlopen(req, timeout=5) as resp:  # noqa: S310 - 127.0.0.1
+    with urllib.request.urlopen(req, timeout=5) as resp:  # 127.0.0.1
         sid = str(resp.headers["mcp-session-id"])
     note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
     req = urllib.request.Request(url, note, {**headers, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"})
-    urllib.request.urlopen(req, timeout=5).close()  # noqa: S310
+    urllib.request.urlopen(req, timeout=5).close()
     return sid
 
 

@@ -127,8 +127,8 @@ def _token_parser(sub: Any) -> None:
 
 
 def _serve_http(args: argparse.Namespace, argv: list[str]) -> int:
-    from mcpfast import serve_workers
     from mcpfast.protocol.host import default_allowed_hosts
+    from mcpfast.transports import workers as serve_workers
     from mcpfast.transports.http_runner import run
 
     problem = serve_workers.check(args.workers, args.store, args.stateless_only)

@@ -15,7 +15,12 @@ A plain module (test folders have no ``__init__.py``; ``tests/`` is on ``sys.pat
 * :func:`private_ca`: a private CA and a server certificate it signed, as PEM files, for the TLS
   tests (real certificates, made here, trusted by nothing but the test's own clients);
 * :func:`locust_master_args`: a Locust master on a free 127.0.0.1 port, not the default 5557
-  another suite on this machine may hold.
+  another suite on this machine may hold;
+* :func:`start_reference_server` / :func:`start_http_server` / :func:`stop`: ``mcpfast serve`` or
+  one of the test peer servers (``FAKE``, ``SDK``: a scripted fake and the official SDK's) on a
+  free port, for every area that needs a live MCP server;
+* :class:`RedisServer` (the ``redis`` fixture of ``tests/conftest.py``): a real ``redis-server``
+  on a free port.
 """
 
 from __future__ import annotations
@@ -24,8 +29,10 @@ import asyncio
 import contextlib
 import json
 import select
+import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -35,18 +42,35 @@ from mcpfast.bench import procs
 from mcpfast.bench.procs import free_port, stop_process, wait_port
 
 __all__ = [
+    "DRIVE",
+    "FAKE",
+    "REPO_ROOT",
+    "SDK",
+    "RedisServer",
     "child_env",
     "free_port",
     "locust_master_args",
-    "private_ca",
     "metric",
+    "private_ca",
     "refused_port",
+    "start_http_server",
     "start_process",
+    "start_reference_server",
     "stdio_start_seconds",
+    "stop",
     "stop_process",
     "until",
+    "wait_port_named",
     "wait_until",
 ]
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+_CLIENT_TESTS = REPO_ROOT / "tests" / "client"
+#: The test peer servers (``_fake_server.py``: scripted replies; ``_sdk_server.py``: the official
+#: Python SDK's server) and the client driver the client tests run in a child interpreter.
+FAKE = str(_CLIENT_TESTS / "_fake_server.py")
+SDK = str(_CLIENT_TESTS / "_sdk_server.py")
+DRIVE = str(_CLIENT_TESTS / "_drive.py")
 
 #: How long a test waits for something the server does by itself (a session ending, a cancel
 #: arriving, a process listening): generous, since CI machines are busy; a pass returns at once.
@@ -263,3 +287,70 @@ def private_ca(folder: Path, names: Sequence[str] = ("localhost", "127.0.0.1", "
     pki.key.write_bytes(pem_key(key))
     pki.other_key.write_bytes(pem_key(ec.generate_private_key(ec.SECP256R1())))
     return pki
+
+
+def wait_port_named(port: int, proc: subprocess.Popen[Any], what: str, timeout: float = 20.0) -> None:
+    """:func:`mcpfast.bench.procs.wait_port`, its error naming ``what``."""
+    try:
+        wait_port(port, proc, timeout=timeout)
+    except RuntimeError as exc:
+        raise RuntimeError(f"{what}: {exc}") from None
+
+
+def start_http_server(script: str, tmp: Path, *args: str, lifetime: float = 90.0) -> tuple[subprocess.Popen[Any], str]:
+    """Start a test peer server (``FAKE``, ``SDK``) over HTTP; return (process, endpoint URL)."""
+    portfile = tmp / f"port-{time.monotonic_ns()}"
+    proc = subprocess.Popen(
+        [sys.executable, script, "http", str(portfile), "--lifetime", str(lifetime), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=child_env(),
+    )
+    deadline = time.monotonic() + 30
+    while not (portfile.exists() and portfile.read_text().strip()):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"test server {script} {args} did not start")
+        time.sleep(0.05)
+    return proc, f"http://127.0.0.1:{int(portfile.read_text())}/mcp"
+
+
+def stop(proc: subprocess.Popen[Any]) -> None:
+    stop_process(proc)
+
+
+def start_reference_server(*args: str, lifetime: int = 150) -> tuple[subprocess.Popen[Any], str]:
+    """``mcpfast serve --transport http`` on a free 127.0.0.1 port (killed by ``timeout`` after
+    ``lifetime`` s at the latest); returns (process, ``http://127.0.0.1:PORT/mcp``)."""
+    port = free_port()
+    serve = [sys.executable, "-m", "mcpfast", "serve", "--transport", "http", "--host", "127.0.0.1", "--port", str(port), *args]
+    proc = start_process(["timeout", str(lifetime), *serve], port, "mcpfast serve --transport http", env=child_env())
+    return proc, f"http://127.0.0.1:{port}/mcp"
+
+
+class RedisServer:
+    """One ``redis-server`` process (``stop``/``start`` keep the port: a restart comes back empty)."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.port = free_port()
+        self.workdir = workdir
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise RuntimeError("redis-server is not installed (make test installs Debian's redis-server)")
+        argv = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        argv += ["--dir", str(self.workdir), "--protected-mode", "yes"]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port_named(self.port, self.proc, "redis-server")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.proc = None

@@ -66,7 +66,7 @@ class JwksSource:
 
     def _fetch(self) -> PyJWKSet:
         request = urllib.request.Request(self.location, headers={"Accept": "application/json"})
-        with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 - scheme checked
+        with urllib.request.urlopen(request, timeout=self.timeout) as response:  # scheme checked
             return PyJWKSet.from_dict(json.loads(response.read(1 << 20)))
 
     async def key(self, kid: str | None) -> Any:

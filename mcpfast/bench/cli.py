@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mcpfast._argtypes import finite_positive, int_at_least, rate, share
+from mcpfast.locust.argtypes import finite_positive, int_at_least, rate, share
 
 __all__ = ["COMMANDS", "add_subcommands", "main", "run_subcommand"]
 

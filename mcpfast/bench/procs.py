@@ -32,6 +32,7 @@ from mcpfast.client.base import rss_kib  # the swarm measures it too; one defini
 
 __all__ = [
     "REFERENCE_SERVER",
+    "ServerProcess",
     "child_env",
     "child_pids",
     "cpu_model",
@@ -46,7 +47,6 @@ __all__ = [
     "reference_server",
     "repo_root",
     "rss_kib",
-    "ServerProcess",
     "stop_process",
     "wait_port",
     "write_json",

@@ -342,7 +342,7 @@ def locust_argv(
         "--headless",
         "-u", str(cfg.users),
         "-r", str(cfg.users),
-        "-t", f"{max(int(round(cfg.duration)), 1)}s",
+        "-t", f"{max(round(cfg.duration), 1)}s",
         "--csv", str(prefix),
         "--csv-full-history",
         "--html", f"{prefix}.html",

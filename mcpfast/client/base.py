@@ -12,6 +12,7 @@ the open model, "now" in the closed model - in integer microseconds.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -145,7 +146,7 @@ class McpClient:
         if not times:
             return
         self.reporter(f"{prefix}:first-event", int((times[0] - intended) * 1_000_000), 0, None)
-        for a, b in zip(times, times[1:], strict=False):
+        for a, b in itertools.pairwise(times):
             self.reporter(f"{prefix}:gap", int((b - a) * 1_000_000), 0, None)
 
     def notify(self, method: str, params: dict[str, Any] | None = None, *, name: str | None = None) -> bool:

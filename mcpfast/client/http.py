@@ -83,10 +83,10 @@ class HttpClient(McpClient):
         self.sent_token: str | None = None
         self.connection_timeout = connection_timeout
         self.network_timeout = network_timeout if network_timeout is not None else self.timeout
-        self._kw: dict[str, Any] = dict(
-            connection_timeout=connection_timeout,
-            network_timeout=self.network_timeout,
-        )
+        self._kw: dict[str, Any] = {
+            "connection_timeout": connection_timeout,
+            "network_timeout": self.network_timeout,
+        }
         self.reach = reach or Reach()
         self._tls = parts.scheme == "https"
         self._host, self._port = parts.hostname, parts.port or (443 if self._tls else 80)
@@ -132,7 +132,7 @@ class HttpClient(McpClient):
             return resp
         except self._errors as exc:
             if "timed out" in str(exc) or exc.__class__.__name__ == "timeout":
-                raise RequestTimeout() from None
+                raise RequestTimeout from None
             if isinstance(exc, ssl.SSLError):
                 raise ConnectionFailure(f"tls handshake failed: {tls_reason(exc, self._host)}", str(exc)[:200]) from None
             raise ConnectionFailure("connection error", str(exc)[:200]) from None

@@ -226,7 +226,7 @@ class LegacySseClient(InFlight, McpClient):
             resp = self.post_http.request("POST", self.endpoint_path, body=data, headers=headers)
         except self._errors as exc:
             if "timed out" in str(exc) or exc.__class__.__name__ == "timeout":
-                raise RequestTimeout() from None
+                raise RequestTimeout from None
             raise ConnectionFailure("connection error", str(exc)[:200]) from None
         try:
             body = resp.read()

@@ -47,12 +47,12 @@ from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, STAT
 
 __all__ = [
     "AUTO",
-    "CallResult",
-    "ClientSession",
     "DEFAULT_CLIENT_INFO",
     "DEFAULT_PROTOCOL_VERSION",
-    "Event",
     "MODERN_ERROR_CODES",
+    "CallResult",
+    "ClientSession",
+    "Event",
     "Pending",
     "ProgressUpdate",
     "encode_header_value",
@@ -109,7 +109,7 @@ class Pending:
 class CallResult:
     """The reply to one request: id, raw bytes, error flag and code; the rest is parsed lazily."""
 
-    __slots__ = ("id", "method", "name", "raw", "is_error", "code", "progress", "_message")
+    __slots__ = ("_message", "code", "id", "is_error", "method", "name", "progress", "raw")
 
     def __init__(self, pending: Pending, raw: bytes, is_error: bool, code: int | None) -> None:
         self.id = pending.id

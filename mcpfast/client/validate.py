@@ -105,7 +105,7 @@ def validate_message(message: Any, version: str, method: str | None = None) -> N
 class Validator:
     """Validate an exact, deterministic share of messages for one protocol version."""
 
-    __slots__ = ("version", "share", "_num", "_den", "_acc", "seen", "checked", "violations")
+    __slots__ = ("_acc", "_den", "_num", "checked", "seen", "share", "version", "violations")
 
     def __init__(self, share: float = 0.01, version: str = "2025-11-25") -> None:
         if not 0.0 <= share <= 1.0:

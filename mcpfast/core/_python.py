@@ -215,7 +215,7 @@ class _Batch:
 class Message:
     """One decoded JSON-RPC message (see ``mcpfast/_core.pyi``)."""
 
-    __slots__ = ("_kind", "_id", "_method", "_payload", "_src", "_index")
+    __slots__ = ("_id", "_index", "_kind", "_method", "_payload", "_src")
 
     # _payload: params (request/notification), result, or the error dict, by kind.
     # _src: the input bytes (single message) or a _Batch (then _index is the element index).
@@ -579,7 +579,7 @@ def encode_error(id: Any, code: int, message: str, data: Any = None) -> bytes:
 class LineFramer:
     """Splits a byte stream into newline-delimited messages (see ``_core.pyi``)."""
 
-    __slots__ = ("_max", "_pending", "_discard", "_dsize", "_dlast_cr")
+    __slots__ = ("_discard", "_dlast_cr", "_dsize", "_max", "_pending")
 
     def __init__(self, max_size: int = DEFAULT_MAX_LINE) -> None:
         if max_size < 1:
@@ -983,7 +983,7 @@ _BOM = b"\xef\xbb\xbf"
 class SseEvent:
     """One dispatched server-sent event."""
 
-    __slots__ = ("_event", "_data", "_id", "_retry")
+    __slots__ = ("_data", "_event", "_id", "_retry")
 
     def __init__(self, event: str, data: str, id: str, retry: int | None) -> None:
         self._event = event
@@ -1079,18 +1079,18 @@ class SseDecoder:
     """Incremental ``text/event-stream`` parser following the WHATWG rules (see ``_core.pyi``)."""
 
     __slots__ = (
-        "_max",
-        "_last_id",
-        "_retry",
-        "_start",
-        "_cr_end",
-        "_pending",
-        "_pend_n",
-        "_data",
-        "_type",
         "_block_retry",
-        "_size",
+        "_cr_end",
+        "_data",
         "_discard",
+        "_last_id",
+        "_max",
+        "_pend_n",
+        "_pending",
+        "_retry",
+        "_size",
+        "_start",
+        "_type",
     )
 
     def __init__(self, max_event_size: int = DEFAULT_MAX_EVENT) -> None:
@@ -1223,12 +1223,11 @@ class SseDecoder:
                     last_id = value.decode("utf-8", "replace")
             elif field == b"event":
                 etype = value
-            elif field == b"retry":
-                if 0 < len(value) <= 20 and value.isdigit():
-                    ms = int(value)
-                    if ms < 1 << 64:
-                        self._retry = ms
-                        block_retry = ms
+            elif field == b"retry" and 0 < len(value) <= 20 and value.isdigit():
+                ms = int(value)
+                if ms < 1 << 64:
+                    self._retry = ms
+                    block_retry = ms
         # The byte count of the block still open: its lines after the last blank line.
         i = len(lines) - 1
         while i >= 0 and lines[i]:
@@ -1301,12 +1300,11 @@ class SseDecoder:
                     last_id = value.decode("utf-8", "replace")
             elif field == b"event":
                 etype = value
-            elif field == b"retry":
-                if 0 < len(value) <= 20 and value.isdigit():
-                    ms = int(value)
-                    if ms < 1 << 64:
-                        self._retry = ms
-                        block_retry = ms
+            elif field == b"retry" and 0 < len(value) <= 20 and value.isdigit():
+                ms = int(value)
+                if ms < 1 << 64:
+                    self._retry = ms
+                    block_retry = ms
             # empty field (a comment) and unknown fields are ignored
         self._size = size
         self._data = data

@@ -15,14 +15,14 @@ import time
 from typing import Any
 
 import gevent
-import locust  # noqa: F401, I001 - first: Locust's import gevent-patches the stdlib
+import locust  # noqa: F401 - first: Locust's import gevent-patches the stdlib
 from locust import events
 
 from mcpfast.client.base import rss_kib
 from mcpfast.locust.stats import output_prefix
 from mcpfast.locust.users import FAILED_START_BACKOFF, McpUser
 
-__all__ = ["CHURN", "MERGE", "McpUser", "open_session", "close_session"]
+__all__ = ["CHURN", "MERGE", "McpUser", "close_session", "open_session"]
 
 logger = logging.getLogger("mcpfast.loadtests")
 

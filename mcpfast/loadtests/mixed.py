@@ -11,7 +11,7 @@ class MixedUser(McpUser):
     native_family = "mixed"
     resource_uri = None
     prompt_name = None
-    prompt_args: dict = {}
+    prompt_args: dict = {}  # noqa: RUF012 - replaced per user, never mutated
     complete_arg = None
 
     def on_start(self) -> None:

@@ -27,9 +27,9 @@ __all__ = [
     "SUB_BUCKETS",
     "Histogram",
     "HistogramSet",
+    "highest_equivalent",
     "index_of",
     "lowest_equivalent",
-    "highest_equivalent",
 ]
 
 LOWEST = 1
@@ -81,7 +81,7 @@ class Histogram:
     inside :meth:`record`).
     """
 
-    __slots__ = ("_counts", "total_count", "overflow", "_min", "_max", "_top")
+    __slots__ = ("_counts", "_max", "_min", "_top", "overflow", "total_count")
 
     def __init__(self) -> None:
         self._counts: list[int] = [0] * SLOTS

@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import gevent
-import locust  # noqa: F401, I001 - first: Locust's import gevent-patches the stdlib
+import locust  # first: Locust's import gevent-patches the stdlib
 from locust.stats import RequestStats, StatsEntry, StatsError
 
 from mcpfast.locust import oauth

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcpfast._argtypes import int_at_least, rate, share
 from mcpfast.client import reach as _reach
 from mcpfast.client.reach import Reach
+from mcpfast.locust.argtypes import int_at_least, rate, share
 
 _non_negative_int = int_at_least(0)
 

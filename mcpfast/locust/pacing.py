@@ -61,20 +61,20 @@ class OpenModelSchedule:
     """
 
     __slots__ = (
-        "rate",
-        "worker_index",
-        "worker_count",
-        "late_tolerance",
-        "max_lag",
         "_interval",
+        "_next",
         "_phase",
         "_start",
-        "_next",
         "claimed",
-        "sent",
-        "late",
         "dropped",
         "lag",
+        "late",
+        "late_tolerance",
+        "max_lag",
+        "rate",
+        "sent",
+        "worker_count",
+        "worker_index",
     )
 
     def __init__(
@@ -179,7 +179,7 @@ class Pacer:
     the same clock for the completion time.
     """
 
-    __slots__ = ("schedule", "clock", "_sleep")
+    __slots__ = ("_sleep", "clock", "schedule")
 
     def __init__(
         self,

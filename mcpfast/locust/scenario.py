@@ -87,7 +87,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "resources/read": ("uri", "template", "vars"),
     "prompts/get": ("prompt", "arguments"),
     "completion/complete": ("prompt", "template", "argument", "value"),
-    **{k: () for k in LIST_OPS},
+    **dict.fromkeys(LIST_OPS, ()),
 }
 COMMON_FIELDS = ("op", "weight")
 USER_FIELDS = ("name", "weight", "ops")
@@ -499,7 +499,7 @@ def schema_errors(schema: dict[str, Any] | None, arguments: dict[str, Any]) -> l
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
-    except Exception:  # noqa: BLE001 - a schema the library cannot use: the server decides
+    except Exception:  # a schema the library cannot use: the server decides
         return []
     out = []
     for err in sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path)):
@@ -632,7 +632,7 @@ def discover(client: Any, info: ServerInfo, source: str = "--mcp-discover", skip
                     "resources/read",
                     DISCOVER_WEIGHTS["resources/read"],
                     template=tpl,
-                    vars={v: "1" for v in template_vars(tpl)},
+                    vars=dict.fromkeys(template_vars(tpl), "1"),
                     where=f"template {tpl}",
                     note="template variables set to '1'",
                 )

@@ -61,9 +61,9 @@ from mcpfast.locust.pacing import DEFAULT_LATE_TOLERANCE, DEFAULT_MAX_LAG, OpenM
 
 __all__ = [
     "FORMAT",
-    "McpStats",
     "REPORT_KEY",
     "TABLE_PERCENTILES",
+    "McpStats",
     "get",
     "install",
     "output_prefix",

@@ -27,7 +27,7 @@ import json
 from typing import Any
 
 import gevent
-import locust  # noqa: F401, I001 - first: Locust's import gevent-patches the stdlib
+import locust  # noqa: F401 - first: Locust's import gevent-patches the stdlib
 from locust import User
 
 from mcpfast.client.base import McpClient
@@ -37,7 +37,7 @@ from mcpfast.locust import oauth
 from mcpfast.locust import stats as mstats
 from mcpfast.locust.options import engine, option, reach
 
-__all__ = ["LEGACY_SSE_VERSION", "McpHttpUser", "McpStdioUser", "McpUser", "REQUEST_TYPES"]
+__all__ = ["LEGACY_SSE_VERSION", "REQUEST_TYPES", "McpHttpUser", "McpStdioUser", "McpUser"]
 
 REQUEST_TYPES = {"http": "mcp-http", "stdio": "mcp-stdio"}
 LEGACY_SSE_VERSION = "2024-11-05"  # --mcp-protocol-version 2024-11-05 over HTTP: the HTTP+SSE transport
@@ -169,19 +169,17 @@ class McpUser(User):
         mcp: Any = self.mcp  # only the stdio client has `dead` and `restart`
         if getattr(mcp, "dead", None) is not None and mcp.dead != "closed":
             mcp.restart()  # stdio: the server process died; the spec says restart it
-        if s.era is None or s.needs_handshake:
-            if not self.mcp.initialize():
-                gevent.sleep(FAILED_START_BACKOFF)
-                return False
+        if (s.era is None or s.needs_handshake) and not self.mcp.initialize():
+            gevent.sleep(FAILED_START_BACKOFF)
+            return False
         return True
 
     # -- native engine -----------------------------------------------------------------------------
     def uses_native_engine(self) -> bool:
         if self.native_family is None or engine(self.environment) != "native":
             return False
-        if self.opt("mcp_engine") is None and str(self.opt("mcp_protocol_version")) in PYTHON_ONLY_VERSIONS:
-            return False  # native by default only: the auto probe and HTTP+SSE stay on the Python users
-        return True
+        # native by default only: the auto probe and HTTP+SSE stay on the Python users
+        return not (self.opt("mcp_engine") is None and str(self.opt("mcp_protocol_version")) in PYTHON_ONLY_VERSIONS)
 
     def run(self) -> None:  # type: ignore[misc]  # Locust marks it final; the native engine replaces the task loop
         """Python engine: Locust's task loop.  Native engine: this user is one unit of the

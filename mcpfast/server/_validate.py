@@ -150,7 +150,7 @@ def compile_check(schema: Any, *, top: bool = True) -> Check | None:
     return lambda v: all(check(v) for check in all_checks)
 
 
-def _object_check(schema: dict[str, Any], must_be_object: bool) -> Check | None | bool:
+def _object_check(schema: dict[str, Any], must_be_object: bool) -> Check | bool | None:
     """The check of properties/required/additionalProperties; False when not simple.
 
     With ``must_be_object`` (``"type": "object"``) a non-object fails; otherwise the keywords
@@ -186,10 +186,7 @@ def _object_check(schema: dict[str, Any], must_be_object: bool) -> Check | None 
             for key in needed:
                 if key not in v:
                     return False
-            for key, check in items:
-                if key in v and not check(v[key]):
-                    return False
-            return True
+            return all(not (key in v and not check(v[key])) for key, check in items)
 
         return check_object
 

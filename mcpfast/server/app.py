@@ -1,6 +1,6 @@
-"""``Server``: the decorator API (tools, resources, prompts, completion) on top of the engine.
+"""``Server``: the decorator API (tools, resources, prompts, completion) on top of the session machine.
 
-The engine decides what is allowed and when; this module turns registered Python functions
+The session machine decides what is allowed and when; this module turns registered Python functions
 into MCP results. Protocol errors are raised as ``McpError``; tool failures become
 ``isError`` results so the model can see them.
 """
@@ -22,14 +22,14 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 import orjson
 
 from mcpfast._version import __version__
-from mcpfast.engine import InboundRequest, NotificationReceived, ServerSession
-from mcpfast.engine.mrtr import InputRequired, StateSealer, input_required_result
-from mcpfast.engine.rules import DEFAULT_PAGE_SIZE, completion_result, input_errors_are_tool_errors, paginate
 from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, McpError, resource_not_found_code
 from mcpfast.protocol.meta import TASKS_EXTENSION
 from mcpfast.protocol.schema import known_fields
 from mcpfast.protocol.versions import V2025_06_18, supports
+from mcpfast.sansio import InboundRequest, NotificationReceived, ServerSession
+from mcpfast.sansio.mrtr import InputRequired, StateSealer, input_required_result
+from mcpfast.sansio.rules import DEFAULT_PAGE_SIZE, completion_result, input_errors_are_tool_errors, paginate
 from mcpfast.server._typeschema import function_schema, type_schema
 from mcpfast.server._validate import ArgumentValidator
 from mcpfast.server.connection import Connection, Routes
@@ -248,7 +248,7 @@ class Server:
                 m.TASKS_CANCEL: self._tasks_method,
             }
         )
-        """What serves each method the engine admits (``Connection`` dispatches through it;
+        """What serves each method the session machine admits (``Connection`` dispatches through it;
         a method without a route is answered -32601)."""
 
     # ------------------------------------------------------------ registration
@@ -500,9 +500,9 @@ class Server:
         return info
 
     def new_session(self, *, records: bool = True) -> ServerSession:
-        """A fresh engine session declaring this server's capabilities (``records``: see ``ServerSession``).
+        """A fresh session machine declaring this server's capabilities (``records``: see ``ServerSession``).
 
-        Sessions share one ``server_info`` and one capabilities dict (the engine copies before it
+        Sessions share one ``server_info`` and one capabilities dict (the session machine copies before it
         changes anything), rebuilt only when what they are made from changes: an idle session
         holds no copy of its own.
         """
@@ -524,9 +524,9 @@ class Server:
         return ServerSession(shared[1], shared[2], instructions=self.instructions, records=records)
 
     def connect(self, *, records: bool = True) -> Connection:
-        """A ``Connection`` (engine session + task runner) for one transport connection.
+        """A ``Connection`` (session machine + task runner) for one transport connection.
 
-        ``records=False`` for a transport that writes the engine's bytes in order and reads no
+        ``records=False`` for a transport that writes the session machine's bytes in order and reads no
         ``Outgoing`` records (stdio): its session keeps only the bytes.
         """
         conn = Connection(
@@ -595,7 +595,7 @@ class Server:
     # ----------------------------------------------------------------- dispatch
 
     def handle(self, request: InboundRequest, conn: Any) -> Any:
-        """Serve one request the engine admitted, as far as it can go without waiting.
+        """Serve one request the session machine admitted, as far as it can go without waiting.
 
         Returns:
             The result (a dict) when the request was served right away (plain sync handlers,
@@ -608,7 +608,7 @@ class Server:
         return self.routes[request.method](request, conn)
 
     async def dispatch(self, request: InboundRequest, conn: Any) -> Any:
-        """Serve one request the engine admitted; returns the result (``handle``, awaited).
+        """Serve one request the session machine admitted; returns the result (``handle``, awaited).
 
         Raises:
             McpError: the JSON-RPC error to answer with.

@@ -441,7 +441,7 @@ def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
 
 
 @app.prompt(arguments={"resourceUri": "URI of the resource to embed"})
-def test_prompt_with_embedded_resource(resourceUri: str) -> list[dict[str, Any]]:  # noqa: N803 - the suite's name
+def test_prompt_with_embedded_resource(resourceUri: str) -> list[dict[str, Any]]:  # the suite's name
     """A prompt that embeds a resource."""
     return [
         {"role": "user", "content": embedded_resource(resourceUri, text="Embedded resource content for testing.", mime_type="text/plain")},

@@ -1,8 +1,8 @@
-"""``Connection``: runs a ``Server``'s handlers for one engine session on asyncio.
+"""``Connection``: runs a ``Server``'s handlers for one session machine on asyncio.
 
 Transports own the bytes; this class owns the work. A request whose handler is a plain sync
 function is served inline, inside ``feed``: no task, no thread hop, the reply is in the
-engine's outbox when ``feed`` returns. Anything that must wait (an ``async def`` handler, a
+session machine's outbox when ``feed`` returns. Anything that must wait (an ``async def`` handler, a
 ``blocking=True`` one in the thread pool) runs in its own task, so many run at once and finish
 in any order; a client's cancel cancels the task; a server-to-client request is a future
 resolved by the client's reply.
@@ -16,7 +16,9 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from mcpfast.engine import (
+from mcpfast.protocol import methods as m
+from mcpfast.protocol.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, McpError
+from mcpfast.sansio import (
     InboundRequest,
     NotificationReceived,
     ReplyReceived,
@@ -24,8 +26,6 @@ from mcpfast.engine import (
     RequestReceived,
     ServerSession,
 )
-from mcpfast.protocol import methods as m
-from mcpfast.protocol.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, McpError
 
 __all__ = ["Connection", "Handler", "Routes"]
 
@@ -61,21 +61,21 @@ class Routes(dict[str, Handler]):
 
 
 class Connection:
-    """One client connection: an engine session and the tasks serving its requests.
+    """One client connection: an session machine and the tasks serving its requests.
 
     It knows its collaborators only through what it is given (``Server.connect`` wires them):
 
     Args:
-        session: the engine session (its ``on_output`` hook is the transport's to set).
+        session: the session machine (its ``on_output`` hook is the transport's to set).
         routes: what serves each admitted request (``Server.routes``, the one dispatch table),
             or one ``Handler`` for every method.
         request_timeout: seconds to wait for the client's answer to a server-to-client request.
         on_notification: called as ``on_notification(conn, event)`` for each client
-            notification the engine hands over (``NotificationReceived``).
+            notification the session machine hands over (``NotificationReceived``).
         on_close: called with the connection once it is closed.
 
     Attributes:
-        session: the engine session.
+        session: the session machine.
         task_owner: who owns the tasks this connection creates (``None``: this connection; the
             HTTP transport names the caller, as each 2026 POST is a connection of its own).
     """
@@ -107,10 +107,10 @@ class Connection:
         return len(self._tasks)
 
     def feed(self, data: bytes | bytearray | memoryview, tag: Any = None) -> None:
-        """Hand one framed message to the engine and serve what it admits.
+        """Hand one framed message to the session machine and serve what it admits.
 
         Plain sync handlers have answered (into the session's outbox) when this returns;
-        ``tag`` comes back on the engine's records for this input (``ServerSession.receive``).
+        ``tag`` comes back on the session machine's records for this input (``ServerSession.receive``).
         """
         self._serve_events(self.session.receive(data, tag))
 
@@ -163,12 +163,12 @@ class Connection:
             session.respond_error(rid, INTERNAL_ERROR, "internal error")
             return
         if type(outcome) is dict or not inspect.isawaitable(outcome):
-            session.respond(rid, outcome)  # an unencodable result is answered -32603 by the engine
+            session.respond(rid, outcome)  # an unencodable result is answered -32603 by the session machine
             return
         self._tasks[rid] = asyncio.get_running_loop().create_task(self._serve(request, outcome))
 
     def _respond(self, request: InboundRequest, result: Any) -> None:
-        self.session.respond(request.id, result)  # an unencodable result: -32603 from the engine
+        self.session.respond(request.id, result)  # an unencodable result: -32603 from the session machine
 
     async def _serve(self, request: InboundRequest, outcome: Any) -> None:
         rid = request.id
@@ -178,7 +178,7 @@ class Connection:
         except asyncio.CancelledError:
             if not session.is_cancelled(rid):
                 raise  # shutdown, not the client's cancel: let the task end cancelled
-            session.respond_error(rid, INTERNAL_ERROR, "cancelled")  # dropped by the engine
+            session.respond_error(rid, INTERNAL_ERROR, "cancelled")  # dropped by the session machine
         except McpError as exc:
             session.respond_error(rid, exc.code, exc.message, exc.data)
         except Exception:
@@ -218,7 +218,7 @@ class Connection:
         """Send a request to the client and wait for the result.
 
         Raises:
-            McpError: the client answered with an error (or the engine refused to send).
+            McpError: the client answered with an error (or the session machine refused to send).
             TimeoutError: no answer in time; the request is cancelled at the client.
         """
         request_id = self.session.send_request(method, params, related=related)

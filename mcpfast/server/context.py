@@ -9,11 +9,11 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from mcpfast.engine import InboundRequest
-from mcpfast.engine.mrtr import InputRequired
 from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, McpError
 from mcpfast.protocol.schema import SchemaError, validate_result
+from mcpfast.sansio import InboundRequest
+from mcpfast.sansio.mrtr import InputRequired
 
 if TYPE_CHECKING:
     from mcpfast.server.connection import Connection
@@ -51,7 +51,7 @@ class Context:
         self._asked = 0
         self._start_task: Callable[[], Any] | None = None  # set when this call may become a task
         # A blocking=True handler runs in a worker thread: its progress/log calls are handed
-        # to the event loop's thread (the engine is not thread-safe).
+        # to the event loop's thread (the session machine is not thread-safe).
         self._thread = threading.get_ident()
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()

@@ -26,8 +26,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
-from mcpfast.engine import InboundRequest
-from mcpfast.engine.mrtr import InputRequired
 from mcpfast.protocol.errors import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -37,6 +35,8 @@ from mcpfast.protocol.errors import (
 from mcpfast.protocol.meta import TASKS_EXTENSION
 from mcpfast.protocol.schema import SchemaError, validate_result
 from mcpfast.protocol.versions import V2026_07_28
+from mcpfast.sansio import InboundRequest
+from mcpfast.sansio.mrtr import InputRequired
 from mcpfast.store.tasks import (
     CANCELLED,
     COMPLETED,

@@ -26,9 +26,9 @@ from typing import Any, Final
 
 import redis
 import redis.asyncio as aredis
+from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError
-from redis.retry import Retry
 
 from mcpfast.store.base import StoreUnavailable
 

@@ -1,4 +1,4 @@
-"""Transports: thin adapters moving bytes between a peer and the engine."""
+"""Transports: thin adapters moving bytes between a peer and the session machine."""
 
 from __future__ import annotations
 

@@ -14,10 +14,10 @@
 * ``GET /sse`` + ``POST /messages?session_id=…``: the 2024-11-05 transport.
 * ``/.well-known/oauth-protected-resource[/mcp]`` when an ``auth`` resource server is given.
 
-Protocol rules stay in the engine; this module maps messages to HTTP. One request goes
+Protocol rules stay in the session machine; this module maps messages to HTTP. One request goes
 through ``handle`` as a pipeline: the Host check and the path (the endpoint), the body decoded
-once, the ``gates`` (checks added by ``mcpfast.stateless_only`` and ``mcpfast.metrics``),
-Origin and authentication, the session table (``mcpfast.transports.sessions``), the engine
+once, the ``gates`` (checks added by ``mcpfast.transports.stateless_only`` and ``mcpfast.transports.metrics``),
+Origin and authentication, the session table (``mcpfast.transports.sessions``), the session machine
 (``Connection.feed_message``), the routing of its records to streams
 (``mcpfast.transports.http_routing``), and the answer made from the stream.
 """
@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs
 
 from mcpfast import core
-from mcpfast.engine import ERROR, Outgoing
 from mcpfast.protocol import http as wire
 from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import (
@@ -48,6 +47,7 @@ from mcpfast.protocol.host import HostRules, absolute_form
 from mcpfast.protocol.http import DEFAULT_MAX_BODY, DEFAULT_MAX_HEAD
 from mcpfast.protocol.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, STATELESS_VERSIONS, V2025_11_25, supports
+from mcpfast.sansio import ERROR, Outgoing
 from mcpfast.store.base import StoreUnavailable
 from mcpfast.transports.answers import OK_EMPTY, Later, Reply, send_reply
 from mcpfast.transports.event_store import EventStore, MemoryEventStore
@@ -170,7 +170,7 @@ class HttpTransport:
             ``MemoryEventStore``; ``False`` turns resumability off).
         auth: an OAuth resource server (``mcpfast.auth.ResourceServer``); ``None``: no auth.
         json_response: answer requests that emit nothing before their reply as JSON (else SSE,
-            except for the answers the engine makes itself: those are always JSON).
+            except for the answers the session machine makes itself: those are always JSON).
         store: where handshake-era sessions are kept (``mcpfast.store``): ``None`` or a
             ``MemoryStore``, this process (``LocalSessions``); a ``RedisStore``, every process
             that shares it (``SharedSessions``).
@@ -197,7 +197,7 @@ class HttpTransport:
         session_idle_timeout: float = 600.0,
         keepalive: float = 15.0,
         retry_ms: int = 1000,
-        event_store: EventStore | None | bool = None,
+        event_store: EventStore | bool | None = None,
         auth: ResourceServer | None = None,
         json_response: bool = True,
         store: SessionStore | None = None,
@@ -552,9 +552,9 @@ class HttpTransport:
         return deferred
 
     def _post_answer(self, sess: HttpSession, stream: Stream) -> Reply | Deferred:
-        """The answer to a session's POST once the engine took it: JSON, 202, or its stream."""
+        """The answer to a session's POST once the session machine took it: JSON, 202, or its stream."""
         if stream.closed:
-            if stream.as_json(self.json_response):  # answered alone: inline or by the engine
+            if stream.as_json(self.json_response):  # answered alone: inline or by the session machine
                 answer: Outgoing = stream.answer  # type: ignore[assignment]
                 return (_session_status(answer) if answer.kind == ERROR else 200, _JSON, answer.data)
         elif stream.empty and not sess.conn.session.answering(stream):
@@ -764,7 +764,7 @@ class HttpTransport:
         meta = _meta(decoded)
         if META_PROTOCOL_VERSION not in meta:
             # Over HTTP the header made this a 2026 request, so its _meta is required (the
-            # engine answers a bare server/discover probe, which only makes sense on stdio).
+            # session machine answers a bare server/discover probe, which only makes sense on stdio).
             refused = meta_required(META_PROTOCOL_VERSION) if version in _STATELESS else unsupported_version(STATELESS_VERSIONS, version)
             return _reply(400, _error_body(refused.code, refused.message, refused.data, rid))
         if method == m.SERVER_DISCOVER and not isinstance(meta.get(META_CLIENT_CAPABILITIES), dict):
@@ -776,7 +776,7 @@ class HttpTransport:
         conn.task_owner = f"principal:{principal}" if principal is not None else "anonymous"
         self._stateless.add(conn)
         conn.feed_message(decoded, stream)
-        if stream.as_json(self.json_response):  # answered by the engine or a sync handler
+        if stream.as_json(self.json_response):  # answered by the session machine or a sync handler
             self._stateless.discard(conn)
             self.table.finish(conn.close_now())
             answer: Outgoing = stream.answer  # type: ignore[assignment]

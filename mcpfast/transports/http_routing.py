@@ -1,11 +1,11 @@
-"""Routing the engine's records to HTTP streams: a plain function of each ``Outgoing``.
+"""Routing the session machine's records to HTTP streams: a plain function of each ``Outgoing``.
 
 Over HTTP every message must go to exactly one stream. The transport feeds each POST's
-message with that POST's ``Stream`` as the engine's ``tag``; the engine gives the tag back on
+message with that POST's ``Stream`` as the session machine's ``tag``; the session machine gives the tag back on
 every record that answers the message or is sent for a request it carried (progress, logs,
 server-to-client requests, a listen stream's notifications), and ``final`` on the record that
 ends it. Untagged records go to the session's standing stream (the GET stream, the 2024-11-05
-SSE stream). No protocol rule lives here: the engine decides *what* is sent; this only puts
+SSE stream). No protocol rule lives here: the session machine decides *what* is sent; this only puts
 each record where its tag says.
 """
 
@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
-from mcpfast.engine import Outgoing, ServerSession
+from mcpfast.sansio import Outgoing, ServerSession
 
 if TYPE_CHECKING:
     from mcpfast.server.app import Server
@@ -33,7 +33,7 @@ class Stream:
 
     Attributes:
         key: the stream's name inside its session (event ids start with it).
-        answer: the engine's ``final`` record for this stream's request, once it came.
+        answer: the session machine's ``final`` record for this stream's request, once it came.
         closed: no more messages will come.
         keep: stays open after its requests are answered (GET, listen, legacy SSE).
         sse: the response became an SSE stream (else it may still be answered as JSON).
@@ -68,7 +68,7 @@ class Stream:
             self._wake()
 
     def take(self, record: Outgoing) -> None:
-        """One engine record for this stream: its bytes, and the end of the stream if ``final``."""
+        """one session machine record for this stream: its bytes, and the end of the stream if ``final``."""
         data = record.data
         if data:
             self.push(data)
@@ -82,7 +82,7 @@ class Stream:
 
         Only an answer that came alone (the stream closed with it as its only message) can be.
         It is when the transport answers with JSON (``json_response``), and also otherwise when
-        the engine made it itself (``by_engine``: a protocol error, ``ping``...), as no handler
+        the session machine made it itself (``by_engine``: a protocol error, ``ping``...), as no handler
         ran and there was nothing to stream.
         """
         answer = self.answer

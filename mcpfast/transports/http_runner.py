@@ -39,11 +39,11 @@ def _transport(server: Server, opts: dict[str, Any]) -> Any:
     only_stateless = opts.pop("stateless_only", False)
     app: Any = asgi_app(_scaled(server, opts), **opts)
     if only_stateless:
-        from mcpfast.stateless_only import stateless_only
+        from mcpfast.transports.stateless_only import stateless_only
 
         app = stateless_only(app)
     if metrics:
-        from mcpfast.metrics import with_metrics
+        from mcpfast.transports.metrics import with_metrics
 
         return with_metrics(app)
     return app
@@ -51,7 +51,7 @@ def _transport(server: Server, opts: dict[str, Any]) -> Any:
 
 def _scaled(server: Server, opts: dict[str, Any]) -> Server:
     """``store`` (a URL) becomes a ``SessionStore``; ``secret`` (or the store's shared key) seals 2026 state."""
-    from mcpfast.engine.mrtr import StateSealer
+    from mcpfast.sansio.mrtr import StateSealer
     from mcpfast.server.tasks import open_task_store
     from mcpfast.store import open_store
     from mcpfast.store.tasks import MemoryTaskStore

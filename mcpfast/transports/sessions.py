@@ -45,7 +45,7 @@ class HttpSession:
 
     Attributes:
         id: the ``Mcp-Session-Id`` (or the 2024-11-05 ``session_id``).
-        conn: the connection running its engine session.
+        conn: the connection running its session machine.
         get: its standing stream (the GET stream; the ``/sse`` stream for 2024-11-05).
         streams: POST streams still open after their POST was answered or left.
         principal: the authenticated subject it is bound to (``None``: no authentication).
@@ -274,7 +274,7 @@ class SessionTable(abc.ABC):
 
     @abc.abstractmethod
     def open(self, sess: HttpSession) -> asyncio.Future[bool] | None:
-        """Make a session whose ``initialize`` the engine accepted: ``None`` when it is served
+        """Make a session whose ``initialize`` the session machine accepted: ``None`` when it is served
         from now on; else a future resolved ``True`` once it is (kept where it must be first),
         ``False`` when the sessions are at their limit, or raising ``StoreUnavailable``. A
         session that is not kept is discarded by the table."""

@@ -6,7 +6,7 @@ its own ``sessions`` (the per-process cache) and
 * keeps a new session in the store before its ``initialize`` is answered (the global cap;
   the transport answers 503 when the store cannot be reached);
 * loads a session another process made the first time a request names it here, and rebuilds
-  its engine session from the stored record with the engine's ``restore``;
+  its session machine from the stored record with the session machine's ``restore``;
 * ends a session everywhere on DELETE (the store tells every process; 404 afterwards);
 * pushes last-seen times to the store in one batch per ``flush_period`` (the idle expiry is
   the store's TTL) and drops cached sessions the store no longer has (expired, deleted while
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Final
 import orjson
 
 from mcpfast import core
-from mcpfast.engine import SessionState
+from mcpfast.sansio import SessionState
 from mcpfast.store.base import Message, SessionRecord, SharedEvents, StoreUnavailable
 from mcpfast.transports.http_routing import Stream
 from mcpfast.transports.sessions import HttpSession, SessionTable, chain, wound_down
@@ -181,11 +181,11 @@ class SharedSessions(SessionTable):
     # ------------------------------------------------------------ sessions
 
     def _share(self, sess: HttpSession) -> None:
-        """Serve a session kept in the store from this process: its engine numbers its requests
+        """Serve a session kept in the store from this process: its session machine numbers its requests
         from this process's range and reports what the others must learn, its GET stream offers
         its events to the others."""
-        engine = sess.conn.session
-        engine.share(
+        machine = sess.conn.session
+        machine.share(
             first_request_id=self._request_base,
             on_change=functools.partial(self._changed, sess),
             on_stray=functools.partial(self._stray, sess),
@@ -194,7 +194,7 @@ class SharedSessions(SessionTable):
         # POST streams are named by a counter per session; each process starts its own far
         # from the others', so stream names (and event ids) never meet in the shared store.
         sess.next_stream = self._stream_base
-        self._known[sess.id] = engine.snapshot()
+        self._known[sess.id] = machine.snapshot()
         self.install(sess)
 
     def open(self, sess: HttpSession) -> asyncio.Future[bool]:
@@ -269,7 +269,7 @@ class SharedSessions(SessionTable):
             del self._loading[session_id]
 
     def _rebuild(self, record: SessionRecord) -> HttpSession | None:
-        """The session of ``record``, its engine session restored from it (``None``: a version not served here)."""
+        """The session of ``record``, its session machine restored from it (``None``: a version not served here)."""
         sess = self.new_session(record.id, record.principal)
         state = SessionState(record.version, record.capabilities, record.client_info, record.log_level, frozenset(record.subscriptions))
         try:
@@ -295,7 +295,7 @@ class SharedSessions(SessionTable):
         return super().end_here(session_id)
 
     def _changed(self, sess: HttpSession) -> None:
-        """The engine's ``on_change``: a ``logging/setLevel`` or a ``resources/(un)subscribe``
+        """The session machine's ``on_change``: a ``logging/setLevel`` or a ``resources/(un)subscribe``
         served here goes to the store (and so to every process: a resource update noticed
         anywhere reaches the subscriber) before the input is answered (``sess.pending``)."""
         state = sess.conn.session.snapshot()
@@ -326,7 +326,7 @@ class SharedSessions(SessionTable):
             logger.warning("a session change is not shared: %s", exc)
 
     def _stray(self, sess: HttpSession, msg: Any) -> None:
-        """The engine's ``on_stray``: a reply to a request another process sent goes to that process."""
+        """The session machine's ``on_stray``: a reply to a request another process sent goes to that process."""
         outcome = {"result": msg.result} if msg.kind == "result" else {"error": msg.error}
         payload = orjson.dumps({"jsonrpc": "2.0", "id": msg.id, **outcome})
         self._spawn(self.store.publish("reply", sess.id, self.origin + payload.decode()))

@@ -1,7 +1,7 @@
 """The stdio transport: newline-delimited JSON-RPC over a child process's stdin and stdout.
 
-A thin adapter: it frames bytes (``core.LineFramer``), feeds the engine through a
-``Connection`` and writes what the engine queued with one ``core.frame_lines`` write. Replies
+A thin adapter: it frames bytes (``core.LineFramer``), feeds the session machine through a
+``Connection`` and writes what the session machine queued with one ``core.frame_lines`` write. Replies
 of plain sync handlers are produced inline while a chunk of input is fed, so every reply a read
 chunk produced goes out in one write at the end of that chunk; output produced later (by tasks)
 is written by a writer task, one write per wake-up. Backpressure runs both ways: input is not
@@ -36,7 +36,7 @@ _READ_SIZE: Final = 1 << 16
 
 
 class _Writer:
-    """Drains the engine's outbox into the stream, one batched write per wake-up.
+    """Drains the session machine's outbox into the stream, one batched write per wake-up.
 
     While the read loop feeds a chunk (``hold``), output is left in the outbox and written by
     ``flush`` at the end of the chunk; the writer task only wakes for output made outside that.
@@ -137,7 +137,7 @@ async def serve_stdio(
                     else:
                         feed(item)
                 except Exception:
-                    # An engine bug must not end the session: log it and keep serving.
+                    # A session machine bug must not end the session: log it and keep serving.
                     logger.exception("unexpected failure handling one message; the stream goes on")
                 if conn.in_flight >= max_in_flight:
                     out.flush()

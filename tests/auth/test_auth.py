@@ -140,7 +140,7 @@ async def test_jwks_url_fetched_once_and_cached(keys: tuple[Path, Path, Path]) -
     hits: list[str] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        def do_GET(self) -> None:  # stdlib name
             hits.append(self.path)
             self.send_response(200)
             self.send_header("Content-Type", "application/json")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import json
 import random
 import sys
@@ -177,9 +178,9 @@ def test_table_and_summary_text(synthetic_run: Path) -> None:
 
 def test_main_row_is_the_characteristic_request() -> None:
     rows = [{"name": "tools/call:echo", "count": 10}, {"name": "initialize", "count": 2}, {"name": "sse:gap", "count": 99}]
-    assert run._main_row("handshake", rows)["name"] == "initialize"
-    assert run._main_row("sse_streaming", rows)["name"] == "tools/call:echo"
-    assert run._main_row("other", [{"name": "x", "count": 1}, {"name": "y", "count": 5}])["name"] == "y"
+    assert run.main_row("handshake", rows)["name"] == "initialize"
+    assert run.main_row("sse_streaming", rows)["name"] == "tools/call:echo"
+    assert run.main_row("other", [{"name": "x", "count": 1}, {"name": "y", "count": 5}])["name"] == "y"
 
 
 def test_throughput_is_the_difference_of_cumulative_counts() -> None:
@@ -191,8 +192,8 @@ def test_percentile_curve_is_monotonic_and_ends_at_the_max() -> None:
     h = _hist(list(range(1, 10_001)))
     xs, ys = plots.percentile_curve(h)
     assert xs[0] == 1.0 and ys[-1] == pytest.approx(10.0)  # ms
-    assert all(b >= a for a, b in zip(xs, xs[1:], strict=False))
-    assert all(b >= a for a, b in zip(ys, ys[1:], strict=False))
+    assert all(b >= a for a, b in itertools.pairwise(xs))
+    assert all(b >= a for a, b in itertools.pairwise(ys))
     assert plots.percentile_curve(Histogram()) == ([], [])
 
 
@@ -231,7 +232,7 @@ def test_each_plot_function_writes_a_png(tmp_path: Path) -> None:
             ],
             tmp_path / "t.png",
             "t",
-        ),  # fmt: skip
+        ),
         plots.timeline_plot([], tmp_path / "t0.png", "empty"),
         plots.handshake_plot(
             {"http": [("initialize", {"p50_us": 100, "p90_us": 200, "p99_us": 900, "count": 3})], "stdio": []}, tmp_path / "h.png", "t"

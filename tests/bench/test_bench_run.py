@@ -58,7 +58,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
 
 @pytest.mark.timeout(200)
 def test_quick_bench_succeeds_and_writes_the_summary(quick_run: tuple[Path, Any, dict[str, Any]]) -> None:
-    out, proc, summary = quick_run
+    _out, proc, summary = quick_run
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     assert summary["ok"] is True and summary["problems"] == []
     assert summary["wall_time_s"] < 120

@@ -45,7 +45,7 @@ def hello() -> str:
 
 
 @server.completion()
-async def complete(ref, argument, context):  # noqa: ANN001 - SDK callback signature
+async def complete(ref, argument, context):  # SDK callback signature
     from mcp_types import Completion
 
     return Completion(values=[argument.value + "-1", argument.value + "-2"], hasMore=False)

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterator
 
 import pytest
-from _client_support import HERE, REPO_ROOT, child_env, start_http_server, stop
+from _support import DRIVE, REPO_ROOT, child_env, start_http_server, stop
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def drive() -> Callable[..., dict]:
 
     def run(spec: dict, timeout: float = 60.0) -> dict:
         proc = subprocess.run(
-            [sys.executable, str(HERE / "_drive.py"), json.dumps(spec)],
+            [sys.executable, DRIVE, json.dumps(spec)],
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from _client_support import FAKE, SDK
-from _support import refused_port
+from _support import FAKE, SDK, refused_port
 
 
 def names(out: dict) -> list[str]:

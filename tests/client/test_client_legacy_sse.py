@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from _client_support import start_reference_server, stop
+from _support import start_reference_server, stop
 
 
 @pytest.fixture(scope="module")

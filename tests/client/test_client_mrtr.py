@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from _client_support import start_reference_server, stop
+from _support import start_reference_server, stop
 
 SAMPLING = {"role": "assistant", "content": {"type": "text", "text": "canned"}, "model": "m", "stopReason": "endTurn"}
 CAPS = {"elicitation": {}, "sampling": {}, "roots": {}}

@@ -265,7 +265,7 @@ def test_sans_io_modules_do_not_import_gevent_or_locust() -> None:
     import subprocess
     import sys
 
-    from _client_support import child_env
+    from _support import child_env
 
     code = (
         "import sys\n"

@@ -6,7 +6,7 @@ import json
 import sys
 
 import pytest
-from _client_support import FAKE, SDK
+from _support import FAKE, SDK
 
 
 def names(out: dict) -> list[str]:

@@ -74,9 +74,9 @@ def test_invalid_responses_fail(version: str) -> None:
         validate_message(bad_error, version)
     bad_result = call_result(version)
     bad_result["result"]["content"] = [{"type": "text"}]  # text content without text
-    with pytest.raises(SchemaViolation, match="^schema violation:"):
+    with pytest.raises(SchemaViolation, match=r"^schema violation:"):
         validate_message(bad_result, version, method="tools/call")
-    with pytest.raises(SchemaViolation, match="^schema violation:"):
+    with pytest.raises(SchemaViolation, match=r"^schema violation:"):
         validate_message({"hello": "world"}, version)
 
 

@@ -42,7 +42,7 @@ def test_pipelined_and_partial(core: ModuleType) -> None:
     assert (requests, used, status, need) == ([], 0, 0, len(POST))
 
 
-@pytest.mark.parametrize("cut", range(0, len(POST)))
+@pytest.mark.parametrize("cut", range(len(POST)))
 def test_every_split_point(core: ModuleType, cut: int) -> None:
     requests, used, status, _need, _ = core.parse_http(POST[:cut])
     assert (requests, used, status) == ([], 0, 0)
@@ -94,7 +94,7 @@ def test_refused_with_other_statuses(core: ModuleType, raw: bytes, status: int) 
 
 def test_lenient_where_the_rfc_allows(core: ModuleType) -> None:
     # Bare LF line ends and empty lines before the request line (RFC 9112 §2.2).
-    (req,), used, status, _, _ = core.parse_http(b"\r\n\nGET /a HTTP/1.1\nHost: x\n\n")
+    (req,), _used, status, _, _ = core.parse_http(b"\r\n\nGET /a HTTP/1.1\nHost: x\n\n")
     assert (req[1], req[2], status) == (b"/a", {b"host": b"x"}, 0)
     # Upgrade is not acted on: a plain request, kept alive.
     (req,), _, status, _, _ = core.parse_http(b"GET / HTTP/1.1\r\nUpgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings\r\n\r\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -175,5 +176,5 @@ def test_a_rust_panic_reaches_python_as_an_ordinary_exception(allow_no_rust: boo
         if allow_no_rust:
             pytest.skip("compiled core not importable (MCPFAST_ALLOW_NO_RUST=1)")
         raise
-    with pytest.raises(RuntimeError, match="internal error in mcpfast._core"):
+    with pytest.raises(RuntimeError, match=re.escape("internal error in mcpfast._core")):
         _core._panic_for_tests()

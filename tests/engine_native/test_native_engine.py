@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _support import start_reference_server, stop
 
 from mcpfast import core
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-sys.path.insert(0, str(HERE.parent / "client"))
-from _client_support import start_reference_server, stop  # noqa: E402
 
 APP = "_counting_app:app"
 

@@ -58,7 +58,7 @@ def _config(url: str, **extra: Any) -> dict[str, Any]:
 
 def test_calls_over_tls_equal_the_servers_count(tls_server) -> None:
     port, pki, count = tls_server
-    eng, totals, rows = run(_config(f"https://localhost:{port}/mcp", ca_files=[str(pki.ca)]), 4, 1.5)
+    eng, totals, _rows = run(_config(f"https://localhost:{port}/mcp", ca_files=[str(pki.ca)]), 4, 1.5)
     calls, failures, _ = totals["tools/call:echo"]
     assert failures == 0 and calls > 50
     assert calls == count.stat().st_size
@@ -133,7 +133,7 @@ def test_verification_failures_are_failures_with_their_reason(
     # the requests that could not be sent fail with the same reason; nothing is a success
     assert _reasons(rows, "initialize").keys() == {full}
     assert totals["initialize"][0] == totals["initialize"][1] == totals["tls:handshake"][1] > 0
-    assert "tools/call:echo" not in totals and not count.exists() or count.stat().st_size == 0
+    assert ("tools/call:echo" not in totals and not count.exists()) or count.stat().st_size == 0
     assert eng.status()["connects"] == 0
 
 
@@ -155,7 +155,7 @@ def test_a_server_that_hangs_up_mid_handshake_fails_that_connection_only() -> No
     thread = threading.Thread(target=hang_up, daemon=True)
     thread.start()
     try:
-        eng, totals, rows = run(_config(f"https://127.0.0.1:{port}/mcp", insecure=True), 2, 0.6)
+        _eng, totals, rows = run(_config(f"https://127.0.0.1:{port}/mcp", insecure=True), 2, 0.6)
     finally:
         stop.set()
         thread.join(5)

@@ -25,9 +25,9 @@ from mcpfast.transports.http import HttpTransport, asgi_app
 from mcpfast.transports.http_testing import SERVERS, Recorder, serve_in_thread
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from interop_app import app as interop  # noqa: E402
+from interop_app import app as interop
 
-from mcpfast.server.conformance import app as fixture  # noqa: E402
+from mcpfast.server.conformance import app as fixture
 
 pytestmark = [
     pytest.mark.anyio,

@@ -9,18 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import mcpfast
-
-REPO_ROOT = Path(mcpfast.__file__).resolve().parent.parent
-CLIENT_TESTS = REPO_ROOT / "tests" / "client"
-sys.path.insert(0, str(CLIENT_TESTS))
-
-from _client_support import child_env, start_http_server, start_reference_server, stop  # noqa: E402, F401
-from _support import free_port, start_process  # noqa: E402
+from _support import FAKE, REPO_ROOT, SDK, child_env, free_port, start_http_server, start_process, start_reference_server, stop  # noqa: F401
 
 LOADTESTS = str(REPO_ROOT / "loadtests")
-FAKE = str(CLIENT_TESTS / "_fake_server.py")
-SDK = str(CLIENT_TESTS / "_sdk_server.py")
 
 
 class Run:

@@ -146,7 +146,7 @@ def test_reset_stats_restarts_every_output_together(tmp_path: Path, counting_ser
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_without_csv_nothing_is_written_into_the_directory(tmp_path: Path, counting_server, engine: str) -> None:
-    url, countfile = counting_server("mcpfast")
+    url, _countfile = counting_server("mcpfast")
     work = tmp_path / "cwd"
     work.mkdir()
     run, _ = locust(

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(not native_available(), reason="mcpfast._core ha
 
 
 def _get(url: str) -> dict:
-    with urllib.request.urlopen(url, timeout=5) as resp:  # noqa: S310 - 127.0.0.1 only
+    with urllib.request.urlopen(url, timeout=5) as resp:  # 127.0.0.1 only
         return json.loads(resp.read())
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-import locust  # noqa: F401, I001 - first
+import locust  # first
 from locust.env import Environment
 
 from mcpfast._core import DrainRow

@@ -10,7 +10,7 @@ import random
 import sys
 from collections import defaultdict
 
-import locust  # noqa: I001 - first
+import locust  # first
 import locust.stats
 from locust.stats import RequestStats
 

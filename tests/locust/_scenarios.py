@@ -16,7 +16,7 @@ import sys
 import time
 
 import gevent
-import locust  # noqa: I001 - first, so gevent patches the stdlib before anything else imports it
+import locust  # first, so gevent patches the stdlib before anything else imports it
 import locust.runners
 from locust import User, constant, task
 from locust.argument_parser import get_parser
@@ -132,7 +132,7 @@ def distributed(out_dir: str) -> dict:
             master.stop()
         else:
             master.quit()
-        _wait(lambda: master_stats.written_path is not None, "the master wrote no histograms")  # noqa: B023
+        _wait(lambda: master_stats.written_path is not None, "the master wrote no histograms")
         with open(master_stats.written_path, encoding="utf-8") as fh:
             data = json.load(fh)
         result["runs"].append(

@@ -1,6 +1,6 @@
 """Fixtures for scale-out tests: a real ``redis-server`` and real ``mcpfast serve`` processes.
 
-``redis`` starts Debian's ``redis-server`` on a free 127.0.0.1 port, without persistence, in a
+``redis`` (from ``tests/conftest.py``) starts Debian's ``redis-server`` on a free 127.0.0.1 port, without persistence, in a
 temporary directory (``make test`` installs the package when it is missing). ``servers``
 starts ``mcpfast serve --transport http --fixture conformance --store redis://…`` processes,
 each on its own port. Nothing is mocked.
@@ -9,7 +9,6 @@ each on its own port. Nothing is mocked.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -17,71 +16,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from _support import RedisServer, free_port, wait_port_named
 from scale_client import Mcp
-
-from mcpfast.bench.procs import free_port, wait_port
-
-
-def _wait_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = 20.0) -> None:
-    """:func:`mcpfast.bench.procs.wait_port`, its error naming ``what``."""
-    try:
-        wait_port(port, proc, timeout=timeout)
-    except RuntimeError as exc:
-        raise RuntimeError(f"{what}: {exc}") from None
-
-
-class RedisServer:
-    """One ``redis-server`` process (``stop``/``start`` keep the port: a restart comes back empty)."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.port = free_port()
-        self.workdir = workdir
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            pytest.fail("redis-server is not installed (make test installs Debian's redis-server)")
-        self.proc = subprocess.Popen(
-            [
-                binary,
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                str(self.workdir),
-                "--protected-mode",
-                "yes",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        _wait_port(self.port, self.proc, "redis-server")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-        self.proc = None
-
-
-@pytest.fixture
-def redis(tmp_path: Path) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 class Serve:
@@ -110,7 +46,7 @@ class Serve:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         with self.log.open("ab") as log:  # the process's stderr, for a failing test to show
             self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log)
-        _wait_port(self.port, self.proc, "mcpfast serve")
+        wait_port_named(self.port, self.proc, "mcpfast serve")
 
     def client(self) -> Mcp:
         return Mcp(self.port)

@@ -7,13 +7,14 @@ prints the backend of each request; the test checks the alternation and that bot
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import _wait_port, free_port
+from _support import free_port, wait_port_named
 
 PROXY = Path(__file__).resolve().parents[2] / "benchmarks" / "rr_proxy.py"  # the round-robin proxy the scale benchmark runs too
 
@@ -26,7 +27,7 @@ _spec.loader.exec_module(conformance)
 
 
 @pytest.fixture
-def proxied(servers, tmp_path: Path) -> Iterator[tuple[str, Path]]:  # noqa: ANN001
+def proxied(servers, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     a, b = servers(2)
     port = free_port()
     log = tmp_path / "proxy.log"
@@ -37,7 +38,7 @@ def proxied(servers, tmp_path: Path) -> Iterator[tuple[str, Path]]:  # noqa: ANN
             stderr=subprocess.STDOUT,
         )
     try:
-        _wait_port(port, proxy, "rr_proxy")
+        wait_port_named(port, proxy, "rr_proxy")
         yield f"http://127.0.0.1:{port}/mcp", log
     finally:
         proxy.terminate()
@@ -46,7 +47,7 @@ def proxied(servers, tmp_path: Path) -> Iterator[tuple[str, Path]]:  # noqa: ANN
 
 def _alternates(log: Path) -> int:
     backends = [line.split()[0] for line in log.read_text().splitlines() if line and line[0].isdigit()]
-    assert all(x != y for x, y in zip(backends, backends[1:], strict=False))
+    assert all(x != y for x, y in itertools.pairwise(backends))
     assert min(backends.count("0"), backends.count("1")) >= len(backends) // 2  # both served half
     return len(backends)
 

@@ -10,7 +10,7 @@ from scale_client import Legacy, Mcp, until
 pytestmark = pytest.mark.timeout(120)
 
 
-def test_redis_down_then_back(servers, redis) -> None:  # noqa: ANN001
+def test_redis_down_then_back(servers, redis) -> None:
     a, b = servers(2)
     cached = a.client()
     cached.initialize()
@@ -37,7 +37,7 @@ def test_redis_down_then_back(servers, redis) -> None:  # noqa: ANN001
     assert fresh.on(a.port).call("ping")[0] == 200
 
 
-def test_redis_down_legacy_post_on_another_process_is_503_and_on_its_own_202(servers, redis) -> None:  # noqa: ANN001
+def test_redis_down_legacy_post_on_another_process_is_503_and_on_its_own_202(servers, redis) -> None:
     a, b = servers(2)
     legacy = Legacy(a.port)
     redis.stop()
@@ -49,7 +49,7 @@ def test_redis_down_legacy_post_on_another_process_is_503_and_on_its_own_202(ser
     legacy.close()
 
 
-def test_legacy_post_after_its_holder_was_sigkilled_is_404_not_lost(servers) -> None:  # noqa: ANN001
+def test_legacy_post_after_its_holder_was_sigkilled_is_404_not_lost(servers) -> None:
     # 2024-11-05: the /sse stream is open on a, which dies. Its record lives on in Redis until the
     # idle expiry, but a POST for the session on b must not be taken (202) and lost: b finds
     # nobody listening for it, answers 404 and drops the record.
@@ -73,7 +73,7 @@ def _try_initialize(port: int) -> Mcp | None:
     return client
 
 
-def test_redis_restarted_empty_gives_404_then_reinitialize(servers, redis) -> None:  # noqa: ANN001
+def test_redis_restarted_empty_gives_404_then_reinitialize(servers, redis) -> None:
     a, b = servers(2)
     client = a.client()
     client.initialize()
@@ -88,7 +88,7 @@ def test_redis_restarted_empty_gives_404_then_reinitialize(servers, redis) -> No
     assert again.on(b.port).call("tools/list")[0] == 200
 
 
-def test_sigkilled_process_sessions_go_on_elsewhere(servers) -> None:  # noqa: ANN001
+def test_sigkilled_process_sessions_go_on_elsewhere(servers) -> None:
     a, b = servers(2)
     client = a.client()
     client.initialize()
@@ -103,7 +103,7 @@ def test_sigkilled_process_sessions_go_on_elsewhere(servers) -> None:  # noqa: A
     client.on(b.port).get_stream().close()  # the session's GET stream opens again, on b
 
 
-def test_session_cap_is_global(servers) -> None:  # noqa: ANN001
+def test_session_cap_is_global(servers) -> None:
     a, b = servers(2, "--max-sessions", "3")
     Mcp(a.port).initialize()
     Mcp(b.port).initialize()

@@ -35,7 +35,7 @@ def _post(url: str, session: str, body: dict) -> int:  # type: ignore[type-arg]
         return resp.status
 
 
-def test_store_round_trips_per_request(servers, redis) -> None:  # noqa: ANN001
+def test_store_round_trips_per_request(servers, redis) -> None:
     (other,) = servers(1)  # the session is made by another process
     client = other.client()
     client.initialize()

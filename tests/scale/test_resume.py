@@ -18,7 +18,7 @@ def _replay(client: Mcp, last: str) -> list[tuple[str, dict]]:  # type: ignore[t
     return sse.drain()
 
 
-def test_dropped_post_stream_resumes_on_the_other_process(servers) -> None:  # noqa: ANN001
+def test_dropped_post_stream_resumes_on_the_other_process(servers) -> None:
     a, b = servers(2)
     client = a.client()
     client.initialize({"elicitation": {}})
@@ -46,7 +46,7 @@ def test_dropped_post_stream_resumes_on_the_other_process(servers) -> None:  # n
     assert len({ask_id, missed[0][0], priming[0]}) == 3
 
 
-def test_get_stream_of_a_killed_process_resumes_on_the_other(servers) -> None:  # noqa: ANN001
+def test_get_stream_of_a_killed_process_resumes_on_the_other(servers) -> None:
     a, b = servers(2)
     client = a.client()
     client.initialize()
@@ -69,7 +69,7 @@ def test_get_stream_of_a_killed_process_resumes_on_the_other(servers) -> None:  
     resumed.close()
 
 
-def test_unknown_last_event_id_is_404(servers) -> None:  # noqa: ANN001
+def test_unknown_last_event_id_is_404(servers) -> None:
     a, b = servers(2)
     client = a.client()
     client.initialize()
@@ -77,7 +77,7 @@ def test_unknown_last_event_id_is_404(servers) -> None:  # noqa: ANN001
     assert status == 404
 
 
-def test_post_stream_resumed_on_the_other_process_follows_the_live_request(servers) -> None:  # noqa: ANN001
+def test_post_stream_resumed_on_the_other_process_follows_the_live_request(servers) -> None:
     a, b = servers(2)
     client = a.client()
     client.initialize({"elicitation": {}})

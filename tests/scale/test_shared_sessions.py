@@ -10,7 +10,7 @@ from scale_client import Legacy, Mcp, until
 pytestmark = pytest.mark.timeout(120)
 
 
-def test_session_hops_between_processes(servers) -> None:  # noqa: ANN001
+def test_session_hops_between_processes(servers) -> None:
     a, b = servers(2)
     client = a.client()
     init = client.initialize({"elicitation": {}})
@@ -25,14 +25,14 @@ def test_session_hops_between_processes(servers) -> None:  # noqa: ANN001
     assert status == 200 and any(t["name"] == "test_elicitation" for t in reply["result"]["tools"])
 
 
-def test_unknown_session_is_404_on_every_process(servers) -> None:  # noqa: ANN001
+def test_unknown_session_is_404_on_every_process(servers) -> None:
     a, b = servers(2)
     for s in (a, b):
         status, _ = Mcp(s.port, "no-such-session").call("tools/list")
         assert status == 404
 
 
-def test_delete_on_one_process_ends_the_session_everywhere(servers) -> None:  # noqa: ANN001
+def test_delete_on_one_process_ends_the_session_everywhere(servers) -> None:
     a, b = servers(2)
     client = a.client()
     client.initialize()
@@ -44,7 +44,7 @@ def test_delete_on_one_process_ends_the_session_everywhere(servers) -> None:  # 
     assert client.raw("DELETE")[0] == 404
 
 
-def test_log_level_set_on_one_process_holds_on_the_other(servers) -> None:  # noqa: ANN001
+def test_log_level_set_on_one_process_holds_on_the_other(servers) -> None:
     a, b = servers(2)
     client = a.client()
     client.initialize()
@@ -54,14 +54,16 @@ def test_log_level_set_on_one_process_holds_on_the_other(servers) -> None:  # no
 
     # test_tool_with_logging logs at info: below "error", so nothing but the answer comes back
     def quiet_on_b() -> bool:
-        status, out = client.on(b.port).open("POST", client.request_body("tools/call", {"name": "test_tool_with_logging", "arguments": {}}))
+        _status, out = client.on(b.port).open(
+            "POST", client.request_body("tools/call", {"name": "test_tool_with_logging", "arguments": {}})
+        )
         messages = [json.loads(out)] if isinstance(out, bytes) else [e[1] for e in out.drain()]
         return all("method" not in msg for msg in messages) and messages[-1].get("result") is not None
 
     until(quiet_on_b, what="log level reaching b")
 
 
-def test_elicitation_answer_crosses_over(servers) -> None:  # noqa: ANN001
+def test_elicitation_answer_crosses_over(servers) -> None:
     a, b = servers(2)
     client = a.client()
     client.initialize({"elicitation": {}})
@@ -75,7 +77,7 @@ def test_elicitation_answer_crosses_over(servers) -> None:  # noqa: ANN001
     assert "ada@example.test" in final["result"]["content"][0]["text"]
 
 
-def test_sampling_answer_inside_a_batch_crosses_over(servers) -> None:  # noqa: ANN001
+def test_sampling_answer_inside_a_batch_crosses_over(servers) -> None:
     # 2025-03-26 still has JSON-RPC batches: the answer arrives on b inside a batch with a ping,
     # which b answers itself while the answer goes on to a, the process that asked.
     a, b = servers(2)
@@ -103,7 +105,7 @@ def test_sampling_answer_inside_a_batch_crosses_over(servers) -> None:  # noqa: 
     assert "from grace" in final["result"]["content"][0]["text"]
 
 
-def test_get_stream_notification_crosses_over(servers) -> None:  # noqa: ANN001
+def test_get_stream_notification_crosses_over(servers) -> None:
     a, b = servers(2)
     client = a.client()
     client.initialize()
@@ -116,7 +118,7 @@ def test_get_stream_notification_crosses_over(servers) -> None:  # noqa: ANN001
     assert notification["method"] == "notifications/tools/list_changed"
 
 
-def test_sealed_2026_state_crosses_over(servers) -> None:  # noqa: ANN001
+def test_sealed_2026_state_crosses_over(servers) -> None:
     a, b = servers(2)
     meta = {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -137,7 +139,7 @@ def test_sealed_2026_state_crosses_over(servers) -> None:  # noqa: ANN001
     assert json.loads(data)["result"]["content"][0]["text"].startswith("state-ok")
 
 
-def test_requests_to_the_client_from_two_processes_have_their_own_ids(servers) -> None:  # noqa: ANN001
+def test_requests_to_the_client_from_two_processes_have_their_own_ids(servers) -> None:
     a, b = servers(2)
     client = a.client()
     client.initialize({"elicitation": {}})
@@ -158,7 +160,7 @@ def test_requests_to_the_client_from_two_processes_have_their_own_ids(servers) -
     assert "answer-b@example.test" in result_b[0][1]["result"]["content"][0]["text"]
 
 
-def test_legacy_sse_session_is_served_through_any_process(servers) -> None:  # noqa: ANN001
+def test_legacy_sse_session_is_served_through_any_process(servers) -> None:
     # 2024-11-05: the /sse stream is open on a; every /messages POST lands on b, which passes it
     # on to a, where the answers go out on the stream.
     a, b = servers(2)

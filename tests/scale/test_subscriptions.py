@@ -55,7 +55,7 @@ def _touch(client: Mcp) -> str:
     return str(reply["result"]["content"][0]["text"])
 
 
-def test_a_subscription_taken_on_one_process_is_honoured_by_the_other(redis) -> None:  # noqa: ANN001
+def test_a_subscription_taken_on_one_process_is_honoured_by_the_other(redis) -> None:
     with _pair(redis.url) as (a, b):
         client = Mcp(a)
         client.initialize()
@@ -76,7 +76,7 @@ def test_a_subscription_taken_on_one_process_is_honoured_by_the_other(redis) -> 
         get.close()
 
 
-def test_a_process_that_loads_the_session_later_gets_its_subscriptions(redis) -> None:  # noqa: ANN001
+def test_a_process_that_loads_the_session_later_gets_its_subscriptions(redis) -> None:
     with _pair(redis.url) as (a, b):
         client = Mcp(a)
         client.initialize()

@@ -10,8 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _support import metric
-from conftest import _wait_port, free_port
+from _support import free_port, metric, wait_port_named
 from scale_client import Mcp
 
 pytestmark = pytest.mark.timeout(120)
@@ -42,11 +41,11 @@ def test_workers_need_a_shared_store() -> None:
     assert b"--workers 2 needs a shared session store" in err
 
 
-def test_workers_share_a_port_restart_and_drain(redis) -> None:  # noqa: ANN001
+def test_workers_share_a_port_restart_and_drain(redis) -> None:
     port = free_port()
     sup = _serve(port, "--workers", "2", "--store", redis.url, "--grace", "2")
     try:
-        _wait_port(port, sup, "mcpfast serve --workers 2")
+        wait_port_named(port, sup, "mcpfast serve --workers 2")
         deadline = time.monotonic() + 20
         while len(_children(sup.pid)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -80,13 +79,13 @@ def test_workers_share_a_port_restart_and_drain(redis) -> None:  # noqa: ANN001
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
-def test_metrics_count_every_request_once(redis, workers: str) -> None:  # noqa: ANN001
+def test_metrics_count_every_request_once(redis, workers: str) -> None:
     import urllib.request
 
     port = free_port()
     sup = _serve(port, "--workers", workers, "--store", redis.url, "--metrics")
     try:
-        _wait_port(port, sup, "mcpfast serve --workers 2 --metrics")
+        wait_port_named(port, sup, "mcpfast serve --workers 2 --metrics")
         client = Mcp(port)
         client.initialize()
         for _ in range(30):

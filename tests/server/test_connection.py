@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
-from mcpfast.engine import InboundRequest, NotificationReceived, ServerSession
 from mcpfast.protocol.errors import McpError
+from mcpfast.sansio import InboundRequest, NotificationReceived, ServerSession
 from mcpfast.server import Connection
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(10)]

@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
-from mcpfast.engine import InboundRequest, RequestReceived, ServerSession
-from mcpfast.engine.mrtr import InputRequired
+from mcpfast.sansio import InboundRequest, RequestReceived, ServerSession
+from mcpfast.sansio.mrtr import InputRequired
 from mcpfast.server import Connection, Context
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(10)]

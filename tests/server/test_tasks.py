@@ -507,7 +507,7 @@ async def test_memory_store_counts_sweeps_and_copies() -> None:
 
 
 def test_engine_admits_tasks_methods_only_in_2026() -> None:
-    from mcpfast.engine import RequestReceived, ServerSession
+    from mcpfast.sansio import RequestReceived, ServerSession
 
     meta = {"io.modelcontextprotocol/protocolVersion": M2026, "io.modelcontextprotocol/clientCapabilities": {}}
     session = ServerSession({"name": "t", "version": "1"}, {"tools": {}})

@@ -113,7 +113,7 @@ def test_1_dns_rebinding_host_outside_the_allow_list_is_421(server: str) -> None
 def test_2_absolute_form_target_is_served(any_base: str) -> None:
     c = Conn(any_base)
     c.send(raw_post(INIT, target=any_base.encode() + b"/mcp"))
-    status, headers, body = c.response()
+    status, _headers, body = c.response()
     assert status == 200 and json.loads(body)["result"]["serverInfo"]
     c.close()
 

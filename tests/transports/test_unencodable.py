@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from mcpfast import Context, Server
-from mcpfast.engine import ServerSession
+from mcpfast.sansio import ServerSession
 from mcpfast.transports.http import asgi_app
 from mcpfast.transports.http_testing import serve_in_thread
 from mcpfast.transports.stdio import serve_stdio
@@ -78,7 +78,7 @@ def test_engine_keeps_the_request_in_flight_until_its_reply_is_encoded(caplog: p
     session.data_to_send()
     session.receive(orjson.dumps(call(5, "sync_bad")))
     assert session.in_flight() == [5]
-    with caplog.at_level(logging.ERROR, logger="mcpfast.engine"):
+    with caplog.at_level(logging.ERROR, logger="mcpfast.sansio"):
         assert session.respond(5, {"content": [{"type": "text", "text": "x", "_meta": {"n": 2**70}}]}) is True
     assert "tools/call 'sync_bad'" in caplog.text
     (reply,) = session.data_to_send()

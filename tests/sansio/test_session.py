@@ -8,7 +8,8 @@ import orjson
 import pytest
 
 from mcpfast import core
-from mcpfast.engine import (
+from mcpfast.protocol import validate
+from mcpfast.sansio import (
     CapabilityError,
     Initialized,
     LifecycleError,
@@ -20,7 +21,6 @@ from mcpfast.engine import (
     SessionState,
     State,
 )
-from mcpfast.protocol import validate
 
 INFO = {"name": "srv", "version": "1.0", "title": "Server", "icons": [{"src": "https://example.com/i.png"}]}
 CAPS = {"tools": {"listChanged": True}, "resources": {"subscribe": True}, "logging": {}, "completions": {}}

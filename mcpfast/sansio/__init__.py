@@ -1,4 +1,4 @@
-"""Sans-IO protocol engine: lifecycle, negotiation, capabilities, correlation, progress, cancellation.
+"""Sans-IO protocol layer: lifecycle, negotiation, capabilities, correlation, progress, cancellation.
 
 Nothing here reads or writes a socket or touches asyncio; transports feed bytes (or decoded
 messages) in and drain ``Outgoing`` records that say what each message is.
@@ -6,8 +6,8 @@ messages) in and drain ``Outgoing`` records that say what each message is.
 
 from __future__ import annotations
 
-from mcpfast.engine import mrtr, rules
-from mcpfast.engine.events import (
+from mcpfast.sansio import mrtr, rules
+from mcpfast.sansio.events import (
     BATCH,
     END,
     ERROR,
@@ -22,8 +22,8 @@ from mcpfast.engine.events import (
     RequestCancelled,
     RequestReceived,
 )
-from mcpfast.engine.request import InboundRequest
-from mcpfast.engine.session import CapabilityError, LifecycleError, ServerSession, SessionState, State
+from mcpfast.sansio.request import InboundRequest
+from mcpfast.sansio.session import CapabilityError, LifecycleError, ServerSession, SessionState, State
 
 __all__ = [
     "BATCH",

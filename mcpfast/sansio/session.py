@@ -1,6 +1,6 @@
 """``ServerSession``: the sans-IO server side of one MCP connection.
 
-Bytes go in through ``receive`` (or a decoded message through ``receive_message``); the engine
+Bytes go in through ``receive`` (or a decoded message through ``receive_message``); the session machine
 answers what it can itself (``initialize``, ``ping``, ``server/discover``, ``logging/setLevel``,
 every protocol error) and hands the rest to the application as events. Outgoing messages
 collect in an outbox the transport drains, as ``Outgoing`` records that say what each message
@@ -23,23 +23,6 @@ from typing import Any, Final, NamedTuple
 import orjson
 
 from mcpfast import core
-from mcpfast.engine.events import (
-    BATCH,
-    END,
-    ERROR,
-    NOTIFICATION,
-    REQUEST,
-    RESULT,
-    Event,
-    Initialized,
-    NotificationReceived,
-    Outgoing,
-    ReplyReceived,
-    RequestCancelled,
-    RequestReceived,
-)
-from mcpfast.engine.request import InboundRequest
-from mcpfast.engine.rules import log_level_rank
 from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import (
     INTERNAL_ERROR,
@@ -69,10 +52,27 @@ from mcpfast.protocol.versions import (
     negotiate,
     supports,
 )
+from mcpfast.sansio.events import (
+    BATCH,
+    END,
+    ERROR,
+    NOTIFICATION,
+    REQUEST,
+    RESULT,
+    Event,
+    Initialized,
+    NotificationReceived,
+    Outgoing,
+    ReplyReceived,
+    RequestCancelled,
+    RequestReceived,
+)
+from mcpfast.sansio.request import InboundRequest
+from mcpfast.sansio.rules import log_level_rank
 
 __all__ = ["CapabilityError", "LifecycleError", "ServerSession", "SessionState", "State"]
 
-logger = logging.getLogger("mcpfast.engine")
+logger = logging.getLogger("mcpfast.sansio")
 
 _CACHEABLE: Final = frozenset(
     {m.SERVER_DISCOVER, m.TOOLS_LIST, m.PROMPTS_LIST, m.RESOURCES_LIST, m.RESOURCES_TEMPLATES_LIST, m.RESOURCES_READ}
@@ -124,7 +124,7 @@ class _Batch:
         self.replies: list[bytes] = []
         self.tag = tag
         self.owed = False  # it held a request (or an invalid member), so an answer (or END) is due
-        self.admitted = False  # a member went to the application (else the engine answered it all)
+        self.admitted = False  # a member went to the application (else the session machine answered it all)
 
 
 _INIT_RESULTS: dict[tuple[str, int, int, str | None], tuple[dict[str, Any], dict[str, Any], bytes]] = {}
@@ -844,13 +844,17 @@ class ServerSession:
             raise CapabilityError(INTERNAL_ERROR, f"the server did not declare {needed}.listChanged")
         sent = False
         uri = (params or {}).get("uri")
-        if self.state is not State.NEW and self.version is not None and m.available(method, self.version):
-            if method != m.NOTIFICATION_RESOURCES_UPDATED or uri in self.subscriptions:
-                if self.state is State.READY:
-                    self._notify_out(method, params)
-                else:
-                    self._held[(method, uri)] = params
-                sent = True
+        if (
+            self.state is not State.NEW
+            and self.version is not None
+            and m.available(method, self.version)
+            and (method != m.NOTIFICATION_RESOURCES_UPDATED or uri in self.subscriptions)
+        ):
+            if self.state is State.READY:
+                self._notify_out(method, params)
+            else:
+                self._held[(method, uri)] = params
+            sent = True
         for listen_id, honoured in self._listens.items():
             if method == m.NOTIFICATION_RESOURCES_UPDATED:
                 wanted = uri in honoured.get("resourceSubscriptions", ())

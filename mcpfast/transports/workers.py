@@ -73,7 +73,7 @@ def supervise(argv: list[str], workers: int, grace: float, *, metrics: bool = Fa
         import shutil
         import tempfile
 
-        from mcpfast.metrics import MULTIPROC_ENV
+        from mcpfast.transports.metrics import MULTIPROC_ENV
 
         shared = tempfile.mkdtemp(prefix="mcpfast-metrics-")
         os.environ[MULTIPROC_ENV] = shared

@@ -1,11 +1,11 @@
-"""What the engine tells its caller after reading input."""
+"""What the session machine tells its caller after reading input."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
-from mcpfast.engine.request import InboundRequest
+from mcpfast.sansio.request import InboundRequest
 
 __all__ = [
     "BATCH",
@@ -63,7 +63,7 @@ class Initialized:
 
 @dataclass(frozen=True, slots=True)
 class NotificationReceived:
-    """A client notification the engine does not consume itself (e.g. roots/list_changed)."""
+    """A client notification the session machine does not consume itself (e.g. roots/list_changed)."""
 
     method: str
     params: Any
@@ -87,7 +87,7 @@ END: Final = "end"
 
 
 class Outgoing(NamedTuple):
-    """One message the engine wants written, saying what it is (the h11 way: nobody re-parses it).
+    """One message the session machine wants written, saying what it is (the h11 way: nobody re-parses it).
 
     Attributes:
         data: the encoded message, without a newline (``b""`` for ``END``).
@@ -97,7 +97,7 @@ class Outgoing(NamedTuple):
         final: it ends the request (or batch) it answers: nothing more comes for that ``tag``.
         tag: what the transport passed to ``receive``/``receive_message`` with the message this
             record answers or is sent for (e.g. the HTTP stream of the POST); ``None`` otherwise.
-        by_engine: an answer the engine made itself, no application handler having seen the
+        by_engine: an answer the session machine made itself, no application handler having seen the
             request (a parse or protocol error, ``ping``, ``initialize``, ``logging/setLevel``,
             ``server/discover``; a batch none of whose members reached the application).
             ``False`` for answers through ``respond``/``respond_error`` and for every record

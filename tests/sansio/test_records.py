@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from mcpfast import core
-from mcpfast.engine import BATCH, END, ERROR, NOTIFICATION, REQUEST, RESULT, Outgoing, RequestReceived, ServerSession
+from mcpfast.sansio import BATCH, END, ERROR, NOTIFICATION, REQUEST, RESULT, Outgoing, RequestReceived, ServerSession
 
 CAPS = {"tools": {"listChanged": True}, "resources": {"subscribe": True}, "logging": {}}
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}

@@ -10,7 +10,7 @@ __all__ = ["InboundRequest"]
 
 
 class InboundRequest:
-    """A request read by the engine; ``params`` stays raw until someone reads it.
+    """A request read by the session machine; ``params`` stays raw until someone reads it.
 
     Attributes:
         id: the request id exactly as sent.
@@ -21,9 +21,9 @@ class InboundRequest:
         client_capabilities: the capabilities that apply to this request.
         log_level: the minimum level of log notifications this request may emit, or ``None``
             when logging is off for it.
-        batch: the engine's number for the batch it came in, or ``None``.
+        batch: the session machine's number for the batch it came in, or ``None``.
 
-    While it is in flight it is also the engine's entry for it (``ServerSession`` keeps the
+    While it is in flight it is also the session machine's entry for it (``ServerSession`` keeps the
     private ``_tag``, ``_cancelled`` and ``_last_progress`` here: one object per request).
     """
 

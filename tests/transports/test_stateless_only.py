@@ -17,8 +17,8 @@ from _support import child_env, free_port, start_process, stop_process, wait_unt
 from mcpfast import core
 from mcpfast.bench.procs import child_pids
 from mcpfast.server import Server
-from mcpfast.stateless_only import refusal, stateless_only
 from mcpfast.transports.http import ENDPOINT_MCP, ENDPOINT_SSE, HttpTransport
+from mcpfast.transports.stateless_only import refusal, stateless_only
 
 pytestmark = [pytest.mark.timeout(90)]
 

@@ -20,11 +20,11 @@ def _record(sid: str) -> SessionRecord:
     return SessionRecord(sid, "2025-11-25", {}, {"name": "t", "version": "1"}, None, time.time())
 
 
-def _cli(redis, *args: str) -> str:  # noqa: ANN001
+def _cli(redis, *args: str) -> str:
     return subprocess.run(["redis-cli", "-p", str(redis.port), *args], capture_output=True, text=True, check=True).stdout.strip()
 
 
-def test_concurrent_commands_share_round_trips_and_get_their_own_replies(redis) -> None:  # noqa: ANN001
+def test_concurrent_commands_share_round_trips_and_get_their_own_replies(redis) -> None:
     async def main() -> None:
         store = RedisStore(redis.url)
         try:
@@ -45,7 +45,7 @@ def test_concurrent_commands_share_round_trips_and_get_their_own_replies(redis) 
     asyncio.run(main())
 
 
-def test_merged_creates_keep_the_cap_and_deletes_end_each_session(redis) -> None:  # noqa: ANN001
+def test_merged_creates_keep_the_cap_and_deletes_end_each_session(redis) -> None:
     async def main() -> None:
         store = RedisStore(redis.url)
         try:
@@ -65,7 +65,7 @@ def test_merged_creates_keep_the_cap_and_deletes_end_each_session(redis) -> None
     asyncio.run(main())
 
 
-def test_a_delete_message_names_every_session_of_its_batch(redis) -> None:  # noqa: ANN001
+def test_a_delete_message_names_every_session_of_its_batch(redis) -> None:
     async def main() -> None:
         a, b = RedisStore(redis.url), RedisStore(redis.url)
         got: list[tuple[str, str, str]] = []
@@ -88,7 +88,7 @@ def test_a_delete_message_names_every_session_of_its_batch(redis) -> None:  # no
     asyncio.run(main())
 
 
-def test_a_flushed_script_cache_is_invisible(redis) -> None:  # noqa: ANN001
+def test_a_flushed_script_cache_is_invisible(redis) -> None:
     async def main() -> None:
         store = RedisStore(redis.url)
         try:
@@ -102,7 +102,7 @@ def test_a_flushed_script_cache_is_invisible(redis) -> None:  # noqa: ANN001
     asyncio.run(main())
 
 
-def test_the_bus_survives_silence_and_a_redis_restart(redis) -> None:  # noqa: ANN001
+def test_the_bus_survives_silence_and_a_redis_restart(redis) -> None:
     async def main() -> None:
         a, b = RedisStore(redis.url), RedisStore(redis.url)
         a.bus_ping = 0.2  # several silent periods pass below: each must keep the subscription
@@ -139,7 +139,7 @@ def test_the_bus_survives_silence_and_a_redis_restart(redis) -> None:  # noqa: A
     asyncio.run(main())
 
 
-def test_send_to_reaches_the_one_holder_and_says_when_it_is_gone(redis) -> None:  # noqa: ANN001
+def test_send_to_reaches_the_one_holder_and_says_when_it_is_gone(redis) -> None:
     async def main() -> None:
         a, b, c = RedisStore(redis.url), RedisStore(redis.url), RedisStore(redis.url)
         got: dict[str, list[tuple[str, str, str]]] = {"a": [], "c": []}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcpfast.engine import rules
 from mcpfast.protocol import McpError
+from mcpfast.sansio import rules
 
 
 def test_pagination_walks_every_item_once() -> None:

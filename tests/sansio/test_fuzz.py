@@ -8,7 +8,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcpfast.engine import RequestReceived, ServerSession
+from mcpfast.sansio import RequestReceived, ServerSession
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=8),

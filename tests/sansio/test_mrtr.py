@@ -1,4 +1,4 @@
-"""mcpfast.engine.mrtr: InputRequired and the sealed requestState of 2026 multi-round requests."""
+"""mcpfast.sansio.mrtr: InputRequired and the sealed requestState of 2026 multi-round requests."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from mcpfast.engine.mrtr import InputRequired, StateSealer, input_required_result
 from mcpfast.protocol.errors import INVALID_PARAMS, McpError
+from mcpfast.sansio.mrtr import InputRequired, StateSealer, input_required_result
 
 ASK = {"method": "elicitation/create", "params": {"message": "name?", "requestedSchema": {"type": "object"}}}
 
