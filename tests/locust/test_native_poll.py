@@ -1,5 +1,5 @@
 """Locust's tables and the µs histograms of the native driver count the same requests after every
-poll, an empty one included (issue 11: a drain with no row once fed the engine's cumulative
+poll, an empty one included (a drain with no row once fed the engine's cumulative
 histograms a second time, so ``_histograms.json`` counted more than the CSV, HTML and JSON)."""
 
 from __future__ import annotations

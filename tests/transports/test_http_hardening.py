@@ -1,4 +1,4 @@
-"""Regression tests for the fault campaign of issue 12: one test per defect, with its input.
+"""Regression tests for the defects a fault campaign found: one test per defect, with its input.
 
 Framing cases run against the native server (the one whose bytes the core's strict parser
 judges); the Host, absolute-form and one-answer cases run under every runner we test in

@@ -1,6 +1,6 @@
 """A handler result JSON cannot hold is answered -32603 with the request's id, on every transport.
 
-Regression tests for issue 12, item 8: a content block whose ``_meta`` held an ``object()`` or
+Regression tests: a content block whose ``_meta`` held an ``object()`` or
 an integer beyond 64 bits got no reply over stdio (the stream went on, the client waited
 forever), HTTP 500 with ``"id": null`` from a sync tool over HTTP, and no answer at all from an
 async tool. The engine dropped the request from its in-flight table before encoding.

@@ -8,7 +8,7 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use mcpfast_core::http1::{parse_request, Parse, DEFAULT_MAX_HEAD};
 
-/// The replaced parser (mcpfast before issue 12), verbatim but for the module wrapper.
+/// The replaced parser (the one mcpfast used before the strict parser), verbatim but for the module wrapper.
 #[allow(dead_code, clippy::all)]
 mod baseline {
     #[derive(Debug, PartialEq, Eq)]
