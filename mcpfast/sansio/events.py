@@ -24,9 +24,12 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class RequestReceived:
-    """A request the application must answer (with ``ServerSession.respond``/``respond_error``)."""
+class RequestReceived(NamedTuple):
+    """A request the application must answer (with ``ServerSession.respond``/``respond_error``).
+
+    A tuple rather than a frozen dataclass: one is made per request, and a frozen dataclass's
+    ``__init__`` sets its field through ``object.__setattr__``.
+    """
 
     request: InboundRequest
 

@@ -133,7 +133,6 @@ _EMPTY: Final[frozenset[str]] = frozenset()
 _DECODE_ERROR: Final = core.JsonRpcError
 _record: Final = tuple.__new__
 """Builds an ``Outgoing`` without a Python-level call (it is made once per message sent)."""
-_NO_OPEN: Final[dict[Any, int]] = {}
 """Shared by every session with no tagged input unanswered (an idle session holds no dict)."""
 _METHODS: dict[frozenset[str], frozenset[str]] = {}
 """The method set per ``extra_methods``, shared by every session of a server."""
@@ -213,7 +212,6 @@ class ServerSession:
         self._outbox: list[Any] = []  # Outgoing records, or (records=False) their bytes
         self._inflight: dict[int | str, InboundRequest] = {}  # the request is its own in-flight entry
         self._outgoing: dict[int | str, tuple[str, int | str | None]] = {}  # id -> (method, related request)
-        self._open: dict[Any, int] = _NO_OPEN  # tag -> requests (or batches) received with it, unanswered
         self._next_id = 0
         self._batches: dict[int, _Batch] = {}
         self._next_batch = 0
@@ -246,8 +244,23 @@ class ServerSession:
         return [record.data for record in out if record.data]
 
     def answering(self, tag: Any) -> bool:
-        """Whether a request (or batch) received with ``tag`` is still to be answered."""
-        return tag in self._open
+        """Whether a request (or batch) received with ``tag`` is still to be answered.
+
+        Read from the in-flight table rather than kept per request, so a request answered inline
+        costs no bookkeeping; the newest entries are read first, so a transport that asks right
+        after ``receive`` about the request it just handed over gets its answer at once.
+        """
+        inflight = self._inflight
+        if inflight:
+            for request in reversed(inflight.values()):
+                if request._tag is tag and request.batch is None:
+                    return True
+        batches = self._batches
+        if batches:  # a batch is held until every member is settled
+            for group in batches.values():
+                if group.tag is tag:
+                    return True
+        return False
 
     def _emit(
         self, data: bytes, kind: str, request_id: int | str | None, code: int | None, final: bool, tag: Any, by_engine: bool = False
@@ -286,29 +299,6 @@ class ServerSession:
                 self._emit(b"[" + b",".join(group.replies) + b"]", BATCH, None, None, True, tag, not group.admitted)
             elif group.owed:
                 self._emit(b"", END, None, None, True, tag)
-            self._close_tag(tag)
-
-    def _open_tag(self, tag: Any) -> None:
-        if tag is not None:
-            opened = self._open
-            if opened is _NO_OPEN:  # the usual case: one request per tag
-                self._open = {tag: 1}
-            else:
-                opened[tag] = opened.get(tag, 0) + 1
-
-    def _close_tag(self, tag: Any) -> None:
-        if tag is None:
-            return
-        opened = self._open
-        count = opened.get(tag)
-        if count is None:
-            return
-        if count > 1:
-            opened[tag] = count - 1
-        elif len(opened) == 1:  # the usual case: the session's only open tag
-            self._open = _NO_OPEN  # an idle session holds no dict of its own
-        else:
-            del opened[tag]
 
     # ------------------------------------------------------------------ input
 
@@ -356,7 +346,6 @@ class ServerSession:
         batch = self._next_batch
         self._next_batch += 1
         group = self._batches[batch] = _Batch(tag)
-        self._open_tag(tag)
         group.pending = 1  # held until every element was read, so an early reply cannot flush it
         for item in items:
             group.pending += 1
@@ -395,7 +384,8 @@ class ServerSession:
             meta = params.get("_meta") if type(params) is dict else None
             if meta is None or type(meta) is not dict or META_PROTOCOL_VERSION not in meta:
                 request = InboundRequest(msg, self.version, False, self.client_capabilities, self.log_level, batch, tag)  # type: ignore[arg-type]
-                self._admit(request, events)
+                self._inflight[rid] = request  # admitted (``_admit``, without the call)
+                events.append(_record(RequestReceived, (request,)))
                 return
         if rid in self._inflight:
             self._error(rid, INVALID_REQUEST, "request id already in use by a request in flight", batch, tag)
@@ -464,9 +454,7 @@ class ServerSession:
 
     def _admit(self, request: InboundRequest, events: list[Event]) -> None:
         self._inflight[request.id] = request
-        if request.batch is None:
-            self._open_tag(request._tag)
-        events.append(RequestReceived(request))
+        events.append(_record(RequestReceived, (request,)))
 
     def _initialize(self, msg: Any, batch: int | None, tag: Any) -> None:
         rid = msg.id
@@ -594,8 +582,6 @@ class ServerSession:
             honoured["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)]
         request = InboundRequest(msg, version, True, caps, None, batch, tag)
         self._inflight[msg.id] = request
-        if batch is None:
-            self._open_tag(tag)
         self._listens[msg.id] = honoured
         ack = {"notifications": honoured, "_meta": {META_SUBSCRIPTION_ID: msg.id}}
         self._notify_out(m.NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, ack, msg.id, tag)
@@ -607,8 +593,6 @@ class ServerSession:
             entry = self._inflight.pop(listen_id)
             result = self._decorate(m.SUBSCRIPTIONS_LISTEN, {"_meta": {META_SUBSCRIPTION_ID: listen_id}})
             self._reply(listen_id, core.encode_result(listen_id, result), None, entry.batch, entry._tag)
-            if entry.batch is None:
-                self._close_tag(entry._tag)
 
     def _decorate(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
         out = dict(result)
@@ -712,7 +696,7 @@ class ServerSession:
         except BaseException:
             self._inflight[request_id] = request  # not answered: it stays in flight
             raise
-        self._answer(request, data, code)
+        self._reply(request_id, data, code, request.batch, request._tag, False)
         return True
 
     def respond_error(self, request_id: int | str, code: int, message: str, data: Any = None) -> bool:
@@ -729,25 +713,14 @@ class ServerSession:
             logger.error("the error data of %s cannot be encoded: %s", _describe(request), exc)
             reply = core.encode_error(request_id, code, message)
         del self._inflight[request_id]
-        self._answer(request, reply, code)
+        self._reply(request_id, reply, code, request.batch, request._tag, False)
         return True
-
-    def _answer(self, request: InboundRequest, data: bytes, code: int | None) -> None:
-        """The application's answer to ``request`` (out of the in-flight table): its tag closed, the reply emitted."""
-        tag = request._tag
-        batch = request.batch
-        if batch is None:
-            self._close_tag(tag)
-            self._emit(data, RESULT if code is None else ERROR, request.id, code, True, tag)
-        else:
-            self._reply(request.id, data, code, batch, tag, False)
 
     def _end(self, request_id: int | str, entry: InboundRequest) -> None:
         """A request left the in-flight table unanswered (cancelled): say so with an ``END`` record."""
         if entry.batch is not None:
             self._settle_batch_member(entry.batch)
             return
-        self._close_tag(entry._tag)
         self._emit(b"", END, request_id, None, True, entry._tag)
 
     # --------------------------------------------------- notifications out

@@ -112,16 +112,21 @@ class Connection:
         Plain sync handlers have answered (into the session's outbox) when this returns;
         ``tag`` comes back on the session machine's records for this input (``ServerSession.receive``).
         """
-        self._serve_events(self.session.receive(data, tag))
+        events = self.session.receive(data, tag)
+        if len(events) == 1 and type(events[0]) is RequestReceived:  # the usual case, one call and loop less
+            self._start(events[0].request)  # type: ignore[union-attr]
+        elif events:
+            self._serve_events(events)
 
     def feed_message(self, decoded: Any, tag: Any = None) -> None:
         """``feed`` for a message the transport already decoded (``ServerSession.receive_message``)."""
-        self._serve_events(self.session.receive_message(decoded, tag))
+        events = self.session.receive_message(decoded, tag)
+        if len(events) == 1 and type(events[0]) is RequestReceived:  # the usual case, one call and loop less
+            self._start(events[0].request)  # type: ignore[union-attr]
+        elif events:
+            self._serve_events(events)
 
     def _serve_events(self, events: list[Any]) -> None:
-        if len(events) == 1 and type(events[0]) is RequestReceived:  # the usual case, one loop less
-            self._start(events[0].request)  # type: ignore[union-attr]
-            return
         for event in events:
             kind = type(event)
             if kind is RequestReceived:

@@ -401,6 +401,8 @@ class HttpTransport:
             return self._serve(method, headers, message, version, principal, False, None)
         session_id = raw.decode("latin-1")
         sess = self.table.lookup(session_id, principal)
+        if sess is not None and method == "POST":  # the usual case, straight to its step
+            return self._post(headers, message, version, principal, True, sess)
         if sess is None or method == "GET":  # made by another process, or a stream to resume: the table may load it first
             resume = headers.get(b"last-event-id") if method == "GET" else None
             loading = self.table.load(session_id, principal, None if resume is None else resume.decode("latin-1"))
