@@ -838,7 +838,12 @@ def _http_head(buf: bytes, max_head: int, max_body: int) -> tuple[str, bytes, li
         raise _Refused(400, "invalid request target")
     http10 = minor == 0
     length: int | None = None
-    chunked = False
+    # Transfer-Encoding over every field of it (one list): sent at all, `chunked` count, whether
+    # `chunked` is the final coding, and any other coding.
+    transfer_encoding = False
+    te_chunked = 0
+    te_final_chunked = False
+    te_other = False
     keep_alive = not http10
     expect = False
     headers: list[tuple[bytes, bytes]] = []
@@ -854,9 +859,16 @@ def _http_head(buf: bytes, max_head: int, max_body: int) -> tuple[str, bytes, li
                 raise _Refused(413, "request body too large")
             length = int(value)
         elif lower == b"transfer-encoding":
-            if chunked or value.lower() != b"chunked":
-                raise _Refused(501, "unsupported transfer coding")
-            chunked = True
+            transfer_encoding = True
+            for coding in value.split(b","):
+                coding = coding.strip(b" \t")
+                if not coding:
+                    continue  # empty list elements do not count (RFC 9110 §5.6.1)
+                te_final_chunked = coding.lower() == b"chunked"
+                if te_final_chunked:
+                    te_chunked += 1
+                else:
+                    te_other = True
         elif lower == b"connection":
             for token in value.split(b","):
                 token = token.strip(b" \t").lower()
@@ -869,10 +881,17 @@ def _http_head(buf: bytes, max_head: int, max_body: int) -> tuple[str, bytes, li
                 raise _Refused(417, "unsupported expectation")
             expect = True
         headers.append((lower, value))
-    if chunked and http10:
+    if transfer_encoding and http10:
         raise _Refused(400, "Transfer-Encoding in an HTTP/1.0 request")
-    if chunked and length is not None:
+    if transfer_encoding and length is not None:
         raise _Refused(400, "both Content-Length and Transfer-Encoding")
+    if transfer_encoding and (not te_final_chunked or te_chunked > 1):
+        # The body's length cannot be known (RFC 9112 §6.3): 400, and the connection closes.
+        raise _Refused(400, "chunked must be the final transfer coding, once")
+    if te_other:
+        # `gzip, chunked`: framed, but with a coding this server does not decode (§6.1).
+        raise _Refused(501, "unsupported transfer coding")
+    chunked = transfer_encoding
     if length is not None and length > max_body:
         raise _Refused(413, "request body too large")
     return method.decode("ascii"), target, headers, head_len, None if chunked else (length or 0), keep_alive, expect

@@ -205,6 +205,16 @@ def test_7_transfer_encoding_in_http10_is_refused_and_closed(base: str) -> None:
     c.close()
 
 
+@pytest.mark.parametrize("te", [b"gzip", b"chunked, identity", b"chunked, chunked"])
+def test_7b_chunked_not_final_or_twice_is_400_and_closed(base: str, te: bytes) -> None:
+    """RFC 9112 §6.3: the body's length cannot be known, so 400 and the connection closes."""
+    c = Conn(base)
+    c.send(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: " + te + b"\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+    assert answers(c, quiet=5) == [400]
+    assert c.closed()
+    c.close()
+
+
 # ------------------------------------------------------------------- slowloris: head deadline, cap
 
 

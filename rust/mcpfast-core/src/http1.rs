@@ -122,8 +122,12 @@ pub fn parse_request(buf: &[u8], max_head: usize, max_body: usize) -> Parse<'_> 
     let http10 = version == 0;
     let mut headers = Vec::with_capacity(req.headers.len());
     let mut content_length: Option<usize> = None;
-    let mut chunked = false;
+    // Transfer-Encoding, over every field of it (RFC 9112 §6.1: one list): whether any was
+    // sent, how often `chunked` appears, whether it is the final coding, and any other coding.
     let mut transfer_encoding = false;
+    let mut te_chunked = 0usize;
+    let mut te_final_chunked = false;
+    let mut te_other = false;
     let mut keep_alive = !http10;
     let mut expect_continue = false;
     for h in req.headers.iter() {
@@ -147,12 +151,19 @@ pub fn parse_request(buf: &[u8], max_head: usize, max_body: usize) -> Parse<'_> 
                 );
             }
             17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
-                if transfer_encoding || !value.eq_ignore_ascii_case(b"chunked") {
-                    // A list (`gzip, chunked`) or a second field: codings this server does not do.
-                    return Parse::Refused(refuse(501, "unsupported transfer coding"));
-                }
                 transfer_encoding = true;
-                chunked = true;
+                for coding in value.split(|&b| b == b',') {
+                    let coding = trim_ows(coding);
+                    if coding.is_empty() {
+                        continue; // empty list elements do not count (RFC 9110 §5.6.1)
+                    }
+                    te_final_chunked = coding.eq_ignore_ascii_case(b"chunked");
+                    if te_final_chunked {
+                        te_chunked += 1;
+                    } else {
+                        te_other = true;
+                    }
+                }
             }
             10 if name.eq_ignore_ascii_case(b"connection") => {
                 for token in value.split(|&b| b == b',') {
@@ -180,6 +191,15 @@ pub fn parse_request(buf: &[u8], max_head: usize, max_body: usize) -> Parse<'_> 
     if transfer_encoding && content_length.is_some() {
         return Parse::Refused(refuse(400, "both Content-Length and Transfer-Encoding"));
     }
+    if transfer_encoding && (!te_final_chunked || te_chunked > 1) {
+        // The body's length cannot be known (RFC 9112 §6.3): 400, and the connection closes.
+        return Parse::Refused(refuse(400, "chunked must be the final transfer coding, once"));
+    }
+    if te_other {
+        // `gzip, chunked`: framed, but with a coding this server does not decode (§6.1).
+        return Parse::Refused(refuse(501, "unsupported transfer coding"));
+    }
+    let chunked = transfer_encoding;
     let length = content_length.unwrap_or(0);
     if length > max_body {
         return Parse::Refused(refuse(413, "request body too large"));
@@ -363,6 +383,28 @@ mod tests {
             refused(b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"),
             501
         );
+        // chunked not final, or twice: the length cannot be known (RFC 9112 §6.3)
+        for te in [
+            &b"gzip"[..],
+            b"chunked, identity",
+            b"chunked, chunked",
+            b"",
+            b"chunked\r\nTransfer-Encoding: chunked",
+            b"chunked\r\nTransfer-Encoding: gzip",
+        ] {
+            let mut req = b"POST / HTTP/1.1\r\nTransfer-Encoding: ".to_vec();
+            req.extend_from_slice(te);
+            req.extend_from_slice(b"\r\n\r\n");
+            assert_eq!(refused(&req), 400, "{}", String::from_utf8_lossy(te));
+        }
+        assert_eq!(
+            refused(b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            501
+        );
+        assert!(matches!(
+            head(b"POST / HTTP/1.1\r\nTransfer-Encoding: Chunked ,\r\n\r\n").body,
+            Body::Chunked
+        ));
         assert_eq!(
             refused(b"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n"),
             400
