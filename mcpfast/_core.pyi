@@ -27,6 +27,10 @@ DEFAULT_MAX_EVENT: Final[int]
 
 Id = int | str
 Kind = Literal["request", "notification", "result", "error"]
+EngineTransport = Literal["http", "stdio"]
+EngineFamily = Literal["tools_call", "handshake", "session_churn", "sse_streaming", "mixed", "hold"]
+NewConnection = Literal["keep", "session", "request"]
+Arrivals = Literal["uniform", "poisson"]
 
 @final
 class Message:
@@ -285,15 +289,193 @@ class DrainRow:
     ) -> DrainRow: ...
 
 @final
-class NativeEngine:
-    """The native load engine (rust/mcpfast-engine; config fields in its README.md).
+class MixItem:
+    """One entry of ``EngineConfig.mix``: a tool (``tools/call`` with ``arguments``) or any other
+    method with its ``params``, picked by ``weight`` among the entries; ``stream`` sends a
+    tools/call with a progress token and times its events as ``sse_streaming`` does.
 
-    Construction validates the JSON config (ValueError naming the bad field) and starts
-    nothing; ``start()`` spawns the engine's OS threads (call it after any fork). Every call
-    but ``stop`` returns in microseconds; ``stop`` releases the GIL while it joins.
+    Raises:
+        ValueError: neither or both of ``tool`` and ``method``, ``arguments`` with a method,
+            ``params`` with a tool, or a negative weight.
+        TypeError: ``arguments`` or ``params`` holds a value JSON cannot carry.
     """
 
-    def __new__(cls, config: bytes) -> NativeEngine: ...
+    def __new__(
+        cls,
+        *,
+        tool: str | None = None,
+        arguments: dict[str, Any] | None = None,
+        method: str | None = None,
+        params: dict[str, Any] | None = None,
+        weight: int = 1,
+        stream: bool = False,
+    ) -> MixItem: ...
+    @property
+    def tool(self) -> str | None: ...
+    @property
+    def arguments(self) -> dict[str, Any] | None:
+        """A copy of the arguments given."""
+    @property
+    def method(self) -> str | None: ...
+    @property
+    def params(self) -> dict[str, Any] | None:
+        """A copy of the params given."""
+    @property
+    def weight(self) -> int: ...
+    @property
+    def stream(self) -> bool: ...
+
+@final
+class EngineConfig:
+    """The native engine's config: typed keyword arguments, checked when it is made.
+
+    Each argument is a field of the engine's config (the table in rust/mcpfast-engine/README.md);
+    one left out, or None, keeps the engine's default, so the defaults live in the engine alone.
+    The properties read the config back with the defaults filled in (``request_type`` resolved
+    by transport, dicts as copies, ``mix`` as a tuple).
+
+    Raises:
+        ValueError: a bad value; the message names the field (``engine config: threads: must be
+            in 1..=256, got 0``).
+        TypeError: a value of the wrong type, or a dict holding a value JSON cannot carry.
+    """
+
+    def __new__(
+        cls,
+        *,
+        transport: EngineTransport | None = None,
+        url: str | None = None,
+        headers: dict[str, str] | None = None,
+        bearer_tokens: list[str] | None = None,
+        ca_files: list[str] | None = None,
+        client_cert: str | None = None,
+        client_key: str | None = None,
+        insecure: bool | None = None,
+        connect_to: list[str] | None = None,
+        new_connection: NewConnection | None = None,
+        cookies: bool | None = None,
+        retry_after: bool | None = None,
+        command: list[str] | None = None,
+        inflight_per_process: int | None = None,
+        family: EngineFamily | None = None,
+        protocol_version: str | None = None,
+        client_capabilities: dict[str, Any] | None = None,
+        tool: str | None = None,
+        arguments: dict[str, Any] | None = None,
+        mix: list[MixItem] | None = None,
+        stream_tool: str | None = None,
+        stream_arguments: dict[str, Any] | None = None,
+        churn_delete_share: float | None = None,
+        threads: int | None = None,
+        rate: float | None = None,
+        arrivals: Arrivals | None = None,
+        max_inflight: int | None = None,
+        timeout_s: float | None = None,
+        max_reply_bytes: int | None = None,
+        max_sessions: int | None = None,
+        request_type: str | None = None,
+        seed: int | None = None,
+        handshake_call: bool | None = None,
+        cycle_latency: bool | None = None,
+        iterations: int | None = None,
+        progress_every: int | None = None,
+        hold_delete: bool | None = None,
+        late_after_s: float | None = None,
+        get_stream_every: int | None = None,
+        get_stream_s: float | None = None,
+    ) -> EngineConfig: ...
+    @property
+    def transport(self) -> EngineTransport: ...
+    @property
+    def url(self) -> str | None: ...
+    @property
+    def headers(self) -> dict[str, str]: ...
+    @property
+    def bearer_tokens(self) -> list[str]: ...
+    @property
+    def ca_files(self) -> list[str]: ...
+    @property
+    def client_cert(self) -> str | None: ...
+    @property
+    def client_key(self) -> str | None: ...
+    @property
+    def insecure(self) -> bool: ...
+    @property
+    def connect_to(self) -> list[str]: ...
+    @property
+    def new_connection(self) -> NewConnection: ...
+    @property
+    def cookies(self) -> bool: ...
+    @property
+    def retry_after(self) -> bool: ...
+    @property
+    def command(self) -> list[str]: ...
+    @property
+    def inflight_per_process(self) -> int: ...
+    @property
+    def family(self) -> EngineFamily: ...
+    @property
+    def protocol_version(self) -> str: ...
+    @property
+    def client_capabilities(self) -> dict[str, Any]: ...
+    @property
+    def tool(self) -> str: ...
+    @property
+    def arguments(self) -> dict[str, Any]: ...
+    @property
+    def mix(self) -> tuple[MixItem, ...]: ...
+    @property
+    def stream_tool(self) -> str: ...
+    @property
+    def stream_arguments(self) -> dict[str, Any]: ...
+    @property
+    def churn_delete_share(self) -> float: ...
+    @property
+    def threads(self) -> int: ...
+    @property
+    def rate(self) -> float | None: ...
+    @property
+    def arrivals(self) -> Arrivals: ...
+    @property
+    def max_inflight(self) -> int: ...
+    @property
+    def timeout_s(self) -> float: ...
+    @property
+    def max_reply_bytes(self) -> int: ...
+    @property
+    def max_sessions(self) -> int: ...
+    @property
+    def request_type(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def handshake_call(self) -> bool: ...
+    @property
+    def cycle_latency(self) -> bool: ...
+    @property
+    def iterations(self) -> int | None: ...
+    @property
+    def progress_every(self) -> int | None: ...
+    @property
+    def hold_delete(self) -> bool: ...
+    @property
+    def late_after_s(self) -> float: ...
+    @property
+    def get_stream_every(self) -> int: ...
+    @property
+    def get_stream_s(self) -> float: ...
+
+@final
+class NativeEngine:
+    """The native load engine (rust/mcpfast-engine).
+
+    Construction reads the config's TLS files and resolves its host (ValueError naming the
+    field) and starts nothing; ``start()`` spawns the engine's OS threads (call it after any
+    fork). Every call but ``stop`` returns in microseconds; ``stop`` releases the GIL while it
+    joins.
+    """
+
+    def __new__(cls, config: EngineConfig) -> NativeEngine: ...
     def start(self) -> None: ...
     def set_users(self, n: int) -> None:
         """Target concurrency: HTTP sessions (one keep-alive connection each) or stdio processes."""
@@ -323,10 +505,12 @@ __all__ = [
     "DEFAULT_MAX_EVENT",
     "DEFAULT_MAX_LINE",
     "DrainRow",
+    "EngineConfig",
     "FrameTooLarge",
     "JsonRpcError",
     "LineFramer",
     "Message",
+    "MixItem",
     "NativeEngine",
     "SseDecoder",
     "SseEncoder",

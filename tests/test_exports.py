@@ -11,7 +11,7 @@ from mcpfast.core import _python
 PYI = Path(mcpfast.core.__file__).resolve().parents[1] / "_core.pyi"
 # In the compiled core only (the pure-Python twin has no load engine): mcpfast.core exposes them as
 # None with MCPFAST_CORE=python, and HAS_NATIVE_ENGINE says which.
-COMPILED_ONLY = {"DrainRow", "NativeEngine"}
+COMPILED_ONLY = {"DrainRow", "EngineConfig", "MixItem", "NativeEngine"}
 
 
 def isort_key(name: str) -> tuple[int, str]:

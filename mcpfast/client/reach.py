@@ -340,7 +340,8 @@ class Reach:
         return ctx
 
     def engine_fields(self, worker_index: int = 0) -> dict[str, Any]:
-        """The native engine's config fields (tokens rotated so that workers start apart)."""
+        """Keyword arguments of the native engine's ``EngineConfig`` (those that differ from its
+        defaults; tokens rotated so that workers start apart)."""
         out: dict[str, Any] = {}
         if self.headers:
             out["headers"] = dict(self.headers)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import warnings
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcpfast._version import __version__
 from mcpfast.core._errors import (
@@ -26,6 +26,9 @@ from mcpfast.core._errors import (
     FrameTooLarge,
     JsonRpcError,
 )
+
+if TYPE_CHECKING:
+    from mcpfast import _core
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -39,10 +42,12 @@ __all__ = [
     "METHOD_NOT_FOUND",
     "PARSE_ERROR",
     "DrainRow",
+    "EngineConfig",
     "FrameTooLarge",
     "JsonRpcError",
     "LineFramer",
     "Message",
+    "MixItem",
     "NativeEngine",
     "SseDecoder",
     "SseEncoder",
@@ -58,6 +63,7 @@ __all__ = [
     "native_engine",
     "parse_http",
     "refusal",
+    "require_native_engine",
     "scan_reply",
 ]
 
@@ -123,22 +129,36 @@ auth_param = _impl.auth_param
 scan_reply = _impl.scan_reply
 
 NativeEngine: Any = getattr(_impl, "NativeEngine", None)
+"""The native load engine (compiled core only); None with the pure-Python core."""
+EngineConfig: Any = getattr(_impl, "EngineConfig", None)
+"""The native engine's typed config (compiled core only); None with the pure-Python core."""
+MixItem: Any = getattr(_impl, "MixItem", None)
+"""An entry of ``EngineConfig.mix`` (compiled core only); None with the pure-Python core."""
 DrainRow: Any = getattr(_impl, "DrainRow", None)
 """A drained window of the native engine (compiled core only; None with the pure-Python core)."""
-"""The native load engine (compiled core only); None with the pure-Python core."""
 HAS_NATIVE_ENGINE: bool = NativeEngine is not None
 
 
-def native_engine(config: bytes) -> Any:
-    """A :class:`mcpfast._core.NativeEngine` for ``config`` (JSON bytes).
+def require_native_engine() -> None:
+    """Check that the native engine (and its config types) can be used.
 
     Raises:
         RuntimeError: the compiled core is not in use (``MCPFAST_CORE=python``, or not built).
-        ValueError: a bad config (the message names the field).
     """
     if NativeEngine is None:
         raise RuntimeError(
             f"the native load engine needs the compiled core, but mcpfast.core is {IMPLEMENTATION!r} "
             "(build it with `make install`, and do not set MCPFAST_CORE=python)"
         )
+
+
+def native_engine(config: _core.EngineConfig) -> _core.NativeEngine:
+    """A :class:`mcpfast._core.NativeEngine` for ``config``.
+
+    Raises:
+        RuntimeError: the compiled core is not in use (``MCPFAST_CORE=python``, or not built).
+        ValueError: the config's TLS files cannot be used or its host has no address (the
+            message names the field).
+    """
+    require_native_engine()
     return NativeEngine(config)

@@ -19,14 +19,18 @@ import json
 import logging
 import random
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from locust import events, task
 from _common import McpUser
 
+from mcpfast import core
 from mcpfast.locust import native
 from mcpfast.locust import scenario as sc
 from mcpfast.locust.options import option
+
+if TYPE_CHECKING:
+    from mcpfast._core import EngineConfig
 
 logger = logging.getLogger("mcpfast.loadtests.scenario")
 
@@ -84,10 +88,10 @@ class ScenarioDriver(native.NativeDriver):
 
     user_class: sc.UserClass
 
-    def config(self) -> dict[str, Any]:
-        cfg = native.config_for(self.environment, "mixed", self.host)
-        cfg["mix"] = sc.native_mix(self.user_class)
-        return cfg
+    def config(self) -> "EngineConfig":
+        core.require_native_engine()  # before the mix's items are made
+        mix = [core.MixItem(**item) for item in sc.native_mix(self.user_class)]
+        return native.config_for(self.environment, "mixed", self.host, mix=mix)
 
 
 _STARTED = {"n": 0}

@@ -34,16 +34,19 @@ import os
 import shlex
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import gevent
 import locust  # first: Locust's import gevent-patches the stdlib
 from locust.stats import RequestStats, StatsEntry, StatsError
 
+from mcpfast import core
 from mcpfast.locust import oauth
 
 if TYPE_CHECKING:
-    from mcpfast._core import DrainRow
+    from mcpfast._core import DrainRow, EngineConfig, EngineFamily, MixItem
+else:  # the compiled classes, or None with the pure-Python core (config_for refuses to run then)
+    from mcpfast.core import EngineConfig, MixItem
 from mcpfast.locust import stats as mstats
 from mcpfast.locust.options import option, reach, stream_arguments
 
@@ -111,48 +114,62 @@ def feed_locust(stats: RequestStats, rows: Iterable[DrainRow], now: float | None
 
 
 # -- engine configuration ----------------------------------------------------------------------------
-def config_for(environment: Any, family: str, host: str | None) -> dict[str, Any]:
-    """The engine's JSON config for ``family`` from the ``--mcp-*`` options and ``--host``."""
+def config_for(environment: Any, family: str, host: str | None, mix: list[MixItem] | None = None) -> EngineConfig:
+    """The engine's config for ``family`` from the ``--mcp-*`` options, ``--host`` and this
+    process's share of ``--mcp-rate``; ``mix`` replaces the ``mixed`` family's own (a scenario's
+    user class).
+
+    Raises:
+        RuntimeError: the compiled core (the engine) is not in use.
+        ValueError: an unknown family, no ``--host`` over HTTP, or a value the engine refuses
+            (the message names the field).
+    """
     if family not in FAMILIES:
         raise ValueError(f"no native engine family {family!r} (one of {', '.join(FAMILIES)})")
+    core.require_native_engine()
     command = option(environment, "mcp_command")
     tool = str(option(environment, "mcp_tool"))
     args = json.loads(option(environment, "mcp_tool_args"))
-    cfg: dict[str, Any] = {
-        "family": family,
-        "protocol_version": str(option(environment, "mcp_protocol_version")),
-        "client_capabilities": json.loads(option(environment, "mcp_client_capabilities")),
-        "tool": tool,
-        "arguments": args,
-        "stream_tool": str(option(environment, "mcp_stream_tool")),
-        "stream_arguments": stream_arguments(environment),
-        "churn_delete_share": float(option(environment, "mcp_churn_delete_share")),
-        "threads": int(option(environment, "mcp_engine_threads")),
-        "timeout_s": float(option(environment, "mcp_timeout")),
-        "rate": None,
-    }
-    if family == "mixed":
-        cfg["mix"] = [
-            {"tool": tool, "arguments": args, "weight": w} if method is None else {"method": method, "weight": w}
+    if family == "mixed" and mix is None:
+        mix = [
+            MixItem(tool=tool, arguments=args, weight=w) if method is None else MixItem(method=method, weight=w)
             for method, w in MIXED_WEIGHTS
         ]
+    # how the engine reaches the server: child processes, or the URL as the options aim and secure it
+    where: dict[str, Any]
     if command:
-        cfg.update(
-            transport="stdio",
-            command=shlex.split(command),
-            request_type="mcp-stdio",
-            inflight_per_process=int(option(environment, "mcp_stdio_inflight")),
-        )
+        where = {
+            "transport": "stdio",
+            "command": shlex.split(command),
+            "request_type": "mcp-stdio",
+            "inflight_per_process": int(option(environment, "mcp_stdio_inflight")),
+        }
     else:
         if not host:
             raise ValueError("the native engine needs --host (the MCP endpoint URL, e.g. http://127.0.0.1:8000/mcp)")
-        cfg.update(transport="http", url=host, request_type="mcp-http")
         worker = getattr(mstats.get(environment), "worker_index", None) or 0
-        cfg.update(reach(environment).engine_fields(worker))
+        where = {"transport": "http", "url": host, "request_type": "mcp-http", **reach(environment).engine_fields(worker)}
         tokens = oauth.source(environment)
         if tokens is not None:
-            cfg["bearer_tokens"] = [tokens.access_token]  # and each new one by set_bearer_tokens
-    return cfg
+            where["bearer_tokens"] = [tokens.access_token]  # and each new one by set_bearer_tokens
+    schedule = mstats.get(environment).schedule
+    return EngineConfig(
+        family=cast("EngineFamily", family),
+        protocol_version=str(option(environment, "mcp_protocol_version")),
+        client_capabilities=json.loads(option(environment, "mcp_client_capabilities")),
+        tool=tool,
+        arguments=args,
+        mix=mix,
+        stream_tool=str(option(environment, "mcp_stream_tool")),
+        stream_arguments=stream_arguments(environment),
+        churn_delete_share=float(option(environment, "mcp_churn_delete_share")),
+        threads=int(option(environment, "mcp_engine_threads")),
+        timeout_s=float(option(environment, "mcp_timeout")),
+        # open model: this process's share of --mcp-rate, and one "late" for both engines
+        rate=schedule.runner_rate if schedule.enabled else None,
+        late_after_s=schedule.late_tolerance if schedule.enabled else None,
+        **where,
+    )
 
 
 # -- the driver ------------------------------------------------------------------------------------------
@@ -179,7 +196,7 @@ class NativeDriver:
         self.stats.stop_hooks.append(self.finish)
         self.stats.reset_hooks.append(self.reset)
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> EngineConfig:
         """The engine's config (a scenario's driver overrides it with its user class's mix)."""
         return config_for(self.environment, self.family, self.host)
 
@@ -206,11 +223,7 @@ class NativeDriver:
 
         try:
             cfg = self.config()
-            schedule = self.stats.schedule
-            if schedule.enabled:
-                cfg["rate"] = schedule.runner_rate  # this process's share of --mcp-rate
-                cfg["late_after_s"] = schedule.late_tolerance  # one "late" for both engines
-            engine = native_engine(json.dumps(cfg).encode())
+            engine = native_engine(cfg)
             engine.start()
         except (ValueError, OSError, RuntimeError) as exc:
             self.error = str(exc)
@@ -226,7 +239,7 @@ class NativeDriver:
         self._late_seen = self._dropped_seen = 0
         self._greenlets = [gevent.spawn(self._poll_loop), gevent.spawn(self._event_loop)]
         _replace_cpu_monitor(self.environment.runner)
-        logger.info("mcpfast native engine started: family %s, %s, %d thread(s)", self.family, cfg["transport"], cfg["threads"])
+        logger.info("mcpfast native engine started: family %s, %s, %d thread(s)", self.family, cfg.transport, cfg.threads)
         return True
 
     def _new_token(self, token: str) -> None:
@@ -422,9 +435,10 @@ def _python_cpu_monitor(runner: Any) -> None:
         if runner.current_cpu_usage > CPU_WARNING_THRESHOLD:
             environment.events.cpu_warning.fire(environment=environment, cpu_usage=runner.current_cpu_usage)
             if not runner.cpu_warning_emitted:
-                logging.warning(
-                    f"CPU usage of Locust's Python thread above {CPU_WARNING_THRESHOLD}% (the native engine's "
-                    "threads not counted): it may fall behind in stats and the web UI"
+                logger.warning(
+                    "CPU usage of Locust's Python thread above %s%% (the native engine's threads not counted): "
+                    "it may fall behind in stats and the web UI",
+                    CPU_WARNING_THRESHOLD,
                 )
                 runner.cpu_warning_emitted = True
         environment.events.usage_monitor.fire(

@@ -3,8 +3,8 @@ start / set_users / drain / stop, with the engine's counts checked against the s
 
 from __future__ import annotations
 
-import json
 import os
+import re
 import select
 import socket
 import subprocess
@@ -55,7 +55,8 @@ def http_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def run(config: dict[str, Any], users: int, seconds: float) -> tuple[Any, dict[str, list[int]], list[Any]]:
-    eng = core.native_engine(json.dumps(config).encode())
+    """Run an engine made from ``config`` (``EngineConfig``'s keyword arguments)."""
+    eng = core.native_engine(core.EngineConfig(**config))
     eng.start()
     eng.set_users(users)
     rows: list[Any] = []
@@ -155,7 +156,7 @@ def _stdio_servers() -> list[int]:
 def test_a_stdio_server_that_dies_is_reported_and_restarted(stdio_server: tuple[list[str], Path]) -> None:
     command, count = stdio_server
     cfg = {"transport": "stdio", "command": command, "inflight_per_process": 8, "arguments": {"text": "hi"}}
-    eng = core.native_engine(json.dumps(cfg).encode())
+    eng = core.native_engine(core.EngineConfig(**cfg))
     eng.start()
     eng.set_users(1)
     rows: list[Any] = []
@@ -229,7 +230,7 @@ def test_events_fd_and_connect_errors() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # nothing listens here
-    eng = core.NativeEngine(json.dumps({"url": f"http://127.0.0.1:{port}/mcp"}).encode())
+    eng = core.NativeEngine(core.EngineConfig(url=f"http://127.0.0.1:{port}/mcp"))
     fd = eng.fileno()
     eng.start()
     eng.set_users(1)
@@ -246,12 +247,108 @@ def test_events_fd_and_connect_errors() -> None:
 
 
 @needs_native
-def test_bad_config_and_rate() -> None:
-    with pytest.raises(ValueError, match="threads"):
-        core.NativeEngine(b'{"url": "http://127.0.0.1:1/mcp", "threads": 0}')
-    with pytest.raises(ValueError, match="not JSON"):
-        core.NativeEngine(b"{")
-    eng = core.NativeEngine(b'{"url": "http://127.0.0.1:1/mcp"}')
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"transport": "x"}, "transport"),
+        ({"family": "everything"}, "family"),
+        ({"new_connection": "never"}, "new_connection"),
+        ({"arrivals": "bursty"}, "arrivals"),
+        ({"url": "ftp://x/"}, "url"),
+        ({"threads": 0}, "threads"),
+        ({"threads": -1}, "threads"),
+        ({"max_reply_bytes": 10}, "max_reply_bytes"),
+        ({"rate": -1.0}, "rate"),
+        ({"rate": float("nan")}, "rate"),
+        ({"timeout_s": 0}, "timeout_s"),
+        ({"churn_delete_share": 2.0}, "churn_delete_share"),
+        ({"progress_every": 0}, "progress_every"),
+        ({"headers": {"A": "b\r\nc"}}, "headers"),
+        ({"headers": {"A": 1}}, "headers"),
+        ({"headers": {"Authorization": "x"}, "bearer_tokens": ["t"]}, "headers"),
+        ({"bearer_tokens": ["a", ""]}, "bearer_tokens"),
+        ({"connect_to": ["x:1:y"]}, "connect_to"),
+        ({"client_cert": "/c.pem"}, "client_cert"),
+        ({"protocol_version": "1999"}, "protocol_version"),
+        ({"family": "mixed"}, "mix"),
+        ({"family": "mixed", "mix": [{"method": "initialize"}]}, "mix[0]"),
+        ({"family": "mixed", "mix": [{"tool": "echo"}, {"method": "tools/list", "stream": True}]}, "mix[1]"),
+        ({"transport": "stdio", "url": None}, "command"),
+    ],
+)
+def test_config_errors_name_the_field(fields: dict[str, Any], field: str) -> None:
+    mix = [core.MixItem(**item) for item in fields.get("mix", ())]
+    with pytest.raises(ValueError, match=f"^engine config: {re.escape(field)}: "):
+        core.EngineConfig(**{"url": "http://127.0.0.1:1/mcp", **fields, "mix": mix})
+
+
+@needs_native
+def test_config_types_and_mix_items() -> None:
+    with pytest.raises(TypeError, match="threads"):
+        core.EngineConfig(url="http://127.0.0.1:1/mcp", threads="2")
+    with pytest.raises(TypeError, match="arguments"):
+        core.EngineConfig(url="http://127.0.0.1:1/mcp", arguments={"x": {1, 2}})
+    with pytest.raises(TypeError, match="mix"):
+        core.EngineConfig(url="http://127.0.0.1:1/mcp", family="mixed", mix=[{"tool": "echo"}])
+    for bad in (
+        {},
+        {"tool": "a", "method": "b"},
+        {"method": "tools/list", "arguments": {}},
+        {"tool": "a", "params": {}},
+        {"tool": "a", "weight": -1},
+    ):
+        with pytest.raises(ValueError, match=r"^engine config: mix item: "):
+            core.MixItem(**bad)
+    item = core.MixItem(method="resources/read", params={"uri": "file:///a"}, weight=3)
+    assert (item.tool, item.method, item.params, item.weight, item.stream) == (None, "resources/read", {"uri": "file:///a"}, 3, False)
+    cfg = core.EngineConfig(url="http://127.0.0.1:1/mcp", family="mixed", mix=[core.MixItem(tool="echo", arguments={"text": "x"}), item])
+    assert cfg.mix[1] is item and cfg.mix[0].arguments == {"text": "x"}
+
+
+@needs_native
+def test_config_reads_back_with_the_engines_defaults() -> None:
+    cfg = core.EngineConfig(url="http://127.0.0.1:1/mcp", headers={"x-api-key": "k"}, arguments={"text": "hi"})
+    assert (cfg.transport, cfg.url, cfg.family, cfg.new_connection, cfg.arrivals) == (
+        "http",
+        "http://127.0.0.1:1/mcp",
+        "tools_call",
+        "keep",
+        "uniform",
+    )
+    assert (cfg.headers, cfg.arguments, cfg.client_capabilities, cfg.stream_arguments) == (
+        {"x-api-key": "k"},
+        {"text": "hi"},
+        {},
+        {"n": 10},
+    )
+    assert (cfg.threads, cfg.rate, cfg.timeout_s, cfg.max_reply_bytes, cfg.max_sessions) == (1, None, 30.0, 16 * 1024 * 1024, 100_000)
+    assert (cfg.protocol_version, cfg.tool, cfg.stream_tool, cfg.request_type, cfg.seed) == (
+        "2025-11-25",
+        "echo",
+        "stream",
+        "mcp-http",
+        24301,
+    )
+    assert (cfg.cookies, cfg.retry_after, cfg.insecure, cfg.handshake_call, cfg.cycle_latency, cfg.hold_delete) == (
+        True,
+        False,
+        False,
+        True,
+        False,
+        True,
+    )
+    assert (cfg.iterations, cfg.progress_every, cfg.late_after_s, cfg.get_stream_every, cfg.get_stream_s) == (None, None, 0.001, 10, 0.5)
+    assert (cfg.inflight_per_process, cfg.max_inflight, cfg.churn_delete_share, cfg.mix, cfg.command) == (32, 4096, 1.0, (), [])
+    # None keeps a default, as leaving the argument out does
+    assert core.EngineConfig(url="http://127.0.0.1:1/mcp", threads=None, family=None).threads == 1
+    stdio = core.EngineConfig(transport="stdio", command=["srv"], threads=2, rate=50.0)
+    assert (stdio.request_type, stdio.url, stdio.threads, stdio.rate) == ("mcp-stdio", None, 2, 50.0)
+    assert "stdio" in repr(stdio) and "srv" in repr(stdio)
+
+
+@needs_native
+def test_bad_rate_and_a_stopped_engine() -> None:
+    eng = core.NativeEngine(core.EngineConfig(url="http://127.0.0.1:1/mcp"))
     with pytest.raises(ValueError, match="rate"):
         eng.set_rate(0.0)
     eng.set_rate(100.0)
@@ -264,7 +361,7 @@ def test_bad_config_and_rate() -> None:
 
 @needs_native
 def test_an_engine_built_before_a_fork_refuses_to_start_after_it() -> None:
-    eng = core.NativeEngine(b'{"url": "http://127.0.0.1:1/mcp"}')
+    eng = core.NativeEngine(core.EngineConfig(url="http://127.0.0.1:1/mcp"))
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         try:
@@ -278,8 +375,8 @@ def test_an_engine_built_before_a_fork_refuses_to_start_after_it() -> None:
 
 def test_without_the_compiled_core_the_engine_is_a_clear_error() -> None:
     code = (
-        "from mcpfast import core\nassert not core.HAS_NATIVE_ENGINE and core.NativeEngine is None\n"
-        "try:\n    core.native_engine(b'{}')\nexcept RuntimeError as e:\n    print(e)\n"
+        "from mcpfast import core\nassert not core.HAS_NATIVE_ENGINE and core.NativeEngine is core.EngineConfig is None\n"
+        "try:\n    core.require_native_engine()\nexcept RuntimeError as e:\n    print(e)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], env={**os.environ, "MCPFAST_CORE": "python"}, capture_output=True, text=True, timeout=60, check=True

@@ -53,6 +53,7 @@ def _reasons(rows: list[Any], name: str) -> dict[str, int]:
 
 
 def _config(url: str, **extra: Any) -> dict[str, Any]:
+    """``EngineConfig``'s keyword arguments for calls of echo to ``url``."""
     return {"url": url, "tool": "echo", "arguments": {"text": "hi"}, **extra}
 
 
@@ -99,7 +100,7 @@ def test_connect_to_keeps_the_urls_name_for_tls(tls_server) -> None:
 
 def test_insecure_accepts_the_unknown_ca_and_says_so(tls_server) -> None:
     port, _, count = tls_server
-    eng = core.native_engine(json.dumps(_config(f"https://127.0.0.1:{port}/mcp", insecure=True)).encode())
+    eng = core.native_engine(core.EngineConfig(**_config(f"https://127.0.0.1:{port}/mcp", insecure=True)))
     assert ("tls_insecure", "TLS without verification: any server certificate is accepted") in eng.events()
     _, totals, _ = run(_config(f"https://127.0.0.1:{port}/mcp", insecure=True), 2, 1.0)
     assert totals["tools/call:echo"][1] == 0 and totals["tools/call:echo"][0] == count.stat().st_size > 0
@@ -182,11 +183,11 @@ def test_bad_tls_files_are_refused_when_the_engine_is_built(tmp_path: Path) -> N
     ]
     for extra, message in cases:
         with pytest.raises(ValueError, match="engine config") as refused:
-            core.native_engine(json.dumps(_config(url, **extra)).encode())
+            core.native_engine(core.EngineConfig(**_config(url, **extra)))
         assert message in str(refused.value), (extra, str(refused.value))
     # a good pair builds
     core.native_engine(
-        json.dumps(_config(url, ca_files=[str(pki.ca)], client_cert=str(pki.client_cert), client_key=str(pki.client_key))).encode()
+        core.EngineConfig(**_config(url, ca_files=[str(pki.ca)], client_cert=str(pki.client_cert), client_key=str(pki.client_key)))
     )
 
 

@@ -5,7 +5,6 @@ server's count is the engine's count of successes."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -54,7 +53,7 @@ def auth_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 def test_a_replaced_token_is_sent_from_the_next_request_on(auth_server) -> None:
     url, mint, count = auth_server
-    eng = core.native_engine(json.dumps({"url": url, "tool": "echo", "arguments": {"text": "hi"}, "bearer_tokens": ["not-a-jwt"]}).encode())
+    eng = core.native_engine(core.EngineConfig(url=url, tool="echo", arguments={"text": "hi"}, bearer_tokens=["not-a-jwt"]))
     eng.start()
     eng.set_users(2)
     rows: list[Any] = []
@@ -79,11 +78,11 @@ def test_a_replaced_token_is_sent_from_the_next_request_on(auth_server) -> None:
 
 def test_bad_replacements_are_refused(auth_server) -> None:
     url, _, _ = auth_server
-    eng = core.native_engine(json.dumps({"url": url, "tool": "echo", "arguments": {}, "bearer_tokens": ["a"]}).encode())
+    eng = core.native_engine(core.EngineConfig(url=url, tool="echo", arguments={}, bearer_tokens=["a"]))
     for bad, reason in (([], "at least one"), (["a b"], "token 1"), (["ok", ""], "token 2"), (["x\r\ny"], "token 1")):
         with pytest.raises(ValueError, match=reason):
             eng.set_bearer_tokens(bad)
-    own = core.native_engine(json.dumps({"url": url, "tool": "echo", "arguments": {}, "headers": {"Authorization": "Basic eA=="}}).encode())
+    own = core.native_engine(core.EngineConfig(url=url, tool="echo", arguments={}, headers={"Authorization": "Basic eA=="}))
     with pytest.raises(ValueError, match="its own Authorization header"):
         own.set_bearer_tokens(["t"])
     eng.stop(0.1)

@@ -160,7 +160,40 @@ def driver_polls(rows: list[DrainRow]) -> dict:
     }
 
 
+def configs() -> dict:
+    """What ``config_for`` makes of the ``--mcp-*`` options, read back from the typed config."""
+    from types import SimpleNamespace
+
+    from locust.env import Environment
+
+    from mcpfast.locust import stats as mstats
+    from mcpfast.locust.native import config_for
+
+    def environment(**options: object) -> Environment:
+        return Environment(parsed_options=SimpleNamespace(**options))
+
+    url = "http://127.0.0.1:1/mcp"
+    reach = environment(mcp_header=["x-api-key: k"], mcp_token="t", mcp_engine_threads=2, mcp_new_connection="session")
+    http = config_for(reach, "tools_call", url)
+    paced = environment()
+    schedule = mstats.get(paced).schedule
+    schedule.configure(40.0, 0, 2)  # this process: one of two runners
+    mixed = config_for(paced, "mixed", url)
+    stdio = config_for(environment(mcp_command="srv --flag 'a b'", mcp_stdio_inflight=4), "handshake", None)
+    return {
+        "http": [http.transport, http.url, http.headers, http.bearer_tokens, http.threads, http.new_connection],
+        "http_defaults": [http.request_type, http.rate, http.arguments, http.family, http.mix, http.late_after_s],
+        "mixed": [[m.tool, m.method, m.arguments, m.weight] for m in mixed.mix],
+        "mixed_open_model": [mixed.rate, mixed.late_after_s, schedule.late_tolerance],
+        "stdio": [stdio.transport, stdio.url, stdio.command, stdio.inflight_per_process, stdio.request_type, stdio.family],
+    }
+
+
 def main() -> None:
+    if sys.argv[1:] == ["configs"]:
+        json.dump(configs(), sys.stdout)
+        print()
+        return
     t0 = 1_800_000_000
     reqs, rows = synthetic(7, 5000, t0)
     bulk = RequestStats(use_response_times_cache=False)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from mcpfast import core
 from mcpfast.locust import hlog
 from mcpfast.locust.histogram import HIGHEST, Histogram
 
@@ -25,9 +26,10 @@ def _sample(seed: int, n: int) -> Histogram:
     return h
 
 
-def test_bulk_feed_equals_request_by_request_logging(child_env, tmp_path: Path) -> None:
+def _units(child_env, tmp_path: Path, *args: str) -> dict:
+    """The JSON line ``_native_units.py`` prints (in a child interpreter: Locust patches the process)."""
     proc = subprocess.run(
-        [sys.executable, str(HERE / "_native_units.py")],
+        [sys.executable, str(HERE / "_native_units.py"), *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -35,7 +37,11 @@ def test_bulk_feed_equals_request_by_request_logging(child_env, tmp_path: Path) 
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_bulk_feed_equals_request_by_request_logging(child_env, tmp_path: Path) -> None:
+    result = _units(child_env, tmp_path)
     assert result["added"] == result["n"] == 5000
     assert result["bulk"] == result["single"]
     assert result["bulk"]["Aggregated"]["num_requests"] == 5000
@@ -45,6 +51,18 @@ def test_bulk_feed_equals_request_by_request_logging(child_env, tmp_path: Path) 
     drv = result["driver"]
     assert drv["hist"] == 5000, drv
     assert (drv["lag_n"], drv["sent"], drv["service_n"], drv["late"], drv["dropped"]) == (2, 2, 2, 3, 1), drv
+
+
+@pytest.mark.skipif(not core.HAS_NATIVE_ENGINE, reason="the engine's config needs the compiled core")
+def test_config_for_builds_the_typed_config_from_the_options(child_env, tmp_path: Path) -> None:
+    got = _units(child_env, tmp_path, "configs")
+    assert got["http"] == ["http", "http://127.0.0.1:1/mcp", {"x-api-key": "k"}, ["t"], 2, "session"]
+    # closed model without --mcp-rate: the engine's own defaults
+    assert got["http_defaults"] == ["mcp-http", None, {"text": "hello"}, "tools_call", [], 0.001]
+    assert got["mixed"] == [["echo", None, {"text": "hello"}, 10], [None, "tools/list", None, 3]]
+    rate, late_after_s, tolerance = got["mixed_open_model"]
+    assert rate == 20.0 and late_after_s == tolerance  # this runner's share, one "late" for both engines
+    assert got["stdio"] == ["stdio", None, ["srv", "--flag", "a b"], 4, "mcp-stdio", "handshake"]
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -193,7 +193,10 @@ pub fn parse_request(buf: &[u8], max_head: usize, max_body: usize) -> Parse<'_> 
     }
     if transfer_encoding && (!te_final_chunked || te_chunked > 1) {
         // The body's length cannot be known (RFC 9112 §6.3): 400, and the connection closes.
-        return Parse::Refused(refuse(400, "chunked must be the final transfer coding, once"));
+        return Parse::Refused(refuse(
+            400,
+            "chunked must be the final transfer coding, once",
+        ));
     }
     if te_other {
         // `gzip, chunked`: framed, but with a coding this server does not decode (§6.1).
@@ -398,7 +401,9 @@ mod tests {
             assert_eq!(refused(&req), 400, "{}", String::from_utf8_lossy(te));
         }
         assert_eq!(
-            refused(b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            refused(
+                b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"
+            ),
             501
         );
         assert!(matches!(

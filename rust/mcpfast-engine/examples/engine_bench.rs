@@ -1,10 +1,16 @@
 //! Drive the engine for a while and print one JSON line: requests/s per row, the engine
 //! threads' CPU seconds, and the sessions' RSS. For benchmarks (bench_results/swarm/engine/).
 //!
-//!   cargo run --release -p mcpfast-engine --example engine_bench -- '<config JSON>' USERS SECONDS [WARMUP]
+//!   cargo run --release -p mcpfast-engine --example engine_bench -- '<target JSON>' USERS SECONDS [WARMUP]
+//!
+//! The target is a JSON object with `url` and optionally `arguments` (of the tools/call) and
+//! `max_sessions`, as benchmarks/sh/engine.sh writes it; every other setting is the engine's
+//! default.
 
 use std::time::{Duration, Instant};
 
+use mcpfast_engine::config::Settings;
+use mcpfast_engine::serde_json::{self, Value};
 use mcpfast_engine::Engine;
 
 fn rss_kib() -> u64 {
@@ -18,17 +24,45 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// The engine's settings for the bench's target object.
+fn settings(target: &str) -> Result<Settings, String> {
+    let Value::Object(target) =
+        serde_json::from_str(target).map_err(|e| format!("target: not JSON: {e}"))?
+    else {
+        return Err("target: not a JSON object".into());
+    };
+    let mut settings = Settings::default();
+    for (key, value) in target {
+        match (key.as_str(), value) {
+            ("url", Value::String(url)) => settings.url = Some(url),
+            ("arguments", Value::Object(arguments)) => settings.arguments = arguments,
+            ("max_sessions", Value::Number(n)) => {
+                settings.max_sessions = n
+                    .as_u64()
+                    .and_then(|n| usize::try_from(n).ok())
+                    .ok_or("target: max_sessions: not a count")?;
+            }
+            (key, _) => {
+                return Err(format!(
+                    "target: {key}: not url, arguments or max_sessions of its type"
+                ))
+            }
+        }
+    }
+    Ok(settings)
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 3 {
-        eprintln!("usage: engine_bench CONFIG_JSON USERS SECONDS [WARMUP]");
+        eprintln!("usage: engine_bench TARGET_JSON USERS SECONDS [WARMUP]");
         std::process::exit(2);
     }
     let users: usize = args[1].parse().unwrap_or(32);
     let secs: f64 = args[2].parse().unwrap_or(5.0);
     let warmup: f64 = args.get(3).and_then(|v| v.parse().ok()).unwrap_or(1.0);
     let rss0 = rss_kib();
-    let e = match Engine::new(args[0].as_bytes()) {
+    let e = match settings(&args[0]).and_then(|s| Engine::new(s.build()?)) {
         Ok(e) => e,
         Err(err) => {
             eprintln!("{err}");

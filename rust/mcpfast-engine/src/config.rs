@@ -1,5 +1,10 @@
-//! The engine's configuration: one JSON object, validated field by field (README.md lists them).
+//! The engine's configuration: [`Settings`] holds typed values with their defaults (README.md
+//! lists them) and [`Settings::build`] validates them once into the [`Config`] the engine runs
+//! on. Every error names its field, so the Python binding and `mcpfast-load` report a bad value
+//! the same way.
 
+use std::fmt;
+use std::str::FromStr;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -11,11 +16,53 @@ use crate::net::{ConnectTo, TlsOptions};
 pub const HANDSHAKE_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 pub const STATELESS_VERSIONS: &[&str] = &["2026-07-28"];
 
+/// A JSON object: tool arguments, client capabilities, the params of a mix entry.
+pub type JsonObject = Map<String, Value>;
+
+/// The message of a bad value: `engine config: <field>: <what>`.
+pub fn field_error(field: &str, what: impl fmt::Display) -> String {
+    format!("engine config: {field}: {what}")
+}
+
+/// An enum chosen by name in a config field: `FromStr` (the error names the field and the
+/// choices) and `name()` come from the one list of (variant, name) pairs.
+macro_rules! named_choices {
+    ($ty:ident, $field:literal, [$($variant:ident => $name:literal),+ $(,)?]) => {
+        impl $ty {
+            /// Every choice with its name, in the order the error message lists them.
+            pub const CHOICES: &'static [($ty, &'static str)] = &[$(($ty::$variant, $name)),+];
+
+            /// The name the config spells this choice with.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $name),+
+                }
+            }
+        }
+
+        impl FromStr for $ty {
+            type Err = String;
+
+            fn from_str(text: &str) -> Result<$ty, String> {
+                match text {
+                    $($name => Ok($ty::$variant),)+
+                    other => Err(field_error(
+                        $field,
+                        format!("one of {}; not {other:?}", [$($name),+].join(", ")),
+                    )),
+                }
+            }
+        }
+    };
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transport {
     Http,
     Stdio,
 }
+
+named_choices!(Transport, "transport", [Http => "http", Stdio => "stdio"]);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Family {
@@ -30,6 +77,15 @@ pub enum Family {
     Hold,
 }
 
+named_choices!(Family, "family", [
+    ToolsCall => "tools_call",
+    Handshake => "handshake",
+    SessionChurn => "session_churn",
+    SseStreaming => "sse_streaming",
+    Mixed => "mixed",
+    Hold => "hold",
+]);
+
 /// When a user opens a new connection (besides after the server closed one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NewConnection {
@@ -41,26 +97,56 @@ pub enum NewConnection {
     Request,
 }
 
+named_choices!(NewConnection, "new_connection", [
+    Keep => "keep",
+    Session => "session",
+    Request => "request",
+]);
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arrivals {
     Uniform,
     Poisson,
 }
 
-/// One entry of a weighted mix: a method with its params (tools/call: name + arguments).
-#[derive(Debug, Clone)]
+named_choices!(Arrivals, "arrivals", [Uniform => "uniform", Poisson => "poisson"]);
+
+/// One entry of `mix` as given: what it calls, its weight among the entries, and whether it is
+/// streamed (`stream`: sent with a progress token, its progress and SSE events timed as
+/// `sse_streaming` times them).
+#[derive(Debug, Clone, PartialEq)]
 pub struct MixItem {
+    pub call: MixCall,
+    pub weight: u32,
+    pub stream: bool,
+}
+
+/// What a mix entry calls.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MixCall {
+    /// `tools/call` of the tool `name` with `arguments`.
+    Tool { name: String, arguments: JsonObject },
+    /// Any other method (or `tools/call` spelled out) with its params, if any.
+    Method {
+        method: String,
+        params: Option<JsonObject>,
+    },
+}
+
+/// A mix entry ready to send: a method with its params (tools/call: name + arguments).
+#[derive(Debug, Clone)]
+pub struct MixRequest {
     pub method: String,
     /// The params object, JSON text (without `_meta`); None: no params.
     pub params: Option<String>,
     /// The `Mcp-Name` value and stats-name suffix (tool / prompt name, resource uri).
     pub name: Option<String>,
     pub weight: u32,
-    /// `"stream": true`: sent with a progress token, its progress/SSE events timed (as `sse_streaming`).
+    /// Sent with a progress token, its progress/SSE events timed (as `sse_streaming`).
     pub stream: bool,
 }
 
-impl MixItem {
+impl MixRequest {
     /// Stats name as the Python users report it: `tools/call:echo`, `prompts/get:greet`,
     /// `resources/read` (the uri is not in the name), `tools/list`.
     pub fn stat_name(&self) -> String {
@@ -71,6 +157,109 @@ impl MixItem {
     }
 }
 
+/// The engine's settings as given, each with its default (`Settings::default()`); `build`
+/// checks them and makes the [`Config`] an engine runs on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub transport: Transport,
+    /// `http://host[:port]/path` or `https://...`; required over HTTP.
+    pub url: Option<String>,
+    /// Extra request headers (name, value), in the order given.
+    pub headers: Vec<(String, String)>,
+    pub bearer_tokens: Vec<String>,
+    pub ca_files: Vec<String>,
+    /// mTLS: PEM chain and its key (both or neither; an empty path is none).
+    pub client_cert: Option<String>,
+    pub client_key: Option<String>,
+    pub insecure: bool,
+    /// `HOST:PORT:ADDR:PORT` each.
+    pub connect_to: Vec<String>,
+    pub new_connection: NewConnection,
+    pub cookies: bool,
+    pub retry_after: bool,
+    /// argv of the stdio server; required over stdio.
+    pub command: Vec<String>,
+    pub inflight_per_process: usize,
+    pub family: Family,
+    pub protocol_version: String,
+    pub client_capabilities: JsonObject,
+    pub tool: String,
+    pub arguments: JsonObject,
+    pub mix: Vec<MixItem>,
+    pub stream_tool: String,
+    pub stream_arguments: JsonObject,
+    pub churn_delete_share: f64,
+    pub threads: usize,
+    /// Open model: arrivals/s for the whole engine; None: the closed model.
+    pub rate: Option<f64>,
+    pub arrivals: Arrivals,
+    pub max_inflight: usize,
+    pub timeout_s: f64,
+    pub max_reply_bytes: usize,
+    pub max_sessions: usize,
+    /// None: `mcp-http` or `mcp-stdio`, by transport.
+    pub request_type: Option<String>,
+    pub seed: u64,
+    pub handshake_call: bool,
+    pub cycle_latency: bool,
+    pub iterations: Option<u64>,
+    pub progress_every: Option<u64>,
+    pub hold_delete: bool,
+    pub late_after_s: f64,
+    pub get_stream_every: u64,
+    pub get_stream_s: f64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        let mut stream_arguments = JsonObject::new();
+        stream_arguments.insert("n".into(), Value::from(10));
+        Settings {
+            transport: Transport::Http,
+            url: None,
+            headers: Vec::new(),
+            bearer_tokens: Vec::new(),
+            ca_files: Vec::new(),
+            client_cert: None,
+            client_key: None,
+            insecure: false,
+            connect_to: Vec::new(),
+            new_connection: NewConnection::Keep,
+            cookies: true,
+            retry_after: false,
+            command: Vec::new(),
+            inflight_per_process: 32,
+            family: Family::ToolsCall,
+            protocol_version: "2025-11-25".into(),
+            client_capabilities: JsonObject::new(),
+            tool: "echo".into(),
+            arguments: JsonObject::new(),
+            mix: Vec::new(),
+            stream_tool: "stream".into(),
+            stream_arguments,
+            churn_delete_share: 1.0,
+            threads: 1,
+            rate: None,
+            arrivals: Arrivals::Uniform,
+            max_inflight: 4096,
+            timeout_s: 30.0,
+            max_reply_bytes: 16 * 1024 * 1024,
+            max_sessions: 100_000,
+            request_type: None,
+            seed: 0x5eed,
+            handshake_call: true,
+            cycle_latency: false,
+            iterations: None,
+            progress_every: None,
+            hold_delete: true,
+            late_after_s: 0.001,
+            get_stream_every: 10,
+            get_stream_s: 0.5,
+        }
+    }
+}
+
+/// The validated configuration an engine runs on (made by [`Settings::build`]).
 #[derive(Debug, Clone)]
 pub struct Config {
     pub transport: Transport,
@@ -96,7 +285,7 @@ pub struct Config {
     pub tool: String,
     /// JSON text of the arguments object.
     pub arguments: String,
-    pub mix: Vec<MixItem>,
+    pub mix: Vec<MixRequest>,
     pub stream_tool: String,
     pub stream_arguments: String,
     pub churn_delete_share: f64,
@@ -138,81 +327,6 @@ impl Config {
     }
 }
 
-fn err(field: &str, what: impl std::fmt::Display) -> String {
-    format!("engine config: {field}: {what}")
-}
-
-fn get_str(o: &Map<String, Value>, field: &str, default: &str) -> Result<String, String> {
-    match o.get(field) {
-        None | Some(Value::Null) => Ok(default.to_string()),
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(_) => Err(err(field, "must be a string")),
-    }
-}
-
-fn get_f64(o: &Map<String, Value>, field: &str, default: f64) -> Result<f64, String> {
-    match o.get(field) {
-        None | Some(Value::Null) => Ok(default),
-        Some(Value::Number(n)) => n
-            .as_f64()
-            .filter(|v| v.is_finite())
-            .ok_or_else(|| err(field, "must be a finite number")),
-        Some(_) => Err(err(field, "must be a number")),
-    }
-}
-
-fn get_usize(
-    o: &Map<String, Value>,
-    field: &str,
-    default: usize,
-    min: usize,
-    max: usize,
-) -> Result<usize, String> {
-    let v = match o.get(field) {
-        None | Some(Value::Null) => return Ok(default),
-        Some(Value::Number(n)) => n
-            .as_u64()
-            .ok_or_else(|| err(field, "must be a non-negative integer"))?,
-        Some(_) => return Err(err(field, "must be an integer")),
-    };
-    let v = usize::try_from(v).map_err(|_| err(field, "too large"))?;
-    if v < min || v > max {
-        return Err(err(field, format!("must be in {min}..={max}, got {v}")));
-    }
-    Ok(v)
-}
-
-fn get_bool(o: &Map<String, Value>, field: &str, default: bool) -> Result<bool, String> {
-    match o.get(field) {
-        None | Some(Value::Null) => Ok(default),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(_) => Err(err(field, "must be true or false")),
-    }
-}
-
-fn get_object_text(o: &Map<String, Value>, field: &str) -> Result<String, String> {
-    match o.get(field) {
-        None | Some(Value::Null) => Ok("{}".into()),
-        Some(v @ Value::Object(_)) => Ok(v.to_string()),
-        Some(_) => Err(err(field, "must be an object")),
-    }
-}
-
-fn get_strings(o: &Map<String, Value>, field: &str) -> Result<Vec<String>, String> {
-    match o.get(field) {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|x| {
-                x.as_str()
-                    .map(str::to_owned)
-                    .ok_or_else(|| err(field, "must be a list of strings"))
-            })
-            .collect(),
-        Some(_) => Err(err(field, "must be a list of strings")),
-    }
-}
-
 /// Bearer tokens as the `Authorization` line carries them: each non-empty, without a space or
 /// a byte that would break the header.
 pub fn check_bearer_tokens(tokens: &[String]) -> Result<(), String> {
@@ -233,387 +347,248 @@ fn header_safe(s: &str) -> bool {
     !s.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0)
 }
 
-impl Config {
-    /// Parse and validate the JSON config; the error names the bad field.
-    pub fn parse(bytes: &[u8]) -> Result<Config, String> {
-        let v: Value =
-            serde_json::from_slice(bytes).map_err(|e| format!("engine config: not JSON: {e}"))?;
-        let Value::Object(o) = v else {
-            return Err("engine config: must be a JSON object".into());
-        };
-        const KNOWN: &[&str] = &[
-            "transport",
-            "url",
-            "headers",
-            "command",
-            "inflight_per_process",
-            "family",
-            "protocol_version",
-            "client_capabilities",
-            "tool",
-            "arguments",
-            "mix",
-            "stream_tool",
-            "stream_arguments",
-            "churn_delete_share",
-            "threads",
-            "rate",
-            "arrivals",
-            "max_inflight",
-            "timeout_s",
-            "max_reply_bytes",
-            "max_sessions",
-            "request_type",
-            "seed",
-            "handshake_call",
-            "cycle_latency",
-            "iterations",
-            "hold_delete",
-            "progress_every",
-            "late_after_s",
-            "get_stream_every",
-            "get_stream_s",
-            "bearer_tokens",
-            "ca_files",
-            "client_cert",
-            "client_key",
-            "insecure",
-            "connect_to",
-            "new_connection",
-            "cookies",
-            "retry_after",
-        ];
-        if let Some(k) = o.keys().find(|k| !KNOWN.contains(&k.as_str())) {
-            return Err(err(k, "unknown field"));
-        }
-        let transport = match get_str(&o, "transport", "http")?.as_str() {
-            "http" => Transport::Http,
-            "stdio" => Transport::Stdio,
-            other => {
-                return Err(err(
-                    "transport",
-                    format!("'http' or 'stdio', not {other:?}"),
-                ))
-            }
-        };
-        let url = get_str(&o, "url", "")?;
+/// `value` if it lies in `min..=max`.
+fn in_range<T: PartialOrd + fmt::Display>(
+    field: &str,
+    value: T,
+    min: T,
+    max: T,
+) -> Result<T, String> {
+    if value < min || value > max {
+        return Err(field_error(
+            field,
+            format!("must be in {min}..={max}, got {value}"),
+        ));
+    }
+    Ok(value)
+}
+
+/// `value` if it is finite (a NaN or an infinity passes no range check by accident).
+fn finite(field: &str, value: f64) -> Result<f64, String> {
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(field_error(field, "must be a finite number"))
+    }
+}
+
+impl Settings {
+    /// Check every value and make the engine's config; the error names the bad field.
+    pub fn build(&self) -> Result<Config, String> {
+        let transport = self.transport;
+        let url = self.url.clone().unwrap_or_default();
         let target = if transport == Transport::Http {
             if url.is_empty() {
-                return Err(err("url", "required for transport http"));
+                return Err(field_error("url", "required for transport http"));
             }
-            Some(Target::parse(&url).map_err(|e| err("url", e))?)
+            Some(Target::parse(&url).map_err(|e| field_error("url", e))?)
         } else {
             None
         };
-        let mut headers = Vec::new();
-        match o.get("headers") {
-            None | Some(Value::Null) => {}
-            Some(Value::Object(h)) => {
-                for (k, v) in h {
-                    let Value::String(v) = v else {
-                        return Err(err("headers", format!("{k}: value must be a string")));
-                    };
-                    if k.is_empty()
-                        || !k
-                            .bytes()
-                            .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
-                        || !header_safe(v)
-                    {
-                        return Err(err("headers", format!("{k}: not a valid header")));
-                    }
-                    headers.push((k.clone(), v.clone()));
-                }
+        for (k, v) in &self.headers {
+            if k.is_empty()
+                || !k
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
+                || !header_safe(v)
+            {
+                return Err(field_error("headers", format!("{k}: not a valid header")));
             }
-            Some(_) => return Err(err("headers", "must be an object of strings")),
         }
-        let bearer_tokens = get_strings(&o, "bearer_tokens")?;
-        check_bearer_tokens(&bearer_tokens).map_err(|e| err("bearer_tokens", e))?;
-        if !bearer_tokens.is_empty()
-            && headers
+        check_bearer_tokens(&self.bearer_tokens).map_err(|e| field_error("bearer_tokens", e))?;
+        if !self.bearer_tokens.is_empty()
+            && self
+                .headers
                 .iter()
                 .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
         {
-            return Err(err("headers", "Authorization and bearer_tokens both given"));
+            return Err(field_error(
+                "headers",
+                "Authorization and bearer_tokens both given",
+            ));
         }
-        let optional_path = |field: &str| -> Result<Option<String>, String> {
-            match get_str(&o, field, "")? {
-                p if p.is_empty() => Ok(None),
-                p => Ok(Some(p)),
-            }
-        };
+        let path = |p: &Option<String>| p.clone().filter(|p| !p.is_empty());
         let tls = TlsOptions {
-            ca_files: get_strings(&o, "ca_files")?,
-            client_cert: optional_path("client_cert")?,
-            client_key: optional_path("client_key")?,
-            insecure: get_bool(&o, "insecure", false)?,
+            ca_files: self.ca_files.clone(),
+            client_cert: path(&self.client_cert),
+            client_key: path(&self.client_key),
+            insecure: self.insecure,
         };
         if tls.client_cert.is_some() != tls.client_key.is_some() {
-            return Err(err("client_cert", "client_cert and client_key go together"));
+            return Err(field_error(
+                "client_cert",
+                "client_cert and client_key go together",
+            ));
         }
-        let connect_to = get_strings(&o, "connect_to")?
+        let connect_to = self
+            .connect_to
             .iter()
-            .map(|c| ConnectTo::parse(c).map_err(|e| err("connect_to", e)))
+            .map(|c| ConnectTo::parse(c).map_err(|e| field_error("connect_to", e)))
             .collect::<Result<Vec<_>, _>>()?;
-        let new_connection = match get_str(&o, "new_connection", "keep")?.as_str() {
-            "keep" => NewConnection::Keep,
-            "session" => NewConnection::Session,
-            "request" => NewConnection::Request,
-            other => {
-                return Err(err(
-                    "new_connection",
-                    format!("'keep', 'session' or 'request', not {other:?}"),
-                ))
-            }
-        };
-        let command = match o.get("command") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(a)) => a
-                .iter()
-                .map(|x| {
-                    x.as_str()
-                        .map(str::to_owned)
-                        .ok_or_else(|| err("command", "must be a list of strings"))
-                })
-                .collect::<Result<_, _>>()?,
-            Some(_) => return Err(err("command", "must be a list of strings")),
-        };
-        if transport == Transport::Stdio && command.is_empty() {
-            return Err(err("command", "required (non-empty) for transport stdio"));
+        if transport == Transport::Stdio && self.command.is_empty() {
+            return Err(field_error(
+                "command",
+                "required (non-empty) for transport stdio",
+            ));
         }
-        let family = match get_str(&o, "family", "tools_call")?.as_str() {
-            "tools_call" => Family::ToolsCall,
-            "handshake" => Family::Handshake,
-            "session_churn" => Family::SessionChurn,
-            "sse_streaming" => Family::SseStreaming,
-            "mixed" => Family::Mixed,
-            "hold" => Family::Hold,
-            other => {
-                return Err(err(
-                    "family",
-                    format!("one of tools_call, handshake, session_churn, sse_streaming, mixed, hold; not {other:?}"),
-                ))
-            }
-        };
+        let family = self.family;
         if family == Family::Hold && transport != Transport::Http {
-            return Err(err("family", "hold is an HTTP family"));
+            return Err(field_error("family", "hold is an HTTP family"));
         }
-        let protocol_version = get_str(&o, "protocol_version", "2025-11-25")?;
-        if !HANDSHAKE_VERSIONS.contains(&protocol_version.as_str())
-            && !STATELESS_VERSIONS.contains(&protocol_version.as_str())
-        {
-            return Err(err(
+        let protocol_version = self.protocol_version.clone();
+        let stateless = STATELESS_VERSIONS.contains(&protocol_version.as_str());
+        if !HANDSHAKE_VERSIONS.contains(&protocol_version.as_str()) && !stateless {
+            return Err(field_error(
                 "protocol_version",
                 format!("unsupported {protocol_version:?} (known: {HANDSHAKE_VERSIONS:?}, {STATELESS_VERSIONS:?})"),
             ));
         }
-        if family == Family::Hold && STATELESS_VERSIONS.contains(&protocol_version.as_str()) {
-            return Err(err(
+        if family == Family::Hold && stateless {
+            return Err(field_error(
                 "family",
                 "hold keeps handshake-era sessions; 2026-07-28 has none",
             ));
         }
         if protocol_version == "2024-11-05" && transport == Transport::Http {
-            return Err(err(
+            return Err(field_error(
                 "protocol_version",
                 "2024-11-05 over HTTP is the HTTP+SSE transport, which the native engine does not speak",
             ));
         }
-        let client_capabilities = get_object_text(&o, "client_capabilities")?;
-        let tool = get_str(&o, "tool", "echo")?;
-        let arguments = get_object_text(&o, "arguments")?;
-        let mut mix = Vec::new();
-        match o.get("mix") {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(items)) => {
-                for (i, item) in items.iter().enumerate() {
-                    mix.push(mix_item(item).map_err(|e| err(&format!("mix[{i}]"), e))?);
-                }
-            }
-            Some(_) => return Err(err("mix", "must be a list")),
-        }
+        let mix = self
+            .mix
+            .iter()
+            .enumerate()
+            .map(|(i, item)| mix_request(item).map_err(|e| field_error(&format!("mix[{i}]"), e)))
+            .collect::<Result<Vec<_>, _>>()?;
         if family == Family::Mixed {
             if mix.is_empty() {
-                return Err(err("mix", "required (non-empty) for family mixed"));
+                return Err(field_error("mix", "required (non-empty) for family mixed"));
             }
             if mix.iter().all(|m| m.weight == 0) {
-                return Err(err("mix", "all weights are 0"));
+                return Err(field_error("mix", "all weights are 0"));
             }
         }
-        let stream_tool = get_str(&o, "stream_tool", "stream")?;
-        let stream_arguments = match o.get("stream_arguments") {
-            None | Some(Value::Null) => r#"{"n":10}"#.to_string(),
-            Some(v @ Value::Object(_)) => v.to_string(),
-            Some(_) => return Err(err("stream_arguments", "must be an object")),
-        };
-        let churn_delete_share = get_f64(&o, "churn_delete_share", 1.0)?;
+        let churn_delete_share = finite("churn_delete_share", self.churn_delete_share)?;
         if !(0.0..=1.0).contains(&churn_delete_share) {
-            return Err(err("churn_delete_share", "must be in 0..=1"));
+            return Err(field_error("churn_delete_share", "must be in 0..=1"));
         }
-        let threads = get_usize(&o, "threads", 1, 1, 256)?;
-        let rate = match o.get("rate") {
-            None | Some(Value::Null) => None,
-            Some(_) => {
-                let r = get_f64(&o, "rate", 0.0)?;
-                if r <= 0.0 {
-                    return Err(err("rate", "must be > 0 (or null for the closed model)"));
-                }
-                Some(r)
-            }
+        let rate = match self.rate {
+            None => None,
+            Some(r) if finite("rate", r)? > 0.0 => Some(r),
+            Some(_) => return Err(field_error("rate", "must be > 0 (None: the closed model)")),
         };
-        let arrivals = match get_str(&o, "arrivals", "uniform")?.as_str() {
-            "uniform" => Arrivals::Uniform,
-            "poisson" => Arrivals::Poisson,
-            other => {
-                return Err(err(
-                    "arrivals",
-                    format!("'uniform' or 'poisson', not {other:?}"),
-                ))
-            }
-        };
-        let max_inflight = get_usize(&o, "max_inflight", 4096, 1, 1 << 24)?;
-        let timeout_s = get_f64(&o, "timeout_s", 30.0)?;
+        let timeout_s = finite("timeout_s", self.timeout_s)?;
         if !(timeout_s > 0.0 && timeout_s <= 3600.0) {
-            return Err(err("timeout_s", "must be in (0, 3600]"));
+            return Err(field_error("timeout_s", "must be in (0, 3600]"));
         }
-        let max_reply_bytes = get_usize(&o, "max_reply_bytes", 16 * 1024 * 1024, 1024, 1 << 30)?;
-        let max_sessions = get_usize(&o, "max_sessions", 100_000, 1, 10_000_000)?;
-        let inflight_per_process = get_usize(&o, "inflight_per_process", 32, 1, 65_536)?;
+        let late_after_s = finite("late_after_s", self.late_after_s)?;
+        if !(0.0..=3600.0).contains(&late_after_s) {
+            return Err(field_error("late_after_s", "must be in 0..=3600"));
+        }
+        let get_stream_s = finite("get_stream_s", self.get_stream_s)?;
+        if !(get_stream_s > 0.0 && get_stream_s <= 3600.0) {
+            return Err(field_error("get_stream_s", "must be in (0, 3600]"));
+        }
+        if let Some(every) = self.progress_every {
+            in_range("progress_every", every, 1, u64::MAX)?;
+        }
         let default_type = match transport {
             Transport::Http => "mcp-http",
             Transport::Stdio => "mcp-stdio",
         };
-        let request_type = get_str(&o, "request_type", default_type)?;
-        let seed = get_usize(&o, "seed", 0x5eed, 0, usize::MAX)? as u64;
-        let handshake_call = get_bool(&o, "handshake_call", true)?;
-        let cycle_latency = get_bool(&o, "cycle_latency", false)?;
-        let hold_delete = get_bool(&o, "hold_delete", true)?;
-        let iterations = match o.get("iterations") {
-            None | Some(Value::Null) => None,
-            Some(_) => Some(get_usize(&o, "iterations", 0, 0, usize::MAX)? as u64),
-        };
-        let progress_every = match o.get("progress_every") {
-            None | Some(Value::Null) => None,
-            Some(_) => Some(get_usize(&o, "progress_every", 1, 1, usize::MAX)? as u64),
-        };
-        let late_after_s = get_f64(&o, "late_after_s", 0.001)?;
-        if !(0.0..=3600.0).contains(&late_after_s) {
-            return Err(err("late_after_s", "must be in 0..=3600"));
-        }
-        let get_stream_every = get_usize(&o, "get_stream_every", 10, 0, usize::MAX)? as u64;
-        let get_stream_s = get_f64(&o, "get_stream_s", 0.5)?;
-        if !(get_stream_s > 0.0 && get_stream_s <= 3600.0) {
-            return Err(err("get_stream_s", "must be in (0, 3600]"));
-        }
         Ok(Config {
             transport,
             target,
             url,
-            headers,
-            bearer_tokens,
+            headers: self.headers.clone(),
+            bearer_tokens: self.bearer_tokens.clone(),
             tls,
             connect_to,
-            new_connection,
-            cookies: get_bool(&o, "cookies", true)?,
-            retry_after: get_bool(&o, "retry_after", false)?,
-            command,
-            inflight_per_process,
+            new_connection: self.new_connection,
+            cookies: self.cookies,
+            retry_after: self.retry_after,
+            command: self.command.clone(),
+            inflight_per_process: in_range(
+                "inflight_per_process",
+                self.inflight_per_process,
+                1,
+                65_536,
+            )?,
             family,
             protocol_version,
-            client_capabilities,
-            tool,
-            arguments,
+            client_capabilities: object_text(&self.client_capabilities),
+            tool: self.tool.clone(),
+            arguments: object_text(&self.arguments),
             mix,
-            stream_tool,
-            stream_arguments,
+            stream_tool: self.stream_tool.clone(),
+            stream_arguments: object_text(&self.stream_arguments),
             churn_delete_share,
-            threads,
+            threads: in_range("threads", self.threads, 1, 256)?,
             rate,
-            arrivals,
-            max_inflight,
+            arrivals: self.arrivals,
+            max_inflight: in_range("max_inflight", self.max_inflight, 1, 1 << 24)?,
             timeout: Duration::from_secs_f64(timeout_s),
-            max_reply_bytes,
-            max_sessions,
-            request_type,
-            seed,
-            handshake_call,
-            cycle_latency,
-            iterations,
-            hold_delete,
-            progress_every,
+            max_reply_bytes: in_range("max_reply_bytes", self.max_reply_bytes, 1024, 1 << 30)?,
+            max_sessions: in_range("max_sessions", self.max_sessions, 1, 10_000_000)?,
+            request_type: self
+                .request_type
+                .clone()
+                .unwrap_or_else(|| default_type.into()),
+            seed: self.seed,
+            handshake_call: self.handshake_call,
+            cycle_latency: self.cycle_latency,
+            iterations: self.iterations,
+            hold_delete: self.hold_delete,
+            progress_every: self.progress_every,
             late_after: Duration::from_secs_f64(late_after_s),
-            get_stream_every,
+            get_stream_every: self.get_stream_every,
             get_stream: Duration::from_secs_f64(get_stream_s),
         })
     }
 }
 
-fn mix_item(item: &Value) -> Result<MixItem, String> {
-    let Value::Object(o) = item else {
-        return Err("must be an object".into());
+fn object_text(object: &JsonObject) -> String {
+    Value::Object(object.clone()).to_string()
+}
+
+/// A mix entry ready to send, or why it cannot be mixed.
+fn mix_request(item: &MixItem) -> Result<MixRequest, String> {
+    let (method, params, name) = match &item.call {
+        MixCall::Tool { name, arguments } => {
+            // the name first, as every tools/call the engine sends has it
+            let params = format!(
+                r#"{{"name":{},"arguments":{}}}"#,
+                Value::String(name.clone()),
+                object_text(arguments)
+            );
+            ("tools/call", Some(params), Some(name.clone()))
+        }
+        MixCall::Method { method, params } => {
+            if method == "initialize" || method.starts_with("notifications/") {
+                return Err(format!("method {method:?} cannot be mixed"));
+            }
+            let key = match method.as_str() {
+                "tools/call" | "prompts/get" => Some("name"),
+                "resources/read" => Some("uri"),
+                _ => None,
+            };
+            let name = key
+                .and_then(|k| params.as_ref().and_then(|p| p.get(k)))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            (method.as_str(), params.as_ref().map(object_text), name)
+        }
     };
-    let weight = match o.get("weight") {
-        None | Some(Value::Null) => 1,
-        Some(Value::Number(n)) => n
-            .as_u64()
-            .and_then(|w| u32::try_from(w).ok())
-            .ok_or("weight must be a non-negative integer")?,
-        Some(_) => return Err("weight must be an integer".into()),
-    };
-    let stream = match o.get("stream") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(_) => return Err("stream must be true or false".into()),
-    };
-    if let Some(tool) = o.get("tool") {
-        let Value::String(tool) = tool else {
-            return Err("tool must be a string".into());
-        };
-        let args = match o.get("arguments") {
-            None | Some(Value::Null) => "{}".to_string(),
-            Some(v @ Value::Object(_)) => v.to_string(),
-            Some(_) => return Err("arguments must be an object".into()),
-        };
-        let params = format!(
-            r#"{{"name":{},"arguments":{args}}}"#,
-            Value::String(tool.clone())
-        );
-        return Ok(MixItem {
-            method: "tools/call".into(),
-            params: Some(params),
-            name: Some(tool.clone()),
-            weight,
-            stream,
-        });
-    }
-    let Some(Value::String(method)) = o.get("method") else {
-        return Err("needs \"tool\" or \"method\" (a string)".into());
-    };
-    if method == "initialize" || method.starts_with("notifications/") {
-        return Err(format!("method {method:?} cannot be mixed"));
-    }
-    if stream && method != "tools/call" {
+    if item.stream && method != "tools/call" {
         return Err(format!("stream applies to tools/call, not {method:?}"));
     }
-    let params = match o.get("params") {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(p)) => Some(p.clone()),
-        Some(_) => return Err("params must be an object".into()),
-    };
-    let key = match method.as_str() {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        _ => None,
-    };
-    let name = key
-        .and_then(|k| params.as_ref().and_then(|p| p.get(k)))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    Ok(MixItem {
-        method: method.clone(),
-        params: params.map(|p| Value::Object(p).to_string()),
+    Ok(MixRequest {
+        method: method.into(),
+        params,
         name,
-        weight,
-        stream,
+        weight: item.weight,
+        stream: item.stream,
     })
 }
 
@@ -621,69 +596,208 @@ fn mix_item(item: &Value) -> Result<MixItem, String> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn defaults_and_errors_name_the_field() {
-        let c = Config::parse(br#"{"url":"http://127.0.0.1:1/mcp"}"#).expect("valid");
-        assert_eq!(c.family, Family::ToolsCall);
-        assert_eq!(c.request_type, "mcp-http");
-        assert_eq!(c.arguments, "{}");
-        for (bad, field) in [
-            (
-                r#"{"transport":"x","url":"http://127.0.0.1:1/"}"#,
-                "transport",
-            ),
-            (r#"{"url":"ftp://x/"}"#, "url"),
-            (
-                r#"{"url":"http://x:1/","bearer_tokens":["a",""]}"#,
-                "bearer_tokens",
-            ),
-            (
-                r#"{"url":"http://x:1/","bearer_tokens":"a"}"#,
-                "bearer_tokens",
-            ),
-            (
-                r#"{"url":"http://x:1/","connect_to":["x:1:y"]}"#,
-                "connect_to",
-            ),
-            (
-                r#"{"url":"http://x:1/","new_connection":"never"}"#,
-                "new_connection",
-            ),
-            (
-                r#"{"url":"https://x:1/","client_cert":"/c.pem"}"#,
-                "client_cert",
-            ),
-            (
-                r#"{"url":"http://x:1/","headers":{"Authorization":"y"},"bearer_tokens":["t"]}"#,
-                "headers",
-            ),
-            (r#"{"transport":"stdio"}"#, "command"),
-            (r#"{"url":"http://127.0.0.1:1/","threads":0}"#, "threads"),
-            (r#"{"url":"http://127.0.0.1:1/","rate":-1}"#, "rate"),
-            (r#"{"url":"http://127.0.0.1:1/","family":"mixed"}"#, "mix"),
-            (r#"{"url":"http://127.0.0.1:1/","bogus":1}"#, "bogus"),
-            (
-                r#"{"url":"http://127.0.0.1:1/","headers":{"A":"b\r\nc"}}"#,
-                "headers",
-            ),
-            (
-                r#"{"url":"http://127.0.0.1:1/","protocol_version":"1999"}"#,
-                "protocol_version",
-            ),
-        ] {
-            let e = Config::parse(bad.as_bytes()).expect_err(bad);
-            assert!(e.contains(field), "{e} should name {field}");
+    fn http() -> Settings {
+        Settings {
+            url: Some("http://127.0.0.1:1/mcp".into()),
+            ..Settings::default()
+        }
+    }
+
+    fn object(pairs: &[(&str, Value)]) -> JsonObject {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), v.clone()))
+            .collect()
+    }
+
+    fn method(name: &str, params: Option<JsonObject>) -> MixItem {
+        MixItem {
+            call: MixCall::Method {
+                method: name.into(),
+                params,
+            },
+            weight: 1,
+            stream: false,
         }
     }
 
     #[test]
+    fn defaults_and_errors_name_the_field() {
+        let c = http().build().expect("valid");
+        assert_eq!(c.family, Family::ToolsCall);
+        assert_eq!(c.request_type, "mcp-http");
+        assert_eq!(c.arguments, "{}");
+        assert_eq!(c.stream_arguments, r#"{"n":10}"#);
+        let bad: Vec<(Settings, &str)> = vec![
+            (
+                Settings {
+                    url: Some("ftp://x/".into()),
+                    ..http()
+                },
+                "url",
+            ),
+            (
+                Settings {
+                    bearer_tokens: vec!["a".into(), String::new()],
+                    ..http()
+                },
+                "bearer_tokens",
+            ),
+            (
+                Settings {
+                    connect_to: vec!["x:1:y".into()],
+                    ..http()
+                },
+                "connect_to",
+            ),
+            (
+                Settings {
+                    url: Some("https://x:1/".into()),
+                    client_cert: Some("/c.pem".into()),
+                    ..http()
+                },
+                "client_cert",
+            ),
+            (
+                Settings {
+                    headers: vec![("Authorization".into(), "y".into())],
+                    bearer_tokens: vec!["t".into()],
+                    ..http()
+                },
+                "headers",
+            ),
+            (
+                Settings {
+                    transport: Transport::Stdio,
+                    ..Settings::default()
+                },
+                "command",
+            ),
+            (
+                Settings {
+                    threads: 0,
+                    ..http()
+                },
+                "threads",
+            ),
+            (
+                Settings {
+                    rate: Some(-1.0),
+                    ..http()
+                },
+                "rate",
+            ),
+            (
+                Settings {
+                    rate: Some(f64::NAN),
+                    ..http()
+                },
+                "rate",
+            ),
+            (
+                Settings {
+                    family: Family::Mixed,
+                    ..http()
+                },
+                "mix",
+            ),
+            (
+                Settings {
+                    headers: vec![("A".into(), "b\r\nc".into())],
+                    ..http()
+                },
+                "headers",
+            ),
+            (
+                Settings {
+                    protocol_version: "1999".into(),
+                    ..http()
+                },
+                "protocol_version",
+            ),
+            (
+                Settings {
+                    timeout_s: f64::INFINITY,
+                    ..http()
+                },
+                "timeout_s",
+            ),
+            (
+                Settings {
+                    progress_every: Some(0),
+                    ..http()
+                },
+                "progress_every",
+            ),
+            (
+                Settings {
+                    max_reply_bytes: 10,
+                    ..http()
+                },
+                "max_reply_bytes",
+            ),
+        ];
+        for (settings, field) in bad {
+            let e = settings.build().expect_err(field);
+            assert!(
+                e.starts_with(&format!("engine config: {field}: ")),
+                "{e} should name {field}"
+            );
+        }
+    }
+
+    #[test]
+    fn choices_by_name() {
+        assert_eq!("stdio".parse::<Transport>(), Ok(Transport::Stdio));
+        assert_eq!("session_churn".parse::<Family>(), Ok(Family::SessionChurn));
+        assert_eq!(
+            "request".parse::<NewConnection>(),
+            Ok(NewConnection::Request)
+        );
+        assert_eq!("poisson".parse::<Arrivals>(), Ok(Arrivals::Poisson));
+        for (family, name) in Family::CHOICES {
+            assert_eq!(family.name(), *name);
+            assert_eq!(name.parse::<Family>(), Ok(*family));
+        }
+        let e = "x".parse::<Transport>().expect_err("bad");
+        assert_eq!(
+            e,
+            r#"engine config: transport: one of http, stdio; not "x""#
+        );
+        let e = "never".parse::<NewConnection>().expect_err("bad");
+        assert!(e.starts_with("engine config: new_connection: "), "{e}");
+    }
+
+    #[test]
     fn mix_items() {
-        let c = Config::parse(
-            br#"{"url":"http://127.0.0.1:1/","family":"mixed","mix":[{"tool":"echo","arguments":{"text":"x"},"weight":9},{"method":"tools/list","weight":1},{"method":"resources/read","params":{"uri":"file:///a"}}]}"#,
-        )
+        let c = Settings {
+            family: Family::Mixed,
+            mix: vec![
+                MixItem {
+                    call: MixCall::Tool {
+                        name: "echo".into(),
+                        arguments: object(&[("text", Value::from("x"))]),
+                    },
+                    weight: 9,
+                    stream: false,
+                },
+                method("tools/list", None),
+                method(
+                    "resources/read",
+                    Some(object(&[("uri", Value::from("file:///a"))])),
+                ),
+            ],
+            ..http()
+        }
+        .build()
         .expect("valid");
         assert_eq!(c.mix[0].stat_name(), "tools/call:echo");
+        assert_eq!(
+            c.mix[0].params.as_deref(),
+            Some(r#"{"name":"echo","arguments":{"text":"x"}}"#)
+        );
         assert_eq!(c.mix[1].stat_name(), "tools/list");
+        assert_eq!(c.mix[1].params, None);
         assert_eq!(c.mix[2].stat_name(), "resources/read");
         assert_eq!(c.mix[2].name.as_deref(), Some("file:///a"));
         assert!(!c.mix[0].stream);
@@ -691,25 +805,47 @@ mod tests {
 
     #[test]
     fn mix_stream_items() {
-        let c = Config::parse(
-            br#"{"url":"http://127.0.0.1:1/","family":"mixed","mix":[{"method":"tools/call","params":{"name":"slow","arguments":{"steps":4}},"stream":true},{"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"a","value":""}}}]}"#,
-        )
+        let slow = object(&[
+            ("name", Value::from("slow")),
+            (
+                "arguments",
+                Value::Object(object(&[("steps", Value::from(4))])),
+            ),
+        ]);
+        let c = Settings {
+            family: Family::Mixed,
+            mix: vec![
+                MixItem {
+                    stream: true,
+                    ..method("tools/call", Some(slow))
+                },
+                method("completion/complete", Some(object(&[]))),
+            ],
+            ..http()
+        }
+        .build()
         .expect("valid");
         assert!(c.mix[0].stream);
         assert_eq!(c.mix[0].stat_name(), "tools/call:slow");
         assert_eq!(c.mix[1].stat_name(), "completion/complete");
-        for (bad, what) in [
+        for (item, what) in [
             (
-                r#"{"method":"tools/list","stream":true}"#,
+                MixItem {
+                    stream: true,
+                    ..method("tools/list", None)
+                },
                 "stream applies to tools/call",
             ),
-            (
-                r#"{"tool":"echo","stream":"yes"}"#,
-                "stream must be true or false",
-            ),
+            (method("initialize", None), "cannot be mixed"),
+            (method("notifications/progress", None), "cannot be mixed"),
         ] {
-            let text = format!(r#"{{"url":"http://127.0.0.1:1/","family":"mixed","mix":[{bad}]}}"#);
-            let e = Config::parse(text.as_bytes()).expect_err(bad);
+            let e = Settings {
+                family: Family::Mixed,
+                mix: vec![item],
+                ..http()
+            }
+            .build()
+            .expect_err(what);
             assert!(e.contains("mix[0]") && e.contains(what), "{e}");
         }
     }

@@ -1,24 +1,34 @@
 //! mcpfast-engine: the native MCP load engine, pure Rust on `mcpfast-core`.
 //!
-//! An [`Engine`] is built from a JSON config ([`config`]) without starting anything; `start`
-//! spawns `threads` OS threads, each with its own tokio current-thread runtime (I/O and time
-//! drivers only: no signal driver, so no SIGCHLD handler and nothing process-global). Each
-//! thread owns its sessions, its share of the users and of the rate, and its own statistics
-//! ([`stats`]); the caller's thread only flips atomics, swaps windows under a short per-thread
-//! mutex, and joins at `stop`.
+//! An [`Engine`] is built from a [`Config`] (typed [`config::Settings`], validated once by
+//! `Settings::build`) without starting anything; `start` spawns `threads` OS threads, each with
+//! its own tokio current-thread runtime (I/O and time drivers only: no signal driver, so no
+//! SIGCHLD handler and nothing process-global). Each thread owns its sessions, its share of the
+//! users and of the rate, and its own statistics ([`stats`]); the caller's thread only flips
+//! atomics, swaps windows under a short per-thread mutex, and joins at `stop`.
 //!
 //! Modules: [`http`] (HTTP/1.1 client, keep-alive), [`mcp`] (requests of both eras, reply
-//! checks), [`check`] (replies on the core's envelope scanner and SSE decoder), [`run`] (the
-//! engine threads and the families), [`stdio`] (child processes, pipelined lines).
+//! checks), [`check`] (replies on the core's envelope scanner and SSE decoder), [`rows`] (the
+//! stats rows and their names), [`templates`] (request bodies built once), [`runtime`] (the
+//! engine threads), [`pacing`] (the open model), `http_families` and [`stdio`] (the families
+//! over HTTP and over child processes).
 
 pub mod check;
 pub mod config;
 pub mod http;
+mod http_families;
 pub mod mcp;
 pub mod net;
-pub mod run;
+pub mod pacing;
+pub mod rows;
+pub mod runtime;
 pub mod stats;
 pub mod stdio;
+pub mod templates;
+
+/// The JSON types of [`config::Settings`] (tool arguments, capabilities, mix params), at the
+/// version the engine is built with.
+pub use serde_json;
 
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
@@ -219,24 +229,10 @@ pub struct Engine {
     pid: u32,
 }
 
-/// The stats names a config can produce (fixed at construction: rows are indexed by them).
-fn names_for(cfg: &Config) -> Vec<String> {
-    let mut names: Vec<String> = (0..run::FIXED_ROWS)
-        .map(|id| run::row_name(id, cfg))
-        .collect();
-    for m in &cfg.mix {
-        let n = m.stat_name();
-        if !names.contains(&n) {
-            names.push(n);
-        }
-    }
-    names
-}
-
 impl Engine {
-    /// Validate the config; creates no thread and no runtime.
-    pub fn new(config: &[u8]) -> Result<Engine, String> {
-        let cfg = Config::parse(config)?;
+    /// An engine for `cfg` (where its connections go, its TLS files read); creates no thread
+    /// and no runtime.
+    pub fn new(cfg: Config) -> Result<Engine, String> {
         let (event_tx, event_rx) =
             UnixStream::pair().map_err(|e| format!("cannot create the event socket: {e}"))?;
         event_tx
@@ -245,7 +241,7 @@ impl Engine {
             .map_err(|e| format!("cannot set up the event socket: {e}"))?;
         let threads = cfg.threads;
         let rate = cfg.rate.unwrap_or(0.0);
-        let names = names_for(&cfg);
+        let names = rows::names(&cfg);
         let endpoint = match &cfg.target {
             Some(target) => net::Endpoint::new(target, &cfg.connect_to, &cfg.tls)
                 .map_err(|e| format!("engine config: {e}"))?,
@@ -340,7 +336,7 @@ impl Engine {
             let shared = self.shared.clone();
             let h = std::thread::Builder::new()
                 .name(format!("mcpfast-engine-{idx}"))
-                .spawn(move || run::thread_main(shared, idx));
+                .spawn(move || runtime::thread_main(shared, idx));
             match h {
                 Ok(h) => threads.push(h),
                 Err(e) => {

@@ -24,10 +24,9 @@ use tokio::net::unix::pipe;
 
 use crate::check::{self, Verdict, Want};
 use crate::config::Family;
-use crate::run::{
-    Ctx, Template, BACKOFF, N_DISCOVER, N_FIRST, N_INITIALIZE, N_INITIALIZED, N_PROGRESS_FIRST,
-    N_PROGRESS_GAP,
-};
+use crate::rows::FixedRow;
+use crate::runtime::{Ctx, BACKOFF};
+use crate::templates::Template;
 
 /// stderr kept for the exit report.
 const STDERR_TAIL: usize = 2048;
@@ -276,7 +275,7 @@ pub async fn child_session(ctx: &Ctx, slot: usize) {
             Ok(p) => p,
             Err(e) => {
                 let reason = format!("cannot start the stdio server ({:?})", e.kind());
-                ctx.record(N_INITIALIZE, from, Instant::now(), Some(&reason), 0);
+                ctx.record(FixedRow::Initialize, from, Instant::now(), Some(&reason), 0);
                 ctx.shared.event(
                     "child_exited",
                     format!("cannot start {:?}: {e}", ctx.cfg().command),
@@ -325,7 +324,11 @@ async fn run_child(ctx: &Ctx, slot: usize, proc: &mut Proc, from: Instant, once:
     let init_id = next_id;
     next_id += 1;
     let stateless = cfg.stateless();
-    let init_name = if stateless { N_DISCOVER } else { N_INITIALIZE };
+    let init_name = if stateless {
+        FixedRow::Discover.id()
+    } else {
+        FixedRow::Initialize.id()
+    };
     if stateless {
         line(&ctx.discover, init_id, &mut out);
     } else {
@@ -389,7 +392,7 @@ async fn run_child(ctx: &Ctx, slot: usize, proc: &mut Proc, from: Instant, once:
                     id,
                     Pending {
                         from: at,
-                        name: if once { N_FIRST } else { t.name },
+                        name: if once { FixedRow::First.id() } else { t.name },
                         want: t.want,
                         progress: Vec::new(),
                     },
@@ -463,9 +466,9 @@ async fn run_child(ctx: &Ctx, slot: usize, proc: &mut Proc, from: Instant, once:
                                     done.push(Done { name: p.name, from: p.from, end: now, reason: reason.clone(), len: l.len() });
                                 }
                                 if !p.progress.is_empty() {
-                                    ctx.record(N_PROGRESS_FIRST, p.from, p.progress[0], None, 0);
+                                    ctx.record(FixedRow::ProgressFirst, p.from, p.progress[0], None, 0);
                                     for w in p.progress.windows(2) {
-                                        ctx.record(N_PROGRESS_GAP, w[0], w[1], None, 0);
+                                        ctx.record(FixedRow::ProgressGap, w[0], w[1], None, 0);
                                     }
                                 }
                                 if p.name == init_name {
@@ -473,12 +476,12 @@ async fn run_child(ctx: &Ctx, slot: usize, proc: &mut Proc, from: Instant, once:
                                         ready = true;
                                         if !stateless {
                                             replies.push(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_vec());
-                                            ctx.record(N_INITIALIZED, now, Instant::now(), None, 0);
+                                            ctx.record(FixedRow::Initialized, now, Instant::now(), None, 0);
                                         }
                                     } else {
                                         refused = true; // restart after the backoff
                                     }
-                                } else if p.name == N_FIRST {
+                                } else if p.name == FixedRow::First.id() {
                                     first_done = true;
                                 }
                             }
@@ -516,7 +519,7 @@ async fn run_child(ctx: &Ctx, slot: usize, proc: &mut Proc, from: Instant, once:
                     for &(_, name) in &failed {
                         if name == init_name {
                             refused = true;
-                        } else if name == N_FIRST {
+                        } else if name == FixedRow::First.id() {
                             first_done = true;
                         }
                     }
@@ -584,7 +587,7 @@ async fn run_child(ctx: &Ctx, slot: usize, proc: &mut Proc, from: Instant, once:
                         ctx.record(p.name, p.from, now, Some("timeout"), 0);
                         if p.name == init_name {
                             refused = true;
-                        } else if p.name == N_FIRST {
+                        } else if p.name == FixedRow::First.id() {
                             first_done = true;
                         }
                     }
@@ -641,7 +644,7 @@ fn fail_oversized(
 fn fail_all(ctx: &Ctx, pending: &mut HashMap<i64, Pending>, reason: &str) {
     let now = Instant::now();
     for (_, p) in pending.drain() {
-        if p.name != N_INITIALIZE && p.name != N_DISCOVER {
+        if p.name != FixedRow::Initialize.id() && p.name != FixedRow::Discover.id() {
             ctx.counters().inflight.fetch_sub(1, Ordering::Relaxed);
         }
         ctx.record(p.name, p.from, now, Some(reason), 0);

@@ -8,14 +8,29 @@ mod mock;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use mcpfast_engine::config::{Family, JsonObject, MixCall, MixItem, Settings};
+use mcpfast_engine::serde_json::Value;
 use mcpfast_engine::stats::Row;
 use mcpfast_engine::Engine;
 use mock::MockOptions;
 
-fn engine(json: String) -> Engine {
-    let e = Engine::new(json.as_bytes()).expect("valid config");
+fn engine(settings: Settings) -> Engine {
+    let e = Engine::new(settings.build().expect("valid config")).expect("engine");
     e.start().expect("start");
     e
+}
+
+/// The engine's settings for the mock responder on `port` (the defaults otherwise).
+fn http(port: u16) -> Settings {
+    Settings {
+        url: Some(url(port)),
+        ..Settings::default()
+    }
+}
+
+/// Tool arguments `{"text": text}`.
+fn text(text: &str) -> JsonObject {
+    JsonObject::from_iter([("text".to_string(), Value::from(text))])
 }
 
 fn row<'a>(e: &Engine, rows: &'a [Row], name: &str) -> Option<&'a Row> {
@@ -70,10 +85,11 @@ fn tools_call_json_counts_agree_with_the_server() {
     let opts = MockOptions::default();
     let answered = opts.answered.clone();
     let (port, open) = mock::spawn(opts);
-    let e = engine(format!(
-        r#"{{"url":"{}","tool":"echo","arguments":{{"text":"hi"}}}}"#,
-        url(port)
-    ));
+    let e = engine(Settings {
+        tool: "echo".into(),
+        arguments: text("hi"),
+        ..http(port)
+    });
     let rows = run_for(&e, 4, 0.5);
     let (calls, failed) = count(&e, &rows, "tools/call:echo");
     assert!(calls > 100, "{calls} calls");
@@ -112,7 +128,10 @@ fn sse_replies_and_two_threads() {
     };
     let answered = opts.answered.clone();
     let (port, _) = mock::spawn(opts);
-    let e = engine(format!(r#"{{"url":"{}","threads":2}}"#, url(port)));
+    let e = engine(Settings {
+        threads: 2,
+        ..http(port)
+    });
     let rows = run_for(&e, 5, 0.5);
     let (calls, failed) = count(&e, &rows, "tools/call:echo");
     assert!(calls > 50);
@@ -124,7 +143,10 @@ fn sse_replies_and_two_threads() {
 #[test]
 fn handshake_family_rows() {
     let (port, open) = mock::spawn(MockOptions::default());
-    let e = engine(format!(r#"{{"url":"{}","family":"handshake"}}"#, url(port)));
+    let e = engine(Settings {
+        family: Family::Handshake,
+        ..http(port)
+    });
     let rows = run_for(&e, 3, 0.4);
     let (init, f) = count(&e, &rows, "initialize");
     assert!(init > 10);
@@ -140,10 +162,11 @@ fn handshake_family_rows() {
 #[test]
 fn session_churn_abandons_its_share() {
     let (port, open) = mock::spawn(MockOptions::default());
-    let e = engine(format!(
-        r#"{{"url":"{}","family":"session_churn","churn_delete_share":0.5}}"#,
-        url(port)
-    ));
+    let e = engine(Settings {
+        family: Family::SessionChurn,
+        churn_delete_share: 0.5,
+        ..http(port)
+    });
     let rows = run_for(&e, 2, 0.4);
     let (init, _) = count(&e, &rows, "initialize");
     let (deleted, _) = count(&e, &rows, "DELETE");
@@ -161,7 +184,7 @@ fn wrong_ids_are_failures_with_their_reason() {
         wrong_id_every: 5,
         ..MockOptions::default()
     });
-    let e = engine(format!(r#"{{"url":"{}"}}"#, url(port)));
+    let e = engine(http(port));
     let rows = run_for(&e, 2, 0.3);
     let r = row(&e, &rows, "tools/call:echo").expect("row");
     assert!(r.failures > 0 && r.failures * 5 <= r.num + 5);
@@ -176,7 +199,10 @@ fn stalled_replies_time_out_and_stop_is_bounded() {
         stall_every: 3,
         ..MockOptions::default()
     });
-    let e = engine(format!(r#"{{"url":"{}","timeout_s":0.2}}"#, url(port)));
+    let e = engine(Settings {
+        timeout_s: 0.2,
+        ..http(port)
+    });
     let rows = run_for(&e, 2, 0.8);
     let r = row(&e, &rows, "tools/call:echo").expect("row");
     assert!(r.failures >= 2, "{:?}", r.errors);
@@ -187,11 +213,12 @@ fn stalled_replies_time_out_and_stop_is_bounded() {
 #[test]
 fn oversized_replies_fail_clearly() {
     let (port, _) = mock::spawn(MockOptions::default());
-    let text = "x".repeat(3000);
-    let e = engine(format!(
-        r#"{{"url":"{}","max_reply_bytes":2048,"arguments":{{"text":"{text}"}}}}"#,
-        url(port)
-    ));
+    let long = "x".repeat(3000);
+    let e = engine(Settings {
+        max_reply_bytes: 2048,
+        arguments: text(&long),
+        ..http(port)
+    });
     let rows = run_for(&e, 1, 0.2);
     let r = row(&e, &rows, "tools/call:echo").expect("row");
     assert_eq!(r.failures, r.num);
@@ -204,7 +231,10 @@ fn a_server_that_dies_and_comes_back() {
     let down = opts.down.clone();
     let answered = opts.answered.clone();
     let (port, _) = mock::spawn(opts);
-    let e = engine(format!(r#"{{"url":"{}","timeout_s":1}}"#, url(port)));
+    let e = engine(Settings {
+        timeout_s: 1.0,
+        ..http(port)
+    });
     e.set_users(2);
     std::thread::sleep(Duration::from_millis(200));
     down.store(true, Ordering::Relaxed);
@@ -237,7 +267,7 @@ fn nothing_listening_is_a_connect_error_event() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         l.local_addr().expect("addr").port()
     };
-    let e = engine(format!(r#"{{"url":"{}"}}"#, url(port)));
+    let e = engine(http(port));
     e.set_users(2);
     std::thread::sleep(Duration::from_millis(300));
     let events = e.events();
@@ -255,10 +285,11 @@ fn nothing_listening_is_a_connect_error_event() {
 #[test]
 fn open_model_counts_late_and_dropped() {
     let (port, _) = mock::spawn(MockOptions::default());
-    let e = engine(format!(
-        r#"{{"url":"{}","rate":2000,"max_inflight":16}}"#,
-        url(port)
-    ));
+    let e = engine(Settings {
+        rate: Some(2000.0),
+        max_inflight: 16,
+        ..http(port)
+    });
     let t0 = Instant::now();
     let rows = run_for(&e, 2, 1.0);
     let elapsed = t0.elapsed().as_secs_f64();
@@ -282,10 +313,12 @@ fn open_model_counts_late_and_dropped() {
         stall_every: 2,
         ..MockOptions::default()
     });
-    let e = engine(format!(
-        r#"{{"url":"{}","rate":500,"max_inflight":8,"timeout_s":0.3}}"#,
-        url(port)
-    ));
+    let e = engine(Settings {
+        rate: Some(500.0),
+        max_inflight: 8,
+        timeout_s: 0.3,
+        ..http(port)
+    });
     let _ = run_for(&e, 1, 0.8);
     let s = e.status();
     assert!(s.dropped > 0 && s.late > 0, "{s:?}");
@@ -298,14 +331,13 @@ fn open_model_schedule_runs_from_start_to_stop_whatever_the_threads_timing() {
     // each thread first ran or last woke (an exact identity, not a timing margin)
     let threads = 3;
     let rate = 3000.0;
-    let e = Engine::new(
-        format!(
-            r#"{{"url":"{}","rate":{rate},"max_inflight":1,"threads":{threads}}}"#,
-            url(9)
-        )
-        .as_bytes(),
-    )
-    .expect("config");
+    let settings = Settings {
+        rate: Some(rate),
+        max_inflight: 1,
+        threads,
+        ..http(9)
+    };
+    let e = Engine::new(settings.build().expect("config")).expect("engine");
     let a = Instant::now();
     e.start().expect("start");
     let b = Instant::now();
@@ -328,7 +360,10 @@ fn open_model_schedule_runs_from_start_to_stop_whatever_the_threads_timing() {
 #[test]
 fn users_converge_up_and_down() {
     let (port, open) = mock::spawn(MockOptions::default());
-    let e = engine(format!(r#"{{"url":"{}","threads":2}}"#, url(port)));
+    let e = engine(Settings {
+        threads: 2,
+        ..http(port)
+    });
     // converging takes a few ticks and round trips: wait for it (bounded), then check
     let settle = |want: u64, server: usize| {
         let t0 = Instant::now();
@@ -362,7 +397,7 @@ fn a_slow_tool_reads_its_delay() {
         delay_us: 2000,
         ..MockOptions::default()
     });
-    let e = engine(format!(r#"{{"url":"{}"}}"#, url(port)));
+    let e = engine(http(port));
     let rows = run_for(&e, 4, 0.6);
     let r = row(&e, &rows, "tools/call:echo").expect("row");
     let mut seen = 0;
@@ -386,10 +421,22 @@ fn mixed_stream_items_time_their_events_and_only_theirs() {
         ..MockOptions::default()
     };
     let (port, _) = mock::spawn(opts);
-    let e = engine(format!(
-        r#"{{"url":"{}","family":"mixed","mix":[{{"tool":"echo","arguments":{{"text":"s"}},"stream":true}},{{"tool":"plain","arguments":{{}}}}]}}"#,
-        url(port)
-    ));
+    let tool = |name: &str, arguments: JsonObject, stream: bool| MixItem {
+        call: MixCall::Tool {
+            name: name.into(),
+            arguments,
+        },
+        weight: 1,
+        stream,
+    };
+    let e = engine(Settings {
+        family: Family::Mixed,
+        mix: vec![
+            tool("echo", text("s"), true),
+            tool("plain", JsonObject::new(), false),
+        ],
+        ..http(port)
+    });
     let rows = run_for(&e, 3, 0.5);
     let (calls, failed) = count(&e, &rows, "tools/call:echo");
     let (lists, list_failed) = count(&e, &rows, "tools/call:plain");
@@ -438,7 +485,10 @@ fn open_model_keeps_service_time_and_send_lag_apart() {
         delay_us: 5000,
         ..MockOptions::default()
     });
-    let e = engine(format!(r#"{{"url":"{}","rate":400}}"#, url(port)));
+    let e = engine(Settings {
+        rate: Some(400.0),
+        ..http(port)
+    });
     e.set_users(1);
     std::thread::sleep(Duration::from_millis(800));
     let mut rows = e.drain();
@@ -476,7 +526,7 @@ fn open_model_keeps_service_time_and_send_lag_apart() {
     assert!(e.status().late > 0);
     // the closed model records neither
     let (port, _) = mock::spawn(MockOptions::default());
-    let e = engine(format!(r#"{{"url":"{}"}}"#, url(port)));
+    let e = engine(http(port));
     let rows = run_for(&e, 2, 0.3);
     assert!(rows
         .iter()
@@ -487,10 +537,14 @@ fn open_model_keeps_service_time_and_send_lag_apart() {
 fn iterations_bound_the_run_and_hold_keeps_its_sessions() {
     // churn: exactly `iterations` cycles, a progress event every 50, the cycle row
     let (port, open) = mock::spawn(MockOptions::default());
-    let e = engine(format!(
-        r#"{{"url":"{}","family":"session_churn","handshake_call":false,"cycle_latency":true,"iterations":200,"progress_every":50}}"#,
-        url(port)
-    ));
+    let e = engine(Settings {
+        family: Family::SessionChurn,
+        handshake_call: false,
+        cycle_latency: true,
+        iterations: Some(200),
+        progress_every: Some(50),
+        ..http(port)
+    });
     e.set_users(4);
     let t0 = Instant::now();
     while e.status().iterations < 200 && t0.elapsed() < Duration::from_secs(10) {
@@ -512,10 +566,11 @@ fn iterations_bound_the_run_and_hold_keeps_its_sessions() {
     assert_eq!(open.load(Ordering::Relaxed), 0);
     // hold: 30 sessions over 3 connections, kept until stop, then deleted
     let (port, open) = mock::spawn(MockOptions::default());
-    let e = engine(format!(
-        r#"{{"url":"{}","family":"hold","iterations":30}}"#,
-        url(port)
-    ));
+    let e = engine(Settings {
+        family: Family::Hold,
+        iterations: Some(30),
+        ..http(port)
+    });
     e.set_users(3);
     let t0 = Instant::now();
     while e.status().iterations < 30 && t0.elapsed() < Duration::from_secs(10) {
@@ -545,10 +600,12 @@ fn sse_streaming_listens_on_the_get_stream() {
         sse: true,
         ..MockOptions::default()
     });
-    let e = engine(format!(
-        r#"{{"url":"{}","family":"sse_streaming","stream_tool":"echo","get_stream_every":3}}"#,
-        url(port)
-    ));
+    let e = engine(Settings {
+        family: Family::SseStreaming,
+        stream_tool: "echo".into(),
+        get_stream_every: 3,
+        ..http(port)
+    });
     let rows = run_for(&e, 2, 0.5);
     let (calls, failed) = count(&e, &rows, "tools/call:echo");
     let (refused, refused_failed) = count(&e, &rows, "GET:405");
@@ -569,10 +626,13 @@ fn sse_streaming_listens_on_the_get_stream() {
         get_events: 5,
         ..MockOptions::default()
     });
-    let e = engine(format!(
-        r#"{{"url":"{}","family":"sse_streaming","stream_tool":"echo","get_stream_every":100000000,"get_stream_s":0.3}}"#,
-        url(port)
-    ));
+    let e = engine(Settings {
+        family: Family::SseStreaming,
+        stream_tool: "echo".into(),
+        get_stream_every: 100_000_000,
+        get_stream_s: 0.3,
+        ..http(port)
+    });
     let rows = run_for(&e, 2, 0.6);
     assert_eq!(
         count(&e, &rows, "GET:open"),

@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use mcpfast_engine::config::{Settings, Transport};
 use mcpfast_engine::stats::Row;
 use mcpfast_engine::Engine;
 
@@ -48,11 +49,18 @@ for line in sys.stdin:
     sys.stdout.flush()
 "#;
 
-fn config(command: &[&str], extra: &str) -> String {
-    let cmd = serde_json::to_string(command).expect("json");
-    format!(
-        r#"{{"transport":"stdio","command":{cmd},"inflight_per_process":8,"timeout_s":5{extra}}}"#
-    )
+fn stdio(command: &[&str]) -> Settings {
+    Settings {
+        transport: Transport::Stdio,
+        command: command.iter().map(|a| (*a).to_string()).collect(),
+        inflight_per_process: 8,
+        timeout_s: 5.0,
+        ..Settings::default()
+    }
+}
+
+fn engine(settings: &Settings) -> Engine {
+    Engine::new(settings.build().expect("config")).expect("engine")
 }
 
 /// Collect events until `done` holds (at most 10 s).
@@ -78,8 +86,7 @@ fn totals(e: &Engine, rows: &[Row], name: &str) -> (u64, u64, Vec<(String, u64)>
 
 #[test]
 fn pipelined_calls_to_a_child_that_exits_are_reported_and_restarted() {
-    let e =
-        Engine::new(config(&["python3", "-c", RESPONDER, "200"], "").as_bytes()).expect("config");
+    let e = engine(&stdio(&["python3", "-c", RESPONDER, "200"]));
     e.start().expect("start");
     e.set_users(2);
     let t0 = Instant::now();
@@ -126,8 +133,7 @@ fn pipelined_calls_to_a_child_that_exits_are_reported_and_restarted() {
 
 #[test]
 fn a_child_that_cannot_start_properly_is_reported_with_its_stderr() {
-    let e =
-        Engine::new(config(&["sh", "-c", "echo boom >&2; exit 3"], "").as_bytes()).expect("config");
+    let e = engine(&stdio(&["sh", "-c", "echo boom >&2; exit 3"]));
     e.start().expect("start");
     e.set_users(1);
     let events = events_until(&e, |ev| {
@@ -151,7 +157,7 @@ fn a_child_that_cannot_start_properly_is_reported_with_its_stderr() {
 
 #[test]
 fn a_missing_command_is_a_clear_failure() {
-    let e = Engine::new(config(&["/nonexistent/mcp-server"], "").as_bytes()).expect("config");
+    let e = engine(&stdio(&["/nonexistent/mcp-server"]));
     e.start().expect("start");
     e.set_users(1);
     let events = events_until(&e, |ev| ev.iter().any(|(k, _)| k == "child_exited"));
@@ -169,8 +175,10 @@ fn a_missing_command_is_a_clear_failure() {
 
 #[test]
 fn a_silent_child_times_out_and_stop_is_bounded() {
-    let e = Engine::new(config(&["sh", "-c", "sleep 30"], r#","timeout_s":0.3"#).as_bytes())
-        .expect("config");
+    let e = engine(&Settings {
+        timeout_s: 0.3,
+        ..stdio(&["sh", "-c", "sleep 30"])
+    });
     e.start().expect("start");
     e.set_users(1);
     std::thread::sleep(Duration::from_millis(800));
@@ -190,12 +198,12 @@ fn run_oversized(
 ) -> (Engine, Vec<Row>, Vec<(String, String)>) {
     // a mark of this run in the children's argv (ignored by the responder), for `alive_with`
     let mark = format!("mark-{}-{mode}", std::process::id());
-    let cmd =
-        serde_json::to_string(&["python3", "-c", RESPONDER, "1000000", mode, &mark]).expect("json");
-    let cfg = format!(
-        r#"{{"transport":"stdio","command":{cmd},"inflight_per_process":{inflight},"timeout_s":30,"max_reply_bytes":4096}}"#
-    );
-    let e = Engine::new(cfg.as_bytes()).expect("config");
+    let e = engine(&Settings {
+        inflight_per_process: inflight,
+        timeout_s: 30.0,
+        max_reply_bytes: 4096,
+        ..stdio(&["python3", "-c", RESPONDER, "1000000", mode, &mark])
+    });
     e.start().expect("start");
     e.set_users(1);
     let t0 = Instant::now();

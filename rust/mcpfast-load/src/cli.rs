@@ -2,6 +2,9 @@
 
 use std::time::Duration;
 
+use mcpfast_engine::config::JsonObject;
+use serde_json::Value;
+
 pub const USAGE: &str = "\
 mcpfast-load: load generator for MCP over Streamable HTTP (handshake era, 2025-03-26..2025-11-25)
 
@@ -117,7 +120,7 @@ pub struct Options {
     pub duration: Duration,
     pub warmup: Duration,
     pub tool: String,
-    pub arguments: serde_json::Value,
+    pub arguments: JsonObject,
     pub cycles: u64,
     pub report_every: u64,
     pub no_delete: bool,
@@ -187,7 +190,7 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
         duration: Duration::from_secs(10),
         warmup: Duration::from_secs(2),
         tool: "echo".into(),
-        arguments: serde_json::json!({"text": "hello"}),
+        arguments: JsonObject::from_iter([("text".to_string(), Value::from("hello"))]),
         cycles: 100_000,
         report_every: 10_000,
         no_delete: false,
@@ -258,12 +261,12 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
             "warmup" => o.warmup = seconds(name, &value)?,
             "tool" => o.tool = value,
             "arguments" => {
-                let v: serde_json::Value = serde_json::from_str(&value)
+                let v: Value = serde_json::from_str(&value)
                     .map_err(|e| format!("--arguments is not JSON: {e}"))?;
-                if !v.is_object() {
+                let Value::Object(arguments) = v else {
                     return Err("--arguments must be a JSON object".into());
-                }
-                o.arguments = v;
+                };
+                o.arguments = arguments;
             }
             "cycles" => o.cycles = count(name, &value, 1_000_000_000u64)?,
             "report-every" => o.report_every = count(name, &value, 1_000_000_000u64)?,
@@ -360,14 +363,26 @@ mod tests {
         assert!(o.insecure);
         assert_eq!(o.headers, vec![("x-api-key".to_string(), "k1".to_string())]);
         assert_eq!(o.tokens, vec!["t1", "t2"]);
-        let cfg = crate::engine_config(&o);
-        assert_eq!(cfg["headers"]["x-api-key"], "k1");
-        assert_eq!(cfg["bearer_tokens"][1], "t2");
+        let settings = crate::engine_settings(&o);
         assert_eq!(
-            (cfg["client_cert"].as_str(), cfg["client_key"].as_str()),
+            settings.headers,
+            vec![("x-api-key".to_string(), "k1".to_string())]
+        );
+        assert_eq!(settings.bearer_tokens, vec!["t1", "t2"]);
+        assert_eq!(
+            (
+                settings.client_cert.as_deref(),
+                settings.client_key.as_deref()
+            ),
             (Some("c.pem"), Some("k.pem"))
         );
-        assert_eq!(cfg["connect_to"][0], "mcp.example.test:443:127.0.0.1:8443");
+        assert_eq!(
+            settings.connect_to,
+            vec!["mcp.example.test:443:127.0.0.1:8443"]
+        );
+        let cfg = settings.build().expect("the engine takes the settings");
+        assert_eq!(cfg.tls.ca_files, vec!["a.pem", "b.pem"]);
+        assert_eq!(cfg.request_type, "mcpfast-load");
         assert!(parse(&args("calls --url http://x/ --header novalue")).is_err());
         assert!(parse(&args("calls --url http://x/ --insecure=yes")).is_err());
     }

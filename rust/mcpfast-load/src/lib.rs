@@ -1,7 +1,7 @@
 //! mcpfast-load: a command-line front on the native load engine (`mcpfast-engine`) for MCP
 //! over Streamable HTTP (the handshake era, 2025-03-26..2025-11-25).
 //!
-//! The CLI ([`cli`]) becomes an engine config; the engine's own families run the load on its
+//! The CLI ([`cli`]) becomes the engine's typed settings; the engine's own families run the load on its
 //! own thread(s) (`calls`: `tools_call`, `handshakes`: `handshake`, `churn`: `session_churn`,
 //! `hold`: `hold`), and this front only steers it through the engine's public API (users,
 //! iterations, stop), drains its rows at the window's edges and prints them ([`stats`]: the
@@ -17,6 +17,8 @@ pub use mcpfast_engine::{http, mcp};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+use mcpfast_engine::config::{Family, Settings, Transport};
+use mcpfast_engine::rows::FixedRow;
 use mcpfast_engine::{Engine, Status};
 use serde_json::{json, Value};
 
@@ -26,70 +28,61 @@ use crate::stats::{cpu_json, process_cpu, server_cpu_json, summary, Cpu, Tally};
 /// How often the front looks at the engine's counters while it waits.
 const POLL: Duration = Duration::from_millis(1);
 
-/// The engine config of a run.
-pub fn engine_config(opts: &Options) -> Value {
-    let family = match opts.mode {
-        Mode::Calls => "tools_call",
-        Mode::Handshakes => "handshake",
-        Mode::Churn => "session_churn",
-        Mode::Hold => "hold",
+/// The engine settings of a run (checked by the engine: a bad value is its error to name).
+pub fn engine_settings(opts: &Options) -> Settings {
+    let mut settings = Settings {
+        transport: Transport::Http,
+        url: Some(opts.url.clone()),
+        family: match opts.mode {
+            Mode::Calls => Family::ToolsCall,
+            Mode::Handshakes => Family::Handshake,
+            Mode::Churn => Family::SessionChurn,
+            Mode::Hold => Family::Hold,
+        },
+        protocol_version: opts.protocol_version.clone(),
+        tool: opts.tool.clone(),
+        arguments: opts.arguments.clone(),
+        timeout_s: opts.timeout.as_secs_f64(),
+        threads: opts.threads,
+        max_sessions: 10_000_000,
+        request_type: Some("mcpfast-load".into()),
+        ca_files: opts.ca_files.clone(),
+        insecure: opts.insecure,
+        headers: opts.headers.clone(),
+        bearer_tokens: opts.tokens.clone(),
+        connect_to: opts.connect_to.clone(),
+        // one without the other is the engine's error to name
+        client_cert: opts.client_cert.clone(),
+        client_key: opts.client_key.clone(),
+        ..Settings::default()
     };
-    let mut cfg = json!({
-        "transport": "http",
-        "url": opts.url,
-        "family": family,
-        "protocol_version": opts.protocol_version,
-        "tool": opts.tool,
-        "arguments": opts.arguments,
-        "timeout_s": opts.timeout.as_secs_f64(),
-        "threads": opts.threads,
-        "max_sessions": 10_000_000,
-        "request_type": "mcpfast-load",
-        "ca_files": opts.ca_files,
-        "insecure": opts.insecure,
-        "headers": opts
-            .headers
-            .iter()
-            .map(|(k, v)| (k.clone(), json!(v)))
-            .collect::<serde_json::Map<String, Value>>(),
-        "bearer_tokens": opts.tokens,
-        "connect_to": opts.connect_to,
-    });
-    // one without the other is the engine's error to name
-    if let Some(cert) = &opts.client_cert {
-        cfg["client_cert"] = json!(cert);
-    }
-    if let Some(key) = &opts.client_key {
-        cfg["client_key"] = json!(key);
-    }
     match opts.mode {
         Mode::Calls => {
             if let Some(rate) = opts.rate {
-                cfg["rate"] = json!(rate);
-                cfg["max_inflight"] = json!(opts.sessions.max(4096));
+                settings.rate = Some(rate);
+                settings.max_inflight = opts.sessions.max(4096);
             }
         }
         Mode::Handshakes | Mode::Churn => {
-            cfg["handshake_call"] = json!(false);
-            cfg["cycle_latency"] = json!(true);
-            cfg["churn_delete_share"] = json!(1.0);
+            settings.handshake_call = false;
+            settings.cycle_latency = true;
+            settings.churn_delete_share = 1.0;
             if opts.mode == Mode::Churn {
-                cfg["iterations"] = json!(opts.cycles);
-                cfg["progress_every"] = json!(opts.report_every);
+                settings.iterations = Some(opts.cycles);
+                settings.progress_every = Some(opts.report_every);
             }
         }
         Mode::Hold => {
-            cfg["iterations"] = json!(opts.sessions);
-            cfg["hold_delete"] = json!(!opts.no_delete);
+            settings.iterations = Some(opts.sessions as u64);
+            settings.hold_delete = !opts.no_delete;
         }
     }
-    cfg
+    settings
 }
 
 /// Run one mode to the end; prints the JSON lines and the human line, returns the exit status.
 pub fn run(opts: Options) -> i32 {
-    let cfg = engine_config(&opts);
-    let engine = match Engine::new(cfg.to_string().as_bytes()) {
+    let engine = match engine_settings(&opts).build().and_then(Engine::new) {
         Ok(e) => e,
         Err(e) => {
             eprintln!("mcpfast-load: {e}");
@@ -287,7 +280,7 @@ impl Front {
         let rows = self.engine.drain();
         let (deletes, rest): (Vec<_>, Vec<_>) = rows
             .into_iter()
-            .partition(|r| r.name == mcpfast_engine::run::N_DELETE);
+            .partition(|r| r.name == FixedRow::Delete.id());
         self.tally.add(&deletes, true);
         self.tally.add(&rest, false);
         let t = &self.tally;
@@ -316,7 +309,7 @@ impl Front {
                 "sent": st.sent,
                 "late": st.late,
                 "dropped": st.dropped,
-                "late_after_ms": mcpfast_engine::run::LATE.as_secs_f64() * 1000.0,
+                "late_after_ms": self.engine.config().late_after.as_secs_f64() * 1000.0,
                 "send_lag_us": summary(&call.lag),
                 "service_time_us": summary(&call.service),
             });

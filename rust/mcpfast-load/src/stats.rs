@@ -6,9 +6,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use mcpfast_engine::run::{
-    N_CALL, N_CYCLE, N_DELETE, N_DISCOVER, N_FIRST, N_INITIALIZE, N_INITIALIZED,
-};
+use mcpfast_engine::rows::FixedRow;
 use mcpfast_engine::stats::{new_hist, Row};
 use serde_json::{json, Map, Value};
 
@@ -23,12 +21,12 @@ pub const PHASES: [&str; 5] = [
 
 /// The summary phase of an engine row; `None` for rows the front does not report as requests.
 pub fn phase_of(name: usize) -> Option<usize> {
-    match name {
-        N_INITIALIZE => Some(0),
-        N_INITIALIZED => Some(1),
-        N_DISCOVER => Some(2),
-        N_CALL | N_FIRST => Some(3),
-        N_DELETE => Some(4),
+    match FixedRow::from_id(name)? {
+        FixedRow::Initialize => Some(0),
+        FixedRow::Initialized => Some(1),
+        FixedRow::Discover => Some(2),
+        FixedRow::Call | FixedRow::First => Some(3),
+        FixedRow::Delete => Some(4),
         _ => None,
     }
 }
@@ -84,7 +82,7 @@ impl Tally {
         for r in rows {
             let (c, phase) = match phase_of(r.name) {
                 Some(i) => (&mut self.phases[i], PHASES[i]),
-                None if r.name == N_CYCLE => (&mut self.cycle, "cycle"),
+                None if r.name == FixedRow::Cycle.id() => (&mut self.cycle, "cycle"),
                 None => continue,
             };
             let ok = r.num - r.failures;

@@ -1,15 +1,455 @@
 //! `mcpfast._core.NativeEngine`: the Python face of `mcpfast-engine` (the contract is in
-//! rust/mcpfast-engine/README.md). Construction validates the config and starts nothing;
-//! every method but `stop` returns in microseconds; `stop` releases the GIL while it joins.
-//! A drain crosses the FFI boundary once, as a list of `DrainRow`s (named fields, read by
-//! CPython as member descriptors).
+//! rust/mcpfast-engine/README.md). Its config crosses as typed values: an `EngineConfig` made
+//! with keyword arguments becomes the engine's `Settings` and is validated there, once, when it
+//! is made (a `ValueError` naming the field); `MixItem`s are the entries of its `mix`.
+//! Constructing the engine starts nothing; every method but `stop` returns in microseconds;
+//! `stop` releases the GIL while it joins. A drain crosses the FFI boundary once, as a list of
+//! `DrainRow`s (named fields, read by CPython as member descriptors).
 
+use std::str::FromStr;
 use std::time::Duration;
 
+use mcpfast_engine::config::{self, Config, JsonObject, MixCall, Settings};
+use mcpfast_engine::serde_json::{self, Value};
 use mcpfast_engine::Engine;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+
+use crate::pyjson;
+
+/// The `ValueError` of a bad value, worded as the engine words its own (the field first).
+fn field_error(field: &str, what: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(config::field_error(field, what))
+}
+
+/// A dict of JSON values as a JSON object; the error names the field.
+fn json_object(field: &str, dict: &Bound<'_, PyDict>) -> PyResult<JsonObject> {
+    let mut text = Vec::new();
+    pyjson::write_obj(&mut text, dict.as_any(), 0)
+        .map_err(|e| PyTypeError::new_err(config::field_error(field, e.value(dict.py()))))?;
+    serde_json::from_slice(&text).map_err(|e| field_error(field, e))
+}
+
+/// A JSON object as a new dict.
+fn dict_of<'py>(py: Python<'py>, object: &JsonObject) -> PyResult<Bound<'py, PyDict>> {
+    let text = Value::Object(object.clone()).to_string();
+    Ok(pyjson::build_value(py, &text)?.cast_into::<PyDict>()?)
+}
+
+/// An optional JSON object argument.
+fn object_arg(field: &str, dict: Option<&Bound<'_, PyDict>>) -> PyResult<Option<JsonObject>> {
+    dict.map(|d| json_object(field, d)).transpose()
+}
+
+/// An optional count argument: Python ints are signed, the engine's counts are not.
+fn count_arg<T: TryFrom<i64>>(field: &str, value: Option<i64>) -> PyResult<Option<T>> {
+    value
+        .map(|v| T::try_from(v).map_err(|_| field_error(field, "must be a non-negative integer")))
+        .transpose()
+}
+
+/// An optional choice argument, by name (the error names the field and the choices).
+fn choice_arg<T: FromStr<Err = String>>(name: Option<&str>) -> PyResult<Option<T>> {
+    name.map(|n| n.parse().map_err(PyValueError::new_err))
+        .transpose()
+}
+
+/// One entry of an `EngineConfig`'s `mix`: a tool with its arguments, or any other method
+/// with its params; its weight among the entries; streamed or not.
+#[pyclass(module = "mcpfast._core", frozen)]
+pub struct MixItem {
+    #[pyo3(get)]
+    tool: Option<String>,
+    #[pyo3(get)]
+    arguments: Option<Py<PyDict>>,
+    #[pyo3(get)]
+    method: Option<String>,
+    #[pyo3(get)]
+    params: Option<Py<PyDict>>,
+    #[pyo3(get)]
+    weight: u32,
+    #[pyo3(get)]
+    stream: bool,
+    item: config::MixItem,
+}
+
+#[pymethods]
+impl MixItem {
+    #[new]
+    #[pyo3(signature = (*, tool = None, arguments = None, method = None, params = None, weight = 1, stream = false))]
+    fn new(
+        tool: Option<String>,
+        arguments: Option<&Bound<'_, PyDict>>,
+        method: Option<String>,
+        params: Option<&Bound<'_, PyDict>>,
+        weight: i64,
+        stream: bool,
+    ) -> PyResult<Self> {
+        let weight = u32::try_from(weight)
+            .map_err(|_| field_error("mix item", format!("weight must be in 0..={}", u32::MAX)))?;
+        let call = match (&tool, &method) {
+            (Some(name), None) => {
+                if params.is_some() {
+                    return Err(field_error(
+                        "mix item",
+                        "params go with method (a tool takes arguments)",
+                    ));
+                }
+                MixCall::Tool {
+                    name: name.clone(),
+                    arguments: object_arg("mix item", arguments)?.unwrap_or_default(),
+                }
+            }
+            (None, Some(method)) => {
+                if arguments.is_some() {
+                    return Err(field_error(
+                        "mix item",
+                        "arguments go with tool (a method takes params)",
+                    ));
+                }
+                MixCall::Method {
+                    method: method.clone(),
+                    params: object_arg("mix item", params)?,
+                }
+            }
+            (Some(_), Some(_)) => {
+                return Err(field_error("mix item", "tool and method both given"))
+            }
+            (None, None) => return Err(field_error("mix item", "needs tool or method")),
+        };
+        Ok(MixItem {
+            tool,
+            arguments: arguments.map(|d| d.copy()).transpose()?.map(Bound::unbind),
+            method,
+            params: params.map(|d| d.copy()).transpose()?.map(Bound::unbind),
+            weight,
+            stream,
+            item: config::MixItem {
+                call,
+                weight,
+                stream,
+            },
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        let what = match &self.item.call {
+            MixCall::Tool { name, .. } => format!("tool={name:?}"),
+            MixCall::Method { method, .. } => format!("method={method:?}"),
+        };
+        let stream = if self.stream { ", stream=True" } else { "" };
+        format!("MixItem({what}, weight={}{stream})", self.weight)
+    }
+}
+
+/// The native engine's config, validated when it is made: the engine's `Settings` from the
+/// keyword arguments (each left out, or None, keeps the engine's default), read back through
+/// the properties with the defaults filled in.
+#[pyclass(module = "mcpfast._core", frozen)]
+pub struct EngineConfig {
+    #[pyo3(get)]
+    transport: &'static str,
+    #[pyo3(get)]
+    url: Option<String>,
+    #[pyo3(get)]
+    headers: Py<PyDict>,
+    #[pyo3(get)]
+    bearer_tokens: Vec<String>,
+    #[pyo3(get)]
+    ca_files: Vec<String>,
+    #[pyo3(get)]
+    client_cert: Option<String>,
+    #[pyo3(get)]
+    client_key: Option<String>,
+    #[pyo3(get)]
+    insecure: bool,
+    #[pyo3(get)]
+    connect_to: Vec<String>,
+    #[pyo3(get)]
+    new_connection: &'static str,
+    #[pyo3(get)]
+    cookies: bool,
+    #[pyo3(get)]
+    retry_after: bool,
+    #[pyo3(get)]
+    command: Vec<String>,
+    #[pyo3(get)]
+    inflight_per_process: usize,
+    #[pyo3(get)]
+    family: &'static str,
+    #[pyo3(get)]
+    protocol_version: String,
+    #[pyo3(get)]
+    client_capabilities: Py<PyDict>,
+    #[pyo3(get)]
+    tool: String,
+    #[pyo3(get)]
+    arguments: Py<PyDict>,
+    #[pyo3(get)]
+    mix: Py<PyTuple>,
+    #[pyo3(get)]
+    stream_tool: String,
+    #[pyo3(get)]
+    stream_arguments: Py<PyDict>,
+    #[pyo3(get)]
+    churn_delete_share: f64,
+    #[pyo3(get)]
+    threads: usize,
+    #[pyo3(get)]
+    rate: Option<f64>,
+    #[pyo3(get)]
+    arrivals: &'static str,
+    #[pyo3(get)]
+    max_inflight: usize,
+    #[pyo3(get)]
+    timeout_s: f64,
+    #[pyo3(get)]
+    max_reply_bytes: usize,
+    #[pyo3(get)]
+    max_sessions: usize,
+    #[pyo3(get)]
+    request_type: String,
+    #[pyo3(get)]
+    seed: u64,
+    #[pyo3(get)]
+    handshake_call: bool,
+    #[pyo3(get)]
+    cycle_latency: bool,
+    #[pyo3(get)]
+    iterations: Option<u64>,
+    #[pyo3(get)]
+    progress_every: Option<u64>,
+    #[pyo3(get)]
+    hold_delete: bool,
+    #[pyo3(get)]
+    late_after_s: f64,
+    #[pyo3(get)]
+    get_stream_every: u64,
+    #[pyo3(get)]
+    get_stream_s: f64,
+    config: Config,
+}
+
+#[pymethods]
+impl EngineConfig {
+    #[new]
+    #[pyo3(signature = (
+        *,
+        transport = None,
+        url = None,
+        headers = None,
+        bearer_tokens = None,
+        ca_files = None,
+        client_cert = None,
+        client_key = None,
+        insecure = None,
+        connect_to = None,
+        new_connection = None,
+        cookies = None,
+        retry_after = None,
+        command = None,
+        inflight_per_process = None,
+        family = None,
+        protocol_version = None,
+        client_capabilities = None,
+        tool = None,
+        arguments = None,
+        mix = None,
+        stream_tool = None,
+        stream_arguments = None,
+        churn_delete_share = None,
+        threads = None,
+        rate = None,
+        arrivals = None,
+        max_inflight = None,
+        timeout_s = None,
+        max_reply_bytes = None,
+        max_sessions = None,
+        request_type = None,
+        seed = None,
+        handshake_call = None,
+        cycle_latency = None,
+        iterations = None,
+        progress_every = None,
+        hold_delete = None,
+        late_after_s = None,
+        get_stream_every = None,
+        get_stream_s = None,
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        transport: Option<&str>,
+        url: Option<String>,
+        headers: Option<&Bound<'_, PyDict>>,
+        bearer_tokens: Option<Vec<String>>,
+        ca_files: Option<Vec<String>>,
+        client_cert: Option<String>,
+        client_key: Option<String>,
+        insecure: Option<bool>,
+        connect_to: Option<Vec<String>>,
+        new_connection: Option<&str>,
+        cookies: Option<bool>,
+        retry_after: Option<bool>,
+        command: Option<Vec<String>>,
+        inflight_per_process: Option<i64>,
+        family: Option<&str>,
+        protocol_version: Option<String>,
+        client_capabilities: Option<&Bound<'_, PyDict>>,
+        tool: Option<String>,
+        arguments: Option<&Bound<'_, PyDict>>,
+        mix: Option<Vec<Py<MixItem>>>,
+        stream_tool: Option<String>,
+        stream_arguments: Option<&Bound<'_, PyDict>>,
+        churn_delete_share: Option<f64>,
+        threads: Option<i64>,
+        rate: Option<f64>,
+        arrivals: Option<&str>,
+        max_inflight: Option<i64>,
+        timeout_s: Option<f64>,
+        max_reply_bytes: Option<i64>,
+        max_sessions: Option<i64>,
+        request_type: Option<String>,
+        seed: Option<i64>,
+        handshake_call: Option<bool>,
+        cycle_latency: Option<bool>,
+        iterations: Option<i64>,
+        progress_every: Option<i64>,
+        hold_delete: Option<bool>,
+        late_after_s: Option<f64>,
+        get_stream_every: Option<i64>,
+        get_stream_s: Option<f64>,
+    ) -> PyResult<Self> {
+        let d = Settings::default();
+        let mix = mix.unwrap_or_default();
+        let settings = Settings {
+            transport: choice_arg(transport)?.unwrap_or(d.transport),
+            url,
+            headers: match headers {
+                Some(h) => header_pairs(h)?,
+                None => d.headers,
+            },
+            bearer_tokens: bearer_tokens.unwrap_or(d.bearer_tokens),
+            ca_files: ca_files.unwrap_or(d.ca_files),
+            client_cert,
+            client_key,
+            insecure: insecure.unwrap_or(d.insecure),
+            connect_to: connect_to.unwrap_or(d.connect_to),
+            new_connection: choice_arg(new_connection)?.unwrap_or(d.new_connection),
+            cookies: cookies.unwrap_or(d.cookies),
+            retry_after: retry_after.unwrap_or(d.retry_after),
+            command: command.unwrap_or(d.command),
+            inflight_per_process: count_arg("inflight_per_process", inflight_per_process)?
+                .unwrap_or(d.inflight_per_process),
+            family: choice_arg(family)?.unwrap_or(d.family),
+            protocol_version: protocol_version.unwrap_or(d.protocol_version),
+            client_capabilities: object_arg("client_capabilities", client_capabilities)?
+                .unwrap_or(d.client_capabilities),
+            tool: tool.unwrap_or(d.tool),
+            arguments: object_arg("arguments", arguments)?.unwrap_or(d.arguments),
+            mix: mix.iter().map(|m| m.get().item.clone()).collect(),
+            stream_tool: stream_tool.unwrap_or(d.stream_tool),
+            stream_arguments: object_arg("stream_arguments", stream_arguments)?
+                .unwrap_or(d.stream_arguments),
+            churn_delete_share: churn_delete_share.unwrap_or(d.churn_delete_share),
+            threads: count_arg("threads", threads)?.unwrap_or(d.threads),
+            rate,
+            arrivals: choice_arg(arrivals)?.unwrap_or(d.arrivals),
+            max_inflight: count_arg("max_inflight", max_inflight)?.unwrap_or(d.max_inflight),
+            timeout_s: timeout_s.unwrap_or(d.timeout_s),
+            max_reply_bytes: count_arg("max_reply_bytes", max_reply_bytes)?
+                .unwrap_or(d.max_reply_bytes),
+            max_sessions: count_arg("max_sessions", max_sessions)?.unwrap_or(d.max_sessions),
+            request_type,
+            seed: count_arg("seed", seed)?.unwrap_or(d.seed),
+            handshake_call: handshake_call.unwrap_or(d.handshake_call),
+            cycle_latency: cycle_latency.unwrap_or(d.cycle_latency),
+            iterations: count_arg("iterations", iterations)?,
+            progress_every: count_arg("progress_every", progress_every)?,
+            hold_delete: hold_delete.unwrap_or(d.hold_delete),
+            late_after_s: late_after_s.unwrap_or(d.late_after_s),
+            get_stream_every: count_arg("get_stream_every", get_stream_every)?
+                .unwrap_or(d.get_stream_every),
+            get_stream_s: get_stream_s.unwrap_or(d.get_stream_s),
+        };
+        let config = settings.build().map_err(PyValueError::new_err)?;
+        let headers = PyDict::new(py);
+        for (k, v) in &settings.headers {
+            headers.set_item(k, v)?;
+        }
+        Ok(EngineConfig {
+            transport: settings.transport.name(),
+            headers: headers.unbind(),
+            new_connection: settings.new_connection.name(),
+            family: settings.family.name(),
+            client_capabilities: dict_of(py, &settings.client_capabilities)?.unbind(),
+            arguments: dict_of(py, &settings.arguments)?.unbind(),
+            mix: PyTuple::new(py, mix)?.unbind(),
+            stream_arguments: dict_of(py, &settings.stream_arguments)?.unbind(),
+            arrivals: settings.arrivals.name(),
+            request_type: config.request_type.clone(),
+            url: settings.url,
+            bearer_tokens: settings.bearer_tokens,
+            ca_files: settings.ca_files,
+            client_cert: settings.client_cert,
+            client_key: settings.client_key,
+            insecure: settings.insecure,
+            connect_to: settings.connect_to,
+            cookies: settings.cookies,
+            retry_after: settings.retry_after,
+            command: settings.command,
+            inflight_per_process: settings.inflight_per_process,
+            protocol_version: settings.protocol_version,
+            tool: settings.tool,
+            stream_tool: settings.stream_tool,
+            churn_delete_share: settings.churn_delete_share,
+            threads: settings.threads,
+            rate: settings.rate,
+            max_inflight: settings.max_inflight,
+            timeout_s: settings.timeout_s,
+            max_reply_bytes: settings.max_reply_bytes,
+            max_sessions: settings.max_sessions,
+            seed: settings.seed,
+            handshake_call: settings.handshake_call,
+            cycle_latency: settings.cycle_latency,
+            iterations: settings.iterations,
+            progress_every: settings.progress_every,
+            hold_delete: settings.hold_delete,
+            late_after_s: settings.late_after_s,
+            get_stream_every: settings.get_stream_every,
+            get_stream_s: settings.get_stream_s,
+            config,
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        let target = match &self.url {
+            Some(url) => format!("url={url:?}"),
+            None => format!("command={:?}", self.command),
+        };
+        format!(
+            "EngineConfig(transport={:?}, family={:?}, {target}, threads={})",
+            self.transport, self.family, self.threads
+        )
+    }
+}
+
+/// The `headers` dict as (name, value) pairs, in its order.
+fn header_pairs(headers: &Bound<'_, PyDict>) -> PyResult<Vec<(String, String)>> {
+    headers
+        .iter()
+        .map(|(k, v)| {
+            let name: String = k
+                .extract()
+                .map_err(|_| field_error("headers", "names must be strings"))?;
+            let value: String = v
+                .extract()
+                .map_err(|_| field_error("headers", format!("{name}: value must be a string")))?;
+            Ok((name, value))
+        })
+        .collect()
+}
 
 /// One drained window of one (request_type, name): what Locust's `StatsEntry` needs, and the
 /// µs histograms of the same requests.
@@ -117,9 +557,10 @@ pub struct NativeEngine {
 
 #[pymethods]
 impl NativeEngine {
+    /// An engine for `config` (its TLS files read, its host resolved); starts nothing.
     #[new]
-    fn new(config: &[u8]) -> PyResult<Self> {
-        Engine::new(config)
+    fn new(config: &EngineConfig) -> PyResult<Self> {
+        Engine::new(config.config.clone())
             .map(|inner| NativeEngine { inner })
             .map_err(PyValueError::new_err)
     }

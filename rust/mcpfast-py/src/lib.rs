@@ -140,6 +140,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let errors = m.py().import("mcpfast._errors")?;
     m.add("JsonRpcError", errors.getattr("JsonRpcError")?)?;
     m.add("FrameTooLarge", errors.getattr("FrameTooLarge")?)?;
+    m.add_class::<engine::EngineConfig>()?;
+    m.add_class::<engine::MixItem>()?;
     m.add_class::<engine::NativeEngine>()?;
     m.add_class::<engine::DrainRow>()?;
     m.add_class::<message::Message>()?;
@@ -165,10 +167,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
             "DEFAULT_MAX_EVENT",
             "DEFAULT_MAX_LINE",
             "DrainRow",
+            "EngineConfig",
             "FrameTooLarge",
             "JsonRpcError",
             "LineFramer",
             "Message",
+            "MixItem",
             "NativeEngine",
             "SseDecoder",
             "SseEncoder",

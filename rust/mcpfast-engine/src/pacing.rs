@@ -1,0 +1,185 @@
+//! The open model: a pacer per engine thread generates the thread's share of the arrivals
+//! (uniform or Poisson gaps) into a queue, by the wall clock from when the schedule began, and
+//! the sessions take them from it ([`Ctx::arrival`]). It sleeps on a µs-resolution [`Timer`].
+
+use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::config::Arrivals;
+use crate::runtime::{Ctx, TICK};
+
+impl Ctx {
+    pub fn open_model(&self) -> bool {
+        self.shared.thread_rate().is_some()
+    }
+
+    /// Open model: wait for the next arrival; its intended send time. None when the session
+    /// should stop or the model went closed.
+    pub async fn arrival(&self, slot: usize) -> Option<Instant> {
+        loop {
+            if !self.keep(slot) || !self.open_model() {
+                return None;
+            }
+            if let Some(t) = self.try_arrival() {
+                return Some(t);
+            }
+            let _ = tokio::time::timeout(TICK * 2, self.token_ready.notified()).await;
+        }
+    }
+
+    /// Open model: an arrival that is already due, if any (counts it late if it waited).
+    pub fn try_arrival(&self) -> Option<Instant> {
+        let t = self.tokens.borrow_mut().pop_front()?;
+        if Instant::now().saturating_duration_since(t) > self.cfg().late_after {
+            self.counters().late.fetch_add(1, Ordering::Relaxed);
+        }
+        Some(t)
+    }
+
+    /// Wait for the pacer to queue an arrival (bounded).
+    pub async fn token_notified(&self) {
+        let _ = tokio::time::timeout(TICK * 2, self.token_ready.notified()).await;
+    }
+}
+
+/// A monotonic timer with µs resolution (timerfd): tokio's timer has ms granularity.
+pub struct Timer {
+    fd: Option<tokio::io::unix::AsyncFd<TimerFdRaw>>,
+}
+
+struct TimerFdRaw(nix::sys::timerfd::TimerFd);
+
+impl AsRawFd for TimerFdRaw {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.as_fd().as_raw_fd()
+    }
+}
+
+impl Default for Timer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Timer {
+    pub fn new() -> Timer {
+        use nix::sys::timerfd::{ClockId, TimerFd, TimerFlags};
+        let fd = TimerFd::new(
+            ClockId::CLOCK_MONOTONIC,
+            TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
+        )
+        .ok()
+        .and_then(|t| {
+            // the fd is owned by the value AsyncFd holds, so it outlives the registration
+            #[allow(deprecated)]
+            let fd = tokio::io::unix::AsyncFd::new(TimerFdRaw(t));
+            fd.ok()
+        });
+        Timer { fd }
+    }
+
+    /// Sleep `d` (µs resolution); falls back to tokio's timer if no timerfd could be made.
+    pub async fn sleep(&self, d: Duration) {
+        use nix::sys::time::TimeSpec;
+        use nix::sys::timerfd::{Expiration, TimerSetTimeFlags};
+        let Some(fd) = &self.fd else {
+            tokio::time::sleep(d).await;
+            return;
+        };
+        let d = d.max(Duration::from_micros(1));
+        if fd
+            .get_ref()
+            .0
+            .set(
+                Expiration::OneShot(TimeSpec::from_duration(d)),
+                TimerSetTimeFlags::empty(),
+            )
+            .is_err()
+        {
+            tokio::time::sleep(d).await;
+            return;
+        }
+        // bounded: the timer fires after `d`; the outer timeout only guards a lost wakeup
+        let _ = tokio::time::timeout(d + Duration::from_millis(50), async {
+            loop {
+                match fd.readable().await {
+                    Ok(mut guard) => {
+                        let mut buf = [0u8; 8];
+                        match nix::unistd::read(guard.get_inner().0.as_fd(), &mut buf) {
+                            Ok(_) => return,
+                            Err(nix::errno::Errno::EAGAIN) => guard.clear_ready(),
+                            Err(_) => return,
+                        }
+                    }
+                    Err(_) => return,
+                }
+            }
+        })
+        .await;
+    }
+}
+
+/// Open model: generate this thread's intended send times and queue them for the sessions.
+pub(crate) async fn pacer(ctx: Rc<Ctx>) {
+    let timer = Timer::new();
+    // the next arrival's intended time, and the schedule it belongs to
+    let mut next: Option<Instant> = None;
+    let mut since: Option<Instant> = None;
+    while !ctx.shared.stopping() {
+        let Some(rate) = ctx.shared.thread_rate() else {
+            next = None;
+            ctx.tokens.borrow_mut().clear();
+            tokio::time::sleep(TICK).await;
+            continue;
+        };
+        let now = Instant::now();
+        let open_since = ctx.shared.open_since();
+        if next.is_none() || open_since != since {
+            // a new schedule runs from when it was asked for, not from when this thread ran
+            since = open_since;
+            next = Some(open_since.unwrap_or(now));
+        }
+        let at = emit(&ctx, rate, next.unwrap_or(now), now);
+        next = Some(at);
+        let wait = at.saturating_duration_since(Instant::now()).min(TICK * 2);
+        if wait.is_zero() {
+            tokio::task::yield_now().await;
+        } else {
+            timer.sleep(wait).await;
+        }
+    }
+    // the arrivals due before `stop` was called, whenever this thread saw it: queued (no
+    // session takes them now) or dropped, as any other
+    if let (Some(rate), Some(at), Some(end)) =
+        (ctx.shared.thread_rate(), next, ctx.shared.stopped_at())
+    {
+        emit(&ctx, rate, at, end);
+    }
+}
+
+/// Queue (or drop, past `max_inflight`) every arrival from `at` up to `until`; the next one's
+/// intended time. At most 100,000 a call, so a long stall never blocks the thread.
+fn emit(ctx: &Ctx, rate: f64, mut at: Instant, until: Instant) -> Instant {
+    let max_queue = ctx.cfg().max_inflight;
+    let mut due = 0u32;
+    while at <= until && due < 100_000 {
+        {
+            let mut q = ctx.tokens.borrow_mut();
+            if q.len() >= max_queue {
+                ctx.counters().dropped.fetch_add(1, Ordering::Relaxed);
+            } else {
+                q.push_back(at);
+            }
+        }
+        ctx.token_ready.notify_one();
+        let gap = match ctx.cfg().arrivals {
+            Arrivals::Uniform => 1.0 / rate,
+            Arrivals::Poisson => -ctx.unit().ln() / rate,
+        };
+        at += Duration::from_secs_f64(gap.min(3600.0));
+        due += 1;
+    }
+    at
+}
