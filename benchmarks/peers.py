@@ -632,9 +632,9 @@ def run_peers(cfg: PeersConfig, stream: TextIO | None = None) -> int:
         )
     if "http" in cfg.transports and "sse_streaming" in cfg.families:
         notes.append(
-            "sse_streaming over HTTP: every 10th iteration of a user also holds the standalone GET stream open for "
-            "0.5 s (loadtests/sse_streaming.py), so those waits bound the family's calls per second on every server; "
-            "its latencies (and the sse:first-event / sse:gap rows in each server's directory) say more."
+            "sse_streaming over HTTP: each user also holds its session's standalone GET stream open beside its calls, "
+            "on a connection of its own, for the session's whole life (loadtests/sse_streaming.py); its latencies (and "
+            "the sse:first-event / sse:gap rows in each server's directory) say more than its rate."
         )
     if "http" in cfg.transports:
         notes.append(

@@ -381,8 +381,7 @@ class EngineConfig:
         progress_every: int | None = None,
         hold_delete: bool | None = None,
         late_after_s: float | None = None,
-        get_stream_every: int | None = None,
-        get_stream_s: float | None = None,
+        hold_stream: bool | None = None,
     ) -> EngineConfig: ...
     @property
     def transport(self) -> EngineTransport: ...
@@ -461,9 +460,7 @@ class EngineConfig:
     @property
     def late_after_s(self) -> float: ...
     @property
-    def get_stream_every(self) -> int: ...
-    @property
-    def get_stream_s(self) -> float: ...
+    def hold_stream(self) -> bool: ...
 
 @final
 class NativeEngine:

@@ -13,8 +13,10 @@ The reply is either one JSON object or an SSE stream.  An SSE stream is read lin
 on the request (``Pending.event_times``) for time-to-first-event and inter-event gaps.  Server
 requests that arrive on a stream (legacy) are answered by a POST from a separate greenlet.
 
-``open_get_stream()`` opens the standalone GET stream (legacy) in its own greenlet and
-connection; ``listen()`` runs a bounded 2026 ``subscriptions/listen``; ``delete()`` ends the session.
+``hold_stream()`` holds the session's long-lived stream beside its calls, in its own greenlet and
+on its own connection, until the session ends: the standalone GET stream (legacy) or a 2026
+``subscriptions/listen``.  ``open_get_stream()`` and ``listen()`` are their bounded forms (a GET
+stream for a while, a listen until its acknowledgement); ``delete()`` ends the session.
 """
 
 from __future__ import annotations
@@ -50,6 +52,11 @@ from mcpfast.protocol.http import ACCEPT_BOTH, JSON, SSE
 __all__ = ["HttpClient"]
 
 DRAIN_AFTER_REPLY = 0.05  # s to wait for the end of an SSE stream after the reply, to keep the connection
+# s: a held stream the server ends, or that cannot be reached, is opened again at most this often
+# (a server that ends streams at once does not become a hot loop)
+REOPEN_EVERY = 1.0
+LISTEN_ACK = "subscriptions/listen:ack"
+NO_ACK = "listen stream gave no acknowledgement"
 
 
 def _network_errors() -> tuple[type[BaseException], ...]:
@@ -100,6 +107,8 @@ class HttpClient(McpClient):
         self.get_stream: gevent.Greenlet | None = None
         self.get_stream_events = 0
         self.get_stream_status: int | None = None
+        self.held: gevent.Greenlet | None = None  # hold_stream()'s greenlet, and the session it holds for
+        self._held_for: str | None = None
 
     @property
     def http(self) -> HTTPClient:
@@ -298,7 +307,11 @@ class HttpClient(McpClient):
 
     # -- session end ------------------------------------------------------------------------------------
     def delete(self) -> bool:
-        """DELETE the session; True when the server ended it (2xx). 405 counts as 'not offered'."""
+        """DELETE the session; True when the server ended it (2xx). 405 counts as 'not offered'.
+
+        The session's held stream ends first: its end is then not the server's doing.
+        """
+        self.release_stream()
         session = self.session
         if session.session_id is None:
             return False
@@ -326,6 +339,61 @@ class HttpClient(McpClient):
         return ended
 
     # -- long-lived streams -------------------------------------------------------------------------------
+    def hold_stream(self) -> None:
+        """Hold the session's long-lived stream beside its calls, until the session ends.
+
+        In its own greenlet and on its own connection: the standalone GET stream (handshake era,
+        ``GET:open``, ``GET:event``, ``GET:405``) or a 2026 ``subscriptions/listen``
+        (``subscriptions/listen:ack``).  Called again for the same session it does nothing; for
+        a new session it replaces the old one's stream.  A stream the server ends, or that cannot
+        be reached, is opened again at most once per ``REOPEN_EVERY`` seconds; one the server
+        refuses (a status other than 200, 405 included, or a listen answered without its
+        acknowledgement) is not asked for again in this session.  ``release_stream()``,
+        ``delete()`` and ``close()`` end it, which is not a failure.
+        """
+        key = self._session_key()
+        if self.held is not None and self._held_for == key:
+            return
+        self.release_stream()
+        self._held_for = key
+        self.held = gevent.spawn(self._hold, key)
+
+    def release_stream(self) -> None:
+        """End the held stream (its greenlet and its connection) now; nothing is reported."""
+        held, self.held, self._held_for = self.held, None, None
+        if held is not None:
+            held.kill(block=True, timeout=1.0)
+
+    def _session_key(self) -> str | None:
+        return "stateless" if self.session.stateless else self.session.session_id
+
+    def _holds(self, key: str | None) -> bool:
+        """The session ``key`` is still this client's, and open."""
+        return self._session_key() == key and not self.session.needs_handshake
+
+    def _hold(self, key: str | None) -> None:
+        opened: float | None = None
+        while self._holds(key):
+            if opened is not None:
+                gevent.sleep(max(0.0, opened + REOPEN_EVERY - time.perf_counter()))
+                if not self._holds(key):
+                    return
+            opened = time.perf_counter()
+            # no read timeout: the stream lasts as long as the session, which ends it
+            http = self.reach.http_client(
+                self._host, self._port, self._tls, concurrency=1, connection_timeout=self.connection_timeout, network_timeout=None
+            )
+            try:
+                if self.session.stateless:
+                    refused = self._listen_once(http)
+                else:
+                    status = self._get_once(http, None)
+                    refused = status is not None and status != 200
+            finally:
+                http.close()
+            if refused:
+                return
+
     def open_get_stream(self, duration: float = 1.0, on_event: Any = None) -> GEvent:
         """Legacy GET stream in its own greenlet and connection, for at most ``duration`` seconds.
 
@@ -338,54 +406,59 @@ class HttpClient(McpClient):
 
     def _get_stream(self, duration: float, on_event: Any, done: GEvent) -> None:
         http = self.reach.http_client(self._host, self._port, self._tls, concurrency=1, **self._kw)
-        session = self.session
-        intended = time.perf_counter()
         try:
             with gevent.Timeout(duration, False):
-                try:
-                    resp = http.request("GET", self.path, headers=self._headers(session.http_headers(), SSE))
-                    self._absorb(resp)
-                except self._errors as exc:
-                    self._finish("GET:open", intended, 0, self._read_error(exc))
-                    return
-                try:
-                    self.get_stream_status = resp.status_code
-                    if resp.status_code == 405:
-                        self._finish("GET:405", intended, 0, None)
-                        return
-                    if resp.status_code != 200:
-                        resp.read()
-                        self._finish("GET:open", intended, 0, self._refused(resp))
-                        return
-                    self._finish("GET:open", intended, 0, None)
-                    decoder = core.SseDecoder()
-                    last = time.perf_counter()
-                    while True:
-                        line = resp.readline(b"\n")
-                        if not line:
-                            return
-                        for item in decoder.feed(line):
-                            if isinstance(item, core.FrameTooLarge) or not item.data:
-                                continue
-                            now = time.perf_counter()
-                            self.reporter("GET:event", int((now - last) * 1_000_000), len(item.data), None)
-                            last = now
-                            self.get_stream_events += 1
-                            try:
-                                event = session.receive(item.data.encode("utf-8"), now)
-                            except McpClientError:
-                                continue
-                            if event.kind == "server-request" and event.response is not None:
-                                gevent.spawn(self._post_quiet, event.response)
-                            if on_event is not None:
-                                on_event(event)
-                finally:
-                    resp.release()
-        except self._errors:
-            pass
+                self._get_once(http, on_event)
         finally:
             http.close()
             done.set()
+
+    def _get_once(self, http: HTTPClient, on_event: Any) -> int | None:
+        """One GET stream on ``http``, read until the server ends it (``GET:open``, ``GET:event``,
+        ``GET:405``); its status, or None when it got no answer."""
+        session = self.session
+        intended = time.perf_counter()
+        try:
+            resp = http.request("GET", self.path, headers=self._headers(session.http_headers(), SSE))
+            self._absorb(resp)
+        except self._errors as exc:
+            self._finish("GET:open", intended, 0, self._read_error(exc))
+            return None
+        try:
+            status = self.get_stream_status = resp.status_code
+            if status == 405:
+                self._finish("GET:405", intended, 0, None)
+                return status
+            if status != 200:
+                resp.read()
+                self._finish("GET:open", intended, 0, self._refused(resp))
+                return status
+            self._finish("GET:open", intended, 0, None)
+            decoder = core.SseDecoder()
+            last = time.perf_counter()
+            while True:
+                line = resp.readline(b"\n")
+                if not line:
+                    return status
+                for item in decoder.feed(line):
+                    if isinstance(item, core.FrameTooLarge) or not item.data:
+                        continue
+                    now = time.perf_counter()
+                    self.reporter("GET:event", int((now - last) * 1_000_000), len(item.data), None)
+                    last = now
+                    self.get_stream_events += 1
+                    try:
+                        event = session.receive(item.data.encode("utf-8"), now)
+                    except McpClientError:
+                        continue
+                    if event.kind == "server-request" and event.response is not None:
+                        gevent.spawn(self._post_quiet, event.response)
+                    if on_event is not None:
+                        on_event(event)
+        except self._errors:
+            return status  # the stream broke: as if the server had ended it
+        finally:
+            resp.release()
 
     def listen(self, duration: float = 1.0, notifications: dict[str, Any] | None = None) -> bool:
         """2026 ``subscriptions/listen`` for at most ``duration`` s: reports the time to the
@@ -393,54 +466,93 @@ class HttpClient(McpClient):
         session = self.session
         intended = self.pace()
         pending = session.request("subscriptions/listen", {"notifications": notifications or {"toolsListChanged": True}})
-        exc: BaseException | None = None
-        acked = False
         try:
             resp = self._post(pending.data, self._headers(session.http_headers(pending)))
         except McpClientError as error:
             session.forget(pending)
-            self._finish("subscriptions/listen:ack", intended, 0, error)
+            self._finish(LISTEN_ACK, intended, 0, error)
             return False
+        acked, exc = False, None
+        try:
+            with gevent.Timeout(duration, False):
+                acked, exc, _refused = self._listened(resp, intended, hold=False)
+        finally:
+            session.forget(pending)
+            resp.release()  # closing the stream ends the subscription
+        if not acked:
+            self._finish(LISTEN_ACK, intended, 0, exc or BadSse(NO_ACK))
+        return acked
+
+    def _listen_once(self, http: HTTPClient) -> bool:
+        """One held ``subscriptions/listen`` on ``http``, read until the server ends it; True when
+        the server refused it (``subscriptions/listen:ack`` failed, not to be asked again)."""
+        session = self.session
+        intended = time.perf_counter()  # not self.pace(): the open model's arrivals are the calls'
+        pending = session.request("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+        try:
+            try:
+                resp = http.request("POST", self.path, body=pending.data, headers=self._headers(session.http_headers(pending)))
+                self._absorb(resp)
+            except self._errors as error:
+                self._finish(LISTEN_ACK, intended, 0, self._read_error(error))
+                return False
+            try:
+                acked, exc, refused = self._listened(resp, intended, hold=True)
+            finally:
+                resp.release()
+        finally:
+            session.forget(pending)
+        if not acked:
+            self._finish(LISTEN_ACK, intended, 0, exc or BadSse(NO_ACK))
+        return refused
+
+    def _listened(self, resp: Any, intended: float, hold: bool) -> tuple[bool, BaseException | None, bool]:
+        """Read a listen's reply up to its acknowledgement (reported then, as
+        ``subscriptions/listen:ack``), and on to the end of the stream when ``hold``.
+
+        Returns (acknowledged, the failure if not, whether the server refused the listen).
+        """
+        session = self.session
+        acked = False
         try:
             ctype = (resp.get("content-type") or "").split(";")[0].strip().lower()
             if resp.status_code != 200 or ctype != SSE:
                 body = resp.read()
-                exc = self._refused(resp, body) if resp.status_code != 200 else BadSse("listen did not answer with an event stream", ctype)
-            else:
-                decoder = core.SseDecoder()
-                with gevent.Timeout(duration, False):
-                    while not acked:
-                        line = resp.readline(b"\n")
-                        if not line:
-                            break
-                        for item in decoder.feed(line):
-                            if isinstance(item, core.FrameTooLarge) or not item.data:
-                                continue
-                            try:
-                                event = session.receive(item.data.encode("utf-8"))
-                            except McpClientError as error:
-                                exc = error
-                                break
-                            if (
-                                event.kind == "notification"
-                                and event.message is not None
-                                and event.message.method == "notifications/subscriptions/acknowledged"
-                            ):
-                                acked = True
-                                break
-                            if event.kind == "reply":
-                                break
-                if not acked and exc is None:
-                    exc = BadSse("listen stream gave no acknowledgement")
+                if resp.status_code != 200:
+                    return False, self._refused(resp, body), True
+                return False, BadSse("listen did not answer with an event stream", ctype), True
+            decoder = core.SseDecoder()
+            while True:
+                line = resp.readline(b"\n")
+                if not line:
+                    return acked, None, False
+                for item in decoder.feed(line):
+                    if isinstance(item, core.FrameTooLarge) or not item.data:
+                        continue
+                    try:
+                        event = session.receive(item.data.encode("utf-8"))
+                    except McpClientError as error:
+                        if acked:
+                            continue
+                        return False, error, True
+                    if acked:
+                        continue
+                    if (
+                        event.kind == "notification"
+                        and event.message is not None
+                        and event.message.method == "notifications/subscriptions/acknowledged"
+                    ):
+                        acked = True
+                        self._finish(LISTEN_ACK, intended, 0, None)
+                        if not hold:
+                            return True, None, False
+                    elif event.kind == "reply":
+                        return False, BadSse(NO_ACK), True
         except self._errors as error:
-            exc = self._read_error(error)
-        finally:
-            session.forget(pending)
-            resp.release()  # closing the stream ends the subscription
-        self._finish("subscriptions/listen:ack", intended, 0, exc)
-        return acked
+            return acked, None if acked else self._read_error(error), False
 
     def close(self) -> None:
+        self.release_stream()
         if self.get_stream is not None:
             self.get_stream.kill(block=False)
             self.get_stream = None

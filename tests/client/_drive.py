@@ -21,6 +21,16 @@ import gevent  # noqa: E402
 from mcpfast.client.session import ClientSession  # noqa: E402
 
 
+def _state() -> dict:
+    """The greenlets alive and the sockets open in this process (leaks across session restarts)."""
+    import gc
+    import os
+
+    greenlets = sum(1 for o in gc.get_objects() if isinstance(o, gevent.Greenlet) and not o.dead)
+    fds = [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}")]
+    return {"greenlets": greenlets, "sockets": sum(1 for target in fds if target.startswith("socket:"))}
+
+
 def main() -> None:
     spec = json.loads(sys.argv[1])
     records: list = []
@@ -72,6 +82,12 @@ def main() -> None:
             out["get_status"] = client.get_stream_status
         elif op == "listen":
             out["listen"] = client.listen(args[0])
+        elif op == "hold":
+            client.hold_stream()
+        elif op == "sleep":
+            gevent.sleep(args[0])
+        elif op == "state":
+            out.setdefault("states", []).append(_state())
         elif op == "restart":
             client.restart()
         elif op == "sse_url":

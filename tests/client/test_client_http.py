@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from _support import FAKE, SDK, refused_port
+from _support import FAKE, SDK, refused_port, start_reference_server, stop
 
 
 def names(out: dict) -> list[str]:
@@ -54,6 +54,27 @@ def test_sdk_modern(drive, http_servers, version: str) -> None:
     assert out["era"] == "stateless" and out["session_id"] is None and names(out)[0] == "server/discover"
     assert json.loads(out["replies"][0])["result"]["resultType"] == "complete"
     assert out["progress"] == 5 and "sse:first-event" in names(out)
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+def test_held_stream_lives_as_long_as_its_session(drive, version: str) -> None:
+    # hold_stream(): the session's stream (GET, or a 2026 listen) in its own greenlet and on its own
+    # connection; asked again for the same session it does nothing; delete() and close() end it
+    # (not a failure) and leave no greenlet or connection behind; the next session holds its own
+    proc, url = start_reference_server()
+    hold = [["hold"], ["hold"], ["sleep", 0.3], ["state"], ["tool", "echo", {"text": "x"}]]
+    ops = [["initialize"], ["state"], *hold, ["delete"], ["state"], ["initialize"], *hold, ["close"], ["state"]]
+    try:
+        out = drive({"transport": "http", "target": url, "version": version, "ops": ops})
+    finally:
+        stop(proc)
+    assert not failures(out), failures(out)
+    held = "GET:open" if version == "2025-11-25" else "subscriptions/listen:ack"
+    assert names(out).count(held) == 2, "one per session"
+    open_, holding, ended, holding_again, closed = out["states"]
+    assert holding["greenlets"] == open_["greenlets"] + 1 and holding["sockets"] == open_["sockets"] + 1
+    assert ended == open_ and holding_again == holding
+    assert closed == {"greenlets": open_["greenlets"], "sockets": open_["sockets"] - 1}  # the calls' connection too
 
 
 def test_sdk_errors_are_jsonrpc_codes(drive, http_servers) -> None:

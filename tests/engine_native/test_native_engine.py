@@ -127,6 +127,57 @@ def test_stdio_calls_equal_the_servers_count(stdio_server: tuple[list[str], Path
     assert eng.events() == []
 
 
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+@needs_native
+def test_sse_streaming_holds_its_stream_beside_its_calls(version: str) -> None:
+    # each session holds its long-lived stream (the GET stream, or a 2026 subscriptions/listen) on a
+    # connection of its own from its start to its end: one opening per session, calls not held up
+    proc, url = start_reference_server()
+    try:
+        eng, totals, _rows = run({"url": url, "family": "sse_streaming", "protocol_version": version}, 2, 3.0)
+    finally:
+        stop(proc)
+    held = "GET:open" if version == "2025-11-25" else "subscriptions/listen:ack"
+    assert totals[held][:2] == [2, 0], "one per session, ended at the stop without a failure"
+    # the engine used to listen for 0.5 s after every 10th call: at most 20 calls/s per session,
+    # 120 for this run
+    calls, failures, _ = totals["tools/call:stream"]
+    assert failures == 0 and calls > 600, calls
+    assert sum(t[1] for t in totals.values()) == 0, totals
+    status = eng.status()
+    # a held stream is one request: sent once, completed by its opening, in flight until its session ended
+    events = {"connect", "sse:first-event", "sse:gap", "progress:first-event", "progress:gap"}
+    assert status["inflight"] == 0 and status["sent"] == status["completed"] == sum(t[0] for n, t in totals.items() if n not in events)
+
+
+@needs_native
+def test_sse_streaming_times_the_events_on_its_held_get_stream() -> None:
+    # the conformance fixture's test_trigger_tool_change notifies every session (tools/list_changed)
+    # on its GET stream: each call is an event on both sessions' held streams
+    proc, url = start_reference_server("--fixture", "conformance")
+    try:
+        eng = core.native_engine(
+            core.EngineConfig(url=url, family="sse_streaming", stream_tool="test_trigger_tool_change", stream_arguments={})
+        )
+        eng.start()
+        eng.set_users(2)
+        time.sleep(1.5)
+        # beside each session's call in flight (or none), its held stream
+        assert 2 <= eng.status()["inflight"] <= 4
+        time.sleep(1.0)
+        eng.stop(2.0)
+    finally:
+        stop(proc)
+    totals: dict[str, list[int]] = {}
+    for r in eng.drain():
+        t = totals.setdefault(r.name, [0, 0])
+        t[0] += r.num_requests
+        t[1] += r.num_failures
+    calls = totals["tools/call:test_trigger_tool_change"][0]
+    assert totals["GET:open"] == [2, 0]
+    assert totals["GET:event"][0] >= calls > 600 and totals["GET:event"][1] == 0
+
+
 def _descendants(pid: int) -> list[int]:
     out: list[int] = []
     for task in os.listdir(f"/proc/{pid}/task"):
@@ -337,7 +388,7 @@ def test_config_reads_back_with_the_engines_defaults() -> None:
         False,
         True,
     )
-    assert (cfg.iterations, cfg.progress_every, cfg.late_after_s, cfg.get_stream_every, cfg.get_stream_s) == (None, None, 0.001, 10, 0.5)
+    assert (cfg.iterations, cfg.progress_every, cfg.late_after_s, cfg.hold_stream) == (None, None, 0.001, True)
     assert (cfg.inflight_per_process, cfg.max_inflight, cfg.churn_delete_share, cfg.mix, cfg.command) == (32, 4096, 1.0, (), [])
     # None keeps a default, as leaving the argument out does
     assert core.EngineConfig(url="http://127.0.0.1:1/mcp", threads=None, family=None).threads == 1

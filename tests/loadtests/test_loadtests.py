@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _loadtest_support import FAKE, SDK
+from _loadtest_support import FAKE, LOADTESTS, SDK
 from _support import locust_master_args, refused_port
 
 FAMILY_NAMES_HTTP = {
@@ -266,6 +266,38 @@ def test_legacy_http_sse_transport_against_the_reference_server(run_locust, refe
     }
     assert expected <= names, expected - names
     assert "DELETE" not in names and "GET:open" not in names  # no DELETE; the GET stream is the transport
+    assert not run.failures(), (run.failures(), run.errors())
+
+
+STREAMING = str(Path(LOADTESTS) / "sse_streaming.py")
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+def test_streaming_users_hold_their_stream_beside_their_calls(run_locust, reference_server, version: str) -> None:
+    # each user holds its session's long-lived stream from the session's start to its end, in its own
+    # greenlet: one opening per session, and the stream calls are not held up by it
+    _proc, url = reference_server()
+    run = run_locust("-u", "2", "-r", "2", "-t", "3s", "--host", url, "--mcp-protocol-version", version, locustfile=STREAMING)
+    stats = run.stats()
+    held = "GET:open" if version == "2025-11-25" else "subscriptions/listen:ack"
+    assert int(stats[("mcp-http", held)]["Request Count"]) == 2, "one per session"
+    # the family used to listen for 0.5 s in front of every 10th call: at most 20 calls/s per user,
+    # 120 for this run (it measured ~74 calls/s for the whole swarm in `make demo`)
+    calls = int(stats[("mcp-http", "tools/call:stream")]["Request Count"])
+    assert calls > 400, calls
+    assert not run.failures(), (run.failures(), run.errors())
+
+
+def test_streaming_users_time_the_events_on_their_held_get_stream(run_locust, reference_server) -> None:
+    # the conformance fixture's test_trigger_tool_change notifies every session (tools/list_changed)
+    # on its GET stream: each call is an event on both users' held streams
+    _proc, url = reference_server("--fixture", "conformance")
+    args = ("--mcp-stream-tool", "test_trigger_tool_change", "--mcp-stream-args", "{}")
+    run = run_locust("-u", "2", "-r", "2", "-t", "3s", "--host", url, *args, locustfile=STREAMING)
+    stats = run.stats()
+    calls = int(stats[("mcp-http", "tools/call:test_trigger_tool_change")]["Request Count"])
+    assert int(stats[("mcp-http", "GET:open")]["Request Count"]) == 2
+    assert int(stats[("mcp-http", "GET:event")]["Request Count"]) >= calls > 400
     assert not run.failures(), (run.failures(), run.errors())
 
 

@@ -41,6 +41,8 @@ pub struct MockOptions {
     /// Serve GET (the standalone SSE stream): a priming event, then this many events 20 ms
     /// apart, then hold the stream open (0: GET is answered 405).
     pub get_events: u64,
+    /// End the GET stream after its events instead of holding it (a server that ends streams).
+    pub get_ends: bool,
     /// While set, the server is "down": it closes every connection without answering.
     pub down: Arc<AtomicBool>,
     /// tools/call requests answered.
@@ -172,6 +174,10 @@ async fn connection(mut stream: TcpStream, shared: &Shared) -> std::io::Result<(
                 tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                 let ev = format!("event: message\r\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{\"level\":\"info\",\"data\":{i}}}}}\r\n\r\n");
                 stream.write_all(&chunk(&ev)).await?;
+            }
+            if shared.opts.get_ends {
+                stream.write_all(b"0\r\n\r\n").await?;
+                continue;
             }
             // held open until the client goes (bounded)
             let _ = tokio::time::timeout(std::time::Duration::from_secs(10), stream.read(&mut buf))

@@ -206,8 +206,7 @@ pub struct Settings {
     pub progress_every: Option<u64>,
     pub hold_delete: bool,
     pub late_after_s: f64,
-    pub get_stream_every: u64,
-    pub get_stream_s: f64,
+    pub hold_stream: bool,
 }
 
 impl Default for Settings {
@@ -253,8 +252,7 @@ impl Default for Settings {
             progress_every: None,
             hold_delete: true,
             late_after_s: 0.001,
-            get_stream_every: 10,
-            get_stream_s: 0.5,
+            hold_stream: true,
         }
     }
 }
@@ -314,11 +312,10 @@ pub struct Config {
     pub progress_every: Option<u64>,
     /// Open model: an arrival sent more than this after its intended time counts as late.
     pub late_after: Duration,
-    /// `sse_streaming` over HTTP (handshake era): every this many stream calls (the 1st, the
-    /// 11th, ... with 10) the session also listens on its standalone GET stream for
-    /// `get_stream`; 0: never.
-    pub get_stream_every: u64,
-    pub get_stream: Duration,
+    /// `sse_streaming` over HTTP: each session holds its long-lived stream (the standalone GET
+    /// stream, or a 2026-07-28 `subscriptions/listen`) beside its calls, on its own
+    /// connection, for as long as it lives.
+    pub hold_stream: bool,
 }
 
 impl Config {
@@ -486,10 +483,6 @@ impl Settings {
         if !(0.0..=3600.0).contains(&late_after_s) {
             return Err(field_error("late_after_s", "must be in 0..=3600"));
         }
-        let get_stream_s = finite("get_stream_s", self.get_stream_s)?;
-        if !(get_stream_s > 0.0 && get_stream_s <= 3600.0) {
-            return Err(field_error("get_stream_s", "must be in (0, 3600]"));
-        }
         if let Some(every) = self.progress_every {
             in_range("progress_every", every, 1, u64::MAX)?;
         }
@@ -542,8 +535,7 @@ impl Settings {
             hold_delete: self.hold_delete,
             progress_every: self.progress_every,
             late_after: Duration::from_secs_f64(late_after_s),
-            get_stream_every: self.get_stream_every,
-            get_stream: Duration::from_secs_f64(get_stream_s),
+            hold_stream: self.hold_stream,
         })
     }
 }

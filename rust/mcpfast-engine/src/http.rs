@@ -693,16 +693,53 @@ impl Conn {
         timeout: Duration,
         observe: &mut dyn FnMut(&[u8]),
     ) -> Result<(), ExchangeError> {
+        self.exchange_with(
+            request,
+            capture_session,
+            Some(timeout),
+            true,
+            &mut |_, chunk| {
+                observe(chunk);
+            },
+        )
+        .await
+    }
+
+    /// Send `request` and read a response that may last as long as its reader wants (a held
+    /// SSE stream): no timeout, and each piece of a 200 body goes to `observe`, with the parsed
+    /// head, and is not kept (a refusal's body is, for its sample). Dropping the future leaves
+    /// the connection mid-response: close it before reusing it.
+    pub async fn stream(
+        &mut self,
+        request: &[u8],
+        observe: &mut dyn FnMut(&ResponseParser, &[u8]),
+    ) -> Result<(), ExchangeError> {
+        self.exchange_with(request, false, None, false, observe)
+            .await
+    }
+
+    async fn exchange_with(
+        &mut self,
+        request: &[u8],
+        capture_session: bool,
+        timeout: Option<Duration>,
+        keep_body: bool,
+        observe: &mut dyn FnMut(&ResponseParser, &[u8]),
+    ) -> Result<(), ExchangeError> {
         // one clock read for the idle check and the deadline
         let now = Instant::now();
         self.opening = None;
-        match tokio::time::timeout_at(
-            tokio::time::Instant::from_std(now + timeout),
-            self.exchange_inner(now, request, capture_session, observe),
-        )
-        .await
-        {
-            Ok(Ok(())) => {
+        let inner = self.exchange_inner(now, request, capture_session, keep_body, observe);
+        let r = match timeout {
+            Some(timeout) => {
+                tokio::time::timeout_at(tokio::time::Instant::from_std(now + timeout), inner)
+                    .await
+                    .unwrap_or(Err(ExchangeError::Timeout))
+            }
+            None => inner.await,
+        };
+        match r {
+            Ok(()) => {
                 if self.parser.keep_alive {
                     self.last_used = Some(Instant::now());
                 } else {
@@ -711,7 +748,7 @@ impl Conn {
                 }
                 Ok(())
             }
-            Ok(Err(e)) => {
+            Err(e) => {
                 if matches!(
                     e,
                     ExchangeError::Http(HttpError::Closed { .. }) | ExchangeError::Io(_)
@@ -721,10 +758,6 @@ impl Conn {
                 self.close();
                 Err(e)
             }
-            Err(_) => {
-                self.close();
-                Err(ExchangeError::Timeout)
-            }
         }
     }
 
@@ -733,7 +766,8 @@ impl Conn {
         now: Instant,
         request: &[u8],
         capture_session: bool,
-        observe: &mut dyn FnMut(&[u8]),
+        keep_body: bool,
+        observe: &mut dyn FnMut(&ResponseParser, &[u8]),
     ) -> Result<(), ExchangeError> {
         self.drop_if_closed_while_idle(now);
         if self.stream.is_none() {
@@ -752,7 +786,10 @@ impl Conn {
                     .feed(&self.buf[self.start..self.end])
                     .map_err(ExchangeError::Http)?;
                 if self.parser.body.len() > before {
-                    observe(&self.parser.body[before..]);
+                    observe(&self.parser, &self.parser.body[before..]);
+                    if !keep_body && self.parser.status == 200 {
+                        self.parser.body.clear();
+                    }
                 }
                 self.start += fed.consumed;
                 if fed.done {

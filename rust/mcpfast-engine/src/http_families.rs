@@ -1,19 +1,48 @@
 //! The HTTP families: one task per user, with its own keep-alive connection and session
 //! (`tools_call`, `mixed`, `sse_streaming`: a session looping over requests; `handshake`,
 //! `session_churn`: a fresh session each iteration; `hold`: sessions opened and kept).
+//! An `sse_streaming` user also holds its session's long-lived stream, on a connection of its
+//! own, in a future joined with its calls in the same task ([`held_stream`]).
 
+use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use mcpfast_core::sse::{SseDecoder, SseItem};
+use tokio::sync::watch;
+
 use crate::check::{SseCheck, Verdict, Want};
 use crate::config::{Family, NewConnection};
-use crate::http::{Conn, ContentType};
+use crate::http::{Conn, ContentType, ExchangeError, ResponseParser};
 use crate::lock;
 use crate::mcp::{Problem, Session};
 use crate::rows::FixedRow;
 use crate::runtime::{Ctx, BACKOFF, TICK};
 use crate::templates::Template;
+
+/// A held stream the server ended, or that could not be reached, is opened again at most this
+/// often per user (a server that ends streams at once does not become a hot loop).
+const REOPEN_EVERY: Duration = Duration::from_secs(1);
+
+/// The acknowledgement a 2026-07-28 `subscriptions/listen` stream starts with.
+const LISTEN_ACK: &str = "notifications/subscriptions/acknowledged";
+
+/// What opens a session's held stream, as the session last built it: published by the user's
+/// calls, read by its [`held_stream`].
+struct HeldRequest {
+    /// The session it belongs to (counted per user): a new session replaces the stream; new
+    /// header lines for the same session (a refreshed token, new cookies) are sent from the
+    /// stream's next opening on.
+    session: u64,
+    /// The whole request: the GET, or the `subscriptions/listen` POST.
+    bytes: Vec<u8>,
+    /// 2026-07-28: the id of the `subscriptions/listen` (None: the standalone GET stream).
+    listen: Option<i64>,
+}
+
+/// The session's side of its held stream: the request to hold now, None while it holds none.
+type HeldSender = watch::Sender<Option<Rc<HeldRequest>>>;
 
 /// What one HTTP session keeps.
 struct HttpSession {
@@ -27,9 +56,13 @@ struct HttpSession {
     delete_acc: f64,
     /// The server forgot the session (404): the next open is a re-initialization.
     lost: bool,
-    /// `sse_streaming`: stream calls made, and the GET stream's own connection.
-    streams: u64,
-    get_conn: Option<Conn>,
+    /// `sse_streaming` (`hold_stream`): where the session publishes its held stream's request,
+    /// the sessions it held one for, whether it holds one now, and the id of its 2026-07-28
+    /// `subscriptions/listen`.
+    held: Option<HeldSender>,
+    held_session: u64,
+    holding: bool,
+    listen_id: i64,
     /// This user's own header lines (its bearer token, its cookies), after the shared ones.
     own_headers: Vec<u8>,
     token_line: Vec<u8>,
@@ -92,8 +125,10 @@ impl HttpSession {
             next_id: 1,
             delete_acc: 0.0,
             lost: false,
-            streams: 0,
-            get_conn: None,
+            held: None,
+            held_session: 0,
+            holding: false,
+            listen_id: 0,
             own_headers: token_line.clone(),
             token_line,
             token_slot,
@@ -153,6 +188,7 @@ impl HttpSession {
         }
         self.cookies_at = Instant::now();
         self.set_head(ctx);
+        self.publish_held(ctx);
     }
 
     /// The failure reason of the refused reply in the parser; keeps its `Retry-After` wait.
@@ -181,13 +217,51 @@ impl HttpSession {
 
     fn build(&mut self, t: &Template, id: i64) {
         self.req.clear();
-        self.req.extend_from_slice(&self.head);
-        self.req.extend_from_slice(&t.headers);
-        self.req.extend_from_slice(b"Content-Length: ");
-        self.req
-            .extend_from_slice(itoa::Buffer::new().format(t.body_len(id)).as_bytes());
-        self.req.extend_from_slice(b"\r\n\r\n");
-        t.body(id, &mut self.req);
+        post(&mut self.req, &self.head, t, id);
+    }
+
+    /// The session is open: hold its stream from now on, in place of the previous session's.
+    fn hold(&mut self, ctx: &Ctx) {
+        if self.held.is_none() {
+            return;
+        }
+        self.holding = true;
+        self.held_session += 1;
+        if ctx.cfg().stateless() {
+            self.listen_id = self.next_id;
+            self.next_id += 1;
+        }
+        self.publish_held(ctx);
+    }
+
+    /// The session ended (lost, or the user stops): its held stream is dropped.
+    fn unhold(&mut self) {
+        self.holding = false;
+        if let Some(tx) = &self.held {
+            tx.send_replace(None);
+        }
+    }
+
+    /// Publish the held stream's request with the session's header lines as they are now.
+    fn publish_held(&self, ctx: &Ctx) {
+        let (Some(tx), true, Some(session)) = (&self.held, self.holding, self.session.as_ref())
+        else {
+            return;
+        };
+        let mut bytes = Vec::with_capacity(512);
+        let listen = ctx.cfg().stateless().then_some(self.listen_id);
+        if let Some(id) = listen {
+            post(&mut bytes, &self.head, &ctx.listen, id);
+        } else {
+            ctx.proto.head(&mut bytes, "GET", Some(session));
+            bytes.extend_from_slice(&self.own_headers);
+            bytes.extend_from_slice(b"\r\n");
+        }
+        tx.send_replace(Some(Rc::new(HeldRequest {
+            session: self.held_session,
+            bytes,
+            listen,
+        })));
     }
 
     /// Send a request and check the reply; Ok(reply length) or the failure. `events` gets the
@@ -495,75 +569,6 @@ impl HttpSession {
         failure.is_none()
     }
 
-    /// The session's standalone SSE stream (`GET`, handshake era), on its own connection, for
-    /// `get_stream`: `GET:open` (time to the stream's first bytes: the priming event, or the
-    /// first event), `GET:event` (the gap before each event with data), `GET:405` (the server
-    /// offers none); any other status or an error fails `GET:open`. The end of the listening
-    /// window closes the stream; it is not a failure.
-    async fn get_stream(&mut self, ctx: &Ctx) {
-        let Some(session) = self.session.as_ref() else {
-            return;
-        };
-        let mut req = Vec::with_capacity(256);
-        ctx.proto.head(&mut req, "GET", Some(session));
-        req.extend_from_slice(&self.own_headers);
-        req.extend_from_slice(b"\r\n");
-        let max = ctx.cfg().max_reply_bytes;
-        let conn = self.get_conn.get_or_insert_with(|| {
-            let mut c = Conn::new(ctx.endpoint());
-            c.set_max_body(max);
-            c
-        });
-        let mut sse = SseCheck::new(max.min(mcpfast_core::DEFAULT_MAX_EVENT));
-        sse.reset(-1, Want::Plain);
-        let mut first: Option<Instant> = None;
-        let mut events: Vec<Instant> = Vec::new();
-        ctx.counters().sent.fetch_add(1, Ordering::Relaxed);
-        ctx.counters().inflight.fetch_add(1, Ordering::Relaxed);
-        let t0 = Instant::now();
-        let r = conn
-            .exchange_observed(&req, false, ctx.cfg().get_stream, &mut |chunk: &[u8]| {
-                let now = Instant::now();
-                first.get_or_insert(now);
-                for _ in 0..sse.feed(chunk) {
-                    events.push(now);
-                }
-            })
-            .await;
-        ctx.counters().inflight.fetch_sub(1, Ordering::Relaxed);
-        let end = Instant::now();
-        let t0 = t0 + ctx.opened(conn);
-        let status = conn.parser.status;
-        let open = match &r {
-            _ if status == 405 => {
-                ctx.record(FixedRow::Get405, t0, end, None, 0);
-                return;
-            }
-            // the window ran out on an open stream, or the server ended it
-            Ok(()) | Err(crate::http::ExchangeError::Timeout) if status == 200 => None,
-            // the window ran out before the response head: nothing to time (as the Python
-            // user's listening window does)
-            Err(crate::http::ExchangeError::Timeout) if status == 0 => return,
-            Ok(()) => Some(refusal(&conn.parser).0),
-            Err(e) => Some(e.kind()),
-        };
-        if let Some(reason) = open {
-            if r.is_ok() {
-                ctx.sample(FixedRow::GetOpen, &reason, conn);
-            }
-            ctx.record(FixedRow::GetOpen, t0, end, Some(&reason), 0);
-            return;
-        }
-        if let Some(at) = first {
-            ctx.record(FixedRow::GetOpen, t0, at, None, 0);
-        }
-        let mut last = first.unwrap_or(t0);
-        for at in events {
-            ctx.record(FixedRow::GetEvent, last, at, None, 0);
-            last = at;
-        }
-    }
-
     /// One request of the family, recorded under its name. `open`: (intended, actual) send
     /// time of the arrival in the open model (`from` is then the intended time, or the call's
     /// start when the arrival first opened the session).
@@ -615,6 +620,249 @@ impl HttpSession {
     }
 }
 
+/// Append to `out` a POST of template `t` with id `id`: `head` (up to the per-request headers),
+/// the template's own headers, the length and the body.
+fn post(out: &mut Vec<u8>, head: &[u8], t: &Template, id: i64) {
+    out.extend_from_slice(head);
+    out.extend_from_slice(&t.headers);
+    out.extend_from_slice(b"Content-Length: ");
+    out.extend_from_slice(itoa::Buffer::new().format(t.body_len(id)).as_bytes());
+    out.extend_from_slice(b"\r\n\r\n");
+    t.body(id, out);
+}
+
+/// A request in flight while this lives: a held stream is one request, sent when it opens and
+/// in flight until it ends (its future dropped at the end of its session or at the stop too).
+struct InFlight<'a>(&'a crate::Counters);
+
+impl<'a> InFlight<'a> {
+    fn new(ctx: &'a Ctx) -> InFlight<'a> {
+        let counters = ctx.counters();
+        counters.sent.fetch_add(1, Ordering::Relaxed);
+        counters.inflight.fetch_add(1, Ordering::Relaxed);
+        InFlight(counters)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.inflight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// How one opening of a held stream ended.
+enum Held {
+    /// The server ended the stream, or it could not be reached: open it again.
+    Ended,
+    /// The server refused it (a status other than 200, no event stream, a reply instead of the
+    /// acknowledgement): not opened again for this session.
+    Refused,
+}
+
+/// How the held stream's wait on its session ended.
+enum Watched {
+    Done(Held),
+    /// The session ended or was replaced: the stream is dropped (not a failure).
+    Replaced,
+    /// The user stopped.
+    Stopped,
+}
+
+/// `sse_streaming`: the user's held stream, beside its calls for as long as the user lives. It
+/// holds the stream of the session the calls published ([`HttpSession::hold`]) on its own
+/// connection: opened once the session is open, kept while it lives, dropped when it ends (a
+/// session lost or replaced, the user retired, the engine stopping: not a failure). A stream
+/// the server ends, or that cannot be reached, is opened again (at most once per
+/// [`REOPEN_EVERY`]); one the server refuses waits for the next session.
+async fn held_stream(ctx: &Ctx, mut rx: watch::Receiver<Option<Rc<HeldRequest>>>) {
+    let mut conn = Conn::new(ctx.endpoint());
+    conn.set_max_body(ctx.cfg().max_reply_bytes);
+    let mut last_open: Option<Instant> = None;
+    let mut refused: Option<u64> = None;
+    loop {
+        let current = rx.borrow_and_update().clone();
+        let Some(held) = current.filter(|h| refused != Some(h.session)) else {
+            if rx.changed().await.is_err() {
+                break;
+            }
+            continue;
+        };
+        if let Some(due) = last_open.map(|at| at + REOPEN_EVERY) {
+            if due > Instant::now() {
+                tokio::select! {
+                    biased;
+                    changed = rx.changed() => {
+                        if changed.is_err() {
+                            break;
+                        }
+                        continue;
+                    }
+                    () = tokio::time::sleep_until(due.into()) => {}
+                }
+            }
+        }
+        last_open = Some(Instant::now());
+        let watched = {
+            let once = hold_once(ctx, &mut conn, &held);
+            tokio::pin!(once);
+            loop {
+                tokio::select! {
+                    biased;
+                    changed = rx.changed() => {
+                        if changed.is_err() {
+                            break Watched::Stopped;
+                        }
+                        if rx.borrow().as_ref().is_none_or(|h| h.session != held.session) {
+                            break Watched::Replaced;
+                        }
+                    }
+                    ended = &mut once => break Watched::Done(ended),
+                }
+            }
+        };
+        // a stream dropped mid-response leaves its connection unusable; an ended one is not reused
+        conn.close();
+        match watched {
+            Watched::Done(Held::Ended) | Watched::Replaced => {}
+            Watched::Done(Held::Refused) => refused = Some(held.session),
+            Watched::Stopped => break,
+        }
+    }
+    ctx.tally(&conn);
+}
+
+/// Open the held stream once, on a new connection, and read it until the server ends it. The
+/// GET stream: `GET:open` (time to its first bytes: the priming event, or else the first event),
+/// `GET:event` (the gap before each event with data), `GET:405` (the server offers none); a
+/// refusal or an error fails `GET:open`. `subscriptions/listen`: `subscriptions/listen:ack`
+/// (time to the acknowledgement), failed by a refusal, an error, or a stream without it.
+async fn hold_once(ctx: &Ctx, conn: &mut Conn, held: &HeldRequest) -> Held {
+    let _inflight = InFlight::new(ctx);
+    let row = if held.listen.is_some() {
+        FixedRow::ListenAck
+    } else {
+        FixedRow::GetOpen
+    };
+    // a new connection each time, so that its opening is timed apart from the stream's
+    conn.close();
+    let t0 = Instant::now();
+    let connected = tokio::time::timeout(ctx.cfg().timeout, conn.connect()).await;
+    let t0 = t0 + ctx.opened(conn);
+    let failure = match connected {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(e.kind()),
+        Err(_) => Some(ExchangeError::Timeout.kind()),
+    };
+    if let Some(reason) = failure {
+        conn.close();
+        ctx.record(row, t0, Instant::now(), Some(&reason), 0);
+        return Held::Ended;
+    }
+    let mut decoder = SseDecoder::new(
+        ctx.cfg()
+            .max_reply_bytes
+            .min(mcpfast_core::DEFAULT_MAX_EVENT),
+    );
+    let mut last: Option<Instant> = None;
+    let mut acked = false;
+    // the listen's reply (an error, or a result) where its acknowledgement should be
+    let mut answered: Option<String> = None;
+    let r = conn
+        .stream(&held.bytes, &mut |p: &ResponseParser, chunk: &[u8]| {
+            if p.status != 200 {
+                return; // a refusal: judged once it has ended
+            }
+            let now = Instant::now();
+            match held.listen {
+                None => {
+                    if last.is_none() {
+                        ctx.record(FixedRow::GetOpen, t0, now, None, 0);
+                        last = Some(now);
+                    }
+                    decoder.feed(chunk, |item| {
+                        if let SseItem::Event { data, .. } = item {
+                            if !data.is_empty() {
+                                ctx.record(FixedRow::GetEvent, last.unwrap_or(t0), now, None, 0);
+                                last = Some(now);
+                            }
+                        }
+                    });
+                }
+                Some(id) => {
+                    if p.content_type != ContentType::EventStream {
+                        return;
+                    }
+                    decoder.feed(chunk, |item| {
+                        let SseItem::Event { data, .. } = item else {
+                            return;
+                        };
+                        if acked || answered.is_some() || data.is_empty() {
+                            return;
+                        }
+                        let message = data.as_bytes();
+                        if crate::check::string_member(message, "method").as_deref()
+                            == Some(LISTEN_ACK)
+                        {
+                            acked = true;
+                            ctx.record(FixedRow::ListenAck, t0, now, None, 0);
+                            return;
+                        }
+                        match crate::check::check_json(message, id, Want::Plain).verdict() {
+                            Verdict::NotAReply => {}
+                            Verdict::Ok => answered = Some(NO_ACK.into()),
+                            v => answered = Some(v.describe()),
+                        }
+                    });
+                }
+            }
+        })
+        .await;
+    let end = Instant::now();
+    let p = &conn.parser;
+    let (reason, refused) = if p.status == 200 {
+        match held.listen {
+            None => match &r {
+                Err(e) if last.is_none() => (e.kind(), false),
+                // the server ended a stream it had opened: not a failure
+                _ => return Held::Ended,
+            },
+            Some(_) if acked => return Held::Ended,
+            Some(_) if p.content_type != ContentType::EventStream => {
+                ("listen did not answer with an event stream".into(), true)
+            }
+            Some(_) => match answered {
+                Some(reply) => (reply, true),
+                None => (
+                    r.as_ref()
+                        .err()
+                        .map_or_else(|| NO_ACK.into(), ExchangeError::kind),
+                    false,
+                ),
+            },
+        }
+    } else if p.status == 405 && held.listen.is_none() {
+        ctx.record(FixedRow::Get405, t0, end, None, 0);
+        return Held::Refused;
+    } else {
+        match &r {
+            Ok(()) => (refusal(p).0, true),
+            Err(e) => (e.kind(), false),
+        }
+    };
+    if refused {
+        ctx.sample(row, &reason, conn);
+    }
+    ctx.record(row, t0, end, Some(&reason), 0);
+    if refused {
+        Held::Refused
+    } else {
+        Held::Ended
+    }
+}
+
+/// The failure of a `subscriptions/listen` stream that carried no acknowledgement.
+const NO_ACK: &str = "listen stream gave no acknowledgement";
+
 /// The failure reason of a refused reply (`http 401 invalid_token`, `http 429 rate limited
 /// (Retry-After 2 s)`) and the wait its `Retry-After` asks for.
 fn refusal(p: &crate::http::ResponseParser) -> (String, Option<f64>) {
@@ -645,6 +893,19 @@ pub(crate) async fn http_session(ctx: &Ctx, slot: usize) {
         return hold_session(ctx, slot).await;
     }
     let mut s = HttpSession::new(ctx);
+    if family == Family::SseStreaming && ctx.cfg().hold_stream {
+        let (tx, rx) = watch::channel(None);
+        s.held = Some(tx);
+        tokio::join!(user_loop(ctx, slot, s), held_stream(ctx, rx));
+    } else {
+        user_loop(ctx, slot, s).await;
+    }
+}
+
+/// The user's requests, on its session's connection, until its slot is retired or the engine
+/// stops; then its session is DELETEd (while the stop's grace lasts).
+async fn user_loop(ctx: &Ctx, slot: usize, mut s: HttpSession) {
+    let family = ctx.cfg().family;
     let per_session = matches!(
         family,
         Family::ToolsCall | Family::Mixed | Family::SseStreaming
@@ -686,6 +947,7 @@ pub(crate) async fn http_session(ctx: &Ctx, slot: usize) {
                     s.lost = false;
                     ctx.counters().reinitialized.fetch_add(1, Ordering::Relaxed);
                 }
+                s.hold(ctx);
             }
             let t = ctx.pick();
             let open = open_model.then_some((from, sent));
@@ -693,17 +955,11 @@ pub(crate) async fn http_session(ctx: &Ctx, slot: usize) {
             let from = if opened { Instant::now() } else { from };
             let r = s.one(ctx, t, from, t.name, open).await;
             ctx.iteration_done();
-            if family == Family::SseStreaming {
-                s.streams += 1;
-                let every = ctx.cfg().get_stream_every;
-                if every > 0 && !ctx.cfg().stateless() && s.streams % every == 1 % every {
-                    s.get_stream(ctx).await;
-                }
-            }
             if let Err(f) = r {
                 if f.lost_session {
                     s.session = None;
                     s.lost = true;
+                    s.unhold();
                 }
                 if f.backoff {
                     ctx.pause(BACKOFF / 10).await;
@@ -748,13 +1004,13 @@ pub(crate) async fn http_session(ctx: &Ctx, slot: usize) {
         }
         ctx.iteration_done();
     }
+    // the held stream ends before the session: its end is not the server's doing
+    s.unhold();
+    s.held = None;
     if per_session && !ctx.shared.past_deadline() {
         s.delete(ctx).await;
     }
     ctx.tally(&s.conn);
-    if let Some(c) = &s.get_conn {
-        ctx.tally(c);
-    }
     ctx.counters().sessions_open.fetch_sub(1, Ordering::Relaxed);
 }
 

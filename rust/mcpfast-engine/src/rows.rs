@@ -45,6 +45,9 @@ fixed_rows! {
     GetOpen,
     GetEvent,
     Get405,
+    /// `sse_streaming` in 2026-07-28: the held `subscriptions/listen`, from its send to the
+    /// server's acknowledgement.
+    ListenAck,
     /// A new connection: the TCP connect, and the TLS handshake after it (`https`).
     Connect,
     Tls,
@@ -84,6 +87,7 @@ impl FixedRow {
             FixedRow::GetOpen => "GET:open",
             FixedRow::GetEvent => "GET:event",
             FixedRow::Get405 => "GET:405",
+            FixedRow::ListenAck => "subscriptions/listen:ack",
             FixedRow::Connect => "connect",
             FixedRow::Tls => "tls:handshake",
             FixedRow::RetryWait => "Retry-After wait",

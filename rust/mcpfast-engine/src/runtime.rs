@@ -49,6 +49,8 @@ pub struct Ctx {
     /// The family's requests: the call (or the mix, or the stream call).
     pub items: Vec<Template>,
     pub discover: Template,
+    /// `sse_streaming` in 2026-07-28: the `subscriptions/listen` a session holds.
+    pub listen: Template,
     total_weight: u32,
     target: Cell<usize>,
     running: RefCell<Vec<bool>>,
@@ -137,6 +139,15 @@ impl Ctx {
             FixedRow::Discover.id(),
             false,
         );
+        // the list changes the Python user's listen asks for too
+        let listen = Template::new(
+            cfg,
+            "subscriptions/listen",
+            Some(r#"{"notifications":{"toolsListChanged":true}}"#),
+            None,
+            FixedRow::ListenAck.id(),
+            false,
+        );
         let total_weight = items.iter().map(|t| t.weight).sum::<u32>().max(1);
         let seed = cfg.seed ^ (idx as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
         Ctx {
@@ -144,6 +155,7 @@ impl Ctx {
             proto,
             items,
             discover,
+            listen,
             total_weight,
             target: Cell::new(0),
             running: RefCell::new(Vec::new()),

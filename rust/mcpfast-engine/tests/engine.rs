@@ -593,54 +593,78 @@ fn iterations_bound_the_run_and_hold_keeps_its_sessions() {
     assert_eq!(e.versions(), vec![("2025-11-25".to_string(), 35)]);
 }
 
+/// `sse_streaming` against the mock on `port`, its `echo` as the stream tool.
+fn streaming(port: u16) -> Settings {
+    Settings {
+        family: Family::SseStreaming,
+        stream_tool: "echo".into(),
+        ..http(port)
+    }
+}
+
 #[test]
-fn sse_streaming_listens_on_the_get_stream() {
-    // the mock answers GET with 405: `GET:405`, once per `get_stream_every` stream calls
+fn sse_streaming_holds_the_get_stream_beside_its_calls() {
+    // the mock answers GET with 405: one `GET:405` per session, never asked again
     let (port, _) = mock::spawn(MockOptions {
         sse: true,
         ..MockOptions::default()
     });
-    let e = engine(Settings {
-        family: Family::SseStreaming,
-        stream_tool: "echo".into(),
-        get_stream_every: 3,
-        ..http(port)
-    });
+    let e = engine(streaming(port));
     let rows = run_for(&e, 2, 0.5);
     let (calls, failed) = count(&e, &rows, "tools/call:echo");
-    let (refused, refused_failed) = count(&e, &rows, "GET:405");
     assert!(calls > 10 && failed == 0, "{calls} calls, {failed} failed");
-    assert_eq!(refused_failed, 0);
-    // calls 1, 4, 7, ... of each session listen: about a third of the calls
-    assert!(
-        refused * 3 >= calls && refused * 3 <= calls + 3 * 2 * 3,
-        "{refused} GETs for {calls} calls"
-    );
+    assert_eq!(count(&e, &rows, "GET:405"), (2, 0));
     assert_eq!(count(&e, &rows, "GET:open"), (0, 0));
 
-    // a GET stream with a priming event (no data) and 5 events 20 ms apart, listened to for
-    // 0.3 s: GET:open once per listen, GET:event per event with data; the end of the window
-    // closes the stream without a failure
-    let (port, _) = mock::spawn(MockOptions {
+    // a GET stream with a priming event (no data) and 5 events 20 ms apart, then held: one
+    // GET:open per session, a GET:event per event with data, the calls going on beside it
+    let (port, open) = mock::spawn(MockOptions {
         sse: true,
         get_events: 5,
         ..MockOptions::default()
     });
-    let e = engine(Settings {
-        family: Family::SseStreaming,
-        stream_tool: "echo".into(),
-        get_stream_every: 100_000_000,
-        get_stream_s: 0.3,
-        ..http(port)
-    });
-    let rows = run_for(&e, 2, 0.6);
-    assert_eq!(
-        count(&e, &rows, "GET:open"),
-        (2, 0),
-        "one listen per session (its first call)"
-    );
+    let e = engine(streaming(port));
+    e.set_users(2);
+    std::thread::sleep(Duration::from_millis(400));
+    // each held stream is a request in flight (beside at most one call per session)
+    let s = e.status();
+    assert!((2..=4).contains(&s.inflight), "{} in flight", s.inflight);
+    let rows = run_for(&e, 2, 0.2);
+    assert_eq!(count(&e, &rows, "GET:open"), (2, 0), "one per session");
     assert_eq!(count(&e, &rows, "GET:event"), (10, 0));
     let gaps = row(&e, &rows, "GET:event").expect("row");
     assert!(gaps.min_ms.is_some_and(|m| m >= 15.0), "{:?}", gaps.min_ms);
-    assert_eq!(count(&e, &rows, "tools/call:echo").1, 0);
+    let (calls, failed) = count(&e, &rows, "tools/call:echo");
+    assert!(calls > 100 && failed == 0, "{calls} calls, {failed} failed");
+    // the streams were dropped at the stop (not failures), then the sessions DELETEd
+    let s = e.status();
+    assert_eq!(s.inflight, 0);
+    assert_eq!(
+        s.connections, 4,
+        "the sessions' connections and the streams'"
+    );
+    assert_eq!(count(&e, &rows, "DELETE"), (2, 0));
+    assert_eq!(open.load(Ordering::Relaxed), 0);
+
+    // a server that ends the stream after one event: opened again, at most once a second
+    let (port, _) = mock::spawn(MockOptions {
+        sse: true,
+        get_events: 1,
+        get_ends: true,
+        ..MockOptions::default()
+    });
+    let e = engine(streaming(port));
+    let rows = run_for(&e, 2, 1.5);
+    let (opened, failed) = count(&e, &rows, "GET:open");
+    assert!((3..=4).contains(&opened) && failed == 0, "{opened} opens");
+    assert_eq!(count(&e, &rows, "GET:event").1, 0);
+
+    // hold_stream off: the calls alone
+    let e = engine(Settings {
+        hold_stream: false,
+        ..streaming(port)
+    });
+    let rows = run_for(&e, 2, 0.2);
+    assert!(count(&e, &rows, "tools/call:echo").0 > 10);
+    assert!(rows.iter().all(|r| !e.name(r.name).starts_with("GET:")));
 }

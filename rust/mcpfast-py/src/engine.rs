@@ -225,9 +225,7 @@ pub struct EngineConfig {
     #[pyo3(get)]
     late_after_s: f64,
     #[pyo3(get)]
-    get_stream_every: u64,
-    #[pyo3(get)]
-    get_stream_s: f64,
+    hold_stream: bool,
     config: Config,
 }
 
@@ -274,8 +272,7 @@ impl EngineConfig {
         progress_every = None,
         hold_delete = None,
         late_after_s = None,
-        get_stream_every = None,
-        get_stream_s = None,
+        hold_stream = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -318,8 +315,7 @@ impl EngineConfig {
         progress_every: Option<i64>,
         hold_delete: Option<bool>,
         late_after_s: Option<f64>,
-        get_stream_every: Option<i64>,
-        get_stream_s: Option<f64>,
+        hold_stream: Option<bool>,
     ) -> PyResult<Self> {
         let d = Settings::default();
         let mix = mix.unwrap_or_default();
@@ -369,9 +365,7 @@ impl EngineConfig {
             progress_every: count_arg("progress_every", progress_every)?,
             hold_delete: hold_delete.unwrap_or(d.hold_delete),
             late_after_s: late_after_s.unwrap_or(d.late_after_s),
-            get_stream_every: count_arg("get_stream_every", get_stream_every)?
-                .unwrap_or(d.get_stream_every),
-            get_stream_s: get_stream_s.unwrap_or(d.get_stream_s),
+            hold_stream: hold_stream.unwrap_or(d.hold_stream),
         };
         let config = settings.build().map_err(PyValueError::new_err)?;
         let headers = PyDict::new(py);
@@ -417,8 +411,7 @@ impl EngineConfig {
             progress_every: settings.progress_every,
             hold_delete: settings.hold_delete,
             late_after_s: settings.late_after_s,
-            get_stream_every: settings.get_stream_every,
-            get_stream_s: settings.get_stream_s,
+            hold_stream: settings.hold_stream,
             config,
         })
     }
