@@ -53,8 +53,9 @@ test: install conformance-install peers-install lint redis-install haproxy-insta
 test-rust: ## cargo tests of the pure-Rust core crate, the native load engine and the HTTP load generator
 	cargo test --release -p mcpfast-core -p mcpfast-engine -p mcpfast-load --quiet
 
-# The suite runs on PYTEST_WORKERS processes (pytest-xdist), then the tests marked `serial` alone.
-PYTEST_WORKERS ?= 2
+# The suite runs on PYTEST_WORKERS processes (pytest-xdist: three on two cores, since most tests wait on the
+# servers and Locust processes they start), then the tests marked `serial` alone.
+PYTEST_WORKERS ?= 3
 # The inner loop: every layer's unit tests (no load runs, no npm servers), in parallel.
 FAST_TESTS := tests/protocol tests/core tests/sansio tests/server tests/client tests/transports tests/auth tests/store tests/locust tests/test_exports.py tests/test_import_cycles.py
 
