@@ -148,8 +148,24 @@ def encode_header_value(value: str) -> str:
     return _BASE64_OPEN + base64.b64encode(value.encode("utf-8")).decode("ascii") + _BASE64_CLOSE
 
 
+_DECODED: dict[bytes, str | None] = {}
+"""Received header values already decoded: a client repeats a handful (``Mcp-Method``, ``Mcp-Name``)."""
+
+
 def decode_header_value(raw: bytes | str) -> str | None:
     """A received header value, the base64 form decoded (``None``: not a valid value)."""
+    if type(raw) is bytes:
+        try:
+            return _DECODED[raw]
+        except KeyError:
+            value = _decode_header_value(raw)
+            if len(_DECODED) < 1024:  # bounded: values a client makes up are decoded each time
+                _DECODED[raw] = value
+            return value
+    return _decode_header_value(raw)
+
+
+def _decode_header_value(raw: bytes | str) -> str | None:
     try:
         text = (raw.decode("ascii") if isinstance(raw, bytes | bytearray) else raw).strip(" \t")
     except UnicodeDecodeError:
@@ -159,7 +175,7 @@ def decode_header_value(raw: bytes | str) -> str | None:
             return base64.b64decode(text[len(_BASE64_OPEN) : -len(_BASE64_CLOSE)], validate=True).decode("utf-8")
         except (ValueError, UnicodeDecodeError):
             return None
-    if any(ord(c) < 0x20 or ord(c) == 0x7F or ord(c) > 0x7E for c in text):
+    if not (text.isascii() and text.isprintable()):  # visible ASCII and spaces only (0x20-0x7E)
         return None
     return text
 

@@ -132,8 +132,7 @@ _INIT_RESULTS: dict[tuple[str, int, int, str | None], tuple[dict[str, Any], dict
 _EMPTY: Final[frozenset[str]] = frozenset()
 _DECODE_ERROR: Final = core.JsonRpcError
 _record: Final = tuple.__new__
-"""Builds an ``Outgoing`` without a Python-level call (it is made once per message sent)."""
-"""Shared by every session with no tagged input unanswered (an idle session holds no dict)."""
+"""Builds an ``Outgoing`` (or a ``RequestReceived``) without a Python-level call: one is made per message."""
 _METHODS: dict[frozenset[str], frozenset[str]] = {}
 """The method set per ``extra_methods``, shared by every session of a server."""
 _DIRECT: dict[tuple[frozenset[str], str, frozenset[str]], frozenset[str]] = {}

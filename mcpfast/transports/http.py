@@ -756,14 +756,14 @@ class HttpTransport:
             return _reply(400, _error_body(INVALID_REQUEST, "clients must not POST responses in 2026-07-28"))
         method: str = decoded.method
         rid = decoded.id
-        problem = wire.check_request_headers(headers, method, decoded.param, _meta(decoded).get(META_PROTOCOL_VERSION))
+        meta = _meta(decoded)
+        problem = wire.check_request_headers(headers, method, decoded.param, meta.get(META_PROTOCOL_VERSION))
         if problem is None and method == m.TOOLS_CALL:
             problem = _check_param_headers(self.server, decoded, headers)
         if problem is not None:
             return _reply(400, _error_body(HEADER_MISMATCH, problem, rid=rid))
         if method == m.INITIALIZE:  # a 2026-07-28 request: the method does not exist there
             return _reply(404, _error_body(METHOD_NOT_FOUND, f"method not found: {method}", rid=rid))
-        meta = _meta(decoded)
         if META_PROTOCOL_VERSION not in meta:
             # Over HTTP the header made this a 2026 request, so its _meta is required (the
             # session machine answers a bare server/discover probe, which only makes sense on stdio).
