@@ -8,6 +8,7 @@
 * :mod:`mcpfast.locust.thresholds` - ``--mcp-threshold`` CI gates on the histograms (pure Python).
 * :mod:`mcpfast.locust.stats` - wiring into Locust events (imports ``locust``).
 * :mod:`mcpfast.locust.native` - Locust drives the compiled core's native load engine (imports ``locust``).
+* :mod:`mcpfast.locust.prometheus` - ``--mcp-prometheus-port``: the run's figures for Prometheus to scrape.
 
 This package ``__init__`` imports nothing, so importing the pure modules does not pull in
 Locust (whose import monkey-patches the standard library).

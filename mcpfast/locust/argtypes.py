@@ -8,7 +8,7 @@ import argparse
 import math
 from collections.abc import Callable
 
-__all__ = ["finite_positive", "int_at_least", "rate", "share"]
+__all__ = ["finite_positive", "int_at_least", "listen_address", "rate", "share"]
 
 
 def _number(text: str) -> float:
@@ -55,3 +55,19 @@ def share(text: str) -> float:
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"must be within 0..1, got {text!r}")
     return value
+
+
+def listen_address(text: str) -> tuple[str, int]:
+    """``PORT``, ``HOST:PORT`` or ``[IPv6]:PORT`` -> (host, port); no host: every interface (as
+    Locust's ``--web-host``)."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep:
+        host, port_text = "", text
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not [HOST:]PORT: {text!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 1..65535, got {port}")
+    return host, port

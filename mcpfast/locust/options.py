@@ -16,7 +16,7 @@ from typing import Any
 
 from mcpfast.client import reach as _reach
 from mcpfast.client.reach import Reach
-from mcpfast.locust.argtypes import int_at_least, rate, share
+from mcpfast.locust.argtypes import int_at_least, listen_address, rate, share
 
 _non_negative_int = int_at_least(0)
 
@@ -64,6 +64,10 @@ DEFAULTS: dict[str, Any] = {
     "mcp_discover_skip": None,
     "mcp_scenario_dump": False,
     "mcp_threshold": None,
+    # Prometheus export (mcpfast.locust.prometheus)
+    "mcp_prometheus_port": None,  # None: no endpoint
+    "mcp_prometheus_linger": 15.0,  # Prometheus' default scrape interval
+    "mcp_testid": None,  # None: an id made at start (logged)
 }
 
 
@@ -126,6 +130,39 @@ def add_arguments(parser: Any) -> None:
         help="Native engine over stdio: requests in flight per server process (pipelined lines; default 1, what a Python user does).",
     )
     _add_client_arguments(group)
+    _add_export_arguments(group)
+
+
+def _add_export_arguments(group: Any) -> None:
+    group.add_argument(
+        "--mcp-prometheus-port",
+        dest="mcp_prometheus_port",
+        metavar="[HOST:]PORT",
+        type=listen_address,
+        default=DEFAULTS["mcp_prometheus_port"],
+        env_var="LOCUST_MCP_PROMETHEUS_PORT",
+        help="Serve the run's figures in the Prometheus text format on this port (every interface unless "
+        "HOST is given): requests, failures and µs latency buckets per row. The master or a run without "
+        "workers serves; a worker ignores it. A port it cannot listen on: exit code 2 before any load.",
+    )
+    group.add_argument(
+        "--mcp-prometheus-linger",
+        dest="mcp_prometheus_linger",
+        metavar="SECONDS",
+        type=rate,
+        default=DEFAULTS["mcp_prometheus_linger"],
+        env_var="LOCUST_MCP_PROMETHEUS_LINGER",
+        help="After the test, keep serving the final figures this long so a scrape sees them (default 15, "
+        "Prometheus' default scrape interval; at least your scrape_interval).",
+    )
+    group.add_argument(
+        "--mcp-testid",
+        dest="mcp_testid",
+        metavar="ID",
+        default=DEFAULTS["mcp_testid"],
+        env_var="LOCUST_MCP_TESTID",
+        help="The testid label of the Prometheus samples (default: an id made at start, logged).",
+    )
 
 
 def native_available() -> bool:

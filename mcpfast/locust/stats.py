@@ -717,8 +717,12 @@ def install(environment: Any) -> McpStats:
 
 
 def _on_global_init(environment: Any, **_kw: Any) -> None:
-    install(environment)
+    stats = install(environment)
     _check_reach(environment)
+    if option(environment, "mcp_prometheus_port") is not None:
+        from mcpfast.locust import prometheus  # prometheus-client is imported only when asked for
+
+        prometheus.serve(environment, stats, _runner_kind(environment.runner))
 
 
 def _check_reach(environment: Any) -> None:
