@@ -165,7 +165,8 @@ class Histogram:
     def max(self) -> int:
         return self._max
 
-    def _nonzero(self) -> Iterator[tuple[int, int]]:
+    def nonzero(self) -> Iterator[tuple[int, int]]:
+        """``(slot index, count)`` of every slot holding samples, lowest first."""
         counts = self._counts
         for index in range(self._top + 1):
             c = counts[index]
@@ -178,7 +179,7 @@ class Histogram:
         if not self.total_count:
             return 0.0
         total = 0.0
-        for index, c in self._nonzero():
+        for index, c in self.nonzero():
             total += _median_equivalent(index) * c
         return total / self.total_count
 
@@ -190,7 +191,7 @@ class Histogram:
             return 0.0
         mean = self.mean
         acc = 0.0
-        for index, c in self._nonzero():
+        for index, c in self.nonzero():
             d = _median_equivalent(index) - mean
             acc += d * d * c
         return math.sqrt(acc / n)
@@ -250,7 +251,7 @@ class Histogram:
         if not other.total_count:
             return self
         mine = self._counts
-        for index, c in other._nonzero():
+        for index, c in other.nonzero():
             mine[index] += c
         self.total_count += other.total_count
         self.overflow += other.overflow
@@ -323,7 +324,7 @@ class Histogram:
         indexes: list[int] = []
         counts: list[int] = []
         previous = 0
-        for index, c in self._nonzero():
+        for index, c in self.nonzero():
             indexes.append(index - previous)
             counts.append(c)
             previous = index

@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from mcpfast.locust.argtypes import listen_address
-from mcpfast.locust.histogram import HIGHEST, Histogram, highest_equivalent, index_of, lowest_equivalent
+from mcpfast.locust.histogram import HIGHEST, Histogram, index_of
 from mcpfast.locust.options import option
 
 __all__ = ["BUCKETS_US", "Exporter", "SwarmCollector", "add_to_buckets", "cumulative", "new_testid", "serve"]
@@ -66,21 +66,16 @@ def add_to_buckets(h: Histogram, counts: list[int]) -> float:
     last; not cumulative) and return their sum in µs.
 
     Exact up to 2,047 µs, where slots are 1 µs wide; above, a slot that straddles a bound counts
-    under it, so a sample at most 0.1 % above a bound may be counted at that bound.  The sum adds
-    each slot's midpoint (as the histogram's mean does).
+    under it, so a sample at most 0.1 % above a bound may be counted at that bound.  The sum is
+    the histogram's own (its mean from slot midpoints, times its count).
     """
-    data = h.to_dict()
-    index = 0
     bucket = 0
     last = len(_LIMITS)
-    total = 0.0
-    for delta, count in zip(data["i"], data["c"], strict=True):
-        index += delta
+    for index, count in h.nonzero():
         while bucket < last and index > _LIMITS[bucket]:
             bucket += 1
         counts[bucket] += count
-        total += (lowest_equivalent(index) + highest_equivalent(index)) / 2.0 * count
-    return total
+    return h.mean * h.total_count
 
 
 def cumulative(counts: list[int]) -> list[tuple[str, int]]:
