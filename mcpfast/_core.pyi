@@ -10,7 +10,7 @@ outside the 64-bit range becomes a float *inside* params/result (as orjson does)
 ``id`` is always kept exact, big integers included. Duplicate keys: the last one wins.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal, final
 
 from mcpfast._errors import FrameTooLarge, JsonRpcError
@@ -144,6 +144,47 @@ class LineFramer:
         """Returns the complete lines (without terminator) and oversize reports, in order."""
     def close(self) -> list[bytes | FrameTooLarge]:
         """End of stream: the unterminated last line, if any, as a line or an oversize report."""
+
+@final
+class HttpLane:
+    """The native HTTP server's short way for sync tool calls of sessions it knows.
+
+    ``feed`` frames a connection's bytes like ``parse_http`` and answers, in order, the requests
+    it can (a ``tools/call`` of a session added with ``add_session``, whose ``Host``, ``Accept``,
+    ``Content-Type`` and ``Origin`` values were ``learn``-ed and whose ``MCP-Protocol-Version``
+    is absent or one of ``versions``), calling ``run_tool(name, arguments, version)`` (a result
+    dict, ``(code, message, data)``, or ``None``: not served here). ``unencodable(id, exc)``
+    returns the reply to a result JSON cannot hold; ``clock()`` the ``date`` header line.
+    """
+
+    def __new__(
+        cls,
+        path: str,
+        versions: list[str],
+        json_head: bytes,
+        run_tool: Callable[[str, Any, str], dict[str, Any] | tuple[int, str, Any] | None],
+        unencodable: Callable[[int | str, BaseException], bytes],
+        clock: Callable[[], bytes],
+        max_head: int,
+        max_body: int,
+    ) -> HttpLane: ...
+    def learn(self, headers: dict[bytes, bytes]) -> None:
+        """Remember the ``Host``, ``Accept``, ``Content-Type`` and ``Origin`` values of a request the full path accepted."""
+    def add_session(self, session_id: str, session: object, in_flight: Mapping[Any, Any], version: str) -> None:
+        """Serve sync tool calls of this session (``session.last_seen`` is set on each one)."""
+    def drop_session(self, session_id: str) -> None:
+        """Forget a session."""
+    @property
+    def sessions(self) -> int: ...
+    @property
+    def answered(self) -> int: ...
+    def feed(
+        self, data: bytes, now: float, idle: bool
+    ) -> bytes | tuple[bytes | None, list[tuple[str, bytes, dict[bytes, bytes], bytes, bool]], int, int, int, str]:
+        """The replies alone when every request in ``data`` was answered here and nothing is left
+        over; else ``(replies, requests, consumed, status, need, reason)``: ``parse_http``'s
+        answer, the requests answered here taken out and their replies in ``replies`` (written
+        first, or ``None``). Nothing is answered unless ``idle``; ``now`` goes in ``last_seen``."""
 
 def parse_http(
     data: bytes, max_head: int = 65536, max_body: int = 4194304
@@ -504,6 +545,7 @@ __all__ = [
     "DrainRow",
     "EngineConfig",
     "FrameTooLarge",
+    "HttpLane",
     "JsonRpcError",
     "LineFramer",
     "Message",

@@ -34,6 +34,7 @@ __all__ = [
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_EVENT",
     "DEFAULT_MAX_LINE",
+    "HAS_LANE",
     "HAS_NATIVE_ENGINE",
     "IMPLEMENTATION",
     "INTERNAL_ERROR",
@@ -44,6 +45,7 @@ __all__ = [
     "DrainRow",
     "EngineConfig",
     "FrameTooLarge",
+    "HttpLane",
     "JsonRpcError",
     "LineFramer",
     "Message",
@@ -162,3 +164,14 @@ def native_engine(config: _core.EngineConfig) -> _core.NativeEngine:
     """
     require_native_engine()
     return NativeEngine(config)
+
+
+if TYPE_CHECKING:
+    from mcpfast._core import HttpLane
+else:
+    HttpLane = getattr(_impl, "HttpLane", None)
+    """The native HTTP server's lane (compiled core only); None with the pure-Python core."""
+HAS_LANE: bool = getattr(_impl, "HttpLane", None) is not None
+"""Whether the native HTTP server can answer sync tool calls through ``HttpLane``: the compiled
+core only. With the pure-Python core every request takes the transport's full path, with the
+same replies."""

@@ -23,7 +23,7 @@ from mcpfast.sansio.events import (
     RequestReceived,
 )
 from mcpfast.sansio.request import InboundRequest
-from mcpfast.sansio.session import CapabilityError, LifecycleError, ServerSession, SessionState, State
+from mcpfast.sansio.session import CapabilityError, LifecycleError, ServerSession, SessionState, State, unencodable_result
 
 __all__ = [
     "BATCH",
@@ -47,4 +47,5 @@ __all__ = [
     "State",
     "mrtr",
     "rules",
+    "unencodable_result",
 ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final, NamedTuple
 
 import orjson
@@ -70,7 +70,7 @@ from mcpfast.sansio.events import (
 from mcpfast.sansio.request import InboundRequest
 from mcpfast.sansio.rules import log_level_rank
 
-__all__ = ["CapabilityError", "LifecycleError", "ServerSession", "SessionState", "State"]
+__all__ = ["CapabilityError", "LifecycleError", "ServerSession", "SessionState", "State", "unencodable_result"]
 
 logger = logging.getLogger("mcpfast.sansio")
 
@@ -241,6 +241,16 @@ class ServerSession:
             data = out[0][0]
             return [data] if data else []
         return [record.data for record in out if record.data]
+
+    def serves_directly(self, method: str) -> bool:
+        """Whether a request for ``method`` is admitted with no check but a free id (known at
+        ``initialize``: available in the version, its capability declared)."""
+        return method in self._direct
+
+    @property
+    def requests_in_flight(self) -> Mapping[int | str, InboundRequest]:
+        """The requests received and not answered yet, by id (the live table, not a copy)."""
+        return self._inflight
 
     def answering(self, tag: Any) -> bool:
         """Whether a request (or batch) received with ``tag`` is still to be answered.
@@ -689,9 +699,8 @@ class ServerSession:
                 result = self._decorate(request.method, result)
             data = core.encode_result(request_id, result)
         except (TypeError, ValueError, OverflowError) as exc:  # the handler's bug, answered as one
-            logger.error("the result of %s cannot be encoded: %s", _describe(request), exc)
             code = INTERNAL_ERROR
-            data = core.encode_error(request_id, code, f"result cannot be encoded: {exc}")
+            data = unencodable_result(request_id, exc, _describe(request))
         except BaseException:
             self._inflight[request_id] = request  # not answered: it stays in flight
             raise
@@ -1048,6 +1057,12 @@ class ServerSession:
         self._next_id = first_request_id
         self.on_change = on_change
         self.on_stray = on_stray
+
+
+def unencodable_result(request_id: int | str, exc: BaseException, what: str) -> bytes:
+    """The reply to a request whose result JSON cannot hold (``what``: the request, for the log)."""
+    logger.error("the result of %s cannot be encoded: %s", what, exc)
+    return core.encode_error(request_id, INTERNAL_ERROR, f"result cannot be encoded: {exc}")
 
 
 def _describe(request: InboundRequest) -> str:

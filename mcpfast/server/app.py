@@ -17,7 +17,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from types import UnionType
-from typing import Any, Union, get_args, get_origin, get_type_hints
+from typing import Any, Final, Union, get_args, get_origin, get_type_hints
 
 import orjson
 
@@ -42,6 +42,7 @@ from mcpfast.store.tasks import TaskStore
 __all__ = ["Server"]
 
 logger = logging.getLogger("mcpfast.server")
+_TOOLS_CALL: Final = m.TOOLS_CALL
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 _CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"})
@@ -135,6 +136,19 @@ def _validator(schema: dict[str, Any]) -> Any:
 
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     return cls(schema)
+
+
+def _argument_problem(tool: _Tool, args: Any) -> str | None:
+    """What is wrong with a tool call's arguments (``None``: nothing)."""
+    check = tool.check
+    if check is not None and type(args) is dict and check(args):
+        return None  # the compiled check passed: jsonschema is not needed
+    return tool.validator.problem(args) if isinstance(args, dict) else "arguments must be an object"
+
+
+def _invalid_arguments(name: str, problem: str) -> dict[str, Any]:
+    """Invalid arguments as a tool error result (the versions where ``input_errors_are_tool_errors``)."""
+    return {"content": [{"type": "text", "text": f"invalid arguments for tool {name}: {problem}"}], "isError": True}
 
 
 class _Resource:
@@ -235,10 +249,11 @@ class Server:
         self._list_cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._connections: set[Connection] = set()
         self._session_shared: tuple[tuple[Any, ...], dict[str, Any], dict[str, Any]] | None = None
+        self._tools_call_route = self._tools_call  # one bound method: the lane checks the route is still it
         self.routes = Routes(
             {
                 m.TOOLS_LIST: self._tools_list,
-                m.TOOLS_CALL: self._tools_call,
+                m.TOOLS_CALL: self._tools_call_route,
                 m.RESOURCES_LIST: self._resources_list,
                 m.RESOURCES_TEMPLATES_LIST: self._templates_list,
                 m.RESOURCES_READ: self._resources_read,
@@ -735,14 +750,10 @@ class Server:
         args = params.get("arguments")
         if args is None:
             args = {}
-        check = tool.check
-        if check is not None and type(args) is dict and check(args):
-            problem = None  # the compiled check passed: jsonschema is not needed
-        else:
-            problem = tool.validator.problem(args) if isinstance(args, dict) else "arguments must be an object"
+        problem = _argument_problem(tool, args)
         if problem is not None:
             if input_errors_are_tool_errors(request.version):
-                return {"content": [{"type": "text", "text": f"invalid arguments for tool {name}: {problem}"}], "isError": True}
+                return _invalid_arguments(name, problem)
             raise McpError(INVALID_PARAMS, f"invalid arguments for tool {name}: {problem}")
         if tool.task is not None:
             if negotiated(request):
@@ -753,15 +764,7 @@ class Server:
                 raise McpError(INVALID_PARAMS, f"tool {name} runs only as a task ({TASKS_EXTENSION}, 2026-07-28)")
         callable_ = tool.callable
         if tool.plain and args.keys() <= callable_.name_set:
-            # ``_run`` without its two calls (the handler's and the shaping's), worth 8% of a
-            # request: the same call, the same failure (``_failure``), the same result.
-            try:
-                value = callable_.fn(**args)
-            except Exception as exc:
-                return self._failure(exc, None, "", tool, self._tool_failed)
-            if type(value) is str:
-                return {"content": [{"type": "text", "text": value}]}
-            return self._tool_result(tool, value, request.version)
+            return self._call_plain(tool, args, request.version)
         if callable_.context_param is None:
             ctx = None
             binding = ""
@@ -770,6 +773,48 @@ class Server:
             ctx = self._context(conn, request, callable_, binding)
         # A tool failure is a result the model can see (_tool_failed), not a protocol error.
         return self._run(callable_, args, ctx, binding, self._tool_result, tool, request.version, self._tool_failed)
+
+    def _call_plain(self, tool: _Tool, args: dict[str, Any], version: str) -> Any:
+        """``_run`` without its two calls (the handler's and the shaping's), worth 8% of a
+        request: the same call, the same failure (``_failure``), the same result."""
+        try:
+            value = tool.callable.fn(**args)
+        except Exception as exc:
+            return self._failure(exc, None, "", tool, self._tool_failed)
+        if type(value) is str:
+            return {"content": [{"type": "text", "text": value}]}
+        return self._tool_result(tool, value, version)
+
+    def run_plain_tool(self, name: str, arguments: Any, version: str) -> dict[str, Any] | tuple[int, str, Any] | None:
+        """Serve a handshake-era ``tools/call`` of a plain sync tool without a session machine
+        step, as the native HTTP server's lane does for a session with nothing in flight.
+
+        Returns the result; or ``(code, message, data)``, the JSON-RPC error ``tools/call``
+        answers; or ``None`` when the call is not one of those (another tool, arguments the
+        function does not take, tools/call served by another route): nothing ran, and the
+        session machine serves it.
+        """
+        tool = self._tools.get(name)
+        if tool is None or not tool.plain or self.routes.get(_TOOLS_CALL) is not self._tools_call_route:
+            return None
+        if arguments is None:
+            arguments = {}
+        elif type(arguments) is not dict or not arguments.keys() <= tool.callable.name_set:
+            return None
+        try:
+            check = tool.check
+            if check is None or not check(arguments):  # the compiled check failed: say why
+                problem = _argument_problem(tool, arguments)
+                if problem is not None:
+                    if input_errors_are_tool_errors(version):
+                        return _invalid_arguments(name, problem)
+                    return (INVALID_PARAMS, f"invalid arguments for tool {name}: {problem}", None)
+            return self._call_plain(tool, arguments, version)
+        except McpError as exc:
+            return (exc.code, exc.message, exc.data)
+        except Exception:
+            logger.exception("handler for %s failed", _TOOLS_CALL)
+            return (INTERNAL_ERROR, "internal error", None)
 
     async def _tools_call_task(self, tool: _Tool, args: dict[str, Any], request: InboundRequest, conn: Any) -> Any:
         """A tools/call that may become a task (the client declared the extension)."""

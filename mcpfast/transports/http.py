@@ -47,7 +47,7 @@ from mcpfast.protocol.host import HostRules, absolute_form
 from mcpfast.protocol.http import DEFAULT_MAX_BODY, DEFAULT_MAX_HEAD
 from mcpfast.protocol.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, STATELESS_VERSIONS, V2025_11_25, supports
-from mcpfast.sansio import ERROR, Outgoing
+from mcpfast.sansio import ERROR, Outgoing, unencodable_result
 from mcpfast.store.base import StoreUnavailable
 from mcpfast.transports.answers import OK_EMPTY, Later, Reply, send_reply
 from mcpfast.transports.event_store import EventStore, MemoryEventStore
@@ -110,6 +110,7 @@ _KNOWN_VERSIONS: Final = {v.encode(): v for v in (*HANDSHAKE_VERSIONS, *STATELES
 _STATELESS: Final = frozenset(STATELESS_VERSIONS)
 _SSE = core.SseEncoder()
 _DECODE_ERROR: Final = core.JsonRpcError
+_TOOLS_CALL: Final = m.TOOLS_CALL
 
 
 class _Disconnected(Exception):
@@ -231,8 +232,29 @@ class HttpTransport:
             self.table = SharedSessions(server, store, event_store=events, max_sessions=max_sessions, idle_timeout=session_idle_timeout)
         else:
             self.table = LocalSessions(server, event_store=events, max_sessions=max_sessions, idle_timeout=session_idle_timeout)
+        self.lane: core.HttpLane | None = None
+        """The native server's lane, once it opened one (``open_lane``)."""
         self.event_store: EventStore | None = self.table.event_store
         """Where SSE events are kept (the shared store's, when the table has one)."""
+
+    def open_lane(
+        self, *, max_head: int, max_body: int, head: Callable[[int, Any], bytes], clock: Callable[[], bytes]
+    ) -> core.HttpLane | None:
+        """The native server's lane for this transport (``core.HttpLane``: sync tool calls of
+        sessions held here answered without the full path), or ``None`` when some request it
+        would answer could be answered otherwise: the pure-Python core, gates, authentication,
+        SSE replies (``json_response=False``), or sessions kept in a shared store. Asked once,
+        by the server, before it serves (``head(status, headers)`` renders a reply's head as
+        the server writes it, ``clock()`` its current ``date`` line); gates added after that
+        are not consulted by the lane."""
+        if not core.HAS_LANE or self.gates or self.auth is not None or not self.json_response or type(self.table) is not LocalSessions:
+            return None
+        lane = core.HttpLane(
+            self.path, list(HANDSHAKE_VERSIONS), head(200, _JSON), self.server.run_plain_tool, _unencodable, clock, max_head, max_body
+        )
+        self.table.attach(lane)
+        self.lane = lane
+        return lane
 
     @property
     def sessions(self) -> dict[str, HttpSession]:
@@ -492,6 +514,8 @@ class HttpTransport:
         if not wire.is_json(headers.get(b"content-type")):
             return _reply(415, _error_body(INVALID_REQUEST, "Content-Type must be application/json"))
         if sess is not None:
+            if self.lane is not None and type(message) is not list and type(message) is not _DECODE_ERROR and message.method == _TOOLS_CALL:
+                self.lane.learn(headers)  # every check the lane cannot make passed for these values
             return self._post_session(sess, message)
         modern = version is not None and version not in _HANDSHAKE  # 2026-07-28, or unknown (answered -32022)
         if named and not modern:
@@ -816,6 +840,10 @@ def _passed_on(passing: Awaitable[bool]) -> Deferred:
         await send_reply(send, *(_LEGACY_ACCEPTED if delivered else _NOT_FOUND))
 
     return deferred
+
+
+def _unencodable(request_id: int | str, exc: BaseException) -> bytes:
+    return unencodable_result(request_id, exc, m.TOOLS_CALL)
 
 
 def _meta(decoded: Any) -> dict[str, Any]:

@@ -41,7 +41,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from http import HTTPStatus
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote
 
 from mcpfast import core
@@ -49,6 +49,9 @@ from mcpfast.protocol import http as wire
 from mcpfast.protocol.host import absolute_form
 from mcpfast.protocol.http import DEFAULT_MAX_BODY, DEFAULT_MAX_HEAD
 from mcpfast.transports.answers import Later
+
+if TYPE_CHECKING:
+    from mcpfast.core import HttpLane
 
 __all__ = ["DEFAULT_HEAD_TIMEOUT", "DEFAULT_MAX_BODY", "DEFAULT_MAX_CONNECTIONS", "DEFAULT_MAX_HEAD", "HttpServer", "serve"]
 
@@ -257,7 +260,17 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.closing or self.ended:
             return
-        self.last_active = time.monotonic()
+        self.last_active = now = time.monotonic()
+        lane = self.server.lane
+        if lane is not None and not self.pending and self.busy is None and not self.queue:
+            # The usual read: whole requests the lane answered; the replies alone come back.
+            fed = lane.feed(data, now, True)
+            if type(fed) is bytes:
+                self.continued = False
+                self.transport.write(fed)  # type: ignore[union-attr]
+                return
+            self._framed(data, *fed)  # type: ignore[misc]
+            return
         self._frame(data)
 
     def _frame(self, data: bytes) -> None:
@@ -278,7 +291,23 @@ class _Connection(asyncio.Protocol):
             data = b"".join(self.pending)
             self.pending = []
         server = self.server
-        requests, used, status, need, reason = core.parse_http(data, server.max_header_bytes, server.max_body)
+        lane = server.lane
+        if lane is None:
+            self._framed(data, None, *core.parse_http(data, server.max_header_bytes, server.max_body))
+            return
+        fed = lane.feed(data, self.last_active, self.busy is None and not self.queue)
+        if type(fed) is bytes:
+            self.continued = False
+            self.transport.write(fed)  # type: ignore[union-attr]
+            return
+        self._framed(data, *fed)  # type: ignore[misc]
+
+    def _framed(self, data: bytes, replies: bytes | None, requests: list[Incoming], used: int, status: int, need: int, reason: str) -> None:
+        """Go on from what the parser (or the lane) made of ``data``: ``replies`` written first."""
+        if replies is not None:
+            self.continued = False
+            self.transport.write(replies)  # type: ignore[union-attr]
+        server = self.server
         if requests:
             self.continued = False
         for item in requests:
@@ -584,6 +613,9 @@ class HttpServer:
         keepalive_timeout: seconds an idle keep-alive connection stays open.
         head_timeout: seconds from a request head's first byte to its end (408 and close after).
         tls: a server ``ssl.SSLContext`` (see ``tls_server_context``): HTTPS on the same socket.
+        lane: answer what the app's lane serves (``open_lane``: sync tool calls of its sessions,
+            with the compiled core) in the core, without ``handle``; ``False``: every request
+            through ``handle``. The replies are the same bytes either way.
     """
 
     def __init__(
@@ -596,12 +628,22 @@ class HttpServer:
         keepalive_timeout: float = 30.0,
         head_timeout: float = DEFAULT_HEAD_TIMEOUT,
         tls: ssl.SSLContext | None = None,
+        lane: bool = True,
     ) -> None:
         self.app = app
         self.tls = tls
         self.handle: Callable[..., Any] | None = getattr(app, "handle", None) if _is_transport(app) else None
         self.max_body = max_body if max_body is not None else getattr(app, "max_body", DEFAULT_MAX_BODY)
         self.max_header_bytes = max_header_bytes
+        # Looked up on the class: a wrapper that passes attributes on to the transport it wraps
+        # (metrics) must not lend it the lane, which would answer past the wrapper.
+        open_lane = getattr(type(app), "open_lane", None) if self.handle is not None and lane else None
+        self.lane: HttpLane | None = (
+            open_lane(app, max_head=max_header_bytes, max_body=self.max_body, head=_head, clock=_clock.get)
+            if open_lane is not None
+            else None
+        )
+        """The app's short way for the requests it answers most (``core.HttpLane``), if it has one."""
         self.max_connections = max_connections
         self.keepalive_timeout = keepalive_timeout
         self.head_timeout = head_timeout

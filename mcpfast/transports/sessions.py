@@ -23,9 +23,11 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from mcpfast.protocol import methods as m
 from mcpfast.transports.http_routing import Stream, connect
 
 if TYPE_CHECKING:
+    from mcpfast.core import HttpLane
     from mcpfast.server.app import Server
     from mcpfast.server.connection import Connection
     from mcpfast.store.base import SessionStore
@@ -311,7 +313,36 @@ class SessionTable(abc.ABC):
 
 
 class LocalSessions(SessionTable):
-    """Sessions of this process only (the memory store): nothing waits, nothing is passed on."""
+    """Sessions of this process only (the memory store): nothing waits, nothing is passed on.
+
+    Attributes:
+        lane: the native server's lane (``core.HttpLane``), told of each Streamable HTTP
+            session installed here and of its end, so it can answer their sync tool calls.
+    """
+
+    lane: HttpLane | None = None
+
+    def attach(self, lane: HttpLane) -> None:
+        """Tell ``lane`` of the sessions held here, and of every one from now on."""
+        self.lane = lane
+        for sess in self.sessions.values():
+            self._show(lane, sess)
+
+    def install(self, sess: HttpSession) -> None:
+        super().install(sess)
+        if self.lane is not None:
+            self._show(self.lane, sess)
+
+    def end_here(self, session_id: str) -> list[asyncio.Task[Any]]:
+        if self.lane is not None:
+            self.lane.drop_session(session_id)
+        return super().end_here(session_id)
+
+    @staticmethod
+    def _show(lane: HttpLane, sess: HttpSession) -> None:
+        session = sess.conn.session
+        if not sess.legacy and sess.principal is None and sess.version is not None and session.serves_directly(m.TOOLS_CALL):
+            lane.add_session(sess.id, sess, session.requests_in_flight, sess.version)
 
     def open(self, sess: HttpSession) -> None:
         self.install(sess)

@@ -2,9 +2,9 @@
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
-use mcpfast_core::http1::{decode_chunked, parse_request, Body, Chunked, Parse};
+use mcpfast_core::http1::{decode_chunked, parse_request, Body, Chunked, Head, Parse};
 
 use crate::errors;
 
@@ -44,7 +44,7 @@ const COMMON_NAMES: [&[u8]; 16] = [
 
 static NAME_KEYS: PyOnceLock<Vec<Py<PyBytes>>> = PyOnceLock::new();
 
-fn header_key<'py>(py: Python<'py>, name: &[u8]) -> Bound<'py, PyBytes> {
+pub(crate) fn header_key<'py>(py: Python<'py>, name: &[u8]) -> Bound<'py, PyBytes> {
     let keys = NAME_KEYS.get_or_init(py, || {
         COMMON_NAMES
             .iter()
@@ -55,6 +55,78 @@ fn header_key<'py>(py: Python<'py>, name: &[u8]) -> Bound<'py, PyBytes> {
         Some(i) => keys[i].bind(py).clone(),
         None => PyBytes::new(py, name),
     }
+}
+
+/// Where framing stopped: `(consumed, status, need, reason)` as `parse_http` reports them.
+pub type Stop = (usize, u16, usize, &'static str);
+
+/// Frames the complete requests at the start of `buf`, handing each head and its body to
+/// `on_request` in order; returns where it stopped (see `parse_http`).
+pub fn frame<F>(buf: &[u8], max_head: usize, max_body: usize, mut on_request: F) -> PyResult<Stop>
+where
+    F: FnMut(&Head<'_>, &[u8]) -> PyResult<()>,
+{
+    let mut at = 0usize;
+    while at < buf.len() {
+        let head = match parse_request(&buf[at..], max_head, max_body) {
+            Parse::Partial => break,
+            Parse::Refused(r) => return Ok((at, r.status, 0, r.reason)),
+            Parse::Head(head) => head,
+        };
+        let waiting = if head.expect_continue { CONTINUE } else { OK };
+        let body_start = at + head.head_len;
+        match head.body {
+            Body::Length(length) => {
+                let total = head.head_len + length;
+                if buf.len() - at < total {
+                    return Ok((at, waiting, total, ""));
+                }
+                on_request(&head, &buf[body_start..body_start + length])?;
+                at += total;
+            }
+            Body::Chunked => match decode_chunked(&buf[body_start..], max_body, max_head) {
+                Chunked::Partial => return Ok((at, waiting, 0, "")),
+                Chunked::Refused(r) => return Ok((at, r.status, 0, r.reason)),
+                Chunked::Complete { body, len } => {
+                    on_request(&head, &body)?;
+                    at += head.head_len + len;
+                }
+            },
+        }
+    }
+    Ok((at, OK, 0, ""))
+}
+
+/// The Python form of one request: `(method, target, headers, body, keep_alive)`, header names
+/// lower-cased and repeats joined with ", ".
+pub fn request_tuple<'py>(
+    py: Python<'py>,
+    head: &Head<'_>,
+    body: &[u8],
+) -> PyResult<Bound<'py, PyTuple>> {
+    let headers = PyDict::new(py);
+    let mut name = Vec::with_capacity(32);
+    for (n, v) in &head.headers {
+        name.clear();
+        name.extend(n.iter().map(u8::to_ascii_lowercase));
+        let key = header_key(py, &name);
+        match headers.get_item(&key)? {
+            Some(old) => {
+                let old = old.cast::<PyBytes>()?.as_bytes();
+                let joined = [old, b", ", v].concat();
+                headers.set_item(key, PyBytes::new(py, &joined))?;
+            }
+            None => headers.set_item(key, PyBytes::new(py, v))?,
+        }
+    }
+    (
+        method_str(py, head.method),
+        PyBytes::new(py, head.target),
+        headers,
+        PyBytes::new(py, body),
+        head.keep_alive,
+    )
+        .into_pyobject(py)
 }
 
 /// `(requests, consumed, status, need, reason)`; each request is `(method, target, headers,
@@ -71,62 +143,12 @@ pub fn parse_http<'py>(
     max_body: usize,
 ) -> PyResult<(Bound<'py, PyList>, usize, u16, usize, &'static str)> {
     errors::guarded(|| {
-        let buf = data.as_bytes();
         let requests = PyList::empty(py);
-        let mut at = 0usize;
-        let mut name = Vec::with_capacity(32);
-        while at < buf.len() {
-            let head = match parse_request(&buf[at..], max_head, max_body) {
-                Parse::Partial => break,
-                Parse::Refused(r) => return Ok((requests, at, r.status, 0, r.reason)),
-                Parse::Head(head) => head,
-            };
-            let waiting = if head.expect_continue { CONTINUE } else { OK };
-            let body_start = at + head.head_len;
-            let (body, total) = match head.body {
-                Body::Length(length) => {
-                    let total = head.head_len + length;
-                    if buf.len() - at < total {
-                        return Ok((requests, at, waiting, total, ""));
-                    }
-                    (
-                        PyBytes::new(py, &buf[body_start..body_start + length]),
-                        total,
-                    )
-                }
-                Body::Chunked => match decode_chunked(&buf[body_start..], max_body, max_head) {
-                    Chunked::Partial => return Ok((requests, at, waiting, 0, "")),
-                    Chunked::Refused(r) => return Ok((requests, at, r.status, 0, r.reason)),
-                    Chunked::Complete { body, len } => {
-                        (PyBytes::new(py, &body), head.head_len + len)
-                    }
-                },
-            };
-            let headers = PyDict::new(py);
-            for (n, v) in &head.headers {
-                name.clear();
-                name.extend(n.iter().map(u8::to_ascii_lowercase));
-                let key = header_key(py, &name);
-                match headers.get_item(&key)? {
-                    Some(old) => {
-                        let old = old.cast::<PyBytes>()?.as_bytes();
-                        let joined = [old, b", ", v].concat();
-                        headers.set_item(key, PyBytes::new(py, &joined))?;
-                    }
-                    None => headers.set_item(key, PyBytes::new(py, v))?,
-                }
-            }
-            let item = (
-                method_str(py, head.method),
-                PyBytes::new(py, head.target),
-                headers,
-                body,
-                head.keep_alive,
-            );
-            requests.append(item)?;
-            at += total;
-        }
-        Ok((requests, at, OK, 0, ""))
+        let (at, status, need, reason) =
+            frame(data.as_bytes(), max_head, max_body, |head, body| {
+                requests.append(request_tuple(py, head, body)?)
+            })?;
+        Ok((requests, at, status, need, reason))
     })
 }
 

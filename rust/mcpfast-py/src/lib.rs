@@ -5,6 +5,7 @@ mod engine;
 mod errors;
 mod fastjson;
 mod http1;
+mod lane;
 mod message;
 mod pyjson;
 mod stream;
@@ -144,6 +145,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<engine::MixItem>()?;
     m.add_class::<engine::NativeEngine>()?;
     m.add_class::<engine::DrainRow>()?;
+    m.add_class::<lane::HttpLane>()?;
     m.add_class::<message::Message>()?;
     m.add_class::<stream::LineFramer>()?;
     m.add_class::<stream::SseEvent>()?;
@@ -169,6 +171,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
             "DrainRow",
             "EngineConfig",
             "FrameTooLarge",
+            "HttpLane",
             "JsonRpcError",
             "LineFramer",
             "Message",

@@ -1,0 +1,326 @@
+"""The native server's lane (``core.HttpLane``): sync tool calls answered in the core.
+
+Every reply the lane writes must be the one the full path (``HttpTransport.handle``) writes for
+the same request, byte for byte but the ``date`` line; and the lane must leave to the full path
+every request it cannot judge. Both are checked against the same app served twice, once with
+the lane and once without.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from mcpfast import Server, core
+from mcpfast.protocol.errors import McpError
+from mcpfast.server import ToolResult
+from mcpfast.transports.http import HttpTransport, asgi_app
+from mcpfast.transports.http_server import _clock, _head
+from mcpfast.transports.http_testing import serve_in_thread
+from tests.transports.test_http_server import Conn, post
+
+pytestmark = [
+    pytest.mark.timeout(60),
+    pytest.mark.skipif(not core.HAS_LANE, reason="the lane is part of the compiled core; the pure-Python core has none"),
+]
+
+app = Server("lane-test")
+release = threading.Event()
+
+
+@app.tool()
+def echo(text: str) -> str:
+    """Return the text."""
+    return text
+
+
+@app.tool()
+def add(a: int, b: int) -> dict[str, int]:
+    """Structured output."""
+    return {"sum": a + b}
+
+
+@app.tool()
+def boom() -> str:
+    """A tool that fails: its error is a result."""
+    raise ValueError("it broke")
+
+
+@app.tool()
+def refuse() -> str:
+    """A tool that answers a JSON-RPC error."""
+    raise McpError(-32042, "refused here", {"why": "testing"})
+
+
+@app.tool()
+def unencodable() -> Any:
+    """A result JSON cannot hold."""
+    return ToolResult(content=[{"type": "text", "text": "x", "bad": {1, 2}}])
+
+
+@app.tool()
+async def slow() -> str:
+    """Stays in flight until released."""
+    import asyncio
+
+    while not release.is_set():
+        await asyncio.sleep(0.01)
+    return "released"
+
+
+def init(version: str = "2025-11-25") -> bytes:
+    return json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+        }
+    ).encode()
+
+
+def tool_call(rid: Any, name: str, arguments: Any = None, *, raw: str | None = None) -> bytes:
+    if raw is not None:
+        return raw.encode()
+    params: dict[str, Any] = {"name": name}
+    if arguments is not None:
+        params["arguments"] = arguments
+    return json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}).encode()
+
+
+class Served:
+    def __init__(self, transport: HttpTransport, url: str) -> None:
+        self.transport = transport
+        self.url = url
+
+    @property
+    def answered(self) -> int:
+        lane = self.transport.lane
+        return -1 if lane is None else lane.answered
+
+    def session(self, c: Conn, version: str = "2025-11-25") -> bytes:
+        c.send(post(init(version)))
+        status, headers, _ = c.response()
+        assert status == 200
+        extra = b"Mcp-Session-Id: " + headers[b"mcp-session-id"] + b"\r\nMCP-Protocol-Version: " + version.encode() + b"\r\n"
+        c.send(post(b'{"jsonrpc":"2.0","method":"notifications/initialized"}', extra))
+        assert c.response()[0] == 202
+        return extra
+
+
+@pytest.fixture(scope="module")
+def both() -> Iterator[tuple[Served, Served]]:
+    with_lane = asgi_app(app)
+    without = asgi_app(app)
+    with serve_in_thread(with_lane) as a, serve_in_thread(without, lane=False) as b:
+        yield Served(with_lane, a), Served(without, b)
+
+
+def exchange(served: Served, bodies: list[bytes], version: str = "2025-11-25") -> list[tuple[int, list[bytes], bytes]]:
+    """Each body posted on one session; the replies without their ``date`` line."""
+    c = Conn(served.url)
+    try:
+        extra = served.session(c, version)
+        out = []
+        for body in bodies:
+            c.send(post(body, extra))
+            status, headers, reply = c.response()
+            out.append((status, sorted(k + b": " + v for k, v in headers.items() if k != b"date"), reply))
+        return out
+    finally:
+        c.close()
+
+
+CASES = [
+    tool_call(1, "echo", {"text": "hello"}),
+    tool_call("a\u0041\n", "echo", {"text": 'h\u00e9 \u2603 "q"'}),
+    tool_call(123456789012345678901234567890, "echo", {"text": "big id"}),
+    tool_call(-5, "echo", {"text": 5}),  # invalid arguments
+    tool_call(6, "echo", {}),  # missing argument
+    tool_call(7, "echo", {"text": "a", "extra": 1}),  # an argument the function does not take
+    tool_call(8, "nope", {}),  # unknown tool
+    tool_call(9, "add", {"a": 1, "b": 2}),  # structured output
+    tool_call(10, "echo"),  # no arguments at all
+    tool_call(11, "echo", [1]),  # arguments not an object
+    tool_call(12, "boom", {}),
+    tool_call(13, "refuse", {}),
+    tool_call(14, "unencodable", {}),
+    tool_call(
+        15,
+        "",
+        raw='{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"echo","arguments":{"text":"m"},"_meta":{"progressToken":1}}}',
+    ),
+    tool_call(16, "", raw='{"id":16,"params":{"arguments":{"text":"order"},"name":"echo"},"method":"tools/call","jsonrpc":"2.0"}'),
+    tool_call(
+        17, "", raw='{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"echo","name":"echo","arguments":{"text":"dup"}}}'
+    ),
+    tool_call(18, "", raw='{"jsonrpc":"2.0","id":18,"method":"tools/call","params":{"name":"ec\\u0068o","arguments":{"text":"esc"}}}'),
+    tool_call(19, "", raw='[{"jsonrpc":"2.0","id":19,"method":"tools/call","params":{"name":"echo","arguments":{"text":"batch"}}}]'),
+    tool_call(20, "", raw='{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}'),  # cut short
+    tool_call(21, "", raw='{"jsonrpc":"2.0","id":21,"method":"tools/list"}'),
+]
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18", "2025-03-26"])
+def test_every_reply_equals_the_full_paths(both: tuple[Served, Served], version: str) -> None:
+    lane, full = both
+    before = lane.answered
+    got = exchange(lane, [*CASES, *CASES[:2]], version)
+    want = exchange(full, [*CASES, *CASES[:2]], version)
+    for body, a, b in zip([*CASES, *CASES[:2]], got, want, strict=True):
+        assert a == b, body
+    assert full.answered == -1  # served without a lane: every reply above came from handle
+    # The first call of a session learns its header values through the full path; the plain
+    # tool calls after it (echo, add, boom, refuse, unencodable, and the error replies of
+    # echo's arguments) are the lane's.
+    assert lane.answered - before >= 12
+
+
+def test_the_lane_answers_only_after_the_full_path_accepted_the_header_values(both: tuple[Served, Served]) -> None:
+    lane, _ = both
+    c = Conn(lane.url)
+    try:
+        extra = lane.session(c)
+        odd_host = b"Host: 127.0.0.1:1\r\n"  # a Host value no request carried before
+        for expected in (0, 1):
+            before = lane.answered
+            c.send(post(tool_call(1, "echo", {"text": "h"}), extra).replace(b"Host: 127.0.0.1\r\n", odd_host))
+            assert c.response()[0] == 200
+            assert lane.answered - before == expected
+    finally:
+        c.close()
+
+
+def test_ended_and_unknown_sessions_go_to_the_full_path(both: tuple[Served, Served]) -> None:
+    lane, _ = both
+    c = Conn(lane.url)
+    try:
+        extra = lane.session(c)
+        c.send(post(tool_call(1, "echo", {"text": "h"}), extra))
+        assert c.response()[0] == 200
+        sid = extra.split(b"\r\n")[0].split(b": ")[1]
+        c.send(b"DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nMcp-Session-Id: " + sid + b"\r\n\r\n")
+        assert c.response()[0] == 200
+        before = lane.answered
+        c.send(post(tool_call(2, "echo", {"text": "h"}), extra))
+        assert c.response()[0] == 404
+        c.send(post(tool_call(3, "echo", {"text": "h"}), extra.replace(sid, b"x" * len(sid))))
+        assert c.response()[0] == 404
+        assert lane.answered == before
+        assert lane.transport.lane is not None
+        assert sid.decode() not in lane.transport.sessions
+    finally:
+        c.close()
+
+
+def test_a_session_with_a_request_in_flight_is_served_by_the_full_path(both: tuple[Served, Served]) -> None:
+    lane, _ = both
+    release.clear()
+    a, b = Conn(lane.url), Conn(lane.url)
+    try:
+        extra = lane.session(a)
+        a.send(post(tool_call(7, "slow", {}), extra))  # an SSE reply that waits for release
+        before = lane.answered
+        b.send(post(tool_call(7, "echo", {"text": "same id"}), extra))
+        status, _, body = b.response()
+        assert status == 200
+        assert json.loads(body)["error"]["message"] == "request id already in use by a request in flight"
+        b.send(post(tool_call(8, "echo", {"text": "other id"}), extra))
+        status, _, body = b.response()
+        assert json.loads(body)["result"]["content"][0]["text"] == "other id"
+        assert lane.answered == before
+        release.set()
+        status, _, body = a.response()
+        assert status == 200 and b"released" in body
+        b.send(post(tool_call(9, "echo", {"text": "after"}), extra))
+        assert b.response()[0] == 200
+        assert lane.answered == before + 1
+    finally:
+        release.set()
+        a.close()
+        b.close()
+
+
+@contextlib.contextmanager
+def learned(served: Served) -> Iterator[tuple[Conn, bytes]]:
+    """A connection with a session whose header values the lane has learned."""
+    c = Conn(served.url)
+    try:
+        extra = served.session(c)
+        c.send(post(tool_call(0, "echo", {"text": "learn"}), extra))
+        assert c.response()[0] == 200
+        yield c, extra
+    finally:
+        c.close()
+
+
+def test_pipelined_requests_are_answered_in_order(both: tuple[Served, Served]) -> None:
+    lane, _ = both
+    with learned(lane) as (c, extra):
+        before = lane.answered
+        bodies = [
+            tool_call(1, "echo", {"text": "one"}),
+            tool_call(2, "echo", {"text": "two"}),
+            b'{"jsonrpc":"2.0","id":3,"method":"tools/list"}',
+            tool_call(4, "echo", {"text": "four"}),
+        ]
+        c.send(b"".join(post(body, extra) for body in bodies))
+        ids = [json.loads(c.response()[2])["id"] for _ in bodies]
+        assert ids == [1, 2, 3, 4]
+        assert lane.answered - before == 2  # the ones before tools/list; the rest kept their turn
+        c.send(post(tool_call(5, "echo", {"text": "bye"}), extra + b"Connection: close\r\n"))
+        status, headers, _ = c.response()
+        assert status == 200 and headers[b"connection"] == b"close"
+        assert c.closed()
+        assert lane.answered - before == 2  # a closing request is the full path's
+
+
+def test_stateless_and_other_versions_are_left_to_the_full_path(both: tuple[Served, Served]) -> None:
+    lane, _ = both
+    with learned(lane) as (c, extra):
+        before = lane.answered
+        odd = extra.replace(b"MCP-Protocol-Version: 2025-11-25", b"MCP-Protocol-Version: 2026-07-28")
+        c.send(post(tool_call(1, "echo", {"text": "x"}), odd))
+        status, _, _ = c.response()
+        assert status in (200, 400)
+        assert lane.answered == before
+
+
+def lane_of(transport: HttpTransport) -> core.HttpLane | None:
+    return transport.open_lane(max_head=65536, max_body=1 << 20, head=_head, clock=_clock.get)
+
+
+def test_no_lane_where_a_request_could_be_answered_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpfast.auth import ResourceServer
+    from mcpfast.transports.http_server import HttpServer
+    from mcpfast.transports.metrics import with_metrics
+
+    assert lane_of(asgi_app(app)) is not None
+    assert lane_of(asgi_app(app, json_response=False)) is None
+    gated = asgi_app(app)
+    gated.gates.append(lambda method, endpoint, headers, message: None)
+    assert lane_of(gated) is None
+    authed = asgi_app(app, auth=ResourceServer("http://127.0.0.1:1/jwks", "http://127.0.0.1/mcp"))
+    assert lane_of(authed) is None
+    # A wrapper that passes attributes on to the transport must not lend it the lane.
+    assert HttpServer(with_metrics(asgi_app(app))).lane is None
+    assert HttpServer(asgi_app(app), lane=False).lane is None
+    monkeypatch.setattr(core, "HAS_LANE", False)
+    assert lane_of(asgi_app(app)) is None
+
+
+def test_a_replaced_tools_call_route_is_not_bypassed() -> None:
+    own = Server("routes")
+
+    @own.tool()
+    def echo(text: str) -> str:
+        return text
+
+    assert own.run_plain_tool("echo", {"text": "x"}, "2025-11-25") == {"content": [{"type": "text", "text": "x"}]}
+    own.routes["tools/call"] = lambda request, conn: {"content": [{"type": "text", "text": "routed"}]}
+    assert own.run_plain_tool("echo", {"text": "x"}, "2025-11-25") is None
