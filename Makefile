@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 
 FUZZ_SECONDS ?= 600
 
-.PHONY: help install build demo test test-fast test-rust test-python check-light redis-install haproxy-install prometheus-install authserver-install fmt fuzz bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
+.PHONY: help install build demo test test-fast test-rust test-python check-light redis-install haproxy-install prometheus-install otelcol-install authserver-install fmt fuzz bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
 
 # The official MCP conformance suite (npm), with Node 22 from npm (how it runs: tests/conformance/test_conformance.py).
 CONFORMANCE_VERSION ?= 0.1.16
@@ -48,7 +48,7 @@ demo: install ## The main job on the embedded server: mcpfast bench --quick (std
 	$(PY) -m mcpfast.bench.core_demo
 	MCPFAST_CORE=rust $(VENV)/bin/mcpfast bench --quick --out bench_results/demo
 
-test: install conformance-install peers-install lint redis-install haproxy-install prometheus-install authserver-install test-rust test-python check-light ## Every check: lint, cargo tests of the core crate, the Python suite, the light package check
+test: install conformance-install peers-install lint redis-install haproxy-install prometheus-install otelcol-install authserver-install test-rust test-python check-light ## Every check: lint, cargo tests of the core crate, the Python suite, the light package check
 
 test-rust: ## cargo tests of the pure-Rust core crate, the native load engine and the HTTP load generator
 	cargo test --release -p mcpfast-core -p mcpfast-engine -p mcpfast-load --quiet
@@ -59,11 +59,11 @@ PYTEST_WORKERS ?= 3
 # The inner loop: every layer's unit tests (no load runs, no npm servers), in parallel.
 FAST_TESTS := tests/protocol tests/core tests/sansio tests/server tests/client tests/transports tests/auth tests/store tests/locust tests/test_exports.py tests/test_import_cycles.py
 
-test-python: install peers-install redis-install haproxy-install prometheus-install authserver-install ## The Python suite (both core implementations, server, swarm)
+test-python: install peers-install redis-install haproxy-install prometheus-install otelcol-install authserver-install ## The Python suite (both core implementations, server, swarm)
 	MCPFAST_CORE=rust $(PY) -m pytest -n $(PYTEST_WORKERS) -m "not serial" $(PYTEST_ARGS)
 	MCPFAST_CORE=rust $(PY) -m pytest -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
-test-fast: install ## The inner loop (< 5 min): the unit tests of every layer, in parallel (no load runs, no npm servers)
+test-fast: install otelcol-install ## The inner loop (< 5 min): the unit tests of every layer, in parallel (no load runs, no npm servers)
 	MCPFAST_CORE=rust $(PY) -m pytest -n $(PYTEST_WORKERS) -q $(FAST_TESTS) $(PYTEST_ARGS)
 
 fuzz: install ## Fuzz the native HTTP server and the stdio server for FUZZ_SECONDS (default 600) -> bench_results/fuzz/
@@ -79,6 +79,23 @@ haproxy-install: ## Debian's haproxy, the TLS terminator and balancer in front o
 # since the tests start their own prometheus (free port, temporary config) and never use it.
 prometheus-install: ## Debian's prometheus, the scraper of the swarm's --mcp-prometheus-port tests
 	@command -v prometheus >/dev/null || (apt-get update && apt-get install -y --no-install-recommends prometheus && (service prometheus stop >/dev/null 2>&1 || true))
+
+# The OpenTelemetry Collector of the swarm's --otel tests: the collector's OTLP receiver and file exporter,
+# built once from the pinned Go modules of tests/otelcol (go.mod, go.sum) into .cache/otelcol/.
+OTELCOL_SRC := tests/otelcol
+OTELCOL := .cache/otelcol/otelcol-mcpfast
+OTELCOL_STAMP := .cache/otelcol.stamp
+GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+
+$(OTELCOL_STAMP): $(OTELCOL_SRC)/go.mod $(OTELCOL_SRC)/go.sum $(OTELCOL_SRC)/main.go
+	@[ -x "$(GO)" ] || { echo "Go >= 1.26 is required to build the OpenTelemetry Collector of the --otel tests" >&2; exit 1; }
+	@mkdir -p $(dir $(OTELCOL))
+	cd $(OTELCOL_SRC) && $(GO) build -trimpath -buildvcs=false -ldflags=-s -o $(CURDIR)/$(OTELCOL) .
+	@touch $@
+
+otelcol-install: ## The OpenTelemetry Collector (OTLP receiver, file exporter) of the swarm's --otel tests, built once into .cache/otelcol/
+	@[ -x $(OTELCOL) ] || rm -f $(OTELCOL_STAMP)
+	@$(MAKE) --no-print-directory $(OTELCOL_STAMP)
 
 AUTHSERVER := tests/authserver
 

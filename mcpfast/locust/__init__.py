@@ -9,6 +9,7 @@
 * :mod:`mcpfast.locust.stats` - wiring into Locust events (imports ``locust``).
 * :mod:`mcpfast.locust.native` - Locust drives the compiled core's native load engine (imports ``locust``).
 * :mod:`mcpfast.locust.prometheus` - ``--mcp-prometheus-port``: the run's figures for Prometheus to scrape.
+* :mod:`mcpfast.locust.otel` - Locust's ``--otel``: the native engine's requests in the OpenTelemetry metrics too.
 
 This package ``__init__`` imports nothing, so importing the pure modules does not pull in
 Locust (whose import monkey-patches the standard library).

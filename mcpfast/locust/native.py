@@ -288,6 +288,8 @@ class NativeDriver:
             t[0] += row.num_requests
             t[1] += row.num_failures
         added = feed_locust(self.environment.stats, rows)
+        for hook in self.stats.drain_hooks:
+            hook(rows)  # e.g. --otel: the same rows, so its counts are the tables'
         if self._invalid_token(rows):
             tokens = oauth.source(self.environment)
             if tokens is not None:

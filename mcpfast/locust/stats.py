@@ -134,6 +134,8 @@ class McpStats:
         # callables run first at test_stop, before any output (the native engine's final drain)
         self.stop_hooks: list[Any] = []
         self.reset_hooks: list[Any] = []  # run on reset_stats (the native engine's reset())
+        # callables given every drained window of the native engine (the rows Locust's tables got)
+        self.drain_hooks: list[Any] = []
 
     # -- client-facing API (hot path) -------------------------------------------------------
     def record(
@@ -723,6 +725,10 @@ def _on_global_init(environment: Any, **_kw: Any) -> None:
         from mcpfast.locust import prometheus  # prometheus-client is imported only when asked for
 
         prometheus.serve(environment, stats, _runner_kind(environment.runner))
+    if getattr(getattr(environment, "parsed_options", None), "otel", False):
+        from mcpfast.locust import otel  # the OpenTelemetry SDK is imported only with --otel
+
+        otel.install(environment, stats, _runner_kind(environment.runner))
 
 
 def _check_reach(environment: Any) -> None:
@@ -819,9 +825,22 @@ def _patch_csv_writer() -> None:
 
         return wrapper
 
+    original_writer = StatsCSVFileWriter.stats_writer
+
+    def stats_writer(self: Any) -> None:
+        # Locust closes the files at shutdown without stopping this greenlet, which then fails on
+        # its next write if anything yields before the exit (--otel's providers flush at exit)
+        try:
+            original_writer(self)
+        except ValueError:
+            if getattr(self, "_mcpfast_final_written", False):
+                return  # the final rows are in: nothing was lost
+            raise
+
     close_files._mcpfast_final_rows = True  # type: ignore[attr-defined]
     StatsCSVFileWriter.__init__ = __init__  # type: ignore[method-assign]
     StatsCSVFileWriter.close_files = close_files  # type: ignore[method-assign]
+    StatsCSVFileWriter.stats_writer = stats_writer  # type: ignore[method-assign]
     lstats.save_stats_json = before_json(lstats.save_stats_json)
     lstats.print_stats_json = before_json(lstats.print_stats_json)
 
