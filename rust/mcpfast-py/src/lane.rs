@@ -19,7 +19,7 @@
 //!   it, nothing ran), a result dict, or `(code, message, data)` for a JSON-RPC error;
 //! - `unencodable(id, exc)`: the reply to a result JSON cannot hold.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use pyo3::prelude::*;
@@ -46,9 +46,8 @@ const LEARNED_NAMES: [&[u8]; 4] = [b"host", b"accept", b"content-type", b"origin
 
 const TOOLS_CALL: &[u8] = b"tools/call";
 
-/// FNV-1a: the keys are a few dozen bytes, and the tables hold only what the server put in
-/// them (its own random session ids, at most `LEARNED_MAX` accepted values each), so a keyed
-/// hash buys nothing and SipHash costs more than the rest of a lookup.
+/// FNV-1a: the keys are the server's own random session ids, put in by the server only, so a
+/// keyed hash buys nothing and SipHash costs more than the rest of a lookup.
 #[derive(Default)]
 struct Fnv(u64);
 
@@ -116,7 +115,8 @@ pub struct HttpLane {
     json_head: Vec<u8>,
     max_head: usize,
     max_body: usize,
-    learned: [HashSet<Vec<u8>, FnvBuild>; 4],
+    /// Few values each (one or two per deployment): a scan beats hashing them.
+    learned: [Vec<Vec<u8>>; 4],
     sessions: HashMap<Vec<u8>, LaneSession, FnvBuild>,
     run_tool: Py<PyAny>,
     unencodable: Py<PyAny>,
@@ -190,7 +190,7 @@ impl HttpLane {
         };
         for (i, value) in seen.learned.iter().enumerate() {
             match value {
-                Some(v) if self.learned[i].contains(*v) => {}
+                Some(v) if self.learned[i].iter().any(|k| k.as_slice() == *v) => {}
                 None if i == ORIGIN => {}
                 _ => return Ok(false),
             }
@@ -335,8 +335,8 @@ impl HttpLane {
             }
             if let Some(value) = headers.get_item(header_key(headers.py(), name))? {
                 if let Ok(value) = value.cast::<PyBytes>() {
-                    if !known.contains(value.as_bytes()) {
-                        known.insert(value.as_bytes().to_vec());
+                    if !known.iter().any(|k| k.as_slice() == value.as_bytes()) {
+                        known.push(value.as_bytes().to_vec());
                     }
                 }
             }
