@@ -264,6 +264,9 @@ class Connection:
         if self._on_close is not None:
             self._on_close(self)
         self.session.close_listens()
+        # The transport's output hook refers to the session machine (which holds the hook):
+        # dropped here, the two are freed with the connection instead of by the collector.
+        self.session.on_output = None
         tasks = [*self._tasks.values(), *self._side_tasks]
         for task in tasks:
             task.cancel()

@@ -542,7 +542,7 @@ class HttpTransport:
         sess = table.new_session(secrets.token_urlsafe(24), principal)
         stream = Stream()
         sess.conn.feed_message(decoded, stream)
-        answer = stream.answer
+        answer = stream.hand_over()
         body = answer.data if answer is not None else b""
         version = sess.conn.session.version
         if version is None:  # refused: no session is kept
@@ -581,7 +581,7 @@ class HttpTransport:
         """The answer to a session's POST once the session machine took it: JSON, 202, or its stream."""
         if stream.closed:
             if stream.as_json(self.json_response):  # answered alone: inline or by the session machine
-                answer: Outgoing = stream.answer  # type: ignore[assignment]
+                answer: Outgoing = stream.hand_over()  # type: ignore[assignment]
                 return (_session_status(answer) if answer.kind == ERROR else 200, _JSON, answer.data)
         elif stream.empty and not sess.conn.session.answering(stream):
             return _ACCEPTED  # a notification or a response: nothing is owed
@@ -611,7 +611,7 @@ class HttpTransport:
                     if watch.done():
                         return
             if stream.as_json(self.json_response):
-                answer = stream.answer
+                answer = stream.hand_over()
                 assert answer is not None
                 stream.drain()
                 # a 2026 reply's status follows its error code, whether it came at once or later
@@ -805,7 +805,7 @@ class HttpTransport:
         if stream.as_json(self.json_response):  # answered by the session machine or a sync handler
             self._stateless.discard(conn)
             self.table.finish(conn.close_now())
-            answer: Outgoing = stream.answer  # type: ignore[assignment]
+            answer: Outgoing = stream.hand_over()  # type: ignore[assignment]
             return (_modern_status(answer), _JSON, answer.data)
         return functools.partial(self._respond, stream, None, (), conn)
 

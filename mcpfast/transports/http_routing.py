@@ -90,6 +90,13 @@ class Stream:
             answer is not None and (json_response or answer.by_engine) and self.closed and len(self.buf) == 1 and answer.data is self.buf[0]
         )
 
+    def hand_over(self) -> Outgoing | None:
+        """The answer, once: the stream lets go of it, so that the two are freed when the
+        request is done (the record's tag is this stream: kept, they would make a cycle that
+        only the garbage collector frees, a cost on every request)."""
+        answer, self.answer = self.answer, None
+        return answer
+
     @property
     def empty(self) -> bool:
         """No message is waiting to be sent."""
