@@ -242,12 +242,11 @@ class HttpTransport:
     ) -> core.HttpLane | None:
         """The native server's lane for this transport (``core.HttpLane``: sync tool calls of
         sessions held here answered without the full path), or ``None`` when some request it
-        would answer could be answered otherwise: the pure-Python core, gates, authentication,
-        SSE replies (``json_response=False``), or sessions kept in a shared store. Asked once,
-        by the server, before it serves (``head(status, headers)`` renders a reply's head as
-        the server writes it, ``clock()`` its current ``date`` line); gates added after that
-        are not consulted by the lane."""
-        if not core.HAS_LANE or self.gates or self.auth is not None or not self.json_response or type(self.table) is not LocalSessions:
+        would answer could be answered otherwise: the pure-Python core, gates, authentication
+        or SSE replies (``json_response=False``). Asked once, by the server, before it serves
+        (``head(status, headers)`` renders a reply's head as the server writes it, ``clock()``
+        its current ``date`` line); gates added after that are not consulted by the lane."""
+        if not core.HAS_LANE or self.gates or self.auth is not None or not self.json_response:
             return None
         lane = core.HttpLane(
             self.path, list(HANDSHAKE_VERSIONS), head(200, _JSON), self.server.run_plain_tool, _unencodable, clock, max_head, max_body

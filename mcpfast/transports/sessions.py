@@ -155,6 +155,13 @@ def _nothing(_: asyncio.Future[Any]) -> None:
     return None
 
 
+def _show(lane: HttpLane, sess: HttpSession) -> None:
+    """Tell the lane of a session it may serve: Streamable HTTP, no principal, tools/call admitted directly."""
+    session = sess.conn.session
+    if not sess.legacy and sess.principal is None and sess.version is not None and session.serves_directly(m.TOOLS_CALL):
+        lane.add_session(sess.id, sess, session.requests_in_flight, sess.version)
+
+
 class SessionTable(abc.ABC):
     """Where ``HttpTransport`` keeps its handshake-era sessions (see the module doc).
 
@@ -176,6 +183,9 @@ class SessionTable(abc.ABC):
     """
 
     store: SessionStore | None = None
+    lane: HttpLane | None = None
+    """The native server's lane (``core.HttpLane``), told of each Streamable HTTP session held
+    here and of its end, so that it answers their sync tool calls (``attach``)."""
 
     def __init__(self, server: Server, *, event_store: EventStore | None, max_sessions: int, idle_timeout: float) -> None:
         self.server = server
@@ -220,9 +230,19 @@ class SessionTable(abc.ABC):
         self.sessions[sess.id] = sess
         if self._reaper is None or self._reaper.done():
             self._reaper = asyncio.get_running_loop().create_task(self._reap())
+        if self.lane is not None:
+            _show(self.lane, sess)
+
+    def attach(self, lane: HttpLane) -> None:
+        """Tell ``lane`` of the sessions held here, and of every one from now on (and of their end)."""
+        self.lane = lane
+        for sess in self.sessions.values():
+            _show(lane, sess)
 
     def end_here(self, session_id: str) -> list[asyncio.Task[Any]]:
         """Stop serving a session in this process; returns its handler tasks winding down."""
+        if self.lane is not None:
+            self.lane.drop_session(session_id)
         sess = self.sessions.pop(session_id, None)
         if sess is None:
             return []
@@ -313,36 +333,7 @@ class SessionTable(abc.ABC):
 
 
 class LocalSessions(SessionTable):
-    """Sessions of this process only (the memory store): nothing waits, nothing is passed on.
-
-    Attributes:
-        lane: the native server's lane (``core.HttpLane``), told of each Streamable HTTP
-            session installed here and of its end, so it can answer their sync tool calls.
-    """
-
-    lane: HttpLane | None = None
-
-    def attach(self, lane: HttpLane) -> None:
-        """Tell ``lane`` of the sessions held here, and of every one from now on."""
-        self.lane = lane
-        for sess in self.sessions.values():
-            self._show(lane, sess)
-
-    def install(self, sess: HttpSession) -> None:
-        super().install(sess)
-        if self.lane is not None:
-            self._show(self.lane, sess)
-
-    def end_here(self, session_id: str) -> list[asyncio.Task[Any]]:
-        if self.lane is not None:
-            self.lane.drop_session(session_id)
-        return super().end_here(session_id)
-
-    @staticmethod
-    def _show(lane: HttpLane, sess: HttpSession) -> None:
-        session = sess.conn.session
-        if not sess.legacy and sess.principal is None and sess.version is not None and session.serves_directly(m.TOOLS_CALL):
-            lane.add_session(sess.id, sess, session.requests_in_flight, sess.version)
+    """Sessions of this process only (the memory store): nothing waits, nothing is passed on."""
 
     def open(self, sess: HttpSession) -> None:
         self.install(sess)
