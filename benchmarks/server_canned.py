@@ -33,7 +33,10 @@ which the workers inherit); the generator stays on ``GENERATOR_CPU``, so one wor
 core with it: two workers and a generator cannot have a core each on two. Each worker's CPU
 (``/proc/PID/stat``) and the bytes it read (``/proc/PID/io`` ``rchar``: the requests, all of one
 size) over the generator's run give its share of the calls and so its own CPU per call, set
-against the single worker's, got the same way.
+against the single worker's, got the same way. With ``--workers-sessions`` the workers part
+serves handshake-era sessions kept in Redis instead (``--store``, a ``redis-server`` started
+for the run on the generator's CPU) and the generator calls on sessions: the scale-out of
+sessions, where the workers share the store but no request of a held session waits on it.
 
 Output in ``--out`` (``bench_results/server``): ``results.json`` (every figure and round, the
 machine, the load average before and after, the commands) and ``results.md``.
@@ -42,11 +45,15 @@ machine, the load average before and after, the commands) and ``results.md``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import shlex
+import shutil
+import socket
 import subprocess
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -100,13 +107,15 @@ SHARES = ("server_share_calls", "generator_share_calls", "server_share_handshake
 # ------------------------------------------------------------------------------------ servers
 
 
-def server_argv(side: str, python: str, port: int, *, workers: int = 0) -> list[str]:
+def server_argv(side: str, python: str, port: int, *, workers: int = 0, store: str | None = None) -> list[str]:
     """The command serving ``side`` on ``port`` (not pinned); ``workers`` (mcpfast only):
-    ``--stateless-only --workers N``."""
+    ``--stateless-only --workers N``, or with ``store`` (a Redis URL) ``--store URL --workers N``."""
     if side == "canned":
         return [python, "-m", "benchmarks.canned_responder", "--host", HOST, "--port", str(port)]
     argv = reference_argv(python, HOST, port)
-    return argv + ["--stateless-only", "--workers", str(workers)] if workers else argv
+    if not workers:
+        return argv
+    return argv + (["--store", store] if store else ["--stateless-only"]) + ["--workers", str(workers)]
 
 
 def _listeners(port: int) -> int:
@@ -117,12 +126,12 @@ def _listeners(port: int) -> int:
         return sum(1 for line in fh if (cols := line.split())[1].endswith(suffix) and cols[3] == "0A")
 
 
-def start(side: str, opts: argparse.Namespace, out: Path, *, workers: int = 0) -> ServerProcess:
+def start(side: str, opts: argparse.Namespace, out: Path, *, workers: int = 0, store: str | None = None) -> ServerProcess:
     """``side`` started and ready: pinned to ``SERVER_CPU`` (``workers``: to both CPUs, ready once
     every worker listens, since a stateless-only server refuses ``initialize``)."""
     port = free_port(HOST)
     cpus = BOTH_CPUS if workers else SERVER_CPU
-    argv = pinned(server_argv(side, opts.python, port, workers=workers), cpus)
+    argv = pinned(server_argv(side, opts.python, port, workers=workers, store=store), cpus)
     tag = f"{side}-workers{workers}" if workers else side
     server = ServerProcess(tag, argv, HOST, port, log_path=log_path(out, f"server-{tag}.log"), cpus=cpus)
 
@@ -274,17 +283,18 @@ def _worker_counters(pids: list[int]) -> dict[int, tuple[int, int]]:
 
 
 def measure_workers(label: tuple[str, int], rnd: int, opts: argparse.Namespace, out: Path) -> dict[str, Any]:
-    """Stateless calls against ``mcpfast serve --stateless-only --workers N`` on both CPUs, with
-    each worker's share of the calls (from the bytes it read) and its CPU per call. ``label``:
-    the load model (``closed``, or ``open`` at ``--workers-rate`` calls/s per worker) and N."""
+    """Stateless calls against ``mcpfast serve --stateless-only --workers N`` on both CPUs (with
+    ``opts.redis``: session calls against ``--store URL --workers N``), with each worker's
+    share of the calls (from the bytes it read) and its CPU per call. ``label``: the load model
+    (``closed``, or ``open`` at ``--workers-rate`` calls/s per worker) and N."""
     model, workers = label
     tag = f"workers round {rnd + 1}: {model}, --workers {workers}"
     print(f"[server_canned] {tag} ...", file=sys.stderr, flush=True)
-    args = _calls_args(opts, stateless=True)
+    args = _calls_args(opts, stateless=opts.redis is None)
     if model == "open":
         args += ["--rate", str(opts.workers_rate * workers)]
     try:
-        with start("mcpfast", opts, out, workers=workers) as server:
+        with start("mcpfast", opts, out, workers=workers, store=opts.redis) as server:
             # one process serves --workers 1 itself; above that the supervisor's children do
             pids = child_pids(server.pid) if workers > 1 else [server.pid]
             before = _worker_counters(pids)
@@ -359,6 +369,7 @@ def compare_workers(opts: argparse.Namespace, out: Path) -> dict[str, Any]:
         "orders": [[f"{model} {n}" for model, n in order] for order in done.orders],
         "loadavg_per_round": done.loadavg,
         "pinning": f"server (supervisor and workers) taskset -c {BOTH_CPUS}; generator taskset -c {GENERATOR_CPU}",
+        "mode": "sessions over Redis (--store)" if opts.redis else "stateless (--stateless-only)",
         "rate_per_worker": opts.workers_rate or None,
     }
     for model in models:
@@ -370,6 +381,38 @@ def compare_workers(opts: argparse.Namespace, out: Path) -> dict[str, Any]:
             "ratios": _worker_ratios(rounds),
         }
     return result
+
+
+@contextlib.contextmanager
+def _redis(opts: argparse.Namespace, out: Path) -> Iterator[None]:
+    """``opts.redis``: the URL of a redis-server started for the workers part (pinned to the
+    generator's CPU: it is busy only when sessions open and end) with ``--workers-sessions``, else None."""
+    opts.redis = None
+    if not opts.workers_sessions:
+        yield
+        return
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise SystemExit("--workers-sessions needs redis-server (make redis-install)")
+    port = free_port(HOST)
+    argv = pinned([binary, "--port", str(port), "--bind", HOST, "--save", "", "--appendonly", "no"], str(GENERATOR_CPU))
+    with open(log_path(out, "redis.log"), "wb") as log:
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection((HOST, port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise SystemExit(f"redis-server did not start on {HOST}:{port}") from None
+                time.sleep(0.05)
+        opts.redis = f"redis://{HOST}:{port}/0"
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 # ---------------------------------------------------------------------------------- the run
@@ -387,8 +430,12 @@ def run(opts: argparse.Namespace, record: Record) -> dict[str, Any]:
         sides[side] = {"median": medians(ok, FIGURES + SHARES), "rounds": done.results[side]}
     ours, canned = done.results["mcpfast"], done.results["canned"]
     ratio = {key: spread(ratios((r.get(key) for r in ours), (r.get(key) for r in canned))) for key in FIGURES}
-    workers = compare_workers(opts, out) if opts.workers_rounds else None
-    config = {key: getattr(opts, key) for key in ("seconds", "warmup", "rounds", "workers_rounds", "workers_rate", "connections", "quick")}
+    workers = None
+    if opts.workers_rounds:
+        with _redis(opts, out):
+            workers = compare_workers(opts, out)
+    keys = ("seconds", "warmup", "rounds", "workers_rounds", "workers_rate", "workers_sessions", "connections", "quick")
+    config = {key: getattr(opts, key) for key in keys}
     data = record.finish(
         config=config,
         generator=str(LOAD_BIN),
@@ -509,7 +556,11 @@ def _shapes(shapes: dict[str, Any]) -> list[str]:
 def _workers(workers: dict[str, Any], cfg: dict[str, Any]) -> list[str]:
     lines = [
         "",
-        "## `--workers 2` against `--workers 1` (`--stateless-only`, 2026-07-28 tools/call)",
+        (
+            "## `--workers 2` against `--workers 1` (`--stateless-only`, 2026-07-28 tools/call)"
+            if workers.get("mode", "").startswith("stateless")
+            else "## `--workers 2` against `--workers 1` (`--store` Redis, tools/call on sessions)"
+        ),
         "",
         f"Pinning: {workers['pinning']}: one worker shares the generator's core. {cfg['workers_rounds']} rounds, "
         "alternating, a fresh server each. A worker's share of the calls is its share of the request bytes the "
@@ -557,6 +608,11 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=10_000.0,
         help="calls/s per worker in the open-model workers runs (default 10,000: about half of one worker's limit here; 0: none)",
+    )
+    parser.add_argument(
+        "--workers-sessions",
+        action="store_true",
+        help="the workers part with sessions over Redis (`--store`, a redis-server started for the run) instead of stateless calls",
     )
     parser.add_argument("--connections", type=int, default=32, help="connections (calls: one session each)")
     parser.add_argument("--quick", action="store_true", help="a short smoke run")
