@@ -35,7 +35,7 @@ $(VENV)/bin/python:
 
 $(STAMP): $(VENV)/bin/python pyproject.toml $(RUST_SRC)
 	$(PY) -m pip install --quiet "maturin>=1.9,<2"
-	$(VENV)/bin/maturin develop --release --extras test,swarm,bench,redis,metrics --quiet
+	$(VENV)/bin/maturin develop --release --extras test,swarm,bench,redis,metrics,sdk --quiet
 	@touch $(STAMP)
 
 install: $(STAMP) ## Virtualenv in .venv, release build of the Rust core, all Python deps
