@@ -16,13 +16,14 @@ from mcpfast.adapters.errors import UnsupportedApp
 from mcpfast.server import Server
 from mcpfast.server.loader import load_app
 
-__all__ = ["SUPPORTED", "UnsupportedApp", "load_server", "servable"]
+__all__ = ["SUPPORTED", "UnsupportedApp", "check_version", "load_server", "servable", "supported_range"]
 
 SUPPORTED: Final = {"mcp": ((2, 3), (3, 0)), "fastmcp": ((4, 2), (5, 0))}
 """Distribution -> (lowest supported version, first unsupported one); the ``sdk`` extra pins the same."""
 
 _KINDS: Final = {
     ("mcp.server.mcpserver.server", "MCPServer"): "mcp",
+    ("mcp.server.fastmcp.server", "FastMCP"): "mcp1",  # mcp 1.x's: recognised, to be refused by name
     ("fastmcp.server.server", "FastMCP"): "fastmcp",
 }
 """(module, class) of each framework's app class -> its distribution (matched on the class and its
@@ -80,6 +81,11 @@ def servable(obj: Any) -> Server:
         from mcpfast.adapters import mcp_sdk
 
         return mcp_sdk.adapt(obj)
+    if kind == "mcp1":
+        raise UnsupportedApp(
+            f"an mcp 1.x FastMCP app: mcpfast serves official-SDK apps of mcp{supported_range('mcp')} "
+            "(MCPServer; the SDK's migration guide says how to move)"
+        )
     if kind == "fastmcp":
         check_version("fastmcp")
         check_version("mcp")

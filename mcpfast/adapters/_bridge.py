@@ -32,7 +32,7 @@ from mcpfast.protocol.meta import META_CLIENT_INFO
 from mcpfast.sansio import CapabilityError, InboundRequest
 from mcpfast.server import Context, Server
 
-__all__ = ["FrameworkServer", "SessionBridge", "mcp_error", "wire_result"]
+__all__ = ["HANDLED_HERE", "ConnectionState", "FrameworkServer", "SessionBridge", "mcp_error", "notify", "wire_result"]
 
 logger = logging.getLogger("mcpfast.adapters")
 
@@ -248,10 +248,10 @@ class FrameworkServer(Server):
     """A ``Server`` whose methods are answered by a framework app's lowlevel handlers.
 
     Args:
-        lowlevel: the framework's lowlevel ``mcp.server.lowlevel.Server``.
-        capabilities: what ``initialize`` declares (the framework's own, plus ``logging``).
-        lifespan_of: the framework's lifespan, entered by ``start`` (its value is the handlers'
-            ``ctx.lifespan_context``).
+        lowlevel: the framework's lowlevel ``mcp.server.lowlevel.Server``: its request handlers
+            serve the methods, its lifespan is this server's (entered by ``start``; what it yields
+            is the handlers' ``ctx.request_context.lifespan_context``).
+        capabilities: what ``initialize`` declares.
         **options: ``Server`` options (name, version, title, instructions).
     """
 

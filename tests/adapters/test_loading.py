@@ -59,6 +59,13 @@ def test_a_framework_version_outside_the_range_is_refused(monkeypatch: pytest.Mo
         servable(app)
 
 
+def test_an_mcp_1_app_is_refused_naming_the_versions_that_work() -> None:
+    # What mcp 1.x's FastMCP class looks like to the loader (mcp 2.x cannot import it).
+    legacy = type("FastMCP", (), {"__module__": "mcp.server.fastmcp.server"})
+    with pytest.raises(UnsupportedApp, match=r"an mcp 1.x FastMCP app: mcpfast serves official-SDK apps of mcp>=2.3,<3"):
+        servable(legacy())
+
+
 # ------------------------------------------------------------------ official SDK refusals
 
 
