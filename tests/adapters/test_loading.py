@@ -145,6 +145,7 @@ def _fastmcp_app(**options: Any) -> Any:
 
 
 def test_fastmcp_root_middleware_is_refused_component_middleware_is_carried() -> None:
+    pytest.importorskip("fastmcp")
     from fastmcp.server.middleware import Middleware
 
     class Observe(Middleware):
