@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastmcp import Context, FastMCP
+from fastmcp.exceptions import ResourceError, ToolError
+from fastmcp.tools.base import ToolResult
+from mcp_types import TextContent
 from pydantic import BaseModel
 
 STATE: dict[str, Any] = {"entered": 0, "exited": 0}
@@ -101,6 +104,27 @@ async def book(ctx: Context) -> str:
     if result.action == "accept":
         return f"booked {result.data.seats} on {result.data.date}"
     return result.action
+
+
+@mcp.tool
+def refuse(what: str) -> str:
+    """Raises a ToolError (an error result)."""
+    raise ToolError(f"cannot do {what}")
+
+
+@mcp.tool
+def detailed() -> ToolResult:
+    """A ToolResult with content, structured content and _meta of its own."""
+    return ToolResult(content=[TextContent(type="text", text="see meta")], structured_content={"n": 1}, meta={"source": "test"})
+
+
+@mcp.resource("items://{item_id}")
+def item(item_id: str) -> str:
+    if item_id == "missing":
+        raise ResourceError(f"no item {item_id}")
+    if item_id == "broken":
+        raise RuntimeError("disk on fire")
+    return f"item {item_id}"
 
 
 @mcp.resource("config://app", mime_type="application/json", description="The configuration.")

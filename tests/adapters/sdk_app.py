@@ -7,6 +7,9 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.utilities.types import Image
+from mcp.shared.exceptions import MCPError
 from mcp_types import Completion, PromptReference, ResourceTemplateReference, SamplingMessage, TextContent
 from pydantic import BaseModel, Field
 
@@ -113,6 +116,29 @@ async def summarize(text: str, ctx: Context) -> str:
     content = sampled.content
     said = content.text if isinstance(content, TextContent) else "?"
     return f"{said} ({sampled.model}; roots: {', '.join(str(root.uri) for root in roots.roots)})"
+
+
+@mcp.tool()
+def refuse(what: str) -> str:
+    """Raises the errors a tool means: a ToolError (an error result) or an MCPError (a JSON-RPC error)."""
+    if what == "protocol":
+        raise MCPError(code=-32042, message="needs a URL elicitation", data={"why": "test"})
+    raise ToolError(f"cannot do {what}")
+
+
+@mcp.tool()
+def pixel() -> Image:
+    """An image result."""
+    return Image(data=b"\x89PNG fake", format="png")
+
+
+@mcp.resource("items://{item_id}")
+def item(item_id: str) -> str:
+    if item_id == "missing":
+        raise ResourceError(f"no item {item_id}")
+    if item_id == "broken":
+        raise RuntimeError("disk on fire")
+    return f"item {item_id}"
 
 
 @mcp.resource("config://app", mime_type="application/json", description="The configuration.")

@@ -72,6 +72,12 @@ def _common(rid: int) -> list[dict[str, Any]]:
         ("prompts/get", {"name": "review", "arguments": {}}),
         ("ping", None),
     ]
+    calls += [
+        ("tools/call", {"name": "refuse", "arguments": {"what": "that"}}),  # ToolError: an error result
+        ("resources/read", {"uri": "items://3"}),
+        ("resources/read", {"uri": "items://missing"}),  # ResourceError
+        ("resources/read", {"uri": "items://broken"}),  # a crash
+    ]
     return [request(rid + i, method, params) for i, (method, params) in enumerate(calls)]
 
 
@@ -92,6 +98,8 @@ SDK_ONLY = [
     request(106, "completion/complete", {"ref": {"type": "ref/prompt", "name": "review"}, "argument": {"name": "code", "value": ""}}),
     request(107, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2, "extra": True}}),
     request(108, "tools/call", {"name": "summarize", "arguments": {"text": "a long text"}}),  # sampling, then roots
+    request(109, "tools/call", {"name": "refuse", "arguments": {"what": "protocol"}}),  # MCPError: a JSON-RPC error
+    request(110, "tools/call", {"name": "pixel", "arguments": {}}),
 ]
 
 FASTMCP_ONLY = [
@@ -100,6 +108,7 @@ FASTMCP_ONLY = [
     request(102, "logging/setLevel", {"level": "warning"}),
     request(103, "tools/call", {"name": "slow_count", "arguments": {"steps": 2}}),  # only the warning goes out now
     request(104, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2, "extra": True}}),
+    request(105, "tools/call", {"name": "detailed", "arguments": {}}),
 ]
 
 
@@ -144,6 +153,7 @@ def test_sdk_app_answers_as_the_sdk_does(version: str) -> None:
     assert by_id[100]["result"]["structuredContent"] == {"city": "Wien", "celsius": 21.5, "windy": True}
     assert by_id[104]["result"]["completion"]["values"] == ["python", "perl"]
     assert by_id[0]["result"]["capabilities"]["logging"] == {}
+    assert by_id[109]["error"]["code"] == -32042 and by_id[110]["result"]["content"][0]["type"] == "image"
     assert by_id[108]["result"]["structuredContent"] == {"result": "short (test-model; roots: file:///work/project)"}
     asked = [m["method"] for m in ours if "method" in m and "id" in m]
     assert asked == ["elicitation/create", "sampling/createMessage", "roots/list"]
@@ -160,6 +170,7 @@ def test_fastmcp_app_answers_as_fastmcp_does() -> None:
     by_id = {m["id"]: m for m in ours if "method" not in m}
     assert by_id[100]["result"]["structuredContent"] == {"x": 1.0, "y": 2.0}
     assert by_id[0]["result"]["serverInfo"] == {"name": "fastmcp-sample", "version": "1.2.3"}
+    assert by_id[105]["result"]["_meta"] == {"source": "test"}
 
 
 STATELESS_META = {
@@ -217,3 +228,5 @@ def _check_substance(ours: list[dict[str, Any]]) -> None:
     assert by_id[11]["result"]["structuredContent"] == {"result": "booked 2 on monday"}
     assert by_id[15]["result"]["contents"][0]["text"] == "profile of 7"
     assert "error" in by_id[16] and "error" in by_id[20] and "error" in by_id[21]
+    assert by_id[23]["result"]["isError"] is True and by_id[24]["result"]["contents"][0]["text"] == "item 3"
+    assert "error" in by_id[25] and "error" in by_id[26]
