@@ -87,7 +87,7 @@ def wire_result(method: str, version: str, result: Any) -> dict[str, Any]:
     except ValidationError:
         logger.exception("handler for %r returned an invalid result", method)
         raise McpError(INTERNAL_ERROR, "Handler returned an invalid result") from None
-    except KeyError:  # a method or version the SDK's surface does not list: as it came
+    except (KeyError, ValueError):  # a method or a version the SDK's surface does not list: as it came
         return dumped
 
 
