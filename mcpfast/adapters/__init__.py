@@ -66,8 +66,17 @@ def check_version(dist: str) -> None:
         )
 
 
-def servable(obj: Any) -> Server:
+def servable(obj: Any, *, inline_sync_tools: bool = False) -> Server:
     """``obj`` as an mcpfast ``Server``: itself, or a framework app adapted.
+
+    Args:
+        obj: an mcpfast ``Server``, an official-SDK ``MCPServer`` or a FastMCP ``FastMCP``.
+        inline_sync_tools: (``MCPServer``) run its plain ``def`` tools on the event loop instead
+            of in a worker thread, as mcpfast runs its own plain sync handlers: two to three
+            times faster a call, for tools that never block (no I/O, no sleeps, no long
+            computation: a blocking one stalls every other request meanwhile). Everything else
+            of the call is the SDK's as usual. Off by default, as the SDK promises a sync tool
+            its own thread.
 
     Raises:
         UnsupportedApp: ``obj`` is none of those, its framework's version is not supported, or
@@ -80,7 +89,7 @@ def servable(obj: Any) -> Server:
         check_version("mcp")
         from mcpfast.adapters import mcp_sdk
 
-        return mcp_sdk.adapt(obj)
+        return mcp_sdk.adapt(obj, inline_sync_tools=inline_sync_tools)
     if kind == "mcp1":
         raise UnsupportedApp(
             f"an mcp 1.x FastMCP app: mcpfast serves official-SDK apps of mcp{supported_range('mcp')} "

@@ -69,8 +69,11 @@ def refusals(app: MCPServer[Any]) -> list[str]:
     return problems
 
 
-def adapt(app: MCPServer[Any]) -> FrameworkServer:
+def adapt(app: MCPServer[Any], *, inline_sync_tools: bool = False) -> FrameworkServer:
     """An mcpfast ``Server`` serving ``app`` as the SDK's own server does.
+
+    ``inline_sync_tools``: run plain ``def`` tools on the event loop rather than in the SDK's
+    worker thread (``mcpfast.adapters.servable`` says when that is right).
 
     Raises:
         UnsupportedApp: ``app`` uses a feature the adapter does not carry (the message names
@@ -99,7 +102,7 @@ def adapt(app: MCPServer[Any]) -> FrameworkServer:
     app._subscriptions.subscribe(functools.partial(_forward_event, server))
     entry = lowlevel.get_request_handler(m.TOOLS_CALL)
     if entry is not None and entry.handler == app._handle_call_tool:  # not replaced by the app
-        server.routes[m.TOOLS_CALL] = _tools_call(app, server, server.routes[m.TOOLS_CALL])
+        server.routes[m.TOOLS_CALL] = _tools_call(app, server, server.routes[m.TOOLS_CALL], inline_sync_tools)
     return server
 
 
@@ -117,12 +120,25 @@ def _forward_event(server: FrameworkServer, event: Any) -> None:
         notify(conn.session, method, params)
 
 
-def _tools_call(app: MCPServer[Any], server: FrameworkServer, generic: Any) -> Any:
+def _inline(tool: Any) -> Any:
+    """A copy of the SDK ``Tool`` whose sync function is called on the event loop: the SDK's
+    ``run`` awaits an async function where it would hand a sync one to a worker thread, and
+    does everything else (validation, result conversion, error wrapping) as for the original."""
+    fn = tool.fn
+
+    async def call_inline(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    return tool.model_copy(update={"fn": call_inline, "is_async": True})
+
+
+def _tools_call(app: MCPServer[Any], server: FrameworkServer, generic: Any, inline_sync_tools: bool) -> Any:
     """``tools/call`` through the tool object's ``run``: what ``MCPServer``'s handler does, minus
     the look-ups and wrappers between them (an unknown tool, odd params or a 2026 request take
     the handler's own way)."""
     manager = app._tool_manager
     bus = app._subscriptions
+    inlined: dict[str, tuple[Any, Any]] = {}  # name -> (the app's tool, its inline copy); the app's own is left as it is
 
     async def call(request: InboundRequest, conn: Any) -> dict[str, Any]:
         params = request.params
@@ -134,6 +150,11 @@ def _tools_call(app: MCPServer[Any], server: FrameworkServer, generic: Any) -> A
         if tool is None or type(args) is not dict or request.stateless:
             result: dict[str, Any] = await generic(request, conn)
             return result
+        if inline_sync_tools and not tool.is_async:
+            known = inlined.get(tool.name)
+            if known is None or known[0] is not tool:  # a tool replaced since: copy the new one
+                known = inlined[tool.name] = (tool, _inline(tool))
+            tool = known[1]
         server.lifespan_context_vars()
         context = SdkContext(request_context=server.request_context(request, conn), mcp_server=app, subscriptions=bus)
         try:

@@ -176,3 +176,30 @@ def test_fastmcp_custom_routes_and_mounts_are_refused() -> None:
     message = str(refused.value)
     assert "custom HTTP routes (/health)" in message
     assert "mounted servers or providers (FastMCPProvider)" in message
+
+
+@pytest.mark.parametrize("inline", [False, True])
+def test_inline_sync_tools_run_on_the_event_loop_thread(inline: bool) -> None:
+    import asyncio
+    import threading
+
+    from _harness import handshake, mcpfast_transcript, request
+
+    threads: list[int] = []
+    app = _sdk_app()
+
+    @app.tool()
+    def where() -> str:
+        threads.append(threading.get_ident())
+        return "here"
+
+    async def run() -> list[dict[str, Any]]:
+        threads.append(threading.get_ident())  # the event loop's
+        return await mcpfast_transcript(
+            servable(app, inline_sync_tools=inline), [*handshake("2025-11-25"), request(1, "tools/call", {"name": "where"})]
+        )
+
+    out = asyncio.run(run())
+    assert out[-1]["result"]["structuredContent"] == {"result": "here"}
+    loop_thread, tool_thread = threads
+    assert (tool_thread == loop_thread) is inline

@@ -130,20 +130,25 @@ def compare(framework: list[dict[str, Any]], ours: list[dict[str, Any]]) -> None
     assert len(ours) == len(framework), f"{len(framework)} messages from the framework, {len(ours)} from mcpfast"
 
 
-def transcripts(app: Any, lowlevel: Any, messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def transcripts(
+    app: Any, lowlevel: Any, messages: list[dict[str, Any]], **options: Any
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     theirs = anyio.run(framework_transcript, lowlevel, messages, answer)
-    server = servable(app)
+    server = servable(app, **options)
     ours = asyncio.run(mcpfast_transcript(server, messages, answer))
     return theirs, ours
 
 
-@pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18"])
-def test_sdk_app_answers_as_the_sdk_does(version: str) -> None:
+@pytest.mark.parametrize(
+    ("version", "inline"), [("2025-11-25", False), ("2025-06-18", False), ("2025-11-25", True)], ids=["2025-11-25", "2025-06-18", "inline"]
+)
+def test_sdk_app_answers_as_the_sdk_does(version: str, inline: bool) -> None:
+    # inline: the plain def tools (add, shout, fail's siblings...) run on the event loop, the rest as usual.
     import sdk_app
 
     messages = handshake(version, {"elicitation": {}, "sampling": {}, "roots": {}}) + _common(1) + SDK_ONLY
     before = dict(sdk_app.STATE)
-    theirs, ours = transcripts(sdk_app.mcp, sdk_app.mcp._lowlevel_server, messages)
+    theirs, ours = transcripts(sdk_app.mcp, sdk_app.mcp._lowlevel_server, messages, inline_sync_tools=inline)
     # Once each: the framework's own run and mcpfast's start/stop both went through the lifespan.
     assert sdk_app.STATE == {"entered": before["entered"] + 2, "exited": before["exited"] + 2}
     compare(normalise(theirs, logging_declared_by_framework=False), normalise(ours, logging_declared_by_framework=False))
