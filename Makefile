@@ -35,7 +35,7 @@ $(VENV)/bin/python:
 
 $(STAMP): $(VENV)/bin/python pyproject.toml $(RUST_SRC)
 	$(PY) -m pip install --quiet "maturin>=1.9,<2"
-	$(VENV)/bin/maturin develop --release --extras test,swarm,bench,redis,metrics --quiet
+	$(VENV)/bin/maturin develop --release --extras test,swarm,bench,redis,metrics,sdk --quiet
 	@touch $(STAMP)
 
 install: $(STAMP) ## Virtualenv in .venv, release build of the Rust core, all Python deps
@@ -57,7 +57,7 @@ test-rust: ## cargo tests of the pure-Rust core crate, the native load engine an
 # servers and Locust processes they start), then the tests marked `serial` alone.
 PYTEST_WORKERS ?= 3
 # The inner loop: every layer's unit tests (no load runs, no npm servers), in parallel.
-FAST_TESTS := tests/protocol tests/core tests/sansio tests/server tests/client tests/transports tests/auth tests/store tests/locust tests/test_exports.py tests/test_import_cycles.py
+FAST_TESTS := tests/protocol tests/core tests/sansio tests/server tests/adapters tests/client tests/transports tests/auth tests/store tests/locust tests/test_exports.py tests/test_import_cycles.py
 
 test-python: install peers-install redis-install haproxy-install prometheus-install otelcol-install authserver-install ## The Python suite (both core implementations, server, swarm)
 	MCPFAST_CORE=rust $(PY) -m pytest -n $(PYTEST_WORKERS) -m "not serial" $(PYTEST_ARGS)

@@ -9,7 +9,8 @@ import os
 import sys
 from typing import Any
 
-from mcpfast.server.loader import load_app
+# ``--app`` names an mcpfast Server, or an official-SDK / FastMCP app served through an adapter.
+from mcpfast.adapters import load_server as load_app
 
 __all__ = ["load_app", "main"]
 
@@ -42,7 +43,11 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run an MCP server")
     serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     source = serve.add_mutually_exclusive_group()
-    source.add_argument("--app", help="the Server to serve, as module:attribute (default: the demo app)")
+    source.add_argument(
+        "--app",
+        help="the server to serve, as module:attribute: an mcpfast Server, an official-SDK MCPServer or a FastMCP app "
+        "(docs/sdk-apps.md; default: the demo app)",
+    )
     source.add_argument("--fixture", choices=sorted(_FIXTURES), help="serve a built-in fixture")
     serve.add_argument("--host", default="127.0.0.1", help="(http) address to bind")
     serve.add_argument("--port", type=int, default=8000, help="(http) port to bind")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import dataclasses
 import functools
@@ -16,6 +17,7 @@ import inspect
 import logging
 import re
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from types import UnionType
 from typing import Any, Final, Union, get_args, get_origin, get_type_hints
 
@@ -193,6 +195,9 @@ class Server:
         max_tasks_per_session: unfinished tasks at once for one session (a stdio connection,
             or an HTTP principal; unauthenticated HTTP callers share one count).
         task_store: where tasks live (``mcpfast.store.tasks``; this process's memory by default).
+        lifespan: ``lifespan(server)``, an async context manager entered once when the
+            server starts serving (``start``) and left when it stops (``stop``); what it
+            yields is ``lifespan_state``. The transports call ``start``/``stop``.
 
     Example::
 
@@ -222,6 +227,7 @@ class Server:
         max_tasks: int = 10_000,
         max_tasks_per_session: int = 100,
         task_store: TaskStore | None = None,
+        lifespan: Callable[[Server], AbstractAsyncContextManager[Any]] | None = None,
     ) -> None:
         self.name = name
         self.version = version
@@ -248,6 +254,11 @@ class Server:
         )  # fmt: skip
         self._list_cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._connections: set[Connection] = set()
+        self.lifespan = lifespan
+        self.lifespan_state: Any = None
+        """What the lifespan yielded (``None`` before ``start`` or without a lifespan)."""
+        self._lifespan_exit: contextlib.AsyncExitStack | None = None
+        self._starts = 0
         self._session_shared: tuple[tuple[Any, ...], dict[str, Any], dict[str, Any]] | None = None
         self._tools_call_route = self._tools_call  # one bound method: the lane checks the route is still it
         self.routes = Routes(
@@ -492,6 +503,40 @@ class Server:
 
         return register
 
+    # ---------------------------------------------------------------- lifespan
+
+    async def start(self) -> None:
+        """Enter the lifespan (if any) before serving; a nested ``start`` only counts.
+
+        Every transport serving this server calls it (stdio around its session, HTTP at
+        startup), so one process enters the lifespan once however many transports share it.
+
+        Raises:
+            Exception: what the lifespan raised on entry (the server must not serve then).
+        """
+        self._starts += 1
+        if self._starts > 1 or self.lifespan is None:
+            return
+        stack = contextlib.AsyncExitStack()
+        try:
+            self.lifespan_state = await stack.enter_async_context(self.lifespan(self))
+        except BaseException:
+            self._starts -= 1
+            raise
+        self._lifespan_exit = stack
+
+    async def stop(self) -> None:
+        """Leave the lifespan when the last ``start`` is matched (a ``stop`` without one does nothing)."""
+        if self._starts == 0:
+            return
+        self._starts -= 1
+        if self._starts == 0 and self._lifespan_exit is not None:
+            stack, self._lifespan_exit = self._lifespan_exit, None
+            try:
+                await stack.aclose()
+            finally:
+                self.lifespan_state = None
+
     # ----------------------------------------------------------------- sessions
 
     def capabilities(self) -> dict[str, Any]:
@@ -561,6 +606,10 @@ class Server:
     def _notified(self, conn: Connection, event: NotificationReceived) -> None:
         if event.method == m.NOTIFICATION_ROOTS_LIST_CHANGED and self._roots_changed is not None:
             conn.run_hook(self._roots_changed, "roots/list_changed")
+
+    def connections(self) -> list[Connection]:
+        """The open connections, as a list of their own (to send each session something)."""
+        return list(self._connections)
 
     def notify_resource_updated(self, uri: str) -> int:
         """Send ``notifications/resources/updated`` to every session subscribed to ``uri``.

@@ -360,17 +360,30 @@ class HttpTransport:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                try:
+                    await self.startup()
+                except Exception as exc:  # the ASGI server reports it and does not serve
+                    await send({"type": "lifespan.startup.failed", "message": f"the server's lifespan failed: {exc!r}"})
+                    return
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
+    async def startup(self) -> None:
+        """Start the server (enter its lifespan) before the first request: the ASGI lifespan's
+        startup, or the native server's ``start``."""
+        await self.server.start()
+
     async def aclose(self) -> None:
-        """Close every session and stateless connection (server shutdown)."""
-        await self.table.aclose()  # a shared table's sessions stay in the store for the other processes
-        for conn in list(self._stateless):
-            await conn.close()
+        """Close every session and stateless connection, then stop the server (server shutdown)."""
+        try:
+            await self.table.aclose()  # a shared table's sessions stay in the store for the other processes
+            for conn in list(self._stateless):
+                await conn.close()
+        finally:
+            await self.server.stop()
 
     # ------------------------------------------------------------- checks
 

@@ -20,7 +20,7 @@ _ENV: Final = "MCPFAST_HTTP_APP"
 
 def build_app(spec: str, options: dict[str, Any]) -> Any:
     """The ASGI app for a ``module:attr`` server spec and JSON-able options (incl. ``auth``)."""
-    from mcpfast.server.loader import load_app
+    from mcpfast.adapters import load_server
 
     opts = dict(options)
     auth_opts = opts.pop("auth", None)
@@ -28,7 +28,7 @@ def build_app(spec: str, options: dict[str, Any]) -> Any:
         from mcpfast.auth import ResourceServer
 
         opts["auth"] = ResourceServer(**auth_opts)
-    return _transport(load_app(spec), opts)
+    return _transport(load_server(spec), opts)
 
 
 def _transport(server: Server, opts: dict[str, Any]) -> Any:

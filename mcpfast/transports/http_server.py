@@ -659,6 +659,10 @@ class HttpServer:
         if self.handle is None:
             self._lifespan = _Lifespan(self.app)
             await self._lifespan.startup()
+        else:
+            startup = getattr(self.app, "startup", None)  # the transport's server lifespan
+            if startup is not None:
+                await startup()
         if sock is not None:
             self._server = await loop.create_server(lambda: _Connection(self), sock=sock, backlog=2048, ssl=self.tls)
         else:

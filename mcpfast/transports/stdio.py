@@ -119,6 +119,14 @@ async def serve_stdio(
         shutdown_grace: seconds in-flight requests get to finish after EOF before they are
             cancelled.
     """
+    await server.start()
+    try:
+        await _serve(server, reader, writer, max_in_flight, max_line, shutdown_grace)
+    finally:
+        await server.stop()
+
+
+async def _serve(server: Server, reader: Any, writer: Any, max_in_flight: int, max_line: int, shutdown_grace: float) -> None:
     conn = server.connect(records=False)  # one stream, in order: the bytes are all it needs
     out = _Writer(conn, writer)
     writer_task = asyncio.get_running_loop().create_task(out.run())
