@@ -215,6 +215,12 @@ def _report(args: argparse.Namespace) -> int:
     from mcpfast.bench.run import format_summary
 
     run = Path(args.run)
+    from mcpfast.bench.soak import is_soak, redraw
+
+    if is_soak(run):
+        made_soak = redraw(run)
+        print(f"{len(made_soak)} plots written to {run} (a soak: results.md rewritten)")
+        return 0
     summary = load_summary(run)
     made = generate_plots(run, summary)
     summary["plots"] = [p.name for p in made]

@@ -414,7 +414,7 @@ def soak_plot(intervals: Sequence[dict[str, Any]], fits: Sequence[dict[str, Any]
 
     def line(ax: Any, series: str, scale: float, color: str | None) -> None:
         fit = by_series.get(series)
-        if fit is None:
+        if fit is None or fit["slope_per_h"] < 0:  # a falling line is no leak, and bends away on a log axis
             return
         x0, x1 = fit["x_from_h"], fit["x_to_h"]
         a, b = fit["intercept"], fit["slope_per_h"]
@@ -440,6 +440,13 @@ def soak_plot(intervals: Sequence[dict[str, Any]], fits: Sequence[dict[str, Any]
     points(ax_rss, "rss_max_kib", 1 / 1024.0, "RSS max in interval", marker=".")
     line(ax_rss, "server RSS", 1 / 1024.0, rss_color)
     ax_rss.set_ylabel("server RSS (MiB)")
+    # a flat RSS drawn at full zoom turns a few KiB into a cliff: show at least 4 % of its level
+    rss_mib = [r["rss_kib"] / 1024.0 for r in intervals if r.get("rss_kib") is not None]
+    if rss_mib:
+        lo, hi = min(rss_mib), max(rss_mib)
+        pad = max(0.02 * (lo + hi) / 2 - (hi - lo) / 2, (hi - lo) * 0.05)
+        ax_rss.set_ylim(lo - pad, hi + pad)
+    ax_rss.ticklabel_format(axis="y", useOffset=False)
     points(ax_sessions, "sessions_open", 1.0, "server gauge (interval end)")
     points(ax_sessions, "sessions_open_generator", 1.0, "generator count", marker=".")
     ax_sessions.set_ylabel("open sessions")

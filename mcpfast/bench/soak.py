@@ -77,6 +77,9 @@ __all__ = [
     "check_config",
     "find_slope",
     "fit_line",
+    "is_soak",
+    "redraw",
+    "render_markdown",
     "run_soak",
     "soak_findings",
 ]
@@ -823,15 +826,18 @@ def render_markdown(results: dict[str, Any]) -> str:
         f"the engines' own count: {str(soak['counts_consistent']).lower()} ({soak['requests_engine_total']}). "
         f"Generator CPU {soak['generator_cpu_s']} s.",
         "",
-        f"RSS: {results['rss_source']}. Open sessions: {results['sessions_source']} (`gen` column: the generator's count).",
+        f"RSS: {results['rss_source']}. Open sessions: {results['sessions_source']} (`gen` column: the generator's count, "
+        "sessions held plus opened minus DELETEd, read a moment apart from the drained counts, so a few too many under a backlog). "
+        "`late`: arrivals sent more than 1 ms after their intended time; `dropped`: arrivals the generator's queue had no room for.",
         "",
-        "| # | end (min) | requests | req/s | fail | tools/call | churn cycles | p50 ms | p99 ms | init p99 ms | RSS MiB | RSS max MiB | sessions | gen |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| # | end (min) | requests | req/s | fail | late | dropped | tools/call | churn cycles | p50 ms | p99 ms | init p99 ms "
+        "| RSS MiB | RSS max MiB | sessions | gen |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in results["intervals"]:
         lines.append(
             f"| {r['index'] + 1}{' (warm-up)' if r['index'] == 0 else ''} | {r['end_s'] / 60:.2f} | {r['requests']} | "
-            f"{r['requests_per_s']} | {r['failures']} | {r['calls']} | {r['churn_cycles']} | {_ms(r['call_p50_us'])} | "
+            f"{r['requests_per_s']} | {r['failures']} | {r['late']} | {r['dropped']} | {r['calls']} | {r['churn_cycles']} | {_ms(r['call_p50_us'])} | "
             f"{_ms(r['call_p99_us'])} | {_ms(r['initialize_p99_us'])} | {_mib(r['rss_kib'])} | {_mib(r['rss_max_kib'])} | "
             f"{'-' if r['sessions_open'] is None else r['sessions_open']} | {r['sessions_open_generator']} |"
         )
@@ -859,6 +865,30 @@ def render_markdown(results: dict[str, Any]) -> str:
     if results["plots"]:
         lines += ["", f"![soak]({results['plots'][0]})"]
     return "\n".join(lines) + "\n"
+
+
+def is_soak(run: Path) -> bool:
+    """Whether ``run`` holds a soak's ``results.json``."""
+    from mcpfast.bench.procs import read_json
+
+    data = read_json(run / "results.json")
+    return isinstance(data, dict) and data.get("format") == "mcpfast-soak"
+
+
+def redraw(run: Path) -> list[Path]:
+    """``mcpfast report`` on a soak: ``soak.png`` and ``results.md`` again from ``results.json``
+    (the findings recomputed with the current rule)."""
+    from mcpfast.bench.plots import soak_plot
+    from mcpfast.bench.procs import read_json
+
+    results = read_json(run / "results.json")
+    results["findings"] = soak_findings(results["intervals"]) if results["intervals"] else []
+    results["slope_found"] = any(f["finding"] for f in results["findings"])
+    made = [soak_plot(results["intervals"], results["findings"], run / "soak.png", _plot_title(results))] if results["intervals"] else []
+    results["plots"] = [p.name for p in made]
+    write_json(run / "results.json", results)
+    (run / "results.md").write_text(render_markdown(results), encoding="utf-8")
+    return made
 
 
 def _summary_lines(results: dict[str, Any]) -> str:

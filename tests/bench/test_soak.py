@@ -101,6 +101,11 @@ def test_short_soak_writes_the_report(short_soak: tuple[Path, subprocess.Complet
     png = (out / "soak.png").read_bytes()
     assert png.startswith(PNG) and len(png) > 10_000 and results["plots"] == ["soak.png"]
     assert not list(out.glob("*.log"))  # logs go to the ignored logs/ folder
+    # `mcpfast report` on a soak draws the plot and writes results.md again from results.json
+    (out / "soak.png").unlink()
+    (out / "results.md").unlink()
+    assert mcpfast_main(["report", str(out)]) == 0
+    assert (out / "soak.png").read_bytes().startswith(PNG) and (out / "results.md").read_text() == md
 
 
 # ------------------------------------------------------------------------------- the slope finder
