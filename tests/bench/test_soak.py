@@ -155,11 +155,26 @@ def test_slow_growth_below_the_threshold_is_not_a_finding() -> None:
     assert f["finding"] is False and 0.04 < f["relative_per_h"] < 0.06
 
 
-def test_a_small_step_in_a_short_run_is_not_extrapolated_into_a_finding() -> None:
-    # six 3 s intervals; RSS steps up 100 KiB at the end: steep per hour, but 0.25 % of the RSS
-    rss = [38_000.0, 38_000.0, 38_000.0, 38_000.0, 38_000.0, 38_100.0]
+def test_a_small_climb_in_a_short_run_is_not_extrapolated_into_a_finding() -> None:
+    # six 3 s intervals, RSS 10 KiB more each: a clean line, 31 %/h of the RSS when extrapolated
+    # to an hour, but 0.1 % over the run (caches and arenas filling): only the rise rule says no
+    rss = [38_000.0 + 10 * i for i in range(6)]
     f = soak_findings(_rows(rss, [200.0] * 6, [900.0] * 6, interval=3.0))[0]
-    assert f["relative_per_h"] > RSS_SLOPE_THRESHOLD and f["rise"] < RSS_MIN_RISE and f["finding"] is False
+    assert f["relative_per_h"] > RSS_SLOPE_THRESHOLD and f["t"] is None  # a perfect line: infinitely significant
+    assert f["rise"] < RSS_MIN_RISE and f["finding"] is False
+    # 80 KiB a minute for 20 minutes: 12.6 %/h and a 3.8 % rise over the fit, a finding
+    steep = [38_000.0 + 80 * i for i in range(20)]
+    g = soak_findings(_rows(steep, [200.0] * 20, [900.0] * 20))[0]
+    assert g["rise"] >= RSS_MIN_RISE and g["finding"] is True
+
+
+def test_a_rise_lost_in_its_noise_is_not_a_finding() -> None:
+    # the 80 KiB a minute of the finding above, under a 3 MiB sawtooth (a cache emptied and
+    # filled again): as steep, as large a rise, but not 3 standard errors from flat
+    rss = [38_000.0 + 80 * i + 3_000 * (i % 2) for i in range(20)]
+    f = soak_findings(_rows(rss, [200.0] * 20, [900.0] * 20))[0]
+    assert f["relative_per_h"] >= RSS_SLOPE_THRESHOLD and f["rise"] >= RSS_MIN_RISE
+    assert f["t"] < 3 and f["finding"] is False
 
 
 def test_a_falling_series_and_too_few_points_are_no_finding() -> None:
