@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from mcpfast.bench.procs import child_pids, cpus_available, machine_info, write_json
+# the load average, the busy rule and the process tree are the ones `mcpfast bench --soak` records too
+from mcpfast.bench.procs import loadavg, machine_info, machine_was_busy, process_tree, write_json
 
 __all__ = [
     "CLOCK_TICKS",
@@ -69,8 +70,6 @@ GENERATOR_CPU = "1"
 LOCK = "flock /tmp/mcpfast-bench.lock"
 """How the tools are run on a shared machine: one benchmark at a time."""
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-BUSY_START_SHARE = 0.5
-"""A 1-minute load average above this share of the CPUs before a run: other work was running."""
 
 L = TypeVar("L")
 T = TypeVar("T")
@@ -165,14 +164,6 @@ def cpu_ticks(pid: int) -> int | None:
         return None
 
 
-def process_tree(pid: int) -> list[int]:
-    """``pid`` and every process below it (granian serves from a worker process it forks)."""
-    found = [pid]
-    for child in child_pids(pid):
-        found.extend(process_tree(child))
-    return found
-
-
 def cpu_seconds(pid: int, *, tree: bool = False) -> float:
     """User + system CPU seconds of a process (``tree``: and every process below it); 0.0 once gone."""
     pids = process_tree(pid) if tree else [pid]
@@ -180,11 +171,6 @@ def cpu_seconds(pid: int, *, tree: bool = False) -> float:
 
 
 # ---------------------------------------------------------------------------------- rounds
-
-
-def loadavg() -> list[float]:
-    """The 1, 5 and 15 minute load averages, rounded."""
-    return [round(x, 2) for x in os.getloadavg()]
 
 
 def order(labels: Sequence[L], rnd: int, *, rotate: bool = False) -> list[L]:
@@ -271,14 +257,6 @@ def medians(rows: Sequence[Mapping[str, Any]], keys: Iterable[str] | None = None
 
 
 # --------------------------------------------------------------------------------- records
-
-
-def machine_was_busy(start: Sequence[float], end: Sequence[float], cpus: int | None = None) -> bool:
-    """Whether other work shared the machine: a 1-minute load average above half the CPUs before
-    the run (nothing of it ran yet), or above every CPU after it (more than the run's own
-    processes, which a pinned benchmark keeps to the CPUs it has)."""
-    n = cpus or cpus_available()
-    return bool(start and start[0] > BUSY_START_SHARE * n) or bool(end and end[0] > n)
 
 
 class Record:

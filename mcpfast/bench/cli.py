@@ -6,6 +6,7 @@
     python -m mcpfast.bench.cli bench --quick --transport stdio --out bench_results/quick
     python -m mcpfast.bench.cli report bench_results/quick
     python -m mcpfast.bench.cli compare bench_results/a bench_results/b
+    python -m mcpfast.bench.cli bench --soak 20 --out bench_results/soak
 
 Importing this module is cheap: Locust and matplotlib are imported only when a command runs.
 """
@@ -18,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mcpfast.locust.argtypes import finite_positive, int_at_least, rate, share
+from mcpfast.locust.argtypes import finite_positive, int_at_least, positive_share, rate, share
 
 __all__ = ["COMMANDS", "add_subcommands", "main", "run_subcommand"]
 
@@ -52,8 +53,8 @@ def add_subcommands(subparsers: Any) -> None:
     bench.add_argument("--family", action="append", choices=FAMILIES, help="run only this family (repeatable)")
     bench.add_argument("--protocol-version", help="MCP revision the swarm speaks (default: the swarm's, 2025-11-25)")
     bench.add_argument(
-        "--churn-delete-share", type=share, default=0.5,
-        help="session churn: share of sessions ended with DELETE, the rest abandoned (default 0.5)",
+        "--churn-delete-share", type=share, default=None,
+        help="session churn: share of sessions ended with DELETE, the rest abandoned (default 0.5; --soak 1.0)",
     )  # fmt: skip
     bench.add_argument("--loadtests", metavar="DIR", help="the loadtests/ directory (default: the repository's)")
     bench.add_argument(
@@ -78,6 +79,21 @@ def add_subcommands(subparsers: Any) -> None:
         "'fail_ratio<0.001', 'initialize rps>500' (a failing gate: exit code 1)",
     )
 
+    soak = bench.add_argument_group(
+        "soak (an open-model run at a share of the capacity measured first; HTTP only)",
+        "--duration is then the closed-model capacity run (default 15 s), --users the tools/call sessions "
+        "(default 8); --target needs --server-pid; --out defaults to bench_results/soak",
+    )
+    soak.add_argument("--soak", type=_soak_minutes, metavar="MINUTES", help="soak for MINUTES (fractions allowed, e.g. 0.5)")
+    soak.add_argument(
+        "--soak-share", type=positive_share, default=None, metavar="SHARE",
+        help="share of the measured capacity the soak runs at, within (0, 1] (default 0.5)",
+    )  # fmt: skip
+    soak.add_argument(
+        "--soak-interval", type=finite_positive, default=None, metavar="SECONDS",
+        help="report (and fit slopes over) intervals of this many seconds (default 60)",
+    )  # fmt: skip
+
     report = subparsers.add_parser("report", help="redraw the plots of a bench run from its saved data")
     report.add_argument("run", metavar="RUN", help="a directory written by `mcpfast bench`")
 
@@ -87,7 +103,60 @@ def add_subcommands(subparsers: Any) -> None:
     compare.add_argument("--out", metavar="DIR", help="where compare-<a>-vs-<b>.png goes (default RUN_B)")
 
 
+def _soak_minutes(text: str) -> float:
+    """--soak MINUTES: a finite number above zero (a message that names the unit)."""
+    try:
+        return finite_positive(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"MINUTES must be a finite number > 0 (e.g. 20 or 0.5), got {text!r}") from None
+
+
+# options of the family bench that a soak does not take: (attribute, its unset value, the flag)
+_NOT_WITH_SOAK: tuple[tuple[str, Any, str], ...] = (
+    ("quick", False, "--quick"),
+    ("target_command", None, "--target-command"),
+    ("rate", 0.0, "--rate (the soak's rate is --soak-share of the measured capacity)"),
+    ("family", None, "--family"),
+    ("loadtests", None, "--loadtests"),
+    ("locust_arg", [], "--locust-arg"),
+    ("threshold", [], "--threshold"),
+)
+
+
+def _soak(args: argparse.Namespace) -> int:
+    from mcpfast.bench.soak import DEFAULT_CAPACITY_S, DEFAULT_INTERVAL_S, DEFAULT_OUT, DEFAULT_SHARE, DEFAULT_USERS, SoakConfig, run_soak
+
+    refused = [flag for attr, unset, flag in _NOT_WITH_SOAK if getattr(args, attr) != unset]
+    if args.transport not in (None, "http"):
+        refused.append(f"--transport {args.transport} (the soak runs over HTTP)")
+    if args.engine == "python":
+        refused.append("--engine python (the soak needs the native engine's open model)")
+    if refused:
+        print(f"mcpfast bench: not with --soak: {', '.join(refused)}", file=sys.stderr)
+        return 2
+    cfg = SoakConfig(
+        out=(Path(args.out) if args.out else DEFAULT_OUT).resolve(),
+        minutes=args.soak,
+        share=DEFAULT_SHARE if args.soak_share is None else args.soak_share,
+        interval_s=args.soak_interval or DEFAULT_INTERVAL_S,
+        capacity_s=args.duration or DEFAULT_CAPACITY_S,
+        users=args.users or DEFAULT_USERS,
+        churn_delete_share=1.0 if args.churn_delete_share is None else args.churn_delete_share,
+        target=args.target,
+        server_pid=args.server_pid,
+        protocol_version=args.protocol_version,
+        command_line=list(sys.argv),
+        make_plots=not args.no_plots,
+    )
+    return run_soak(cfg)
+
+
 def _bench(args: argparse.Namespace) -> int:
+    if args.soak is not None:
+        return _soak(args)
+    if args.soak_share is not None or args.soak_interval is not None:
+        print("mcpfast bench: --soak-share and --soak-interval need --soak MINUTES", file=sys.stderr)
+        return 2
     from mcpfast.bench.run import (
         DEFAULT_DURATION,
         DEFAULT_USERS,
@@ -127,7 +196,7 @@ def _bench(args: argparse.Namespace) -> int:
         server_pid=args.server_pid,
         families=families,
         protocol_version=args.protocol_version,
-        churn_delete_share=args.churn_delete_share,
+        churn_delete_share=0.5 if args.churn_delete_share is None else args.churn_delete_share,
         quick=args.quick,
         loadtests=loadtests,
         command_line=list(sys.argv),
@@ -146,6 +215,12 @@ def _report(args: argparse.Namespace) -> int:
     from mcpfast.bench.run import format_summary
 
     run = Path(args.run)
+    from mcpfast.bench.soak import is_soak, redraw
+
+    if is_soak(run):
+        made_soak = redraw(run)
+        print(f"{len(made_soak)} plots written to {run} (a soak: results.md rewritten)")
+        return 0
     summary = load_summary(run)
     made = generate_plots(run, summary)
     summary["plots"] = [p.name for p in made]

@@ -11,6 +11,8 @@ feeds them.
 * :func:`sse_plot` - time to first event and inter-event gap (percentile curves);
 * :func:`memory_plot` - server memory against open sessions (session churn);
 * :func:`compare_plot` - two runs on one percentile plot (A dashed, B solid);
+* :func:`soak_plot` - a soak's RSS, open sessions, latency and rate per interval, with the
+  fitted slopes;
 * :func:`grouped_bar_plot` - one bar per series in each group (e.g. throughput per scenario per
   server), optionally with a reference line (e.g. a ratio of 1).
 """
@@ -29,6 +31,7 @@ __all__ = [
     "memory_plot",
     "percentile_curve",
     "percentile_plot",
+    "soak_plot",
     "sse_plot",
     "throughput",
     "timeline_plot",
@@ -394,4 +397,76 @@ def grouped_bar_plot(
     else:
         _empty(ax, "no data")
     ax.set_title(title)
+    return _finish(fig, path)
+
+
+def soak_plot(intervals: Sequence[dict[str, Any]], fits: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
+    """A soak's per-interval figures against time (minutes, at each interval's end): server RSS,
+    open sessions, tools/call p50/p99 and the request rate, in four panels; the warm-up interval
+    shaded, and the fitted line of every slope check (``fits``, from
+    :func:`mcpfast.bench.soak.find_slope`: ``series``, ``intercept``, ``slope_per_h``,
+    ``x_from_h``, ``x_to_h``; red when it is a finding) drawn over its series."""
+    plt = _plt()
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8), sharex=True)
+    (ax_rss, ax_sessions), (ax_latency, ax_rate) = axes
+    minutes = [r["end_s"] / 60.0 for r in intervals]
+    by_series = {f["series"]: f for f in fits if f.get("slope_per_h") is not None}
+
+    def line(ax: Any, series: str, scale: float, color: str | None) -> None:
+        fit = by_series.get(series)
+        if fit is None or fit["slope_per_h"] < 0:  # a falling line is no leak, and bends away on a log axis
+            return
+        x0, x1 = fit["x_from_h"], fit["x_to_h"]
+        a, b = fit["intercept"], fit["slope_per_h"]
+        color = "#c44e52" if fit["finding"] else (color or "0.35")
+        label = f"fit {series}: {100 * fit['relative_per_h']:+.1f} %/h" + (" (slope found)" if fit["finding"] else "")
+        # sampled, and cut where it falls to zero: a falling line has no place on a log axis
+        xs = [x0 + (x1 - x0) * i / 40 for i in range(41)]
+        pts = [(x * 60.0, (a + b * x) * scale) for x in xs if a + b * x > 0]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], "--", color=color, linewidth=1.2, label=label)
+
+    def points(ax: Any, key: str, scale: float, label: str, marker: str = "o") -> str | None:
+        """Draw one per-interval series; its colour (for its fitted line), None when it is empty."""
+        pts = [(m, r[key] * scale) for m, r in zip(minutes, intervals, strict=True) if r.get(key) is not None]
+        if not pts:
+            return None
+        drawn = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, markersize=4, linewidth=1, label=label)
+        import matplotlib.colors
+
+        return str(matplotlib.colors.to_hex(drawn[0].get_color()))
+
+    rss_color = points(ax_rss, "rss_kib", 1 / 1024.0, "RSS at interval end")
+    points(ax_rss, "rss_max_kib", 1 / 1024.0, "RSS max in interval", marker=".")
+    line(ax_rss, "server RSS", 1 / 1024.0, rss_color)
+    ax_rss.set_ylabel("server RSS (MiB)")
+    # a flat RSS drawn at full zoom turns a few KiB into a cliff: show at least 4 % of its level
+    rss_mib = [r["rss_kib"] / 1024.0 for r in intervals if r.get("rss_kib") is not None]
+    if rss_mib:
+        lo, hi = min(rss_mib), max(rss_mib)
+        pad = max(0.02 * (lo + hi) / 2 - (hi - lo) / 2, (hi - lo) * 0.05)
+        ax_rss.set_ylim(lo - pad, hi + pad)
+    ax_rss.ticklabel_format(axis="y", useOffset=False)
+    points(ax_sessions, "sessions_open", 1.0, "server gauge (interval end)")
+    points(ax_sessions, "sessions_open_generator", 1.0, "generator count", marker=".")
+    ax_sessions.set_ylabel("open sessions")
+    ax_sessions.set_ylim(bottom=0)
+    ax_sessions.yaxis.get_major_locator().set_params(integer=True)
+    p50_color = points(ax_latency, "call_p50_us", 1 / 1000.0, "tools/call p50")
+    p99_color = points(ax_latency, "call_p99_us", 1 / 1000.0, "tools/call p99")
+    line(ax_latency, "tools/call p50", 1 / 1000.0, p50_color)
+    line(ax_latency, "tools/call p99", 1 / 1000.0, p99_color)
+    ax_latency.set_ylabel("latency from intended send (ms)")
+    ax_latency.set_yscale("log")
+    points(ax_rate, "requests_per_s", 1.0, "requests/s")
+    ax_rate.set_ylabel("requests per second")
+    ax_rate.set_ylim(bottom=0)
+    for ax in (ax_rss, ax_sessions, ax_latency, ax_rate):
+        if intervals:
+            ax.axvspan(intervals[0]["start_s"] / 60.0, intervals[0]["end_s"] / 60.0, color="0.9", zorder=0, label="warm-up")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+    for ax in (ax_latency, ax_rate):
+        ax.set_xlabel("minutes into the soak")
+    fig.suptitle(title)
     return _finish(fig, path)

@@ -4,7 +4,9 @@
 time on top) measure processes the same way, so the figures they print are comparable:
 
 * :func:`machine_info`: where the numbers were taken (CPU, memory, load, versions);
-* :func:`rss_kib` (the client's): ``VmRSS`` from ``/proc/<pid>/status``; :func:`child_pids`;
+* :func:`rss_kib` (the client's): ``VmRSS`` from ``/proc/<pid>/status``; :func:`child_pids`,
+  :func:`process_tree` and :func:`tree_rss_kib` (a server and the workers it forks);
+* :func:`loadavg` and :func:`machine_was_busy`: whether other work shared the machine;
 * :func:`free_port`, :func:`port_open`, :func:`wait_port`; :func:`stop_process`;
 * :func:`log_path` (logs go to an ignored ``logs/`` folder beside the results) and :func:`log_tail`;
 * :func:`write_json` / :func:`write_summary` / :func:`read_json`: every benchmark's results file,
@@ -31,6 +33,7 @@ from typing import Any, TextIO
 from mcpfast.client.base import rss_kib  # the swarm measures it too; one definition
 
 __all__ = [
+    "BUSY_START_SHARE",
     "REFERENCE_SERVER",
     "ServerProcess",
     "child_env",
@@ -38,16 +41,20 @@ __all__ = [
     "cpu_model",
     "cpus_available",
     "free_port",
+    "loadavg",
     "log_path",
     "log_tail",
     "machine_info",
+    "machine_was_busy",
     "port_open",
+    "process_tree",
     "read_json",
     "reference_argv",
     "reference_server",
     "repo_root",
     "rss_kib",
     "stop_process",
+    "tree_rss_kib",
     "wait_port",
     "write_json",
     "write_summary",
@@ -102,6 +109,23 @@ def cpus_available() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover
         return os.cpu_count() or 1
+
+
+BUSY_START_SHARE = 0.5
+"""A 1-minute load average above this share of the CPUs before a run: other work was running."""
+
+
+def loadavg() -> list[float]:
+    """The 1, 5 and 15 minute load averages, rounded."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def machine_was_busy(start: Sequence[float], end: Sequence[float], cpus: int | None = None) -> bool:
+    """Whether other work shared the machine: a 1-minute load average above half the CPUs before
+    the run (nothing of it ran yet), or above every CPU after it (more than the run's own
+    processes, which a pinned benchmark keeps to the CPUs it has)."""
+    n = cpus or cpus_available()
+    return bool(start and start[0] > BUSY_START_SHARE * n) or bool(end and end[0] > n)
 
 
 def machine_info(modules: Sequence[str] = ("locust", "gevent")) -> dict[str, Any]:
@@ -168,6 +192,24 @@ def child_pids(pid: int) -> list[int]:
         except (OSError, ValueError):
             continue
     return out
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every process below it (granian serves from a worker process it forks)."""
+    found = [pid]
+    for child in child_pids(pid):
+        found.extend(process_tree(child))
+    return found
+
+
+def tree_rss_kib(pid: int) -> int | None:
+    """Summed ``VmRSS`` (KiB) of ``pid`` and every process below it; None once ``pid`` is gone."""
+    total: int | None = None
+    for p in process_tree(pid):
+        rss = rss_kib(p)
+        if rss is not None:
+            total = (total or 0) + rss
+    return total
 
 
 def free_port(host: str = "127.0.0.1") -> int:

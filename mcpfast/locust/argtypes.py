@@ -8,7 +8,7 @@ import argparse
 import math
 from collections.abc import Callable
 
-__all__ = ["finite_positive", "int_at_least", "listen_address", "rate", "share"]
+__all__ = ["finite_positive", "int_at_least", "listen_address", "positive_share", "rate", "share"]
 
 
 def _number(text: str) -> float:
@@ -54,6 +54,14 @@ def share(text: str) -> float:
     value = _number(text)
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"must be within 0..1, got {text!r}")
+    return value
+
+
+def positive_share(text: str) -> float:
+    """A fraction above 0, at most 1 (a share of something that must not vanish)."""
+    value = _number(text)
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be within (0, 1] (above 0, at most 1), got {text!r}")
     return value
 
 

@@ -1,0 +1,906 @@
+"""``mcpfast bench --soak MINUTES``: a long open-model run at a share of the measured capacity.
+
+A leak or a slow drift does not show in a 30 s bench; it shows as a line that keeps rising over
+many minutes. The soak therefore:
+
+1. **measures capacity** first: a short closed-model run (``--duration``, default 15 s, its first
+   fifth dropped as warm-up) of the same traffic against the same server, giving tools/call per
+   second and churn cycles per second;
+2. **soaks** for MINUTES with both parts of the traffic in the open model at ``--soak-share`` of
+   those rates (each arrival timed from its intended send time, so a stall shows as latency and
+   not as fewer samples: no coordinated omission);
+3. **reports per interval** (``--soak-interval``, default 60 s): requests and their rate,
+   failures, p50/p99 of tools/call, churn cycles, open sessions, server RSS;
+4. **looks for slopes**: a least-squares line over the intervals after the first (warm-up) one,
+   for the server's RSS and for the tools/call p50 and p99; see :func:`find_slope` for the rule.
+
+The traffic (HTTP only; the generator is the native load engine, driven in this process, two
+engines side by side):
+
+* ``tools_call``: ``--users`` long-lived sessions (default 8), each on its own keep-alive
+  connection, sending ``tools/call`` ``echo``;
+* ``session_churn``: one more user opening a session (``initialize``,
+  ``notifications/initialized``, a first ``tools/call``) and closing it with ``DELETE``
+  (``--churn-delete-share``, default 1.0 here: every session is closed, so a server that keeps
+  memory per closed session shows it as an RSS slope; below 1 the rest are abandoned and RSS
+  grows by design).
+
+Server RSS is the summed ``VmRSS`` of the server's process tree (``/proc``), sampled every second.
+Open sessions come from the server's own ``mcpfast_sessions_open`` gauge (``/metrics``; the
+embedded server is started with ``--metrics``); a target without it is counted from the
+generator's side instead (sessions it holds plus those it abandoned), and the results say which.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import shlex
+import socket
+import statistics
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO, cast
+
+from mcpfast.bench.procs import (
+    ServerProcess,
+    free_port,
+    loadavg,
+    log_path,
+    machine_info,
+    machine_was_busy,
+    process_tree,
+    reference_argv,
+    tree_rss_kib,
+    write_json,
+)
+
+if TYPE_CHECKING:
+    from mcpfast._core import EngineFamily
+
+__all__ = [
+    "DEFAULT_CAPACITY_S",
+    "DEFAULT_INTERVAL_S",
+    "DEFAULT_OUT",
+    "DEFAULT_SHARE",
+    "LATENCY_SLOPE_THRESHOLD",
+    "RSS_SLOPE_THRESHOLD",
+    "SoakConfig",
+    "SoakError",
+    "check_config",
+    "find_slope",
+    "fit_line",
+    "is_soak",
+    "redraw",
+    "render_markdown",
+    "run_soak",
+    "soak_findings",
+]
+
+DEFAULT_OUT = Path("bench_results") / "soak"
+DEFAULT_SHARE = 0.5
+DEFAULT_INTERVAL_S = 60.0
+DEFAULT_CAPACITY_S = 15.0
+DEFAULT_USERS = 8
+CHURN_USERS = 1
+DEFAULT_CHURN_DELETE_SHARE = 1.0
+CAPACITY_WARMUP_SHARE = 0.2  # of the capacity run: connections, sessions and the server's caches settle
+SAMPLE_S = 1.0  # RSS and the sessions gauge are sampled this often
+STOP_GRACE_S = 2.0
+TOOL = "echo"
+TOOL_ARGUMENTS: dict[str, Any] = {"text": "hello"}  # the swarm's default tools/call
+PROTOCOL_VERSION = "2025-11-25"  # the swarm's default revision
+CONNECTION_ROWS = frozenset({"connect", "tls:handshake"})  # opening a connection is not an MCP request
+CALL_ROW = f"tools/call:{TOOL}"
+
+RSS_SLOPE_THRESHOLD = 0.10
+"""RSS finding: growth per hour of at least this share of the first interval's RSS."""
+LATENCY_SLOPE_THRESHOLD = 0.50
+"""Latency finding: growth per hour of at least this share of the fitted intervals' median."""
+SIGNIFICANCE = 3.0
+"""A slope counts only when it is at least this many standard errors above zero (a sawtooth or
+a single jump between flat stretches is not a trend)."""
+MIN_FIT_POINTS = 3
+"""Intervals after the warm-up one needed for a fit (two points always make a perfect line)."""
+RSS_MIN_RISE = 0.01
+"""RSS finding: the fitted line must also rise by this share of the reference across the fitted
+intervals, so that a short run's small step (allocator arenas, a cache filling) is not
+extrapolated into a steep hourly slope; a 20-minute run at the 10 %/h threshold rises 3 %."""
+LATENCY_MIN_RISE = 0.10
+"""Latency finding: the same for p50/p99 (a 20-minute run at the 50 %/h threshold rises 16 %)."""
+
+
+class SoakError(ValueError):
+    """Bad input or an unusable target, found before any load (exit code 2)."""
+
+
+@dataclass
+class SoakConfig:
+    """What one soak runs; see the module doc. ``target`` None: the embedded reference server."""
+
+    out: Path
+    minutes: float
+    share: float = DEFAULT_SHARE
+    interval_s: float = DEFAULT_INTERVAL_S
+    capacity_s: float = DEFAULT_CAPACITY_S
+    users: int = DEFAULT_USERS
+    churn_users: int = CHURN_USERS
+    churn_delete_share: float = DEFAULT_CHURN_DELETE_SHARE
+    target: str | None = None
+    server_pid: int = 0
+    protocol_version: str | None = None
+    python: str = sys.executable
+    command_line: list[str] = field(default_factory=lambda: list(sys.argv))
+    make_plots: bool = True
+
+
+# ------------------------------------------------------------------------------- checks
+
+
+def check_config(cfg: SoakConfig) -> None:
+    """Refuse what cannot run, before anything starts.
+
+    Raises:
+        SoakError: MINUTES not above 0, a share outside (0, 1], an interval or capacity run not
+            above 0, no users, a target URL that is not http(s)://host[:port]/path, a target
+            without a live ``--server-pid``.
+    """
+    if not (cfg.minutes > 0 and math.isfinite(cfg.minutes)):
+        raise SoakError(f"--soak MINUTES must be a finite number > 0, got {cfg.minutes!r}")
+    if not 0.0 < cfg.share <= 1.0:
+        raise SoakError(f"--soak-share must be within (0, 1], got {cfg.share!r}")
+    if not (cfg.interval_s > 0 and math.isfinite(cfg.interval_s)):
+        raise SoakError(f"--soak-interval must be a finite number of seconds > 0, got {cfg.interval_s!r}")
+    if not (cfg.capacity_s > 0 and math.isfinite(cfg.capacity_s)):
+        raise SoakError(f"the capacity run (--duration) must last > 0 s, got {cfg.capacity_s!r}")
+    if cfg.users < 1 or cfg.churn_users < 1:
+        raise SoakError("--users must be at least 1")
+    if not 0.0 <= cfg.churn_delete_share <= 1.0:
+        raise SoakError(f"--churn-delete-share must be within 0..1, got {cfg.churn_delete_share!r}")
+    if cfg.target is not None:
+        _host_port(cfg.target)
+        if cfg.server_pid <= 0:
+            raise SoakError("--soak with --target needs --server-pid PID: the server's RSS is read from /proc/PID")
+        if not Path(f"/proc/{cfg.server_pid}").is_dir():
+            raise SoakError(f"--server-pid {cfg.server_pid}: no such process")
+
+
+def _host_port(url: str) -> tuple[str, int]:
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SoakError(f"--target must be an http(s)://host[:port]/path URL, got {url!r}")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as exc:
+        raise SoakError(f"--target {url!r}: {exc}") from None
+    return parts.hostname, port
+
+
+def check_reachable(url: str, timeout: float = 3.0) -> None:
+    """A TCP connect to the target's host and port.
+
+    Raises:
+        SoakError: nothing accepts the connection.
+    """
+    host, port = _host_port(url)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return
+    except OSError as exc:
+        raise SoakError(f"cannot reach the target {url} ({host}:{port}): {exc.strerror or exc}") from None
+
+
+# ------------------------------------------------------------------------- sessions gauge
+
+
+def metrics_url(url: str) -> str:
+    """``/metrics`` beside the MCP endpoint (where ``mcpfast serve --metrics`` answers)."""
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/metrics", "", ""))
+
+
+def parse_sessions_gauge(text: str) -> float | None:
+    """The ``mcpfast_sessions_open`` samples of a Prometheus text page, summed (one per worker
+    in multiprocess mode); None when the page has none."""
+    total: float | None = None
+    for line in text.splitlines():
+        if not line.startswith("mcpfast_sessions_open"):
+            continue
+        name, _, rest = line.partition(" ")
+        if name != "mcpfast_sessions_open" and not name.startswith("mcpfast_sessions_open{"):
+            continue
+        try:
+            total = (total or 0.0) + float(rest.split()[0])
+        except (ValueError, IndexError):
+            continue
+    return total
+
+
+def read_sessions_gauge(url: str, timeout: float = 2.0) -> float | None:
+    """The server's open sessions from its ``/metrics``; None when it has no such gauge."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as reply:
+            return parse_sessions_gauge(reply.read().decode("utf-8", "replace"))
+    except (OSError, urllib.error.URLError, ValueError):
+        return None
+
+
+class Sampler(threading.Thread):
+    """Every :data:`SAMPLE_S`: the server tree's RSS, its process count and (when the server has
+    the gauge) its open sessions, stamped with ``time.monotonic()``."""
+
+    def __init__(self, pid: int, sessions_url: str | None) -> None:
+        super().__init__(daemon=True, name="mcpfast-soak-sampler")
+        self.pid = pid
+        self.sessions_url = sessions_url
+        self.rows: list[tuple[float, int | None, int, float | None]] = []
+        self._lock = threading.Lock()
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            self.sample()
+            self._stop_event.wait(SAMPLE_S)
+
+    def sample(self) -> None:
+        rss = tree_rss_kib(self.pid)
+        procs = len(process_tree(self.pid)) if rss is not None else 0
+        sessions = read_sessions_gauge(self.sessions_url) if self.sessions_url else None
+        with self._lock:
+            self.rows.append((time.monotonic(), rss, procs, sessions))
+
+    def between(self, start: float, end: float) -> list[tuple[float, int | None, int, float | None]]:
+        with self._lock:
+            return [r for r in self.rows if start <= r[0] <= end]
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        if self.is_alive():
+            self.join(timeout=5.0)
+
+
+# ------------------------------------------------------------------------------- engines
+
+
+def _engine(cfg: SoakConfig, url: str, family: str, rate: float | None) -> Any:
+    from mcpfast.core import EngineConfig, native_engine
+
+    return native_engine(
+        EngineConfig(
+            transport="http",
+            url=url,
+            family=cast("EngineFamily", family),
+            protocol_version=cfg.protocol_version or PROTOCOL_VERSION,
+            tool=TOOL,
+            arguments=dict(TOOL_ARGUMENTS),
+            churn_delete_share=cfg.churn_delete_share,
+            rate=rate,
+        )
+    )
+
+
+@dataclass
+class _Window:
+    """The drained rows of one stretch of time, per engine part (``calls`` / ``churn``) and name:
+    ``[requests, failures, {µs: successes}]``."""
+
+    rows: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
+
+    def add(self, part: str, drained: Iterable[Any]) -> None:
+        for row in drained:
+            if row.name in CONNECTION_ROWS or not (row.num_requests or row.num_failures):
+                continue
+            entry = self.rows.setdefault((part, row.name), [0, 0, {}])
+            entry[0] += row.num_requests
+            entry[1] += row.num_failures
+            ok: dict[int, int] = entry[2]
+            for us, n in row.buckets:
+                ok[us] = ok.get(us, 0) + n
+            for us, n in row.failed_buckets:
+                ok[us] = ok.get(us, 0) - n
+
+    def count(self, part: str | None = None, name: str | None = None) -> int:
+        return sum(v[0] for (p, n), v in self.rows.items() if (part is None or p == part) and (name is None or n == name))
+
+    def failures(self) -> int:
+        return sum(v[1] for v in self.rows.values())
+
+    def by_name(self) -> dict[str, int]:
+        return {f"{p}:{n}": v[0] for (p, n), v in sorted(self.rows.items())}
+
+    def percentiles(self, part: str, name: str, ps: Sequence[float]) -> list[int] | None:
+        from mcpfast.locust.histogram import Histogram
+
+        entry = self.rows.get((part, name))
+        if entry is None:
+            return None
+        h = Histogram()
+        for us, n in entry[2].items():
+            if n > 0:
+                h.record(us, n)
+        return h.percentiles(ps) if h.total_count else None
+
+
+def _cumulative_total(engine: Any) -> int:
+    """Every MCP request the engine completed since start, from its cumulative histograms (a
+    source independent of the drained windows: the per-interval counts must add up to it)."""
+    return sum(n for _rtype, name, buckets in engine.histograms() if name.split(" (failed)")[0] not in CONNECTION_ROWS for _, n in buckets)
+
+
+def measure_capacity(cfg: SoakConfig, url: str, stream: TextIO) -> dict[str, Any]:
+    """The closed-model run: the same two engines, as fast as they go, for ``cfg.capacity_s``.
+
+    Raises:
+        RuntimeError: requests failed, or nothing completed.
+    """
+    warmup = min(max(cfg.capacity_s * CAPACITY_WARMUP_SHARE, 0.0), 3.0)
+    calls, churn = _engine(cfg, url, "tools_call", None), _engine(cfg, url, "session_churn", None)
+    window = _Window()
+    try:
+        calls.start()
+        churn.start()
+        calls.set_users(cfg.users)
+        churn.set_users(cfg.churn_users)
+        stream.write(f"soak: measuring capacity (closed model, {cfg.capacity_s:g} s, {warmup:g} s of it warm-up)\n")
+        stream.flush()
+        time.sleep(warmup)
+        calls.drain()
+        churn.drain()
+        t0 = time.monotonic()
+        time.sleep(cfg.capacity_s - warmup)
+        window.add("calls", calls.drain())
+        window.add("churn", churn.drain())
+        elapsed = time.monotonic() - t0
+    finally:
+        calls.stop(STOP_GRACE_S)
+        churn.stop(STOP_GRACE_S)
+    calls_n, cycles_n = window.count("calls", CALL_ROW), window.count("churn", "initialize")
+    if window.failures():
+        raise RuntimeError(f"the capacity run had {window.failures()} failed requests: {window.by_name()}")
+    if not calls_n or not cycles_n:
+        raise RuntimeError(f"the capacity run completed no tools/call or no churn cycle: {window.by_name()}")
+    p50, p99 = window.percentiles("calls", CALL_ROW, (50.0, 99.0)) or (None, None)
+    return {
+        "model": "closed",
+        "duration_s": cfg.capacity_s,
+        "warmup_s": warmup,
+        "measured_s": round(elapsed, 3),
+        "call_users": cfg.users,
+        "churn_users": cfg.churn_users,
+        "calls_per_s": round(calls_n / elapsed, 2),
+        "churn_cycles_per_s": round(cycles_n / elapsed, 2),
+        "requests_per_s": round(window.count() / elapsed, 2),
+        "call_p50_us": p50,
+        "call_p99_us": p99,
+        "requests": window.by_name(),
+    }
+
+
+# ------------------------------------------------------------------------------- slopes
+
+
+def fit_line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float] | None:
+    """Least squares ``y = a + b x``: ``(a, b, standard error of b)``; None below 3 points or
+    when x does not vary. A perfect line has a standard error of 0."""
+    n = len(xs)
+    if n < 3 or n != len(ys):
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx <= 0:
+        return None
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    a = my - b * mx
+    ssr = sum((y - (a + b * x)) ** 2 for x, y in zip(xs, ys, strict=True))
+    return a, b, math.sqrt(ssr / (n - 2) / sxx)
+
+
+def find_slope(
+    series: str,
+    unit: str,
+    hours: Sequence[float],
+    values: Sequence[float | None],
+    reference: float | None,
+    threshold: float,
+    min_rise: float = 0.0,
+) -> dict[str, Any]:
+    """Fit a line through ``(hours, values)`` and say whether it is a rising slope.
+
+    A **finding** when the slope per hour is at least ``threshold`` x ``reference`` (e.g. 10 %
+    of the first interval's RSS per hour), at least :data:`SIGNIFICANCE` standard errors above
+    zero, and the line rises by at least ``min_rise`` x ``reference`` across the fitted points.
+    Points whose value is None are left out; fewer than :data:`MIN_FIT_POINTS`: no fit, no
+    finding. Returns the fit and a ``text`` line for the report.
+    """
+    pts = [(x, float(v)) for x, v in zip(hours, values, strict=True) if v is not None]
+    out: dict[str, Any] = {
+        "series": series,
+        "unit": unit,
+        "points": len(pts),
+        "reference": reference,
+        "threshold_per_h": threshold,
+        "min_rise": min_rise,
+        "finding": False,
+    }
+    fit = fit_line([p[0] for p in pts], [p[1] for p in pts]) if len(pts) >= MIN_FIT_POINTS else None
+    if fit is None or not reference or reference <= 0:
+        out["text"] = f"{series}: too few intervals after the warm-up to fit a line ({len(pts)}; {MIN_FIT_POINTS} needed)"
+        return out
+    a, b, se = fit
+    relative = b / reference
+    t = math.inf if se == 0 and b > 0 else (b / se if se > 0 else 0.0)
+    rise = b * (pts[-1][0] - pts[0][0]) / reference
+    finding = relative >= threshold and t >= SIGNIFICANCE and rise >= min_rise
+    out.update(
+        intercept=a,
+        slope_per_h=b,
+        stderr_per_h=se,
+        relative_per_h=relative,
+        rise=rise,
+        t=None if math.isinf(t) else round(t, 2),
+        x_from_h=pts[0][0],
+        x_to_h=pts[-1][0],
+        finding=finding,
+    )
+    rate = f"{b:+.4g} {unit}/h ({100 * relative:+.1f} %/h of {reference:.4g} {unit}, ± {se:.2g}; {100 * rise:+.1f} % over the fit)"
+    rule = f"{100 * threshold:g} %/h, {SIGNIFICANCE:g} standard errors, {100 * min_rise:g} % rise"
+    verdict = f"SLOPE FOUND (at least {rule})" if finding else f"no slope found (a finding needs {rule})"
+    out["text"] = f"{series}: {rate}: {verdict}"
+    return out
+
+
+def soak_findings(intervals: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The slope checks over the per-interval rows (the first interval is the warm-up and is
+    left out): server RSS at each interval's end against the first interval's, and the tools/call
+    p50 and p99 against their median over the fitted intervals; x is each interval's end."""
+    fitted = list(intervals[1:])
+    # every figure is placed at its interval's end (RSS is read there; a latency covers the
+    # interval): equal intervals make the slope the same either way, and the plot matches
+    end_h = [r["end_s"] / 3600.0 for r in fitted]
+    first_rss = intervals[0].get("rss_kib") if intervals else None
+    out = [find_slope("server RSS", "KiB", end_h, [r.get("rss_kib") for r in fitted], first_rss, RSS_SLOPE_THRESHOLD, RSS_MIN_RISE)]
+    for key, label in (("call_p50_us", "tools/call p50"), ("call_p99_us", "tools/call p99")):
+        values = [r.get(key) for r in fitted]
+        known = [v for v in values if v is not None]
+        reference = statistics.median(known) if known else None
+        out.append(find_slope(label, "us", end_h, values, reference, LATENCY_SLOPE_THRESHOLD, LATENCY_MIN_RISE))
+    return out
+
+
+# --------------------------------------------------------------------------------- run
+
+
+def _embedded_server(cfg: SoakConfig) -> ServerProcess:
+    port = free_port()
+    # --metrics: the server's own count of open sessions, read once a second
+    argv = [*reference_argv(cfg.python, "127.0.0.1", port), "--metrics"]
+    return ServerProcess(
+        "`mcpfast serve --transport http --metrics`", argv, "127.0.0.1", port, log_path=log_path(cfg.out, "server-http.log")
+    )
+
+
+def _interval_row(
+    index: int, start: float, end: float, t0: float, window: _Window, samples: list[Any], gen_sessions: int, late: int, dropped: int
+) -> dict[str, Any]:
+    length = end - start
+    rss = [s[1] for s in samples if s[1] is not None]
+    sessions = [s[3] for s in samples if s[3] is not None]
+    p50, p99 = window.percentiles("calls", CALL_ROW, (50.0, 99.0)) or (None, None)
+    init = window.percentiles("churn", "initialize", (50.0, 99.0)) or (None, None)
+    requests = window.count()
+    return {
+        "index": index,
+        "start_s": round(start - t0, 3),
+        "end_s": round(end - t0, 3),
+        "length_s": round(length, 3),
+        "requests": requests,
+        "requests_per_s": round(requests / length, 2) if length > 0 else None,
+        "failures": window.failures(),
+        "calls": window.count("calls", CALL_ROW),
+        "churn_cycles": window.count("churn", "initialize"),
+        "call_p50_us": p50,
+        "call_p99_us": p99,
+        "initialize_p50_us": init[0],
+        "initialize_p99_us": init[1],
+        "rss_kib": rss[-1] if rss else None,
+        "rss_max_kib": max(rss) if rss else None,
+        "server_processes": samples[-1][2] if samples else None,
+        "sessions_open": int(sessions[-1]) if sessions else None,
+        "sessions_open_max": int(max(sessions)) if sessions else None,
+        "sessions_open_generator": gen_sessions,
+        "late": late,
+        "dropped": dropped,
+        "by_name": window.by_name(),
+    }
+
+
+def _progress(row: dict[str, Any], count: int, stream: TextIO) -> None:
+    def ms(us: Any) -> str:
+        return "-" if us is None else f"{us / 1000:.3f}"
+
+    rss = row.get("rss_kib")
+    stream.write(
+        f"soak {row['index'] + 1}/{count}  {row['end_s'] / 60:6.2f} min  {row['requests_per_s']}/s  "
+        f"fail {row['failures']}  p50 {ms(row['call_p50_us'])} ms  p99 {ms(row['call_p99_us'])} ms  "
+        f"RSS {'-' if rss is None else f'{rss / 1024:.1f}'} MiB  sessions {row['sessions_open']}\n"
+    )
+    stream.flush()
+
+
+def run_soak(cfg: SoakConfig, stream: TextIO | None = None) -> int:
+    """Run the soak; write ``results.json``, ``results.md`` and ``soak.png`` into ``cfg.out``.
+
+    Returns the exit code: 0 (every request answered, the counts add up), 1 (failures, a
+    server that exited, counts that do not add up), 2 (bad input or an unreachable target,
+    before any load; the reason on stderr). A slope is a finding, printed and recorded, not a
+    failure of the run.
+    """
+    out = sys.stdout if stream is None else stream
+    try:
+        check_config(cfg)
+        from mcpfast.core import require_native_engine
+
+        require_native_engine()
+        if cfg.target:
+            check_reachable(cfg.target)
+    except (SoakError, RuntimeError) as exc:
+        sys.stderr.write(f"mcpfast bench --soak: {exc}\n")
+        return 2
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    started = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+    load_start = loadavg()
+    machine = machine_info(())
+    server: ServerProcess | None = None
+    if cfg.target:
+        url, pid, server_desc = cfg.target, cfg.server_pid, f"target {cfg.target} (pid {cfg.server_pid})"
+    else:
+        server = _embedded_server(cfg)
+        try:
+            server.start()
+        except RuntimeError as exc:
+            sys.stderr.write(f"mcpfast bench --soak: the embedded HTTP server did not start: {exc}\n")
+            return 2
+        url, pid = server.url, server.pid
+        server_desc = f"embedded `{shlex.join(['python', *server.argv[1:]])}` (pid {pid})"
+    problems: list[str] = []
+    notes: list[str] = []
+    try:
+        gauge_url = metrics_url(url)
+        has_gauge = read_sessions_gauge(gauge_url) is not None
+        sessions_source = (
+            f"the server's mcpfast_sessions_open gauge ({gauge_url})"
+            if has_gauge
+            else "the generator: sessions it holds plus those it abandoned (the target has no mcpfast_sessions_open at /metrics)"
+        )
+        out.write(f"soak: server {server_desc}\n")
+        try:
+            capacity = measure_capacity(cfg, url, out)
+        except RuntimeError as exc:
+            sys.stderr.write(f"mcpfast bench --soak: {exc}\n")
+            return 1
+        call_rate = cfg.share * capacity["calls_per_s"]
+        churn_rate = cfg.share * capacity["churn_cycles_per_s"]
+        duration = cfg.minutes * 60.0
+        n_intervals = max(math.ceil(duration / cfg.interval_s - 1e-9), 1)
+        out.write(
+            f"soak: capacity {capacity['calls_per_s']:g} tools/call/s + {capacity['churn_cycles_per_s']:g} churn cycles/s; "
+            f"soaking {cfg.minutes:g} min at {cfg.share:g} of it: {call_rate:.1f} calls/s + {churn_rate:.2f} cycles/s (open model), "
+            f"{n_intervals} interval(s) of {cfg.interval_s:g} s\n"
+        )
+        out.flush()
+        sampler = Sampler(pid, gauge_url if has_gauge else None)
+        sampler.start()
+        calls, churn = _engine(cfg, url, "tools_call", call_rate), _engine(cfg, url, "session_churn", churn_rate)
+        intervals: list[dict[str, Any]] = []
+        totals_drained = 0
+        deletes = 0
+        late_seen = dropped_seen = 0
+        try:
+            t0 = time.monotonic()
+            calls.start()
+            churn.start()
+            calls.set_users(cfg.users)
+            churn.set_users(cfg.churn_users)
+            for k in range(n_intervals):
+                start = t0 + k * cfg.interval_s
+                end = min(t0 + (k + 1) * cfg.interval_s, t0 + duration)
+                interrupted = False
+                try:
+                    while (left := end - time.monotonic()) > 0:
+                        time.sleep(min(left, 0.5))
+                        if server is not None and server.proc is not None and server.proc.poll() is not None:
+                            raise _ServerGone(f"the server exited ({server.proc.returncode}) during the soak: {server.log_tail(3)}")
+                except KeyboardInterrupt:
+                    # Ctrl-C: this interval ends now and is the last, so what was sent is still reported
+                    interrupted = True
+                    end = time.monotonic()
+                    problems.append("interrupted (Ctrl-C): the intervals so far are reported, the last one cut short")
+                window = _Window()
+                window.add("calls", calls.drain())
+                window.add("churn", churn.drain())
+                held = int(calls.status()["sessions_open"])  # before a stop closes them
+                last = interrupted or k == n_intervals - 1
+                if last:
+                    # requests in flight at the end complete within the grace: they belong to the last interval
+                    calls.stop(STOP_GRACE_S)
+                    churn.stop(STOP_GRACE_S)
+                    window.add("calls", calls.drain())
+                    window.add("churn", churn.drain())
+                status = [calls.status(), churn.status()]
+                late = sum(int(s["late"]) for s in status)
+                dropped = sum(int(s["dropped"]) for s in status)
+                deletes += window.count("churn", "DELETE")
+                gen_sessions = held + int(status[1]["established"]) - deletes
+                row = _interval_row(
+                    k,
+                    start,
+                    time.monotonic() if last else end,
+                    t0,
+                    window,
+                    sampler.between(start, end),
+                    gen_sessions,
+                    late - late_seen,
+                    dropped - dropped_seen,
+                )
+                late_seen, dropped_seen = late, dropped
+                totals_drained += row["requests"]
+                intervals.append(row)
+                _progress(row, n_intervals, sys.stderr)
+                if interrupted:
+                    break
+        except _ServerGone as exc:
+            problems.append(str(exc))
+        except KeyboardInterrupt:  # a second Ctrl-C while the last interval was being read
+            problems.append("interrupted (Ctrl-C) twice: the intervals so far are reported")
+        finally:
+            calls.stop(STOP_GRACE_S)
+            churn.stop(STOP_GRACE_S)
+            sampler.stop()
+        cumulative = _cumulative_total(calls) + _cumulative_total(churn)
+        status = [calls.status(), churn.status()]
+    finally:
+        if server is not None:
+            server.stop()
+    load_end = loadavg()
+    failures = sum(r["failures"] for r in intervals)
+    if failures:
+        problems.append(f"{failures} requests failed")
+    if totals_drained != cumulative:
+        problems.append(f"the per-interval counts add up to {totals_drained}, the engines counted {cumulative}")
+    dropped_total = sum(int(s["dropped"]) for s in status)
+    if dropped_total:
+        notes.append(f"{dropped_total} arrivals were dropped (the generator's queue was full): the server fell behind the schedule")
+    findings = soak_findings(intervals) if intervals else []
+    soak_s = intervals[-1]["end_s"] if intervals else 0.0
+    results: dict[str, Any] = {
+        "format": "mcpfast-soak",
+        "format_version": 1,
+        "command": _command(cfg.command_line),
+        "command_line": cfg.command_line,
+        "started": started,
+        "finished": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "machine": machine,
+        "loadavg_at_start": load_start,
+        "loadavg_at_end": load_end,
+        "machine_was_busy": machine_was_busy(load_start, load_end, machine.get("nproc")),
+        "server": server_desc,
+        "url": url,
+        "config": {
+            "minutes": cfg.minutes,
+            "share": cfg.share,
+            "interval_s": cfg.interval_s,
+            "capacity_s": cfg.capacity_s,
+            "call_users": cfg.users,
+            "churn_users": cfg.churn_users,
+            "churn_delete_share": cfg.churn_delete_share,
+            "protocol_version": cfg.protocol_version or PROTOCOL_VERSION,
+            "tool": TOOL,
+            "arguments": TOOL_ARGUMENTS,
+            "engine": "native",
+        },
+        "traffic": _traffic_text(cfg),
+        "capacity": capacity,
+        "soak": {
+            "model": "open",
+            "latency_origin": "intended send time",
+            "calls_rate": round(call_rate, 3),
+            "churn_cycles_rate": round(churn_rate, 3),
+            "duration_s": soak_s,
+            "requests": totals_drained,
+            "requests_engine_total": cumulative,
+            "counts_consistent": totals_drained == cumulative,
+            "requests_per_s": round(totals_drained / soak_s, 2) if soak_s else None,
+            "failures": failures,
+            "sent": sum(int(s["sent"]) for s in status),
+            "late": sum(int(s["late"]) for s in status),
+            "dropped": dropped_total,
+            "generator_cpu_s": round(sum(float(s["cpu_s"]) for s in status), 2),
+        },
+        "sessions_source": sessions_source,
+        "rss_source": f"summed VmRSS of the server's process tree (/proc/{pid} and its descendants), sampled every {SAMPLE_S:g} s",
+        "thresholds": {
+            "rss_per_h_of_first_interval": RSS_SLOPE_THRESHOLD,
+            "latency_per_h_of_median": LATENCY_SLOPE_THRESHOLD,
+            "standard_errors": SIGNIFICANCE,
+            "rss_min_rise": RSS_MIN_RISE,
+            "latency_min_rise": LATENCY_MIN_RISE,
+            "min_points": MIN_FIT_POINTS,
+        },
+        "intervals": intervals,
+        "findings": findings,
+        "slope_found": any(f["finding"] for f in findings),
+        "notes": notes,
+        "problems": problems,
+        "ok": not problems,
+        "plots": [],
+    }
+    if cfg.make_plots and intervals:
+        try:
+            from mcpfast.bench.plots import soak_plot
+
+            results["plots"] = [soak_plot(intervals, findings, cfg.out / "soak.png", _plot_title(results)).name]
+        except Exception as exc:  # a plotting bug must not lose the measurements
+            problems.append(f"plot: {type(exc).__name__}: {exc}")
+            results["ok"] = False
+    write_json(cfg.out / "results.json", results)
+    text = render_markdown(results)
+    (cfg.out / "results.md").write_text(text, encoding="utf-8")
+    out.write(_summary_lines(results) + "\n")
+    out.flush()
+    return 0 if results["ok"] else 1
+
+
+class _ServerGone(RuntimeError):
+    pass
+
+
+def _command(argv: Sequence[str]) -> str:
+    """The command as typed: ``python -m mcpfast ...`` for the package's entry points."""
+    args = list(argv)
+    if args and (args[0].endswith(("__main__.py", "mcpfast")) or args[0] == "-m"):
+        return shlex.join(["python", "-m", "mcpfast", *args[1:]])
+    if args and args[0].endswith("cli.py"):
+        return shlex.join(["python", "-m", "mcpfast.bench.cli", *args[1:]])
+    return shlex.join(args)
+
+
+def _traffic_text(cfg: SoakConfig) -> str:
+    closed = (
+        "every churned session is closed with DELETE"
+        if cfg.churn_delete_share >= 1.0
+        else f"{100 * cfg.churn_delete_share:g} % of churned sessions are closed with DELETE, the rest abandoned"
+    )
+    return (
+        f"tools/call {TOOL} on {cfg.users} long-lived sessions (one keep-alive connection each), plus session churn "
+        f"from {cfg.churn_users} user: initialize, notifications/initialized, a first tools/call, DELETE ({closed}); "
+        f"both in the open model at {cfg.share:g} of the rates the closed-model capacity run reached"
+    )
+
+
+def _plot_title(results: dict[str, Any]) -> str:
+    cfg = results["config"]
+    return f"soak: {cfg['minutes']:g} min at {cfg['share']:g} of capacity ({results['soak']['calls_rate']:.0f} calls/s)"
+
+
+def _ms(us: Any) -> str:
+    return "-" if us is None else f"{us / 1000:.3f}"
+
+
+def _mib(kib: Any) -> str:
+    return "-" if kib is None else f"{kib / 1024:.1f}"
+
+
+def render_markdown(results: dict[str, Any]) -> str:
+    """``results.md``: the command, the machine, the traffic, the per-interval table, the findings."""
+    cfg, cap, soak = results["config"], results["capacity"], results["soak"]
+    m = results["machine"]
+    busy = " **The machine was busy** (other work ran: read the latency figures with care)." if results["machine_was_busy"] else ""
+    lines = [
+        f"# Soak: {cfg['minutes']:g} min at {cfg['share']:g} of capacity",
+        "",
+        f"Command: `{results['command']}`",
+        "",
+        f"Started {results['started']}, finished {results['finished']}; {m.get('nproc')} CPUs ({m.get('cpu_model')}), "
+        f"mcpfast {m.get('mcpfast_version')} ({m.get('mcpfast_core')} core); load average at start {results['loadavg_at_start']}, "
+        f"at end {results['loadavg_at_end']}; machine_was_busy: {str(results['machine_was_busy']).lower()}.{busy}",
+        "",
+        f"Server: {results['server']}.",
+        "",
+        f"Traffic: {results['traffic']}. Generator: the native load engine (two engines in the bench process); "
+        "latency of every request from its intended send time (no coordinated omission).",
+        "",
+        f"Capacity (closed model, {cap['duration_s']:g} s, the first {cap['warmup_s']:g} s dropped): "
+        f"{cap['calls_per_s']:g} tools/call/s and {cap['churn_cycles_per_s']:g} churn cycles/s "
+        f"({cap['requests_per_s']:g} requests/s; tools/call p50 {_ms(cap['call_p50_us'])} ms, p99 {_ms(cap['call_p99_us'])} ms).",
+        "",
+        f"Soak (open model): {soak['calls_rate']:g} tools/call/s + {soak['churn_cycles_rate']:g} churn cycles/s for "
+        f"{soak['duration_s']:g} s: {soak['requests']} requests ({soak['requests_per_s']}/s), {soak['failures']} failed, "
+        f"{soak['late']} sent late (> 1 ms after their intended time), {soak['dropped']} dropped; the intervals add up to "
+        f"the engines' own count: {str(soak['counts_consistent']).lower()} ({soak['requests_engine_total']}). "
+        f"Generator CPU {soak['generator_cpu_s']} s.",
+        "",
+        f"RSS: {results['rss_source']}. Open sessions: {results['sessions_source']} (`gen` column: the generator's count, "
+        "sessions held plus opened minus DELETEd, read a moment apart from the drained counts, so a few too many under a backlog). "
+        "`late`: arrivals sent more than 1 ms after their intended time; `dropped`: arrivals the generator's queue had no room for.",
+        "",
+        "| # | end (min) | requests | req/s | fail | late | dropped | tools/call | churn cycles | p50 ms | p99 ms | init p99 ms "
+        "| RSS MiB | RSS max MiB | sessions | gen |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in results["intervals"]:
+        lines.append(
+            f"| {r['index'] + 1}{' (warm-up)' if r['index'] == 0 else ''} | {r['end_s'] / 60:.2f} | {r['requests']} | "
+            f"{r['requests_per_s']} | {r['failures']} | {r['late']} | {r['dropped']} | {r['calls']} | {r['churn_cycles']} | {_ms(r['call_p50_us'])} | "
+            f"{_ms(r['call_p99_us'])} | {_ms(r['initialize_p99_us'])} | {_mib(r['rss_kib'])} | {_mib(r['rss_max_kib'])} | "
+            f"{'-' if r['sessions_open'] is None else r['sessions_open']} | {r['sessions_open_generator']} |"
+        )
+    th = results["thresholds"]
+    lines += [
+        "",
+        "## Findings",
+        "",
+        f"A line is fitted (least squares) through the intervals after the first (warm-up) one. A slope is a finding "
+        f"when it rises by at least {100 * th['rss_per_h_of_first_interval']:g} % per hour of the first interval's RSS "
+        f"(server RSS at each interval's end), or {100 * th['latency_per_h_of_median']:g} % per hour of the fitted "
+        f"intervals' median (tools/call p50, p99), is at least {th['standard_errors']:g} standard errors above zero, "
+        f"and rises across the fitted intervals by at least {100 * th['rss_min_rise']:g} % (RSS) or "
+        f"{100 * th['latency_min_rise']:g} % (latency) of that reference; at least {th['min_points']} intervals after "
+        "the warm-up are needed.",
+        "",
+    ]
+    lines += [f"- {f['text']}" for f in results["findings"]] or ["- no intervals"]
+    if not any(f["finding"] for f in results["findings"]):
+        lines += ["", "No slope found."]
+    for note in results["notes"]:
+        lines += ["", f"Note: {note}"]
+    if results["problems"]:
+        lines += ["", "Problems:", *(f"- {p}" for p in results["problems"])]
+    if results["plots"]:
+        lines += ["", f"![soak]({results['plots'][0]})"]
+    return "\n".join(lines) + "\n"
+
+
+def is_soak(run: Path) -> bool:
+    """Whether ``run`` holds a soak's ``results.json``."""
+    from mcpfast.bench.procs import read_json
+
+    data = read_json(run / "results.json")
+    return isinstance(data, dict) and data.get("format") == "mcpfast-soak"
+
+
+def redraw(run: Path) -> list[Path]:
+    """``mcpfast report`` on a soak: ``soak.png`` and ``results.md`` again from ``results.json``
+    (the findings recomputed with the current rule)."""
+    from mcpfast.bench.plots import soak_plot
+    from mcpfast.bench.procs import read_json
+
+    results = read_json(run / "results.json")
+    results["findings"] = soak_findings(results["intervals"]) if results["intervals"] else []
+    results["slope_found"] = any(f["finding"] for f in results["findings"])
+    made = [soak_plot(results["intervals"], results["findings"], run / "soak.png", _plot_title(results))] if results["intervals"] else []
+    results["plots"] = [p.name for p in made]
+    write_json(run / "results.json", results)
+    (run / "results.md").write_text(render_markdown(results), encoding="utf-8")
+    return made
+
+
+def _summary_lines(results: dict[str, Any]) -> str:
+    soak = results["soak"]
+    lines = [
+        f"soak: {soak['requests']} requests in {soak['duration_s']:g} s ({soak['requests_per_s']}/s), {soak['failures']} failed, "
+        f"{soak['dropped']} dropped; counts consistent: {str(soak['counts_consistent']).lower()}",
+    ]
+    lines += [("finding: " if f["finding"] else "  ") + f["text"] for f in results["findings"]]
+    if not any(f["finding"] for f in results["findings"]):
+        lines.append("no slope found")
+    lines += [f"note: {n}" for n in results["notes"]]
+    lines += [f"problem: {p}" for p in results["problems"]]
+    lines.append(f"results: {'soak.png, ' if results.get('plots') else ''}results.json, results.md")
+    return "\n".join(lines)
