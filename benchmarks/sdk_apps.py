@@ -41,6 +41,14 @@ __all__ = ["FRAMEWORKS", "main", "run", "server_argv"]
 FRAMEWORKS = {"mcp": "mcp", "fastmcp": "fastmcp_app"}
 """Framework -> the attribute of ``benchmarks.sdk_app`` holding its app."""
 SIDES = ("mcpfast", "own")
+INLINE = "mcpfast --inline-sync-tools"
+"""A third side for the official SDK's app: its plain ``def`` tools run on the event loop."""
+
+
+def sides(framework: str) -> tuple[str, ...]:
+    return ("mcpfast", INLINE, "own") if framework == "mcp" else SIDES
+
+
 READY_TIMEOUT = 60.0
 DEFAULTS = {"seconds": 5.0, "warmup": 1.0, "rounds": 3}
 
@@ -57,22 +65,8 @@ def server_argv(side: str, framework: str, python: str, port: int) -> list[str]:
     if side == "own":
         return [python, "-m", "benchmarks.sdk_app", "--framework", framework, "--host", HOST, "--port", str(port)]
     app = f"benchmarks.sdk_app:{FRAMEWORKS[framework]}"
-    return [
-        python,
-        "-m",
-        "mcpfast",
-        "serve",
-        "--transport",
-        "http",
-        "--host",
-        HOST,
-        "--port",
-        str(port),
-        "--app",
-        app,
-        "--max-sessions",
-        "1000000",
-    ]
+    argv = [python, "-m", "mcpfast", "serve", "--transport", "http", "--host", HOST, "--port", str(port), "--app", app]
+    return argv + ["--max-sessions", "1000000"] + (["--inline-sync-tools"] if side == INLINE else [])
 
 
 def measure(label: tuple[str, str], rnd: int, opts: argparse.Namespace, out: Path) -> dict[str, Any]:
@@ -81,9 +75,8 @@ def measure(label: tuple[str, str], rnd: int, opts: argparse.Namespace, out: Pat
     print(f"[sdk_apps] {tag} ...", file=sys.stderr, flush=True)
     port = free_port(HOST)
     argv = pinned(server_argv(side, framework, opts.python, port), SERVER_CPU)
-    server = ServerProcess(
-        f"{framework}-{side}", argv, HOST, port, log_path=log_path(out, f"server-{framework}-{side}.log"), cpus=SERVER_CPU
-    )
+    name = f"{framework}-{side.replace(' --', '-')}"
+    server = ServerProcess(name, argv, HOST, port, log_path=log_path(out, f"server-{name}.log"), cpus=SERVER_CPU)
     window = ["--duration", str(opts.seconds), "--warmup", str(opts.warmup)]
     timeout = opts.seconds + opts.warmup + 120
     try:
@@ -113,15 +106,19 @@ def run(opts: argparse.Namespace, record: Record) -> dict[str, Any]:
     missing = [f for f in frameworks if f not in here]
     if missing:
         raise SystemExit(f"not available here: {', '.join(missing)} (pip install 'mcpfast[sdk]')")
-    labels = [(f, side) for f in frameworks for side in SIDES]
+    labels = [(f, side) for f in frameworks for side in sides(f)]
     done = alternate(labels, opts.rounds, lambda label, rnd: measure(label, rnd, opts, out))
     result: dict[str, Any] = {}
     for f in frameworks:
-        ours, own = done.results[(f, "mcpfast")], done.results[(f, "own")]
+        own = done.results[(f, "own")]
         result[f] = {
-            "median": {side: medians([r for r in done.results[(f, side)] if "error" not in r], FIGURES) for side in SIDES},
-            "ratios": {key: spread(ratios((r.get(key) for r in ours), (r.get(key) for r in own))) for key in FIGURES},
-            "rounds": {side: done.results[(f, side)] for side in SIDES},
+            "median": {side: medians([r for r in done.results[(f, side)] if "error" not in r], FIGURES) for side in sides(f)},
+            "ratios": {
+                side: {key: spread(ratios((r.get(key) for r in done.results[(f, side)]), (r.get(key) for r in own))) for key in FIGURES}
+                for side in sides(f)
+                if side != "own"
+            },
+            "rounds": {side: done.results[(f, side)] for side in sides(f)},
         }
     config = {key: getattr(opts, key) for key in ("seconds", "warmup", "rounds", "connections", "frameworks")}
     data = record.finish(config=config, generator=str(LOAD_BIN), orders=done.orders, loadavg_per_round=done.loadavg, frameworks=result)
@@ -152,15 +149,17 @@ def report(data: dict[str, Any]) -> str:
     ]
     digits = {"calls_per_second": 0, "cpu_us_per_call": 1, "handshakes_per_second": 0, "cpu_us_per_handshake": 1, "p50_us": 0, "p99_us": 0}
     for f, res in data["frameworks"].items():
-        for side in SIDES:
+        for side in sides(f):
             m = res["median"][side]
             lines.append(f"| {f} | {side} | " + " | ".join(_num(m.get(k), digits[k]) for k in FIGURES) + " |")
-        r = res["ratios"]
-        lines.append(
-            f"| {f} | **mcpfast / own** | "
-            + " | ".join(f"**{_num(r[k].get('median'), 2)}x** ({_num(r[k].get('min'), 2)} – {_num(r[k].get('max'), 2)})" for k in FIGURES)
-            + " |"
-        )
+        for side, r in res["ratios"].items():
+            lines.append(
+                f"| {f} | **{side} / own** | "
+                + " | ".join(
+                    f"**{_num(r[k].get('median'), 2)}x** ({_num(r[k].get('min'), 2)} – {_num(r[k].get('max'), 2)})" for k in FIGURES
+                )
+                + " |"
+            )
     lines += ["", "## Command", "", "```sh", data["command"], "```", ""]
     return "\n".join(lines)
 

@@ -49,6 +49,12 @@ def _parser() -> argparse.ArgumentParser:
         "(docs/sdk-apps.md; default: the demo app)",
     )
     source.add_argument("--fixture", choices=sorted(_FIXTURES), help="serve a built-in fixture")
+    serve.add_argument(
+        "--inline-sync-tools",
+        action="store_true",
+        help="(an official-SDK MCPServer --app) run its plain def tools on the event loop, not in the SDK's worker "
+        "thread: faster, for tools that never block (one that blocks stalls every other request)",
+    )
     serve.add_argument("--host", default="127.0.0.1", help="(http) address to bind")
     serve.add_argument("--port", type=int, default=8000, help="(http) port to bind")
     serve.add_argument("--max-in-flight", type=int, default=None, help="requests served at once (stdio)")
@@ -147,7 +153,7 @@ def _serve_http(args: argparse.Namespace, argv: list[str]) -> int:
         if args.runner != "native":
             print("mcpfast: --workers needs the native runner", file=sys.stderr)
             return 2
-        load_app(_FIXTURES[args.fixture] if args.fixture else (args.app or _DEMO))  # fail early, here
+        load_app(_FIXTURES[args.fixture] if args.fixture else (args.app or _DEMO), inline_sync_tools=args.inline_sync_tools)  # fail early
         return serve_workers.supervise(argv, args.workers, args.grace, metrics=args.metrics)
 
     options: dict[str, Any] = {}
@@ -183,7 +189,9 @@ def _serve_http(args: argparse.Namespace, argv: list[str]) -> int:
             "leeway": args.auth_leeway,
         }
     spec = _FIXTURES[args.fixture] if args.fixture else (args.app or _DEMO)
-    load_app(spec)  # fail early, in this process, on a bad spec
+    load_app(spec, inline_sync_tools=args.inline_sync_tools)  # fail early, in this process, on a bad spec
+    if args.inline_sync_tools:
+        options["inline_sync_tools"] = True
     problem = missing_extra(args.runner)
     if problem is not None:
         print(problem.replace(f"mcpfast: {args.runner}", f"mcpfast: --runner {args.runner}", 1), file=sys.stderr)
@@ -234,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             return _serve_http(args, argv)
         # stdout belongs to the protocol: every log line goes to stderr.
         logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
-        app = load_app(_FIXTURES[args.fixture] if args.fixture else (args.app or _DEMO))
+        app = load_app(_FIXTURES[args.fixture] if args.fixture else (args.app or _DEMO), inline_sync_tools=args.inline_sync_tools)
         from mcpfast.transports.stdio import run_stdio
 
         options: dict[str, Any] = {}

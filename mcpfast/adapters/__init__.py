@@ -108,13 +108,14 @@ def servable(obj: Any, *, inline_sync_tools: bool = False) -> Server:
     )
 
 
-def load_server(spec: str) -> Server:
-    """Import ``module:attribute`` (``load_app``) and return it as a ``Server`` (``servable``).
+def load_server(spec: str, *, inline_sync_tools: bool = False) -> Server:
+    """Import ``module:attribute`` (``load_app``) and return it as a ``Server`` (``servable``,
+    with ``inline_sync_tools``).
 
     Raises:
         SystemExit: the object cannot be imported or served (the message says why).
     """
     try:
-        return servable(load_app(spec))
+        return servable(load_app(spec), inline_sync_tools=inline_sync_tools)
     except UnsupportedApp as exc:
         raise SystemExit(f"mcpfast: {spec}: {exc}") from None

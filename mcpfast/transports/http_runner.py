@@ -28,7 +28,8 @@ def build_app(spec: str, options: dict[str, Any]) -> Any:
         from mcpfast.auth import ResourceServer
 
         opts["auth"] = ResourceServer(**auth_opts)
-    return _transport(load_server(spec), opts)
+    inline = bool(opts.pop("inline_sync_tools", False))
+    return _transport(load_server(spec, inline_sync_tools=inline), opts)
 
 
 def _transport(server: Server, opts: dict[str, Any]) -> Any:

@@ -48,8 +48,8 @@ def _initialize(rid: int = 0) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _stdio_exchange(app: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    proc = subprocess.Popen(_serve("--app", app), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+def _stdio_exchange(app: str, messages: list[dict[str, Any]], *extra: str) -> list[dict[str, Any]]:
+    proc = subprocess.Popen(_serve("--app", app, *extra), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
     assert proc.stdin is not None and proc.stdout is not None
     out: list[dict[str, Any]] = []
     try:
@@ -98,11 +98,11 @@ def _check(out: list[dict[str, Any]], first: int) -> None:
 
 
 @pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
-@pytest.mark.parametrize("app", ["sdk_app:mcp", "fastmcp_app:mcp"])
-def test_stdio_serves_a_framework_app(app: str) -> None:
+@pytest.mark.parametrize(("app", "extra"), [("sdk_app:mcp", ()), ("sdk_app:mcp", ("--inline-sync-tools",)), ("fastmcp_app:mcp", ())])
+def test_stdio_serves_a_framework_app(app: str, extra: tuple[str, ...]) -> None:
     if app.startswith("fastmcp"):
         pytest.importorskip("fastmcp")
-    out = _stdio_exchange(app, [_initialize(), *_calls(1)])
+    out = _stdio_exchange(app, [_initialize(), *_calls(1)], *extra)
     assert out[0]["result"]["serverInfo"]["name"] in ("sdk-sample", "fastmcp-sample")
     _check(out, 1)
 
