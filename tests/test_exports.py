@@ -9,9 +9,9 @@ import mcpfast.core
 from mcpfast.core import _python
 
 PYI = Path(mcpfast.core.__file__).resolve().parents[1] / "_core.pyi"
-# In the compiled core only (the pure-Python twin has no load engine): mcpfast.core exposes them as
-# None with MCPFAST_CORE=python, and HAS_NATIVE_ENGINE says which.
-COMPILED_ONLY = {"DrainRow", "EngineConfig", "MixItem", "NativeEngine"}
+# In the compiled core only (the pure-Python twin has no load engine and no HTTP lane): mcpfast.core
+# exposes them as None with MCPFAST_CORE=python, and HAS_NATIVE_ENGINE and HAS_LANE say which.
+COMPILED_ONLY = {"DrainRow", "EngineConfig", "HttpLane", "MixItem", "NativeEngine"}
 
 
 def isort_key(name: str) -> tuple[int, str]:
