@@ -46,7 +46,8 @@ class MemoryEventStore:
     """An in-memory ``EventStore`` holding at most ``max_events`` events in total.
 
     The oldest events (of any stream) are evicted first; a ``Last-Event-ID`` older than what
-    is kept cannot be resumed (``replay`` returns ``None``).
+    is kept cannot be resumed (``replay`` returns ``None``), nor can any id of a stream whose
+    events were all evicted (the stream is forgotten).
     """
 
     def __init__(self, max_events: int = 10_000) -> None:
@@ -61,6 +62,11 @@ class MemoryEventStore:
     def __len__(self) -> int:
         return self._count
 
+    @property
+    def streams(self) -> int:
+        """Streams recorded (each with events kept, or still being written)."""
+        return len(self._logs)
+
     def append(self, session: str, stream: str, data: bytes) -> str:
         key = (session, stream)
         log = self._logs.get(key)
@@ -73,11 +79,25 @@ class MemoryEventStore:
         self._order.append(key)
         self._count += 1
         while self._count > self.max_events:
-            old = self._logs.get(self._order.popleft())
+            oldest = self._order.popleft()
+            old = self._logs.get(oldest)
             if old is not None and old.events:
                 old.events.popleft()
                 self._count -= 1
+                if not old.events and oldest != key:
+                    self._drop(oldest)
         return f"{stream}-{seq}"
+
+    def _drop(self, key: tuple[str, str]) -> None:
+        """Forget a stream whose every event was evicted: a session that opens stream after
+        stream (one per SSE reply) would otherwise keep a record of each until it ends."""
+        del self._logs[key]
+        session, stream = key
+        streams = self._by_session.get(session)
+        if streams is not None:
+            streams.discard(stream)
+            if not streams:
+                del self._by_session[session]
 
     def replay(self, session: str, last_event_id: str) -> tuple[str, list[tuple[str, bytes]]] | None:
         stream, sep, seq_text = last_event_id.rpartition("-")

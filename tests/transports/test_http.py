@@ -274,6 +274,18 @@ def test_memory_event_store_bounds_and_replay() -> None:
     assert len(store) == 0 and store.replay("s", ids[3]) is None
 
 
+def test_memory_event_store_forgets_streams_whose_events_were_all_evicted() -> None:
+    """A session that opens a stream per SSE reply keeps a record of only the streams with events left."""
+    store = MemoryEventStore(max_events=30)
+    ids = [store.append("s", str(n), b"e") for n in range(1000) for _ in range(3)]
+    assert len(store) == 30
+    assert store.streams == 10
+    assert store.replay("s", ids[0]) is None  # its stream was forgotten with its last event
+    assert store.replay("s", ids[-3]) == ("999", [(ids[-2], b"e"), (ids[-1], b"e")])
+    store.forget("s")
+    assert len(store) == 0 and store.streams == 0
+
+
 # ------------------------------------------------------------------ real server
 
 
