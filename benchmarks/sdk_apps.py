@@ -24,16 +24,15 @@ Output in ``--out`` (``bench_results/sdkapps``): ``results.json`` and ``results.
 from __future__ import annotations
 
 import argparse
-import shlex
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import GENERATOR_CPU, SERVER_CPU, Record, alternate, arguments, head, medians, pinned, ratios, spread, write
-from benchmarks.http_peers import LOAD_BIN, load_binary, measure_rate
+from benchmarks.http_peers import LOAD_BIN, load_binary
 from benchmarks.peer_servers import initialize_problem
-from benchmarks.server_canned import FIGURES, HOST, figures
+from benchmarks.server_canned import FIGURES, HOST, measure_server
 from mcpfast.bench.procs import ServerProcess, free_port, log_path
 
 __all__ = ["FRAMEWORKS", "main", "run", "server_argv"]
@@ -77,24 +76,12 @@ def measure(label: tuple[str, str], rnd: int, opts: argparse.Namespace, out: Pat
     argv = pinned(server_argv(side, framework, opts.python, port), SERVER_CPU)
     name = f"{framework}-{side.replace(' --', '-')}"
     server = ServerProcess(name, argv, HOST, port, log_path=log_path(out, f"server-{name}.log"), cpus=SERVER_CPU)
-    window = ["--duration", str(opts.seconds), "--warmup", str(opts.warmup)]
-    timeout = opts.seconds + opts.warmup + 120
     try:
         with server.start(READY_TIMEOUT, ready=lambda: initialize_problem(HOST, port)):
-            calls_args = ["--sessions", str(opts.connections), *window, "--tool", "echo", "--arguments", '{"text":"hello"}']
-            calls = measure_rate(server, "calls", calls_args, timeout)
-            shakes = measure_rate(server, "handshakes", ["--connections", str(opts.connections), *window], timeout)
+            return measure_server(server, opts, f"[sdk_apps] {tag}")
     except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
         print(f"[sdk_apps] {tag}: ERROR {exc}", file=sys.stderr, flush=True)
         return {"error": str(exc)}
-    row = figures(calls, shakes)
-    print(
-        f"[sdk_apps] {tag}: {row['calls_per_second']} calls/s ({row['cpu_us_per_call']} µs CPU), "
-        f"{row['handshakes_per_second']} handshakes/s ({row['cpu_us_per_handshake']} µs CPU), failures {row['failures']}",
-        file=sys.stderr,
-        flush=True,
-    )
-    return {**row, "server_argv": shlex.join(argv), "calls": calls, "handshakes": shakes}
 
 
 def run(opts: argparse.Namespace, record: Record) -> dict[str, Any]:

@@ -48,11 +48,8 @@ import argparse
 import contextlib
 import http.client
 import shlex
-import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -249,24 +246,30 @@ def figures(calls: dict[str, Any], shakes: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def measure_side(side: str, rnd: int, opts: argparse.Namespace, out: Path) -> dict[str, Any]:
-    """Calls, then handshakes, against a fresh server of ``side``."""
-    print(f"[server_canned] round {rnd + 1}: {side} ...", file=sys.stderr, flush=True)
-    try:
-        with start(side, opts, out) as server:
-            calls = measure_rate(server, "calls", _calls_args(opts), _timeout(opts))
-            shakes = measure_rate(server, "handshakes", ["--connections", str(opts.connections), *_window(opts)], _timeout(opts))
-    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
-        print(f"[server_canned] round {rnd + 1}: {side}: ERROR {exc}", file=sys.stderr, flush=True)
-        return {"error": str(exc)}
+def measure_server(server: ServerProcess, opts: argparse.Namespace, tag: str) -> dict[str, Any]:
+    """Calls, then handshakes, against a started ``server``: its figures, printed under ``tag``."""
+    calls = measure_rate(server, "calls", _calls_args(opts), _timeout(opts))
+    shakes = measure_rate(server, "handshakes", ["--connections", str(opts.connections), *_window(opts)], _timeout(opts))
     row = figures(calls, shakes)
     print(
-        f"[server_canned] round {rnd + 1}: {side}: {row['calls_per_second']} calls/s ({row['cpu_us_per_call']} µs CPU), "
+        f"{tag}: {row['calls_per_second']} calls/s ({row['cpu_us_per_call']} µs CPU), "
         f"{row['handshakes_per_second']} handshakes/s ({row['cpu_us_per_handshake']} µs CPU), failures {row['failures']}",
         file=sys.stderr,
         flush=True,
     )
     return {**row, "server_argv": shlex.join(server.argv), "calls": calls, "handshakes": shakes}
+
+
+def measure_side(side: str, rnd: int, opts: argparse.Namespace, out: Path) -> dict[str, Any]:
+    """Calls, then handshakes, against a fresh server of ``side``."""
+    tag = f"[server_canned] round {rnd + 1}: {side}"
+    print(f"{tag} ...", file=sys.stderr, flush=True)
+    try:
+        with start(side, opts, out) as server:
+            return measure_server(server, opts, tag)
+    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        print(f"{tag}: ERROR {exc}", file=sys.stderr, flush=True)
+        return {"error": str(exc)}
 
 
 def _io_read_bytes(pid: int) -> int:
@@ -385,34 +388,20 @@ def compare_workers(opts: argparse.Namespace, out: Path) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def _redis(opts: argparse.Namespace, out: Path) -> Iterator[None]:
-    """``opts.redis``: the URL of a redis-server started for the workers part (pinned to the
-    generator's CPU: it is busy only when sessions open and end) with ``--workers-sessions``, else None."""
+    """``opts.redis``: the URL of a redis-server started for the workers part
+    (``benchmarks.scale.Redis``, pinned to the generator's CPU) with ``--workers-sessions``, else None."""
     opts.redis = None
     if not opts.workers_sessions:
         yield
         return
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise SystemExit("--workers-sessions needs redis-server (make redis-install)")
-    port = free_port(HOST)
-    argv = pinned([binary, "--port", str(port), "--bind", HOST, "--save", "", "--appendonly", "no"], str(GENERATOR_CPU))
-    with open(log_path(out, "redis.log"), "wb") as log:
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+    from benchmarks.scale import Redis
+
+    redis = Redis(out)
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection((HOST, port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise SystemExit(f"redis-server did not start on {HOST}:{port}") from None
-                time.sleep(0.05)
-        opts.redis = f"redis://{HOST}:{port}/0"
+        opts.redis = redis.url
         yield
     finally:
-        proc.terminate()
-        proc.wait(10)
+        redis.stop()
 
 
 # ---------------------------------------------------------------------------------- the run

@@ -225,6 +225,18 @@ class SessionBridge(ServerSession):
             logger.debug("progress %s dropped: not above the last one sent", progress)
 
 
+def implementation_extras(description: str | None, website_url: str | None, icons: Any) -> dict[str, Any]:
+    """The ``serverInfo`` fields a framework app may set beyond name, version and title."""
+    info: dict[str, Any] = {}
+    if description is not None:
+        info["description"] = description
+    if website_url is not None:
+        info["websiteUrl"] = website_url
+    if icons:
+        info["icons"] = [icon.model_dump(by_alias=True, mode="json", exclude_none=True) for icon in icons]
+    return info
+
+
 def notify(session: Any, method: str, params: dict[str, Any] | None) -> bool:
     """A change notification through mcpfast's session machine; one for a feature the server did
     not declare (the framework's ``listChanged: false``) is dropped, as the spec wants, where the

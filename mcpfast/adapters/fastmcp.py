@@ -19,7 +19,7 @@ from typing import Any
 from fastmcp import FastMCP
 from fastmcp.server.middleware import Middleware
 
-from mcpfast.adapters._bridge import HANDLED_HERE, FrameworkServer
+from mcpfast.adapters._bridge import HANDLED_HERE, FrameworkServer, implementation_extras
 from mcpfast.adapters.errors import UnsupportedApp
 from mcpfast.protocol import methods as m
 
@@ -91,12 +91,5 @@ def adapt(app: FastMCP[Any]) -> FrameworkServer:
     server = FrameworkServer(
         lowlevel, capabilities, name=lowlevel.name, version=lowlevel.version, title=lowlevel.title, instructions=app.instructions
     )
-    info: dict[str, Any] = {}
-    if lowlevel.description is not None:
-        info["description"] = lowlevel.description
-    if lowlevel.website_url is not None:
-        info["websiteUrl"] = lowlevel.website_url
-    if lowlevel.icons:
-        info["icons"] = [icon.model_dump(by_alias=True, mode="json", exclude_none=True) for icon in lowlevel.icons]
-    server.extra_server_info = info
+    server.extra_server_info = implementation_extras(lowlevel.description, lowlevel.website_url, lowlevel.icons)
     return server

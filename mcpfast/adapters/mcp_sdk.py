@@ -27,7 +27,7 @@ from mcp.server.request_state import RequestStateBoundary
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, ToolsListChanged
 
-from mcpfast.adapters._bridge import HANDLED_HERE, FrameworkServer, mcp_error, notify, wire_result
+from mcpfast.adapters._bridge import HANDLED_HERE, FrameworkServer, implementation_extras, mcp_error, notify, wire_result
 from mcpfast.adapters.errors import UnsupportedApp
 from mcpfast.protocol import methods as m
 from mcpfast.sansio import InboundRequest
@@ -90,15 +90,7 @@ def adapt(app: MCPServer[Any], *, inline_sync_tools: bool = False) -> FrameworkS
     if not capabilities.get("extensions"):
         capabilities.pop("extensions", None)  # the SDK's sieve drops an empty one from initialize
     server = FrameworkServer(lowlevel, capabilities, name=app.name, version=app.version, title=app.title, instructions=app.instructions)
-    info: dict[str, Any] = {}
-    if app.description is not None:
-        info["description"] = app.description
-    if app.website_url is not None:
-        info["websiteUrl"] = app.website_url
-    if app.icons:
-        info["icons"] = [icon.model_dump(by_alias=True, mode="json", exclude_none=True) for icon in app.icons]
-    if info:
-        server.extra_server_info = info
+    server.extra_server_info = implementation_extras(app.description, app.website_url, app.icons)
     app._subscriptions.subscribe(functools.partial(_forward_event, server))
     entry = lowlevel.get_request_handler(m.TOOLS_CALL)
     if entry is not None and entry.handler == app._handle_call_tool:  # not replaced by the app

@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mcpfast.bench.soak import least_squares
+
 __all__ = [
     "compare_plot",
     "grouped_bar_plot",
@@ -258,19 +260,6 @@ def sse_plot(data: dict[str, dict[str, dict[str, Any]]], path: Path, title: str)
     return _finish(fig, path)
 
 
-def _fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float] | None:
-    """Least squares y = a + b x; None when x does not vary."""
-    n = len(xs)
-    if n < 2:
-        return None
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    if sxx <= 0:
-        return None
-    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
-    return my - b * mx, b
-
-
 def memory_plot(series: dict[str, dict[str, Any]], path: Path, title: str) -> Path:
     """Server RSS (MiB) against open sessions, one panel per transport.
 
@@ -289,10 +278,10 @@ def memory_plot(series: dict[str, dict[str, Any]], path: Path, title: str) -> Pa
             ax.set_title(transport)
             continue
         ax.scatter(xs, ys, s=10, alpha=0.7, label="samples")
-        fit = _fit(xs, [v * 1024.0 for v in ys]) if s.get("fit", True) else None
+        fit = least_squares(xs, [v * 1024.0 for v in ys]) if s.get("fit", True) else None
         text = s.get("note") or ""
         if fit is not None:
-            a, b = fit
+            a, b, _ = fit
             lo, hi = min(xs), max(xs)
             ax.plot([lo, hi], [(a + b * lo) / 1024.0, (a + b * hi) / 1024.0], color="#c44e52", label=f"fit: {b:.2f} KiB/session")
         ax.set_xlabel(s.get("xlabel") or "open sessions")

@@ -386,20 +386,29 @@ def measure_capacity(cfg: SoakConfig, url: str, stream: TextIO) -> dict[str, Any
 # ------------------------------------------------------------------------------- slopes
 
 
-def fit_line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float] | None:
-    """Least squares ``y = a + b x``: ``(a, b, standard error of b)``; None below 3 points or
-    when x does not vary. A perfect line has a standard error of 0."""
+def least_squares(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float] | None:
+    """Least squares ``y = a + b x``: ``(a, b, the spread of x)`` (the sum of its squared
+    deviations); None below 2 points or when x does not vary."""
     n = len(xs)
-    if n < 3 or n != len(ys):
+    if n < 2 or n != len(ys):
         return None
     mx, my = sum(xs) / n, sum(ys) / n
     sxx = sum((x - mx) ** 2 for x in xs)
     if sxx <= 0:
         return None
     b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
-    a = my - b * mx
+    return my - b * mx, b, sxx
+
+
+def fit_line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float] | None:
+    """``least_squares`` with the standard error of the slope: ``(a, b, standard error of b)``;
+    None below 3 points or when x does not vary. A perfect line has a standard error of 0."""
+    fit = least_squares(xs, ys) if len(xs) >= 3 else None
+    if fit is None:
+        return None
+    a, b, sxx = fit
     ssr = sum((y - (a + b * x)) ** 2 for x, y in zip(xs, ys, strict=True))
-    return a, b, math.sqrt(ssr / (n - 2) / sxx)
+    return a, b, math.sqrt(ssr / (len(xs) - 2) / sxx)
 
 
 def find_slope(

@@ -260,17 +260,7 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.closing or self.ended:
             return
-        self.last_active = now = time.monotonic()
-        lane = self.server.lane
-        if lane is not None and not self.pending and self.busy is None and not self.queue:
-            # The usual read: whole requests the lane answered; the replies alone come back.
-            fed = lane.feed(data, now, True)
-            if type(fed) is bytes:
-                self.continued = False
-                self.transport.write(fed)  # type: ignore[union-attr]
-                return
-            self._framed(data, *fed)  # type: ignore[misc]
-            return
+        self.last_active = time.monotonic()
         self._frame(data)
 
     def _frame(self, data: bytes) -> None:
@@ -296,7 +286,7 @@ class _Connection(asyncio.Protocol):
             self._framed(data, None, *core.parse_http(data, server.max_header_bytes, server.max_body))
             return
         fed = lane.feed(data, self.last_active, self.busy is None and not self.queue)
-        if type(fed) is bytes:
+        if type(fed) is bytes:  # the usual read: whole requests the lane answered, the replies alone
             self.continued = False
             self.transport.write(fed)  # type: ignore[union-attr]
             return
