@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mcpfast.bench.soak import least_squares
+from mcpfast.bench.procs import least_squares
 
 __all__ = [
     "compare_plot",

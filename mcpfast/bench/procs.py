@@ -41,6 +41,7 @@ __all__ = [
     "cpu_model",
     "cpus_available",
     "free_port",
+    "least_squares",
     "loadavg",
     "log_path",
     "log_tail",
@@ -455,3 +456,17 @@ def _serve_help(python: str) -> str:
         except (OSError, subprocess.TimeoutExpired):
             _HELP_CACHE[python] = ""
     return _HELP_CACHE[python]
+
+
+def least_squares(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float] | None:
+    """Least squares ``y = a + b x``: ``(a, b, the spread of x)`` (the sum of its squared
+    deviations); None below 2 points or when x does not vary."""
+    n = len(xs)
+    if n < 2 or n != len(ys):
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx <= 0:
+        return None
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    return my - b * mx, b, sxx

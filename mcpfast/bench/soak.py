@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 from mcpfast.bench.procs import (
     ServerProcess,
     free_port,
+    least_squares,
     loadavg,
     log_path,
     machine_info,
@@ -384,20 +385,6 @@ def measure_capacity(cfg: SoakConfig, url: str, stream: TextIO) -> dict[str, Any
 
 
 # ------------------------------------------------------------------------------- slopes
-
-
-def least_squares(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float] | None:
-    """Least squares ``y = a + b x``: ``(a, b, the spread of x)`` (the sum of its squared
-    deviations); None below 2 points or when x does not vary."""
-    n = len(xs)
-    if n < 2 or n != len(ys):
-        return None
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    if sxx <= 0:
-        return None
-    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
-    return my - b * mx, b, sxx
 
 
 def fit_line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float] | None:

@@ -16,7 +16,7 @@ import pytest
 
 from mcpfast.bench import plots, procs, report, run
 from mcpfast.bench.cli import COMMANDS, add_subcommands, run_subcommand
-from mcpfast.bench.soak import least_squares
+from mcpfast.bench.procs import least_squares
 from mcpfast.locust.histogram import Histogram
 
 PNG = b"\x89PNG\r\n\x1a\n"
