@@ -174,6 +174,37 @@ class HttpLane:
         """Serve sync tool calls of this session (``session.last_seen`` is set on each one)."""
     def drop_session(self, session_id: str) -> None:
         """Forget a session."""
+    def allow_births(
+        self,
+        defaults: Callable[[], object],
+        held: dict[str, Any],
+        max_sessions: int,
+        idle_timeout: float,
+        id_bytes: int,
+        opened_head: bytes,
+        id_mark: bytes,
+        accepted_head: bytes,
+        ended_head: bytes,
+    ) -> None:
+        """Let the lane open sessions itself: answer ``initialize`` with a learned reply while
+        ``defaults()`` returns the object it was learned under, and ``notifications/initialized``,
+        sync tool calls and an empty ``DELETE`` of the sessions it opened, keeping them (with the
+        ``held`` dict's) to ``max_sessions``; an unused one ends after ``idle_timeout`` seconds.
+        Ids are ``id_bytes`` random bytes in base64url. ``opened_head`` is an ``initialize``
+        reply's head with ``id_mark`` where the id goes; ``accepted_head`` and ``ended_head``
+        those of a 202 and of a ``DELETE``'s 200 (each up to its length)."""
+    def learn_initialize(self, requested: str, version: str, result: bytes, tools: bool, defaults: object) -> None:
+        """The full path answered an ``initialize`` asking for ``requested`` with ``result`` (the
+        encoded result) under the server's ``defaults``: a session of ``version`` that admits
+        ``tools/call`` directly if ``tools``."""
+    def take(self, session_id: str, now: float) -> tuple[bytes, bool, float] | None:
+        """Hand over a session the lane opened, live at ``now``: ``(initialize body,
+        initialized, last_seen)``; the lane forgets it."""
+    def born_ids(self, now: float) -> list[str]:
+        """The ids of the live sessions the lane opened."""
+    @property
+    def born(self) -> int:
+        """Sessions the lane opened and holds."""
     @property
     def sessions(self) -> int: ...
     @property

@@ -486,8 +486,20 @@ class ServerSession:
         self.client_info = info
         self.state = State.INITIALIZING
         self._direct = self._direct_methods(version)
-        # The result depends only on the server's configuration and the version: encoded once
-        # per (configuration, version) and spliced into each reply.
+        self._reply(rid, core.encode_result(rid, self.initialize_result()), None, batch, tag)
+
+    def initialize_result(self) -> bytes:
+        """The encoded result of this session's ``initialize`` reply.
+
+        It depends only on the server's configuration and the negotiated version: encoded once
+        per (configuration, version) and spliced into each reply.
+
+        Raises:
+            LifecycleError: no ``initialize`` was accepted yet.
+        """
+        version = self.version
+        if version is None:
+            raise LifecycleError(INVALID_REQUEST, "the session is not initialized")
         key = (version, id(self.capabilities), id(self.server_info), self.instructions)
         known = _INIT_RESULTS.get(key)
         if known is None or known[0] is not self.capabilities or known[1] is not self.server_info:
@@ -501,7 +513,7 @@ class ServerSession:
             if len(_INIT_RESULTS) >= 64:
                 _INIT_RESULTS.clear()
             known = _INIT_RESULTS[key] = (self.capabilities, self.server_info, orjson.dumps(result))
-        self._reply(rid, core.encode_result(rid, known[2]), None, batch, tag)
+        return known[2]
 
     def _capabilities_for(self, version: str) -> dict[str, Any]:
         caps = dict(self.capabilities)

@@ -19,7 +19,7 @@ import re
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from types import UnionType
-from typing import Any, Final, Union, get_args, get_origin, get_type_hints
+from typing import Any, Final, NamedTuple, Union, get_args, get_origin, get_type_hints
 
 import orjson
 
@@ -41,7 +41,7 @@ from mcpfast.server.tasks import TASK_SUPPORT, Tasks, negotiated, tasks_required
 from mcpfast.server.uri_template import UriTemplate, is_template
 from mcpfast.store.tasks import TaskStore
 
-__all__ = ["Server"]
+__all__ = ["Server", "SessionDefaults"]
 
 logger = logging.getLogger("mcpfast.server")
 _TOOLS_CALL: Final = m.TOOLS_CALL
@@ -172,6 +172,16 @@ class _Prompt:
         self.required = required
 
 
+class SessionDefaults(NamedTuple):
+    """What a server's new session machines are made from (``Server.session_defaults``)."""
+
+    key: tuple[Any, ...]
+    """What they were built from: a new object is made when it changes."""
+    server_info: dict[str, Any]
+    capabilities: dict[str, Any]
+    instructions: str | None
+
+
 class Server:
     """An MCP server: register tools, resources and prompts with decorators, then serve.
 
@@ -259,7 +269,8 @@ class Server:
         """What the lifespan yielded (``None`` before ``start`` or without a lifespan)."""
         self._lifespan_exit: contextlib.AsyncExitStack | None = None
         self._starts = 0
-        self._session_shared: tuple[tuple[Any, ...], dict[str, Any], dict[str, Any]] | None = None
+        self._session_shared: SessionDefaults | None = None
+        self._session_sources: list[Callable[[], object]] = []
         self._tools_call_route = self._tools_call  # one bound method: the lane checks the route is still it
         self.routes = Routes(
             {
@@ -563,17 +574,17 @@ class Server:
             info["title"] = self.title
         return info
 
-    def new_session(self, *, records: bool = True) -> ServerSession:
-        """A fresh session machine declaring this server's capabilities (``records``: see ``ServerSession``).
-
-        Sessions share one ``server_info`` and one capabilities dict (the session machine copies before it
-        changes anything), rebuilt only when what they are made from changes: an idle session
-        holds no copy of its own.
-        """
+    def session_defaults(self) -> SessionDefaults:
+        """What every new session machine is made from: the same object until something that
+        an ``initialize`` reply holds changes (name, version, title, instructions, the kinds
+        of things offered), then a new one. Sessions share its ``server_info`` and
+        ``capabilities`` dicts (the session machine copies before it changes anything): an idle
+        session holds no copy of its own."""
         key = (
             self.name,
             self.version,
             self.title,
+            self.instructions,
             bool(self._tools),
             bool(self._resources or self._templates),
             bool(self._prompts),
@@ -583,9 +594,24 @@ class Server:
             bool(self._task_tools),
         )
         shared = self._session_shared
-        if shared is None or shared[0] != key:
-            shared = self._session_shared = (key, self.server_info(), self.capabilities())
-        return ServerSession(shared[1], shared[2], instructions=self.instructions, records=records)
+        if shared is None or shared.key != key:
+            shared = self._session_shared = SessionDefaults(key, self.server_info(), self.capabilities(), self.instructions)
+        return shared
+
+    def new_session(self, *, records: bool = True) -> ServerSession:
+        """A fresh session machine declaring this server's capabilities (``records``: see ``ServerSession``)."""
+        shared = self.session_defaults()
+        return ServerSession(shared.server_info, shared.capabilities, instructions=shared.instructions, records=records)
+
+    def add_session_source(self, bring_in: Callable[[], object]) -> None:
+        """Register a transport that holds sessions without a connection (the native HTTP lane
+        opens sessions that never needed one): ``bring_in()`` gives each of them its
+        connection, and is called before the server speaks to every session."""
+        self._session_sources.append(bring_in)
+
+    def _bring_in(self) -> None:
+        for bring_in in self._session_sources:
+            bring_in()
 
     def connect(self, *, records: bool = True) -> Connection:
         """A ``Connection`` (session machine + task runner) for one transport connection.
@@ -609,6 +635,7 @@ class Server:
 
     def connections(self) -> list[Connection]:
         """The open connections, as a list of their own (to send each session something)."""
+        self._bring_in()
         return list(self._connections)
 
     def notify_resource_updated(self, uri: str) -> int:
@@ -655,6 +682,7 @@ class Server:
 
     def notify_list_changed(self, kind: str) -> int:
         """Send ``notifications/<kind>/list_changed`` (kind: tools, resources or prompts) to all sessions."""
+        self._bring_in()
         sent = 0
         for conn in list(self._connections):
             sent += conn.session.notify(f"notifications/{kind}/list_changed")

@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from mcpfast.server.connection import Connection
     from mcpfast.store import SessionStore
 
-__all__ = ["DEFAULT_MAX_BODY", "ENDPOINT_MCP", "ENDPOINT_MESSAGES", "ENDPOINT_SSE", "Gate", "HttpTransport", "asgi_app"]
+__all__ = ["DEFAULT_MAX_BODY", "ENDPOINT_MCP", "ENDPOINT_MESSAGES", "ENDPOINT_SSE", "SESSION_ID_BYTES", "Gate", "HttpTransport", "asgi_app"]
 
 logger = logging.getLogger("mcpfast.transports.http")
 
@@ -111,6 +111,10 @@ _STATELESS: Final = frozenset(STATELESS_VERSIONS)
 _SSE = core.SseEncoder()
 _DECODE_ERROR: Final = core.JsonRpcError
 _TOOLS_CALL: Final = m.TOOLS_CALL
+SESSION_ID_BYTES: Final = 24
+"""Random bytes in a session id (sent base64url-encoded: 32 characters)."""
+_ID_MARK: Final = b"\x00"
+"""Where the lane puts a session id in an ``initialize`` reply's head (no header value holds NUL)."""
 
 
 class _Disconnected(Exception):
@@ -251,13 +255,28 @@ class HttpTransport:
         lane = core.HttpLane(
             self.path, list(HANDSHAKE_VERSIONS), head(200, _JSON), self.server.run_plain_tool, _unencodable, clock, max_head, max_body
         )
-        self.table.attach(lane)
+        table = self.table
+        if table.store is None:  # sessions other processes must see are made by the full path
+            lane.allow_births(
+                self.server.session_defaults,
+                table.sessions,
+                self.max_sessions,
+                self.session_idle_timeout,
+                SESSION_ID_BYTES,
+                head(200, [(b"mcp-session-id", _ID_MARK), *_JSON]),
+                _ID_MARK,
+                head(*_ACCEPTED[:2]),
+                head(*OK_EMPTY[:2]),
+            )
+            self.server.add_session_source(table.bring_in)
+        table.attach(lane)
         self.lane = lane
         return lane
 
     @property
     def sessions(self) -> dict[str, HttpSession]:
-        """The handshake-era sessions this process serves, by id (the table's)."""
+        """The handshake-era sessions this process serves, by id (the table's, with those the lane opened)."""
+        self.table.bring_in()
         return self.table.sessions
 
     # ---------------------------------------------------------------- entry
@@ -538,7 +557,7 @@ class HttpTransport:
         if type(message) is list:
             return _reply(400, _error_body(INVALID_REQUEST, "a batch needs a session (send initialize first)"))
         if message.kind == "request" and message.method == m.INITIALIZE and not modern:
-            return self._initialize(message, principal)
+            return self._initialize(message, principal, headers)
         if not modern and message.kind == "request":
             modern = META_PROTOCOL_VERSION in _meta(message) or message.method == m.SERVER_DISCOVER
         if not modern:
@@ -547,16 +566,17 @@ class HttpTransport:
 
     # ------------------------------------------------------ handshake era
 
-    def _initialize(self, decoded: Any, principal: str | None) -> Reply | Deferred:
+    def _initialize(self, decoded: Any, principal: str | None, headers: dict[bytes, bytes]) -> Reply | Deferred:
         table = self.table
         if not table.has_room():
             return _full(decoded.id)
-        sess = table.new_session(secrets.token_urlsafe(24), principal)
+        sess = table.new_session(secrets.token_urlsafe(SESSION_ID_BYTES), principal)
         stream = Stream()
         sess.conn.feed_message(decoded, stream)
         answer = stream.hand_over()
         body = answer.data if answer is not None else b""
-        version = sess.conn.session.version
+        session = sess.conn.session
+        version = session.version
         if version is None:  # refused: no session is kept
             table.discard(sess)
             return (200 if body else 202, _JSON if body else (), body)
@@ -564,6 +584,16 @@ class HttpTransport:
         opened: Reply = (200, [(b"mcp-session-id", sess.id.encode()), *_JSON], body)
         kept = table.open(sess)
         if kept is None:
+            lane = self.lane
+            if lane is not None:  # every check of this request passed: the lane may answer the next ones like it
+                lane.learn(headers)
+                lane.learn_initialize(
+                    decoded.params["protocolVersion"],
+                    version,
+                    session.initialize_result(),
+                    session.serves_directly(_TOOLS_CALL),
+                    self.server.session_defaults(),
+                )
             return opened
         return Later(kept, functools.partial(_opened, opened, decoded.id))  # answered once the table kept it
 
@@ -751,7 +781,7 @@ class HttpTransport:
         return functools.partial(self._legacy_sse, root, principal)
 
     async def _legacy_sse(self, root: str, principal: str | None, receive: Receive, send: Send) -> None:
-        sess = self.table.new_session(secrets.token_urlsafe(24), principal, legacy=True)
+        sess = self.table.new_session(secrets.token_urlsafe(SESSION_ID_BYTES), principal, legacy=True)
         endpoint = f"{root}{self.messages_path}?session_id={sess.id}"
         watch = asyncio.ensure_future(_wait_disconnect(receive))
         try:

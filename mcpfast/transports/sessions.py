@@ -23,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from mcpfast import core
 from mcpfast.protocol import methods as m
 from mcpfast.transports.http_routing import Stream, connect
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["HttpSession", "LocalSessions", "SessionTable", "chain", "wound_down"]
 
+_INITIALIZED: Final = core.decode(b'{"jsonrpc":"2.0","method":"%s"}' % m.NOTIFICATION_INITIALIZED.encode())
 STREAMS_KEPT: Final = 8
 """Open POST streams a session lists before it sweeps out the closed ones."""
 
@@ -202,14 +204,57 @@ class SessionTable(abc.ABC):
         """The session ``session_id`` of ``principal`` held here (a 2024-11-05 one if ``legacy``),
         seen now; ``None`` when there is none of that kind for that principal."""
         sess = self.sessions.get(session_id)
-        if sess is None or sess.legacy is not legacy or sess.principal != principal:
+        if sess is None:
+            if self.lane is None or legacy:
+                return None
+            sess = self._take_over(session_id)
+            if sess is None:
+                return None
+        if sess.legacy is not legacy or sess.principal != principal:
             return None
         sess.last_seen = time.monotonic()
         return sess
 
     def has_room(self) -> bool:
-        """Whether this process may hold one more session."""
-        return len(self.sessions) < self.max_sessions
+        """Whether this process may hold one more session (the lane's count too)."""
+        held = len(self.sessions)
+        if self.lane is not None:
+            held += self.lane.born
+        return held < self.max_sessions
+
+    def bring_in(self) -> None:
+        """Take over every session the lane opened (see ``_take_over``)."""
+        lane = self.lane
+        if lane is None or not lane.born:
+            return
+        for session_id in lane.born_ids(time.monotonic()):
+            self._take_over(session_id)
+
+    def _take_over(self, session_id: str) -> HttpSession | None:
+        """Serve here a session the lane opened, if it did and the session is live: its
+        ``initialize`` (and ``notifications/initialized``, if it came) replayed into a new
+        session machine, whose reply was the lane's already."""
+        lane = self.lane
+        assert lane is not None
+        taken = lane.take(session_id, time.monotonic())
+        if taken is None:
+            return None
+        body, initialized, last_seen = taken
+        sess = self.new_session(session_id, None)
+        conn = sess.conn
+        stream = Stream()
+        conn.feed_message(core.decode(body), stream)
+        stream.hand_over()
+        if initialized:
+            conn.feed_message(_INITIALIZED, Stream())
+        version = conn.session.version
+        if version is None:  # cannot be: the lane opened it with the full path's own reply
+            self.discard(sess)
+            return None
+        sess.version = version
+        sess.last_seen = last_seen
+        self.install(sess)
+        return sess
 
     def new_session(self, session_id: str, principal: str | None, *, legacy: bool = False) -> HttpSession:
         """A session not installed yet: its connection and its standing stream (untagged records go there)."""

@@ -59,3 +59,31 @@ def test_store_round_trips_per_request(servers, redis) -> None:
     assert ops - flushes == 2, (ops, flushes)
     if core.HAS_LANE:  # the session loaded from the store is served by the lane like a local one
         assert answered is not None and answered >= CALLS - 2, answered
+
+
+def test_with_a_shared_store_every_session_is_made_by_the_full_path(redis) -> None:
+    # The lane opens sessions only for a table of this process: the others must find them in the store.
+    transport = HttpTransport(app, store=RedisStore(redis.url), session_idle_timeout=30)
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    with serve_in_thread(transport) as base:
+        conn = http.client.HTTPConnection(base.removeprefix("http://"), timeout=10)
+        ids = []
+        for _ in range(3):
+            conn.request(
+                "POST",
+                "/mcp",
+                body=json.dumps(init).encode(),
+                headers={"accept": "application/json, text/event-stream", "content-type": "application/json"},
+            )
+            resp = conn.getresponse()
+            resp.read()
+            assert resp.status == 200
+            ids.append(resp.getheader("mcp-session-id"))
+        conn.close()
+        assert all(sid in transport.table.sessions for sid in ids)
+        assert transport.lane is None or transport.lane.born == 0

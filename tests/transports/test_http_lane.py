@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -19,7 +20,7 @@ import pytest
 from mcpfast import Server, core
 from mcpfast.protocol.errors import McpError
 from mcpfast.server import ToolResult
-from mcpfast.transports.http import HttpTransport, asgi_app
+from mcpfast.transports.http import SESSION_ID_BYTES, HttpTransport, asgi_app
 from mcpfast.transports.http_server import _clock, _head
 from mcpfast.transports.http_testing import serve_in_thread
 from tests.transports.test_http_server import Conn, post
@@ -324,3 +325,244 @@ def test_a_replaced_tools_call_route_is_not_bypassed() -> None:
     assert own.run_plain_tool("echo", {"text": "x"}, "2025-11-25") == {"content": [{"type": "text", "text": "x"}]}
     own.routes["tools/call"] = lambda request, conn: {"content": [{"type": "text", "text": "routed"}]}
     assert own.run_plain_tool("echo", {"text": "x"}, "2025-11-25") is None
+
+
+# ---------------------------------------------------------------- sessions the lane opens
+
+
+def masked(status: int, headers: dict[bytes, bytes], body: bytes) -> tuple[int, list[bytes], bytes]:
+    """A reply without its ``date`` line, its session id replaced (each server draws its own)."""
+    sid = headers.get(b"mcp-session-id")
+    lines = sorted(k + b": " + (b"<id>" if k == b"mcp-session-id" else v) for k, v in headers.items() if k != b"date")
+    return status, lines, body.replace(sid, b"<id>") if sid else body
+
+
+def lifecycle(served: Served, init_body: bytes, version: str) -> list[tuple[int, list[bytes], bytes]]:
+    """initialize, initialized, a call, DELETE, a call after it: every reply, masked."""
+    c = Conn(served.url)
+    try:
+        c.send(post(init_body))
+        status, headers, body = c.response()
+        out = [masked(status, headers, body)]
+        sid = headers.get(b"mcp-session-id")
+        if sid is None:
+            return out
+        extra = b"Mcp-Session-Id: " + sid + b"\r\nMCP-Protocol-Version: " + version.encode() + b"\r\n"
+        for request in (
+            post(b'{"jsonrpc":"2.0","method":"notifications/initialized"}', extra),
+            post(tool_call(1, "echo", {"text": "born"}), extra),
+            b"DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n" + extra + b"\r\n",
+            post(tool_call(2, "echo", {"text": "gone"}), extra),
+        ):
+            c.send(request)
+            out.append(masked(*c.response()))
+        return out
+    finally:
+        c.close()
+
+
+def raw_init(params: Any, rid: Any = 0) -> bytes:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": "initialize", "params": params}
+    if rid is not None:
+        message["id"] = rid
+    return json.dumps(message).encode()
+
+
+INFO = {"name": "t", "version": "1"}
+
+
+@pytest.mark.parametrize("requested", ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "1999-01-01"])
+def test_a_session_opened_by_the_lane_answers_as_the_full_path(both: tuple[Served, Served], requested: str) -> None:
+    lane, full = both
+    body = raw_init({"protocolVersion": requested, "capabilities": {}, "clientInfo": INFO}, "x")
+    negotiated = requested if requested != "1999-01-01" else "2025-11-25"
+    lifecycle(lane, body, negotiated)  # the first of a version is the full path's, and teaches the lane
+    before = lane.answered
+    got = lifecycle(lane, body, negotiated)
+    want = lifecycle(full, body, negotiated)
+    assert got == want
+    assert [r[0] for r in got] == [200, 202, 200, 200, 404]
+    # initialize, initialized, the call and DELETE were the lane's; the call after DELETE is not
+    assert lane.answered - before == 4
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        raw_init({"protocolVersion": 20251125, "capabilities": {}, "clientInfo": INFO}),
+        raw_init({"protocolVersion": "2025-11-25", "capabilities": [], "clientInfo": INFO}),
+        raw_init({"protocolVersion": "2025-11-25", "capabilities": {}}),
+        raw_init({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": "t"}),
+        raw_init({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": INFO, "_meta": {"k": 1}}),
+        raw_init({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": INFO}, rid=None),
+        raw_init(["2025-11-25"]),
+        b'[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{}}}]',
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{}',
+    ],
+)
+def test_an_initialize_the_lane_may_not_answer_is_the_full_paths(both: tuple[Served, Served], body: bytes) -> None:
+    lane, full = both
+    lifecycle(lane, init(), "2025-11-25")
+    before = lane.answered
+    assert lifecycle(lane, body, "2025-11-25")[0] == lifecycle(full, body, "2025-11-25")[0]
+    # with an extra member the session machine would take it; the lane leaves it all the same
+    assert lane.answered == before or b"_meta" in body
+
+
+def make_app(name: str, instructions: str | None = None) -> Server:
+    own = Server(name, instructions=instructions)
+
+    @own.tool()
+    def echo(text: str) -> str:
+        return text
+
+    @own.tool()
+    def announce() -> str:
+        """Tell every session the tool list changed: how many were told."""
+        return str(own.notify_list_changed("tools"))
+
+    return own
+
+
+def born_session(c: Conn, initialized: bool = True) -> bytes:
+    c.send(post(init()))
+    status, headers, _ = c.response()
+    assert status == 200
+    extra = b"Mcp-Session-Id: " + headers[b"mcp-session-id"] + b"\r\nMCP-Protocol-Version: 2025-11-25\r\n"
+    if initialized:
+        c.send(post(b'{"jsonrpc":"2.0","method":"notifications/initialized"}', extra))
+        assert c.response()[0] == 202
+    return extra
+
+
+def sid_of(extra: bytes) -> str:
+    return extra.split(b"\r\n")[0].split(b": ")[1].decode()
+
+
+@contextlib.contextmanager
+def served_apps(**options: Any) -> Iterator[tuple[Served, Served]]:
+    """A fresh app served with the lane and another (the same code) without it."""
+    a, b = asgi_app(make_app("births-a"), **options), asgi_app(make_app("births-b"), **options)
+    with serve_in_thread(a) as url_a, serve_in_thread(b, lane=False) as url_b:
+        yield Served(a, url_a), Served(b, url_b)
+
+
+def test_the_table_takes_over_a_session_for_the_first_request_the_lane_leaves() -> None:
+    with served_apps() as (lane, _):
+        lane_ = lane.transport.lane
+        assert lane_ is not None
+        c = Conn(lane.url)
+        try:
+            born_session(c)  # teaches the lane
+            extra = born_session(c)
+            sid = sid_of(extra)
+            assert lane_.born == 1 and sid not in lane.transport.table.sessions
+            # as the full path draws them: SESSION_ID_BYTES random bytes, base64url
+            others = {sid_of(born_session(c, initialized=False)) for _ in range(50)}
+            assert len(others | {sid}) == 51
+            assert all(re.fullmatch(rf"[A-Za-z0-9_-]{{{SESSION_ID_BYTES * 4 // 3}}}", s) for s in others | {sid})
+            assert lane_.born == 51
+            c.send(post(b'{"jsonrpc":"2.0","id":5,"method":"tools/list"}', extra))
+            status, _, body = c.response()
+            assert status == 200 and {t["name"] for t in json.loads(body)["result"]["tools"]} == {"echo", "announce"}
+            assert lane_.born == 50
+            sess = lane.transport.table.sessions[sid]
+            assert sess.version == "2025-11-25" and sess.conn.session.state.value == "ready"
+            before = lane.answered
+            c.send(post(tool_call(6, "echo", {"text": "held now"}), extra))
+            assert c.response()[0] == 200
+            assert lane.answered == before + 1  # now served as a session of the table's
+        finally:
+            c.close()
+
+
+def read_until(c: Conn, needle: bytes, seconds: float = 5.0) -> bytes:
+    c.sock.settimeout(seconds)
+    while needle not in c.buf:
+        if not c._fill():
+            break
+    return c.buf
+
+
+def test_the_server_speaking_to_every_session_reaches_those_the_lane_opened() -> None:
+    # `announce` is a sync tool the lane serves: while it runs, the table takes over the sessions
+    # the lane holds (the one calling included), so the lane must not be borrowed then.
+    results = []
+    with served_apps() as pair:
+        for served in pair:
+            a, b = Conn(served.url), Conn(served.url)
+            try:
+                born_session(a)
+                listener = born_session(a)
+                a.send(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n" + listener + b"\r\n")
+                read_until(a, b"\n\n")  # the stream is open (its priming event)
+                caller = born_session(b)
+                before = served.answered
+                b.send(post(tool_call(1, "announce", {}), caller))
+                status, _, body = b.response()
+                told = json.loads(body)["result"]["content"][0]["text"]
+                got = read_until(a, b"notifications/tools/list_changed")
+                results.append((status, told, b"notifications/tools/list_changed" in got))
+                lane = served.transport.lane
+                assert lane is None or (lane.born == 0 and served.answered == before + 1)
+                assert len(served.transport.table.sessions) == 3
+            finally:
+                a.close()
+                b.close()
+    assert results[0] == results[1] == (200, "3", True)
+
+
+def test_sessions_the_lane_opened_count_against_the_limit() -> None:
+    with served_apps(max_sessions=3) as (lane, full):
+        for served in (lane, full):
+            c = Conn(served.url)
+            try:
+                sessions = [born_session(c) for _ in range(3)]
+                c.send(post(init()))
+                status, _, body = c.response()
+                assert status == 503 and b"too many sessions" in body
+                c.send(b"DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n" + sessions[1] + b"\r\n")
+                assert c.response()[0] == 200
+                born_session(c)
+                c.send(post(init()))
+                assert c.response()[0] == 503
+            finally:
+                c.close()
+        assert lane.transport.lane is not None and lane.transport.lane.born == 2
+
+
+def test_a_session_the_lane_opened_ends_when_idle() -> None:
+    with served_apps(session_idle_timeout=0.3) as (lane, _):
+        c = Conn(lane.url)
+        try:
+            born_session(c)
+            extra = born_session(c)
+            assert lane.transport.lane is not None and lane.transport.lane.born >= 1
+            import time
+
+            time.sleep(0.5)
+            c.send(post(tool_call(1, "echo", {"text": "late"}), extra))
+            assert c.response()[0] == 404
+            assert lane.transport.lane.born == 0
+        finally:
+            c.close()
+
+
+def test_a_changed_server_is_not_answered_with_the_old_reply() -> None:
+    own = make_app("changing", instructions="before")
+    transport = asgi_app(own)
+    with serve_in_thread(transport) as url:
+        served = Served(transport, url)
+        c = Conn(url)
+        try:
+            for expected in ("before", "before"):
+                c.send(post(init()))
+                assert json.loads(c.response()[2])["result"]["instructions"] == expected
+            own.instructions = "after"
+            for _ in range(2):
+                before = served.answered
+                c.send(post(init()))
+                assert json.loads(c.response()[2])["result"]["instructions"] == "after"
+            assert served.answered == before + 1  # the first after the change taught the lane again
+        finally:
+            c.close()

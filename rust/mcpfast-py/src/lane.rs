@@ -30,6 +30,7 @@ use mcpfast_core::http1::Head;
 use mcpfast_core::json::Reader;
 use mcpfast_core::write;
 
+use crate::births::{self, Births};
 use crate::errors;
 use crate::http1::{frame, header_key, request_tuple};
 use crate::pyjson;
@@ -49,7 +50,7 @@ const TOOLS_CALL: &[u8] = b"tools/call";
 /// FNV-1a: the keys are the server's own random session ids, put in by the server only, so a
 /// keyed hash buys nothing and SipHash costs more than the rest of a lookup.
 #[derive(Default)]
-struct Fnv(u64);
+pub(crate) struct Fnv(u64);
 
 impl Hasher for Fnv {
     fn finish(&self) -> u64 {
@@ -70,7 +71,7 @@ impl Hasher for Fnv {
     }
 }
 
-type FnvBuild = BuildHasherDefault<Fnv>;
+pub(crate) type FnvBuild = BuildHasherDefault<Fnv>;
 
 struct LaneSession {
     session: Py<PyAny>,
@@ -124,6 +125,8 @@ pub struct HttpLane {
     date: Vec<u8>,
     date_second: u64,
     answered: u64,
+    /// Sessions the lane opens itself (`allow_births`; `None`: only the table's).
+    births: Option<Births>,
 }
 
 /// The tools/call a body holds, if it is one the lane may serve: a single request whose params
@@ -134,31 +137,45 @@ struct Call<'a> {
     arguments: Option<&'a str>,
 }
 
-fn tools_call(body: &[u8]) -> Option<Call<'_>> {
+/// The single request in `body`, with an id and params of few enough members to be listed,
+/// calling `method`: its envelope and its text.
+pub(crate) fn request_of<'a>(body: &'a [u8], method: &[u8]) -> Option<(Envelope<'a>, &'a str)> {
     let Ok(Decoded::Single(env)) = decode_bytes(body, mcpfast_core::DEFAULT_MAX_DEPTH) else {
         return None;
     };
     if env.kind != Kind::Request || env.id.is_none() || env.members.overflow {
         return None;
     }
-    if env.method.as_ref().map(|m| m.as_bytes()) != Some(TOOLS_CALL) {
+    if env.method.as_ref().map(|m| m.as_bytes()) != Some(method) {
         return None;
     }
+    env.params()?;
     // Outside strings valid JSON is ASCII, and the strings were checked by the scan.
     let text = std::str::from_utf8(body).ok()?;
-    let mut name = None;
-    let mut arguments = None;
+    Some((env, text))
+}
+
+/// The values of params members `names` (each at most once, as written), or `None` when
+/// params hold another member.
+pub(crate) fn members<const N: usize>(
+    env: &Envelope<'_>,
+    body: &[u8],
+    names: [&[u8]; N],
+) -> Option<[Option<std::ops::Range<usize>>; N]> {
+    let mut slots: [Option<std::ops::Range<usize>>; N] = std::array::from_fn(|_| None);
     for (key, value) in env.members.iter() {
-        let slot = match &body[key] {
-            b"name" => &mut name,
-            b"arguments" => &mut arguments,
-            _ => return None,
-        };
-        if slot.replace(value).is_some() {
+        let key = &body[key];
+        let i = names.iter().position(|n| *n == key)?;
+        if slots[i].replace(value).is_some() {
             return None;
         }
     }
-    env.params()?;
+    Some(slots)
+}
+
+fn tools_call(body: &[u8]) -> Option<Call<'_>> {
+    let (env, text) = request_of(body, TOOLS_CALL)?;
+    let [name, arguments] = members(&env, body, [b"name", b"arguments"])?;
     let name = Reader::new(text.get(name?)?, 1).string().ok()?;
     let arguments = match arguments {
         Some(span) => Some(text.get(span)?),
@@ -172,91 +189,275 @@ fn tools_call(body: &[u8]) -> Option<Call<'_>> {
 }
 
 impl HttpLane {
-    /// The whole HTTP reply to one request, or `None`: the full path serves it.
+    /// The whole HTTP reply to one request, or `false`: the full path serves it. The lane is
+    /// not borrowed while a tool runs: the tool may reach the transport's table, which tells
+    /// the lane of sessions it takes over or ends.
+    #[allow(clippy::too_many_arguments)]
     fn answer(
-        &self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         head: &Head<'_>,
         body: &[u8],
         now: &Bound<'_, PyAny>,
+        now_s: f64,
         out: &mut Vec<u8>,
         reply: &mut Vec<u8>,
     ) -> PyResult<bool> {
-        if head.method != b"POST" || head.target != self.path.as_slice() || !head.keep_alive {
+        let plan = slf.borrow_mut().plan(py, head, body, now_s, out)?;
+        let Plan::Call {
+            version,
+            owner,
+            run_tool,
+            unencodable,
+        } = plan
+        else {
+            return Ok(matches!(plan, Plan::Answered));
+        };
+        if !call(py, &run_tool, &unencodable, body, version.bind(py), reply)? {
             return Ok(false);
         }
+        let mut this = slf.borrow_mut();
+        let session = match owner {
+            Owner::Held(session) => Some(session),
+            Owner::Born(id) => {
+                match this.births.as_mut().and_then(|b| b.get(&id, now_s)) {
+                    Some(born) => {
+                        born.last_seen = now_s;
+                        None
+                    }
+                    // taken over by the table while the tool ran
+                    None => this.sessions.get(&id).map(|e| e.session.clone_ref(py)),
+                }
+            }
+        };
+        this.json(out, reply);
+        drop(this);
+        if let Some(session) = session {
+            session
+                .bind(py)
+                .setattr(pyo3::intern!(py, "last_seen"), now)?;
+        }
+        Ok(true)
+    }
+
+    /// What to do with one request: answer it here at once (into `out`), run its tool, or
+    /// leave it to the full path.
+    fn plan(
+        &mut self,
+        py: Python<'_>,
+        head: &Head<'_>,
+        body: &[u8],
+        now: f64,
+        out: &mut Vec<u8>,
+    ) -> PyResult<Plan> {
+        let delete = head.method == b"DELETE";
+        if !(delete || head.method == b"POST")
+            || head.target != self.path.as_slice()
+            || !head.keep_alive
+        {
+            return Ok(Plan::Full);
+        }
         let Some(seen) = Seen::of(head) else {
-            return Ok(false);
+            return Ok(Plan::Full);
         };
         for (i, value) in seen.learned.iter().enumerate() {
             match value {
                 Some(v) if self.learned[i].iter().any(|k| k.as_slice() == *v) => {}
                 None if i == ORIGIN => {}
-                _ => return Ok(false),
+                // the full path judges neither for a DELETE: absent is as good as accepted
+                None if delete && (i == ACCEPT || i == CONTENT_TYPE) => {}
+                _ => return Ok(Plan::Full),
             }
         }
         if let Some(v) = seen.version {
             if !self.versions.iter().any(|known| known.as_slice() == v) {
-                return Ok(false);
+                return Ok(Plan::Full);
             }
         }
-        let Some(entry) = seen.session_id.and_then(|id| self.sessions.get(id)) else {
-            return Ok(false);
+        let Some(id) = seen.session_id else {
+            return if delete {
+                Ok(Plan::Full)
+            } else {
+                self.open_session(py, body, now, out)
+            };
         };
-        if !entry.in_flight.bind(py).is_empty() {
-            return Ok(false);
+        if delete {
+            return Ok(self.end_born(id, body, now, out));
         }
-        let Some(call) = tools_call(body) else {
-            return Ok(false);
+        let (version, owner) = if let Some(entry) = self.sessions.get(id) {
+            if !entry.in_flight.bind(py).is_empty() {
+                return Ok(Plan::Full);
+            }
+            (
+                entry.version.clone_ref(py),
+                Owner::Held(entry.session.clone_ref(py)),
+            )
+        } else {
+            let Some(births) = self.births.as_mut() else {
+                return Ok(Plan::Full);
+            };
+            let Some(born) = births.get(id, now) else {
+                return Ok(Plan::Full);
+            };
+            if births::is_initialized(body) {
+                Births::mark_initialized(born, now);
+                let head = births.accepted_head.clone();
+                self.empty(out, &head);
+                return Ok(Plan::Answered);
+            }
+            if !born.tools {
+                return Ok(Plan::Full);
+            }
+            (born.version.clone_ref(py), Owner::Born(id.to_vec()))
         };
-        let arguments = match call.arguments {
-            Some(text) => pyjson::build_value(py, text)?,
-            None => py.None().into_bound(py),
+        Ok(Plan::Call {
+            version,
+            owner,
+            run_tool: self.run_tool.clone_ref(py),
+            unencodable: self.unencodable.clone_ref(py),
+        })
+    }
+
+    /// `initialize` answered with a learned reply, the session kept here.
+    fn open_session(
+        &mut self,
+        py: Python<'_>,
+        body: &[u8],
+        now: f64,
+        out: &mut Vec<u8>,
+    ) -> PyResult<Plan> {
+        let Some(births) = self.births.as_mut() else {
+            return Ok(Plan::Full);
         };
-        let name = PyString::new(py, &call.name);
-        let outcome = self
-            .run_tool
-            .bind(py)
-            .call1((name, arguments, entry.version.bind(py)))?;
-        if outcome.is_none() {
-            return Ok(false);
-        }
-        let Some(id) = call.env.id.as_ref() else {
-            return Ok(false);
+        let Some(init) = births::initialize(body) else {
+            return Ok(Plan::Full);
         };
-        reply.clear();
+        let Some(rid) = init.env.id.as_ref() else {
+            return Ok(Plan::Full);
+        };
+        let Some((session_id, i)) = births.open(py, &init, body, now)? else {
+            return Ok(Plan::Full);
+        };
+        let mut reply = Vec::with_capacity(256 + births.result(i).len());
+        let reply = &mut reply;
         reply.extend_from_slice(write::HEAD);
         reply.extend_from_slice(b",\"id\":");
-        write::write_id(reply, id);
-        if let Ok(error) = outcome.cast::<PyTuple>() {
-            // A refusal before the tool ran: if it cannot be written here, the full path says it.
-            if !write_error(reply, error) {
-                return Ok(false);
-            }
-        } else {
-            reply.extend_from_slice(b",\"result\":");
-            if let Err(exc) = pyjson::write_body(reply, &outcome) {
-                let id = pyjson::id_to_py(py, id)?;
-                let written = self.unencodable.bind(py).call1((id, exc.value(py)))?;
-                reply.clear();
-                reply.extend_from_slice(written.cast::<PyBytes>()?.as_bytes());
-            } else {
-                reply.push(b'}');
-            }
+        write::write_id(reply, rid);
+        reply.extend_from_slice(b",\"result\":");
+        reply.extend_from_slice(births.result(i));
+        reply.push(b'}');
+        out.extend_from_slice(&births.opened_head.0);
+        out.extend_from_slice(&session_id);
+        out.extend_from_slice(&births.opened_head.1);
+        self.length_and_date(out, reply.len());
+        out.extend_from_slice(reply);
+        Ok(Plan::Answered)
+    }
+
+    /// DELETE of a session the lane opened (an empty body only).
+    fn end_born(&mut self, id: &[u8], body: &[u8], now: f64, out: &mut Vec<u8>) -> Plan {
+        let Some(births) = self.births.as_mut() else {
+            return Plan::Full;
+        };
+        if !body.is_empty() || births.get(id, now).is_none() {
+            return Plan::Full;
         }
-        entry
-            .session
-            .bind(py)
-            .setattr(pyo3::intern!(py, "last_seen"), now)?;
+        births.end(id);
+        let head = births.ended_head.clone();
+        self.empty(out, &head);
+        Plan::Answered
+    }
+
+    /// A 200 JSON reply.
+    fn json(&self, out: &mut Vec<u8>, reply: &[u8]) {
         out.extend_from_slice(&self.json_head);
+        self.length_and_date(out, reply.len());
+        out.extend_from_slice(reply);
+    }
+
+    /// A reply without a body, after `head`.
+    fn empty(&self, out: &mut Vec<u8>, head: &[u8]) {
+        out.extend_from_slice(head);
+        self.length_and_date(out, 0);
+    }
+
+    /// `content-length`, the `date` line and the end of the head.
+    fn length_and_date(&self, out: &mut Vec<u8>, length: usize) {
         out.extend_from_slice(b"content-length: ");
-        out.extend_from_slice(itoa::Buffer::new().format(reply.len()).as_bytes());
+        out.extend_from_slice(itoa::Buffer::new().format(length).as_bytes());
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(&self.date);
         out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(reply);
-        Ok(true)
     }
+}
+
+/// What `plan` decided for a request.
+enum Plan {
+    /// The full path serves it.
+    Full,
+    /// Answered: the reply is written.
+    Answered,
+    /// A tools/call to run (with no borrow of the lane held), for a session of `version`.
+    Call {
+        version: Py<PyString>,
+        owner: Owner,
+        run_tool: Py<PyAny>,
+        unencodable: Py<PyAny>,
+    },
+}
+
+/// Whose call it is: a session of the table's, or one the lane opened (by id).
+enum Owner {
+    Held(Py<PyAny>),
+    Born(Vec<u8>),
+}
+
+/// Run the tools/call in `body` for a session of `version` (its JSON-RPC reply into `reply`);
+/// false when it is not one the lane serves (nothing ran).
+fn call(
+    py: Python<'_>,
+    run_tool: &Py<PyAny>,
+    unencodable: &Py<PyAny>,
+    body: &[u8],
+    version: &Bound<'_, PyString>,
+    reply: &mut Vec<u8>,
+) -> PyResult<bool> {
+    let Some(call) = tools_call(body) else {
+        return Ok(false);
+    };
+    let arguments = match call.arguments {
+        Some(text) => pyjson::build_value(py, text)?,
+        None => py.None().into_bound(py),
+    };
+    let name = PyString::new(py, &call.name);
+    let outcome = run_tool.bind(py).call1((name, arguments, version))?;
+    if outcome.is_none() {
+        return Ok(false);
+    }
+    let Some(id) = call.env.id.as_ref() else {
+        return Ok(false);
+    };
+    reply.clear();
+    reply.extend_from_slice(write::HEAD);
+    reply.extend_from_slice(b",\"id\":");
+    write::write_id(reply, id);
+    if let Ok(error) = outcome.cast::<PyTuple>() {
+        // A refusal before the tool ran: if it cannot be written here, the full path says it.
+        if !write_error(reply, error) {
+            return Ok(false);
+        }
+    } else {
+        reply.extend_from_slice(b",\"result\":");
+        if let Err(exc) = pyjson::write_body(reply, &outcome) {
+            let id = pyjson::id_to_py(py, id)?;
+            let written = unencodable.bind(py).call1((id, exc.value(py)))?;
+            reply.clear();
+            reply.extend_from_slice(written.cast::<PyBytes>()?.as_bytes());
+        } else {
+            reply.push(b'}');
+        }
+    }
+    Ok(true)
 }
 
 /// `,"error":{...}}` as `encode_error` writes it; false when `(code, message, data)` is not
@@ -322,6 +523,7 @@ impl HttpLane {
             date: Vec::new(),
             date_second: 0,
             answered: 0,
+            births: None,
         }
     }
 
@@ -368,6 +570,103 @@ impl HttpLane {
         self.sessions.remove(session_id.as_bytes());
     }
 
+    /// Open sessions here too (see `births`): `defaults()` returns the server's current session
+    /// defaults, `held` is the table's dict of sessions (with the lane's, at most
+    /// `max_sessions`), `idle_timeout` the seconds after which an unused session ends, `id_bytes`
+    /// the random bytes of a session id; `opened_head` is the head of an `initialize` reply
+    /// with `id_mark` where the session id goes, `accepted_head` and `ended_head` those of a
+    /// 202 and of a DELETE's 200 (each up to its length).
+    #[pyo3(signature = (defaults, held, max_sessions, idle_timeout, id_bytes, opened_head, id_mark, accepted_head, ended_head))]
+    #[allow(clippy::too_many_arguments)]
+    fn allow_births(
+        &mut self,
+        defaults: Py<PyAny>,
+        held: Py<PyDict>,
+        max_sessions: usize,
+        idle_timeout: f64,
+        id_bytes: usize,
+        opened_head: &[u8],
+        id_mark: &[u8],
+        accepted_head: &[u8],
+        ended_head: &[u8],
+    ) -> PyResult<()> {
+        let Some(at) = memchr::memmem::find(opened_head, id_mark).filter(|_| !id_mark.is_empty())
+        else {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "opened_head lacks id_mark",
+            ));
+        };
+        if id_bytes == 0 {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "id_bytes must be positive",
+            ));
+        }
+        self.births = Some(Births::new(
+            defaults,
+            held,
+            max_sessions,
+            idle_timeout,
+            id_bytes,
+            (
+                opened_head[..at].to_vec(),
+                opened_head[at + id_mark.len()..].to_vec(),
+            ),
+            accepted_head.to_vec(),
+            ended_head.to_vec(),
+        ));
+        Ok(())
+    }
+
+    /// The full path answered an `initialize` asking for `requested` with `result` (the
+    /// encoded result object), under the server's session `defaults`: a session of `version`,
+    /// admitting `tools/call` directly if `tools`. Ignored unless births are allowed.
+    fn learn_initialize(
+        &mut self,
+        py: Python<'_>,
+        requested: &str,
+        version: Py<PyString>,
+        result: &[u8],
+        tools: bool,
+        defaults: Py<PyAny>,
+    ) {
+        if let Some(births) = self.births.as_mut() {
+            births.learn(py, requested, version, result, tools, defaults);
+        }
+    }
+
+    /// Hand over session `session_id` if the lane opened it and it is live at `now`:
+    /// `(initialize body, initialized, last_seen)`; the lane forgets it.
+    fn take<'py>(
+        &mut self,
+        py: Python<'py>,
+        session_id: &str,
+        now: f64,
+    ) -> Option<(Bound<'py, PyBytes>, bool, f64)> {
+        let births = self.births.as_mut()?;
+        let (body, initialized, last_seen) = births.take(session_id.as_bytes(), now)?;
+        Some((PyBytes::new(py, &body), initialized, last_seen))
+    }
+
+    /// The ids of the live sessions the lane opened (at `now`).
+    fn born_ids(&mut self, now: f64) -> Vec<String> {
+        let Some(births) = self.births.as_mut() else {
+            return Vec::new();
+        };
+        births.swept = f64::NEG_INFINITY;
+        births.sweep(now);
+        births
+            .born
+            .keys()
+            .map(|k| String::from_utf8_lossy(k).into_owned())
+            .collect()
+    }
+
+    /// Sessions the lane opened and holds.
+    #[getter]
+    fn born(&self) -> usize {
+        self.births.as_ref().map_or(0, |b| b.born.len())
+    }
+
     /// Sessions the lane serves.
     #[getter]
     fn sessions(&self) -> usize {
@@ -389,7 +688,7 @@ impl HttpLane {
     /// in request order and a request never runs before those sent ahead of it. `now` is the
     /// time put in a served session's `last_seen`.
     fn feed<'py>(
-        &mut self,
+        slf: &Bound<'py, Self>,
         py: Python<'py>,
         data: &Bound<'py, PyBytes>,
         now: &Bound<'py, PyAny>,
@@ -402,24 +701,31 @@ impl HttpLane {
             let mut reply: Vec<u8> = Vec::with_capacity(256);
             let mut answering = idle;
             let mut answered = 0u64;
-            if answering {
-                self.refresh_date(py)?;
-            }
-            let this = &*self;
-            let (at, status, need, reason) =
-                frame(buf, this.max_head, this.max_body, |head, body| {
-                    if answering {
-                        if this.answer(py, head, body, now, &mut replies, &mut reply)? {
-                            answered += 1;
-                            return Ok(());
-                        }
-                        answering = false;
+            let now_s: f64 = now.extract()?;
+            let (max_head, max_body) = {
+                let mut this = slf.borrow_mut();
+                if answering {
+                    this.refresh_date(py)?;
+                    if let Some(births) = this.births.as_mut() {
+                        births.sweep(now_s);
                     }
-                    requests
-                        .get_or_insert_with(|| PyList::empty(py))
-                        .append(request_tuple(py, head, body)?)
-                })?;
-            self.answered += answered;
+                }
+                (this.max_head, this.max_body)
+            };
+            let (at, status, need, reason) = frame(buf, max_head, max_body, |head, body| {
+                if answering {
+                    if HttpLane::answer(slf, py, head, body, now, now_s, &mut replies, &mut reply)?
+                    {
+                        answered += 1;
+                        return Ok(());
+                    }
+                    answering = false;
+                }
+                requests
+                    .get_or_insert_with(|| PyList::empty(py))
+                    .append(request_tuple(py, head, body)?)
+            })?;
+            slf.borrow_mut().answered += answered;
             if requests.is_none() && at == buf.len() && status == 0 && !replies.is_empty() {
                 return Ok(PyBytes::new(py, &replies).into_any());
             }

@@ -1,6 +1,7 @@
 //! `mcpfast._core`: the Python face of mcpfast-core. Each call crosses the FFI boundary once
 //! and builds only the Python objects its caller reads.
 
+mod births;
 mod engine;
 mod errors;
 mod fastjson;
