@@ -14,27 +14,11 @@ import select
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
-from _support import child_env, free_port, start_process, stop_process
-
-HERE = Path(__file__).resolve().parent
-
-
-def _env() -> dict[str, str]:
-    env = child_env()
-    # The sample apps, and wherever this interpreter finds fastmcp (it may be outside the venv).
-    paths = [str(HERE)]
-    try:
-        import fastmcp
-
-        paths.append(str(Path(fastmcp.__file__).resolve().parent.parent))
-    except ImportError:
-        pass
-    env["PYTHONPATH"] = os.pathsep.join([*paths, env["PYTHONPATH"]])
-    return env
+from _servers import env
+from _support import free_port, start_process, stop_process
 
 
 def _serve(*args: str) -> list[str]:
@@ -49,7 +33,7 @@ def _initialize(rid: int = 0) -> dict[str, Any]:
 
 
 def _stdio_exchange(app: str, messages: list[dict[str, Any]], *extra: str) -> list[dict[str, Any]]:
-    proc = subprocess.Popen(_serve("--app", app, *extra), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    proc = subprocess.Popen(_serve("--app", app, *extra), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
     assert proc.stdin is not None and proc.stdout is not None
     out: list[dict[str, Any]] = []
     try:
@@ -108,7 +92,7 @@ def test_stdio_serves_a_framework_app(app: str, extra: tuple[str, ...]) -> None:
 
 
 def test_an_object_that_is_no_server_is_refused_at_start() -> None:
-    done = subprocess.run(_serve("--app", "os:path"), capture_output=True, env=_env(), timeout=60, stdin=subprocess.DEVNULL)
+    done = subprocess.run(_serve("--app", "os:path"), capture_output=True, env=env(), timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode != 0
     assert b"os:path: builtins.module is not a server mcpfast can serve" in done.stderr
 
@@ -135,7 +119,7 @@ def test_http_serves_a_framework_app(app: str) -> None:
         pytest.importorskip("fastmcp")
     port = free_port()
     cmd = ["timeout", "60", *_serve("--transport", "http", "--port", str(port), "--app", app)]
-    proc = start_process(cmd, port, f"mcpfast serve --transport http --app {app}", env=_env())
+    proc = start_process(cmd, port, f"mcpfast serve --transport http --app {app}", env=env())
     try:
         response, first = _post(port, _initialize(), None)
         assert response.status == 200, first
