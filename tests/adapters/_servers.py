@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from _support import child_env
@@ -53,3 +57,24 @@ def http_command(side: str, app: str, port: int) -> list[str]:
     if side == "own":
         return ["timeout", LIFETIME, sys.executable, str(HERE / "own_server.py"), APPS[app], "http", str(port)]
     return ["timeout", LIFETIME, sys.executable, "-m", "mcpfast", "serve", "--transport", "http", "--port", str(port), "--app", APPS[app]]
+
+
+def post(
+    url: str, body: dict[str, Any] | None, headers: dict[str, str], method: str = "POST"
+) -> tuple[http.client.HTTPResponse, list[dict[str, Any]]]:
+    """One HTTP request to a server's MCP endpoint: the response (read) and the JSON-RPC messages
+    of its body, whether a JSON body or an SSE stream (its ``data:`` lines, in order)."""
+    where = urlsplit(url)
+    conn = http.client.HTTPConnection(where.hostname or "127.0.0.1", where.port, timeout=30)
+    sent = {"content-type": "application/json", "accept": "application/json, text/event-stream", **headers}
+    try:
+        conn.request(method, where.path, json.dumps(body).encode() if body is not None else None, sent)
+        response = conn.getresponse()
+        data = response.read().decode()
+    finally:
+        conn.close()
+    if response.getheader("content-type", "").startswith("text/event-stream"):
+        messages = [json.loads(line[5:]) for line in data.splitlines() if line.startswith("data:") and line[5:].strip()]
+    else:
+        messages = [json.loads(data)] if data.strip() else []
+    return response, messages

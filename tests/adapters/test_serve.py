@@ -7,7 +7,6 @@ framework's Context reaches the client (progress), and a refused object exits na
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import select
@@ -17,8 +16,7 @@ import time
 from typing import Any
 
 import pytest
-from _servers import env
-from _support import free_port, start_process, stop_process
+from _servers import env, post
 
 
 def _serve(*args: str) -> list[str]:
@@ -97,39 +95,17 @@ def test_an_object_that_is_no_server_is_refused_at_start() -> None:
     assert b"os:path: builtins.module is not a server mcpfast can serve" in done.stderr
 
 
-def _post(port: int, body: dict[str, Any], session: str | None) -> tuple[http.client.HTTPResponse, list[dict[str, Any]]]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25"}
-    if session is not None:
-        headers["mcp-session-id"] = session
-    conn.request("POST", "/mcp", json.dumps(body).encode(), headers)
-    response = conn.getresponse()
-    data = response.read().decode()
-    conn.close()
-    if response.getheader("content-type", "").startswith("text/event-stream"):
-        messages = [json.loads(line[5:]) for line in data.splitlines() if line.startswith("data:") and line[5:].strip()]
-    else:
-        messages = [json.loads(data)] if data.strip() else []
-    return response, messages
-
-
-@pytest.mark.parametrize("app", ["sdk_app:mcp", "fastmcp_app:mcp"])
-def test_http_serves_a_framework_app(app: str) -> None:
-    if app.startswith("fastmcp"):
-        pytest.importorskip("fastmcp")
-    port = free_port()
-    cmd = ["timeout", "60", *_serve("--transport", "http", "--port", str(port), "--app", app)]
-    proc = start_process(cmd, port, f"mcpfast serve --transport http --app {app}", env=env())
-    try:
-        response, first = _post(port, _initialize(), None)
-        assert response.status == 200, first
-        session = response.getheader("mcp-session-id")
-        assert session and first[0]["result"]["capabilities"]["tools"] is not None
-        out: list[dict[str, Any]] = []
-        for message in _calls(1):
-            response, messages = _post(port, message, session)
-            assert response.status in (200, 202), messages
-            out.extend(messages)
-        _check(out, 1)
-    finally:
-        stop_process(proc)
+@pytest.mark.parametrize("app", ["sdk", "fastmcp"])
+def test_http_serves_a_framework_app(app: str, http_url: Any) -> None:
+    url = http_url("mcpfast", app)  # mcpfast serve --transport http --app (conftest.py)
+    response, first = post(url, _initialize(), {})
+    assert response.status == 200, first
+    session = response.getheader("mcp-session-id")
+    assert session and first[0]["result"]["capabilities"]["tools"] is not None
+    headers = {"mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+    out: list[dict[str, Any]] = []
+    for message in _calls(1):
+        response, messages = post(url, message, headers)
+        assert response.status in (200, 202), messages
+        out.extend(messages)
+    _check(out, 1)
