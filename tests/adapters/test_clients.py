@@ -189,7 +189,18 @@ def compare(own: dict[str, Any], ours: dict[str, Any], app: str) -> None:
 @pytest.mark.parametrize("app", ["sdk", "fastmcp"])
 def test_python_sdk_client(app: str, transport: str, mode: str, http_url: Any) -> None:
     needs(app)
-    got = {side: anyio.run(python_scenario, _python_target(side, app, transport, http_url), app, mode) for side in SIDES}
+    targets = {side: _python_target(side, app, transport, http_url) for side in SIDES}
+    got: dict[str, dict[str, Any]] = {}
+
+    async def both() -> None:  # side by side: the two servers start at once
+        async def run(side: str) -> None:
+            got[side] = await python_scenario(targets[side], app, mode)
+
+        async with anyio.create_task_group() as tg:
+            for side in SIDES:
+                tg.start_soon(run, side)
+
+    anyio.run(both)
     expected_version = "2025-11-25" if mode == "legacy" else "2026-07-28"
     assert got["mcpfast"]["protocolVersion"] == expected_version
     check_substance(got["mcpfast"], app, elicitation=mode == "legacy")
@@ -203,25 +214,32 @@ def _node() -> str:
     return node
 
 
-def ts_scenario(side: str, app: str, transport: str, http_url: Any) -> dict[str, Any]:
-    """What the official TypeScript SDK client gets (ts_client.mjs prints it as JSON)."""
-    if transport == "http":
-        target = ["http", str(http_url(side, app))]
-    else:
-        target = ["stdio", json.dumps(stdio_command(side, app))]
-    done = subprocess.run(
-        [_node(), str(TS_CLIENT), app, *target], capture_output=True, text=True, timeout=60, env=env(), cwd=str(ROOT), check=False
-    )
-    assert done.returncode == 0, f"the TypeScript client failed:\n{done.stderr}"
-    summary: dict[str, Any] = json.loads(done.stdout)
-    return summary
+def ts_scenarios(app: str, transport: str, http_url: Any) -> dict[str, dict[str, Any]]:
+    """What the official TypeScript SDK client gets from each side (ts_client.mjs prints it as
+    JSON); both clients run at once."""
+    clients = {}
+    for side in SIDES:
+        target = ["http", str(http_url(side, app))] if transport == "http" else ["stdio", json.dumps(stdio_command(side, app))]
+        argv = [_node(), str(TS_CLIENT), app, *target]
+        clients[side] = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(), cwd=str(ROOT))
+    got = {}
+    for side, proc in clients.items():
+        try:
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        assert proc.returncode == 0, f"the TypeScript client failed against the {side} server:\n{err}"
+        got[side] = json.loads(out)
+    return got
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 @pytest.mark.parametrize("app", ["sdk", "fastmcp"])
 def test_typescript_sdk_client(app: str, transport: str, http_url: Any) -> None:
     needs(app)
-    got = {side: ts_scenario(side, app, transport, http_url) for side in SIDES}
+    got = ts_scenarios(app, transport, http_url)
     assert got["mcpfast"]["failures"] == [], got["mcpfast"]["failures"]
     assert got["mcpfast"]["protocolVersion"] == "2025-11-25"
     check_substance(got["mcpfast"], app, elicitation=True)
