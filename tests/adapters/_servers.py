@@ -22,7 +22,7 @@ APPS = {"sdk": "sdk_app:mcp", "fastmcp": "fastmcp_app:mcp"}
 SIDES = ("own", "mcpfast")
 """``own``: the framework's own server (tests/adapters/own_server.py); ``mcpfast``: ``mcpfast serve --app``."""
 
-LIFETIME = "300"
+LIFETIME = 300
 """Seconds an HTTP server lives at most (``timeout``): a test process that dies leaves nothing behind."""
 
 
@@ -55,8 +55,21 @@ def stdio_command(side: str, app: str) -> list[str]:
 
 def http_command(side: str, app: str, port: int) -> list[str]:
     if side == "own":
-        return ["timeout", LIFETIME, sys.executable, str(HERE / "own_server.py"), APPS[app], "http", str(port)]
-    return ["timeout", LIFETIME, sys.executable, "-m", "mcpfast", "serve", "--transport", "http", "--port", str(port), "--app", APPS[app]]
+        return ["timeout", str(LIFETIME), sys.executable, str(HERE / "own_server.py"), APPS[app], "http", str(port)]
+    return [
+        "timeout",
+        str(LIFETIME),
+        sys.executable,
+        "-m",
+        "mcpfast",
+        "serve",
+        "--transport",
+        "http",
+        "--port",
+        str(port),
+        "--app",
+        APPS[app],
+    ]
 
 
 def post(
