@@ -54,6 +54,25 @@ STRUCTURED = {
 
 CLIENT_INFO = {"name": "wire-client", "version": "1.0"}
 
+ONLY: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "sdk": [
+        ("tools/call", {"name": "unstructured", "arguments": {"n": 2}}),
+        ("tools/call", {"name": "refuse", "arguments": {"what": "protocol"}}),  # an MCPError: a JSON-RPC error
+        ("tools/call", {"name": "pixel", "arguments": {}}),
+        ("resources/read", {"uri": "data://bytes"}),
+        ("prompts/get", {"name": "dialogue", "arguments": {"topic": "t"}}),
+        (
+            "completion/complete",
+            {"ref": {"type": "ref/resource", "uri": "users://{user_id}/profile"}, "argument": {"name": "user_id", "value": ""}},
+        ),
+    ],
+    "fastmcp": [
+        ("tools/call", {"name": "listing", "arguments": {"n": 2}}),
+        ("tools/call", {"name": "detailed", "arguments": {}}),
+    ],
+}
+"""Requests for what one sample app has and the other has not."""
+
 
 def requests(app: str, *, modern: bool) -> list[dict[str, Any]]:
     """The requests both servers get, numbered from 1."""
@@ -81,6 +100,15 @@ def requests(app: str, *, modern: bool) -> list[dict[str, Any]]:
         ("prompts/get", {"name": "review", "arguments": {}}),
         ("prompts/get", {"name": "nope"}),
         ("completion/complete", {"ref": {"type": "ref/prompt", "name": "review"}, "argument": {"name": "language", "value": "p"}}),
+    ]
+    calls += [
+        ("tools/list", {"cursor": "bogus"}),
+        ("tools/call", {"name": "add", "arguments": None}),
+        ("tools/call", {"name": "whoami"}),  # no arguments at all
+        ("prompts/get", {"name": "review", "arguments": {"code": 5}}),  # not a string
+        ("resources/read", {"uri": "items://broken"}),  # a crash
+        ("resources/subscribe", {"uri": "config://app"}),  # not offered by either app
+        *ONLY[app],
     ]
     if modern:
         calls.insert(0, ("server/discover", None))
