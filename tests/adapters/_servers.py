@@ -54,22 +54,11 @@ def stdio_command(side: str, app: str) -> list[str]:
 
 
 def http_command(side: str, app: str, port: int) -> list[str]:
+    """The command line of ``app``'s HTTP server on ``side``, on 127.0.0.1:``port``, path ``/mcp``."""
+    bounded = ["timeout", str(LIFETIME), sys.executable]
     if side == "own":
-        return ["timeout", str(LIFETIME), sys.executable, str(HERE / "own_server.py"), APPS[app], "http", str(port)]
-    return [
-        "timeout",
-        str(LIFETIME),
-        sys.executable,
-        "-m",
-        "mcpfast",
-        "serve",
-        "--transport",
-        "http",
-        "--port",
-        str(port),
-        "--app",
-        APPS[app],
-    ]
+        return [*bounded, str(HERE / "own_server.py"), APPS[app], "http", str(port)]
+    return [*bounded, "-m", "mcpfast", "serve", "--transport", "http", "--port", str(port), "--app", APPS[app]]
 
 
 def post(
