@@ -2,14 +2,14 @@
 sample apps on ``mcpfast serve --app``, over stdio and Streamable HTTP, and see what they see on
 the framework's own server.
 
-Each client runs one scenario per app (initialize, tools/list, every kind of tool: plain,
-structured, progress with a progress callback, logging with a logging callback, elicitation
-answered by the elicitation callback; resources, templates, prompts, completion, bad arguments,
-an unknown resource), against the framework's own server and against mcpfast, and sums up what it
-got as JSON: every call's result or the error it raised, the progress and log notifications its
+Each client runs one scenario per app against the framework's own server and against mcpfast:
+initialize, tools/list, every kind of tool (plain, structured, progress with a progress callback,
+logging with a logging callback, elicitation answered by the elicitation callback, and for the
+SDK's app sampling and roots answered by the client's callbacks), a tool error, bad arguments,
+resources, templates, an unknown resource, prompts, completion. It sums up what it got as JSON:
+every call's result or the JSON-RPC error it raised, the progress and log notifications its
 callbacks received, the elicitation requests. The summaries must hold no client failure, and be
-equal but for one field: ``initialize``'s ``capabilities.logging`` for the official SDK's app
-(mcpfast declares it; docs/sdk-apps.md).
+equal but for what ``normalise`` lists (each item says why; docs/sdk-apps.md, "What differs").
 
 The Python client runs twice per server: ``mode="legacy"`` (the handshake, 2025-11-25, where
 elicitation works) and its default ``mode="auto"`` (which finds 2026-07-28 on both servers and
@@ -81,8 +81,23 @@ async def python_scenario(target: str | mcp.StdioServerParameters, app: str, mod
         elicited.append(_dump(params))
         return types.ElicitResult(action="accept", content=ELICITED)
 
+    async def on_sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="short"), model="test-model")
+
+    async def on_roots(context: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri="file:///work/project", name="project")])
+
     summary: dict[str, Any] = {}
-    client = mcp.Client(target, mode=mode, logging_callback=on_log, elicitation_callback=on_elicit, log_level="debug", cache=None)  # type: ignore[arg-type]
+    client = mcp.Client(
+        target,
+        mode=mode,
+        logging_callback=on_log,
+        elicitation_callback=on_elicit,
+        sampling_callback=on_sample,
+        list_roots_callback=on_roots,
+        log_level="debug",
+        cache=None,
+    )
     async with client:
         summary["protocolVersion"] = client.protocol_version
         summary["serverInfo"] = _dump(client.server_info)
@@ -99,6 +114,8 @@ async def python_scenario(target: str | mcp.StdioServerParameters, app: str, mod
         if mode == "legacy":
             await _step(summary, "elicitation", client.call_tool("book", {}))
             summary["elicitation requests"] = elicited
+            if app == "sdk":  # sampling, then roots, answered by the client's callbacks
+                await _step(summary, "sampling and roots", client.call_tool("summarize", {"text": "a long text"}))
         await _step(summary, "bad arguments", client.call_tool("add", {"a": "x"}))
         await _step(summary, "tool error", client.call_tool("fail", {"reason": "boom"}))
         await _step(summary, "resources/list", client.list_resources())
@@ -158,6 +175,8 @@ def check_substance(summary: dict[str, Any], app: str, *, elicitation: bool) -> 
     if elicitation:
         assert summary["elicitation"]["content"][0]["text"] == "booked 2 on monday"
         assert [e["message"] for e in summary["elicitation requests"]] == ["When?"]
+        if app == "sdk":
+            assert summary["sampling and roots"]["content"][0]["text"] == "short (test-model; roots: file:///work/project)"
     assert summary["bad arguments"]["isError"] is True
     assert summary["tool error"]["isError"] is True
     assert {r["uri"] for r in summary["resources/list"]["resources"]} >= {"config://app"}

@@ -12,7 +12,9 @@ const SDK = new URL("../../peers/typescript/node_modules/@modelcontextprotocol/s
 const { Client } = await import(new URL("client/index.js", SDK));
 const { StdioClientTransport } = await import(new URL("client/stdio.js", SDK));
 const { StreamableHTTPClientTransport } = await import(new URL("client/streamableHttp.js", SDK));
-const { ElicitRequestSchema, LoggingMessageNotificationSchema, McpError } = await import(new URL("types.js", SDK));
+const { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema, LoggingMessageNotificationSchema, McpError } = await import(
+  new URL("types.js", SDK)
+);
 
 const [app, transportKind, target] = process.argv.slice(2);
 const STRUCTURED = {
@@ -39,7 +41,16 @@ transport.setProtocolVersion = (version) => {
   setVersion?.(version);
 };
 
-const client = new Client({ name: "ts-client-test", version: "1.0.0" }, { capabilities: { elicitation: { form: {} } } });
+const client = new Client(
+  { name: "ts-client-test", version: "1.0.0" },
+  { capabilities: { elicitation: { form: {} }, sampling: {}, roots: {} } },
+);
+client.setRequestHandler(CreateMessageRequestSchema, async () => ({
+  role: "assistant",
+  content: { type: "text", text: "short" },
+  model: "test-model",
+}));
+client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: "file:///work/project", name: "project" }] }));
 client.setRequestHandler(ElicitRequestSchema, async (request) => {
   elicited.push(request.params);
   return { action: "accept", content: { date: "monday", seats: 2 } };
@@ -92,6 +103,10 @@ try {
   summary["log notifications"] = logs;
   await step("elicitation", () => client.callTool({ name: "book", arguments: {} }));
   summary["elicitation requests"] = elicited;
+  if (app === "sdk") {
+    // sampling, then roots, answered by this client's handlers
+    await step("sampling and roots", () => client.callTool({ name: "summarize", arguments: { text: "a long text" } }));
+  }
   await step("bad arguments", () => client.callTool({ name: "add", arguments: { a: "x" } }));
   await step("tool error", () => client.callTool({ name: "fail", arguments: { reason: "boom" } }));
   await step("resources/list", () => client.listResources());
