@@ -85,7 +85,7 @@ async def paced_count(steps: int, ctx: Context) -> str:
     """Reports progress as it works (a pause between steps, where slow_count reports all at once)."""
     for i in range(steps):
         await ctx.report_progress(i + 1, steps, f"step {i + 1}")
-        await asyncio.sleep(0.01)  # the work of the step
+        await asyncio.sleep(0.02)  # the work of the step
     return f"done {steps}"
 
 
