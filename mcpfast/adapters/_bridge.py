@@ -30,6 +30,7 @@ from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, McpError
 from mcpfast.protocol.meta import META_CLIENT_INFO
 from mcpfast.sansio import CapabilityError, InboundRequest
+from mcpfast.sansio import ServerSession as SessionMachine
 from mcpfast.server import Context, Server
 
 __all__ = ["HANDLED_HERE", "ConnectionState", "FrameworkServer", "SessionBridge", "mcp_error", "notify", "wire_result"]
@@ -305,6 +306,14 @@ class FrameworkServer(Server):
 
     def capabilities(self) -> dict[str, Any]:
         return self._declared
+
+    def new_session(self, *, records: bool = True) -> SessionMachine:
+        session = super().new_session(records=records)
+        # The frameworks stamp a 2026-07-28 cacheable result without a cache hint of its own
+        # (server/discover: the session machine's) as "private", the SDK's CacheHint default;
+        # mcpfast's own default is "public".
+        session.cache_scope = "private"
+        return session
 
     def server_info(self) -> dict[str, Any]:
         return {**super().server_info(), **self.extra_server_info}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -76,6 +77,15 @@ async def slow_count(steps: int, ctx: Context) -> str:
         await ctx.report_progress(i + 1, steps, f"step {i + 1}")
     await ctx.info(f"counted to {steps}")
     await ctx.warning("careful", extra={"steps": steps})
+    return f"done {steps}"
+
+
+@mcp.tool
+async def paced_count(steps: int, ctx: Context) -> str:
+    """Reports progress as it works (a pause between steps, where slow_count reports all at once)."""
+    for i in range(steps):
+        await ctx.report_progress(i + 1, steps, f"step {i + 1}")
+        await asyncio.sleep(0.02)  # the work of the step
     return f"done {steps}"
 
 

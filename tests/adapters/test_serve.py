@@ -7,34 +7,16 @@ framework's Context reaches the client (progress), and a refused object exits na
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import select
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
-from _support import child_env, free_port, start_process, stop_process
-
-HERE = Path(__file__).resolve().parent
-
-
-def _env() -> dict[str, str]:
-    env = child_env()
-    # The sample apps, and wherever this interpreter finds fastmcp (it may be outside the venv).
-    paths = [str(HERE)]
-    try:
-        import fastmcp
-
-        paths.append(str(Path(fastmcp.__file__).resolve().parent.parent))
-    except ImportError:
-        pass
-    env["PYTHONPATH"] = os.pathsep.join([*paths, env["PYTHONPATH"]])
-    return env
+from _servers import env, post
 
 
 def _serve(*args: str) -> list[str]:
@@ -49,7 +31,7 @@ def _initialize(rid: int = 0) -> dict[str, Any]:
 
 
 def _stdio_exchange(app: str, messages: list[dict[str, Any]], *extra: str) -> list[dict[str, Any]]:
-    proc = subprocess.Popen(_serve("--app", app, *extra), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    proc = subprocess.Popen(_serve("--app", app, *extra), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
     assert proc.stdin is not None and proc.stdout is not None
     out: list[dict[str, Any]] = []
     try:
@@ -108,44 +90,22 @@ def test_stdio_serves_a_framework_app(app: str, extra: tuple[str, ...]) -> None:
 
 
 def test_an_object_that_is_no_server_is_refused_at_start() -> None:
-    done = subprocess.run(_serve("--app", "os:path"), capture_output=True, env=_env(), timeout=60, stdin=subprocess.DEVNULL)
+    done = subprocess.run(_serve("--app", "os:path"), capture_output=True, env=env(), timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode != 0
     assert b"os:path: builtins.module is not a server mcpfast can serve" in done.stderr
 
 
-def _post(port: int, body: dict[str, Any], session: str | None) -> tuple[http.client.HTTPResponse, list[dict[str, Any]]]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25"}
-    if session is not None:
-        headers["mcp-session-id"] = session
-    conn.request("POST", "/mcp", json.dumps(body).encode(), headers)
-    response = conn.getresponse()
-    data = response.read().decode()
-    conn.close()
-    if response.getheader("content-type", "").startswith("text/event-stream"):
-        messages = [json.loads(line[5:]) for line in data.splitlines() if line.startswith("data:") and line[5:].strip()]
-    else:
-        messages = [json.loads(data)] if data.strip() else []
-    return response, messages
-
-
-@pytest.mark.parametrize("app", ["sdk_app:mcp", "fastmcp_app:mcp"])
-def test_http_serves_a_framework_app(app: str) -> None:
-    if app.startswith("fastmcp"):
-        pytest.importorskip("fastmcp")
-    port = free_port()
-    cmd = ["timeout", "60", *_serve("--transport", "http", "--port", str(port), "--app", app)]
-    proc = start_process(cmd, port, f"mcpfast serve --transport http --app {app}", env=_env())
-    try:
-        response, first = _post(port, _initialize(), None)
-        assert response.status == 200, first
-        session = response.getheader("mcp-session-id")
-        assert session and first[0]["result"]["capabilities"]["tools"] is not None
-        out: list[dict[str, Any]] = []
-        for message in _calls(1):
-            response, messages = _post(port, message, session)
-            assert response.status in (200, 202), messages
-            out.extend(messages)
-        _check(out, 1)
-    finally:
-        stop_process(proc)
+@pytest.mark.parametrize("app", ["sdk", "fastmcp"])
+def test_http_serves_a_framework_app(app: str, http_url: Any) -> None:
+    url = http_url("mcpfast", app)  # mcpfast serve --transport http --app (conftest.py)
+    response, first = post(url, _initialize(), {})
+    assert response.status == 200, first
+    session = response.getheader("mcp-session-id")
+    assert session and first[0]["result"]["capabilities"]["tools"] is not None
+    headers = {"mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+    out: list[dict[str, Any]] = []
+    for message in _calls(1):
+        response, messages = post(url, message, headers)
+        assert response.status in (200, 202), messages
+        out.extend(messages)
+    _check(out, 1)
