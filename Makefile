@@ -63,7 +63,7 @@ test-python: install peers-install redis-install haproxy-install prometheus-inst
 	MCPFAST_CORE=rust $(PY) -m pytest -n $(PYTEST_WORKERS) -m "not serial" $(PYTEST_ARGS)
 	MCPFAST_CORE=rust $(PY) -m pytest -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
-test-fast: install otelcol-install ## The inner loop (< 5 min): the unit tests of every layer, in parallel (no load runs, no npm servers)
+test-fast: install otelcol-install peers-install ## The inner loop (< 5 min): the unit tests of every layer, in parallel (no load runs; the TypeScript SDK client of tests/adapters)
 	MCPFAST_CORE=rust $(PY) -m pytest -n $(PYTEST_WORKERS) -q $(FAST_TESTS) $(PYTEST_ARGS)
 
 fuzz: install ## Fuzz the native HTTP server and the stdio server for FUZZ_SECONDS (default 600) -> bench_results/fuzz/

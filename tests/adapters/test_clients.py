@@ -229,8 +229,8 @@ def test_python_sdk_client(app: str, transport: str, mode: str, http_url: Any) -
 
 def _node() -> str:
     node = shutil.which("node")
-    if node is None or not TS_SDK.is_file():
-        pytest.skip("node and the pinned TypeScript SDK (make peers-install) are needed")
+    # `make test` installs both first (peers-install): their absence is a failure, not a skip
+    assert node is not None and TS_SDK.is_file(), "node and the pinned TypeScript SDK (make peers-install) are needed"
     return node
 
 
