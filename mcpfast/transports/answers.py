@@ -5,10 +5,12 @@
 * a **reply** ``(status, headers, body)``, known at once (most requests);
 * a **deferred** answer: an async callable ``(receive, send)`` run with the request's ASGI
   channels (streams, handlers that wait);
-* a ``Later``: one reply, known once a future is done (a session kept in, or ended in, a
-  shared store). It is also a deferred answer (calling it sends the reply over ASGI), so every
-  runner and every wrapper that runs deferred answers takes it unchanged; the native HTTP
-  server instead writes the reply from the future's callback: no task, no ASGI messages.
+* a ``Later``: an answer known once a future is done (a session kept in, or ended in, a
+  shared store; a handler's reply, which may turn out to be a stream): one reply, or a
+  deferred answer to run then. It is also a deferred answer (calling it sends the reply, or
+  runs the deferred one, over ASGI), so every runner and every wrapper that runs deferred
+  answers takes it unchanged; the native HTTP server instead writes a reply from the future's
+  callback: no task, no ASGI messages.
 
 This module does no I/O of its own and imports nothing of the transport's.
 """
@@ -20,7 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final, Union
 
-__all__ = ["OK_EMPTY", "Later", "Reply", "after", "send_reply"]
+__all__ = ["OK_EMPTY", "Deferred", "Later", "Outcome", "Reply", "after", "send_reply"]
 
 logger = logging.getLogger("mcpfast.transports.http")
 
@@ -40,25 +42,29 @@ async def send_reply(send: Send, status: int, headers: Iterable[tuple[bytes, byt
     await send({"type": "http.response.body", "body": body})
 
 
-Then = Callable[["asyncio.Future[Any]"], Union[Reply, "Later"]]
+Deferred = Callable[[Receive, Send], Awaitable[None]]
+"""An answer that streams or waits: run with the request's ASGI ``receive`` and ``send``."""
+Outcome = Reply | Deferred
+"""What a ``Later`` resolves to: a reply, or a deferred answer to run from then on."""
+Then = Callable[["asyncio.Future[Any]"], Union[Reply, Deferred, "Later"]]
 
 
 class Later:
-    """A reply known once ``future`` is done: ``then(future)`` makes it.
+    """An answer known once ``future`` is done: ``then(future)`` makes it.
 
     ``then`` runs as the future's done callback whether or not anyone still waits for the
-    answer (a client that went away), so what it does besides making the reply (caching a
-    session, ending one) always happens. It may return another ``Later`` (a second wait, e.g.
-    handler tasks winding down), whose reply is then the answer. An exception in ``then`` is
-    logged and answered 500.
+    answer (a client that went away), so what it does besides making the answer (caching a
+    session, ending one) always happens. It returns a reply, a deferred answer (the answer
+    turned out to stream), or another ``Later`` (a second wait, e.g. handler tasks winding
+    down), whose answer is then the answer. An exception in ``then`` is logged and answered 500.
     """
 
     __slots__ = ("_listener", "_reply", "_then")
 
     def __init__(self, future: asyncio.Future[Any], then: Then) -> None:
         self._then = then
-        self._reply: Reply | None = None
-        self._listener: Callable[[Reply], None] | None = None
+        self._reply: Outcome | None = None
+        self._listener: Callable[[Outcome], None] | None = None
         future.add_done_callback(self._done)
 
     def _done(self, future: asyncio.Future[Any]) -> None:
@@ -72,44 +78,47 @@ class Later:
         else:
             self._resolve(outcome)  # type: ignore[arg-type]
 
-    def _resolve(self, reply: Reply) -> None:
-        self._reply = reply
+    def _resolve(self, outcome: Outcome) -> None:
+        self._reply = outcome
         listener, self._listener = self._listener, None
         if listener is not None:
-            listener(reply)
+            listener(outcome)
 
     @property
-    def reply(self) -> Reply | None:
-        """The reply, once known."""
+    def reply(self) -> Outcome | None:
+        """The answer, once known: a reply tuple, or a deferred answer to run."""
         return self._reply
 
-    def listen(self, callback: Callable[[Reply], None]) -> None:
-        """Call ``callback(reply)`` once the reply is known (now, if it is); one listener at a time."""
+    def listen(self, callback: Callable[[Outcome], None]) -> None:
+        """Call ``callback(outcome)`` once the answer is known (now, if it is); one listener at a time."""
         if self._reply is not None:
             callback(self._reply)
         else:
             self._listener = callback
 
     def cancel(self) -> None:
-        """Nobody waits any more (the connection is closing): the reply, when made, goes nowhere."""
+        """Nobody waits any more (the connection is closing): the answer, when made, goes nowhere."""
         self._listener = None
 
     def __call__(self, receive: Receive, send: Send) -> Awaitable[None]:
-        """Wait for the reply and send it over ASGI (a deferred answer's signature)."""
-        return self._send(send)
+        """Wait for the answer and send it over ASGI (a deferred answer's signature)."""
+        return self._send(receive, send)
 
-    async def _send(self, send: Send) -> None:
-        reply = self._reply
-        if reply is None:
-            waiter: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+    async def _send(self, receive: Receive, send: Send) -> None:
+        outcome = self._reply
+        if outcome is None:
+            waiter: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
 
-            def wake(made: Reply) -> None:
+            def wake(made: Outcome) -> None:
                 if not waiter.done():  # a waiter cancelled meanwhile (the client went away)
                     waiter.set_result(made)
 
             self.listen(wake)
-            reply = await waiter
-        await send_reply(send, *reply)
+            outcome = await waiter
+        if type(outcome) is tuple:
+            await send_reply(send, *outcome)
+        else:
+            await outcome(receive, send)  # type: ignore[operator]
 
 
 def after(future: asyncio.Future[Any], reply: Reply) -> Later:

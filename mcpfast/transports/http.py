@@ -49,7 +49,7 @@ from mcpfast.protocol.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSIO
 from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, STATELESS_VERSIONS, V2025_11_25, supports
 from mcpfast.sansio import ERROR, Outgoing, unencodable_result
 from mcpfast.store.base import StoreUnavailable
-from mcpfast.transports.answers import OK_EMPTY, Later, Reply, send_reply
+from mcpfast.transports.answers import OK_EMPTY, Deferred, Later, Reply, send_reply
 from mcpfast.transports.event_store import EventStore, MemoryEventStore
 from mcpfast.transports.http_routing import Stream, connect
 from mcpfast.transports.sessions import HttpSession, LocalSessions, SessionTable
@@ -94,8 +94,6 @@ def _session_status(answer: Outgoing | None) -> int:
 
 
 _JSON: Final = ((b"content-type", b"application/json"),)  # shared: a tuple, so the server renders it once
-Deferred = Callable[[Receive, Send], Awaitable[None]]
-"""An answer that streams or waits: run with the request's ASGI ``receive`` and ``send``."""
 _ACCEPTED: Final[Reply] = (202, (), b"")
 _LEGACY_ACCEPTED: Final[Reply] = (202, ((b"content-type", b"text/plain"),), b"Accepted")
 
@@ -629,6 +627,18 @@ class HttpTransport:
             return _ACCEPTED  # a notification or a response: nothing is owed
         if not stream.closed:
             sess.keep_stream(stream)
+            if stream.empty and self.json_response:
+                # A handler still running: the first thing it sends decides, a reply alone
+                # (written from the future's callback, no task) or a stream.
+                return Later(stream.wait(), functools.partial(self._first_output, stream, sess))
+        return functools.partial(self._respond, stream, sess, (), None)
+
+    def _first_output(self, stream: Stream, sess: HttpSession, _: object) -> Reply | Deferred:
+        """A session POST's answer once its stream had its first output: JSON if it is the reply alone, else SSE."""
+        if stream.as_json(True):
+            answer: Outgoing = stream.hand_over()  # type: ignore[assignment]
+            stream.drain()
+            return (_session_status(answer), _JSON, answer.data)
         return functools.partial(self._respond, stream, sess, (), None)
 
     async def _respond(

@@ -48,7 +48,7 @@ from mcpfast import core
 from mcpfast.protocol import http as wire
 from mcpfast.protocol.host import absolute_form
 from mcpfast.protocol.http import DEFAULT_MAX_BODY, DEFAULT_MAX_HEAD
-from mcpfast.transports.answers import Later
+from mcpfast.transports.answers import Later, Outcome
 
 if TYPE_CHECKING:
     from mcpfast.core import HttpLane
@@ -398,9 +398,9 @@ class _Connection(asyncio.Protocol):
                     if not keep_alive:
                         self._close()
                 return
-            if type(outcome) is Later:  # one reply once a future is done: written from its callback
+            if type(outcome) is Later:  # an answer once a future is done: a reply is written from its callback
                 self.busy = outcome
-                outcome.listen(functools.partial(self._later, keep_alive))
+                outcome.listen(functools.partial(self._later, method, target, headers, body, keep_alive))
                 return
             runner = outcome
         else:
@@ -432,12 +432,16 @@ class _Connection(asyncio.Protocol):
             return
         self._next(request.keep_alive)
 
-    def _later(self, keep_alive: bool, reply: tuple[int, Any, bytes]) -> None:
-        """A ``Later``'s reply is known: write it, then go on with the requests behind it."""
+    def _later(self, method: str, target: bytes, headers: dict[bytes, bytes], body: bytes, keep_alive: bool, outcome: Outcome) -> None:
+        """A ``Later``'s answer is known: write a reply, then go on with the requests behind it;
+        or run a deferred answer (the answer streams) as any other."""
+        if type(outcome) is not tuple:
+            self.busy = asyncio.get_running_loop().create_task(self._run(_Request(method, target, headers, body, keep_alive), outcome))  # type: ignore[arg-type]
+            return
         self.busy = None
         if not self.closing and self.transport is not None:
-            status, headers, body = reply
-            self.transport.write(_render(status, headers, body, keep_alive))
+            status, reply_headers, reply = outcome
+            self.transport.write(_render(status, reply_headers, reply, keep_alive))
         self._next(keep_alive)
 
     def _next(self, keep_alive: bool) -> None:

@@ -31,8 +31,8 @@ from typing import Any, Final
 
 from mcpfast import core
 from mcpfast.protocol.methods import CLIENT_NOTIFICATIONS, CLIENT_REQUESTS
-from mcpfast.transports.answers import Reply
-from mcpfast.transports.http import Deferred, HttpTransport
+from mcpfast.transports.answers import Deferred, Reply
+from mcpfast.transports.http import HttpTransport
 
 try:
     from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
