@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from mcpfast import Context, Server
 from mcpfast.transports.answers import Later, Reply, after
 from mcpfast.transports.http_server import HttpServer
 
@@ -36,6 +37,8 @@ class _App:
             self.tasks_at_answer.append(running.count("_Connection._run"))
             if path == "/boom":
                 raise RuntimeError("then failed")
+            if path == "/stream":  # the answer turned out to stream: a deferred answer runs from here
+                return _streamed(done.result())
             if path == "/chain":  # a second wait, then the reply
                 second: asyncio.Future[None] = asyncio.get_running_loop().create_future()
                 asyncio.get_running_loop().call_soon(second.set_result, None)
@@ -49,6 +52,15 @@ class _App:
             while (await receive())["type"] != "lifespan.shutdown":
                 await send({"type": "lifespan.startup.complete"})
             await send({"type": "lifespan.shutdown.complete"})
+
+
+def _streamed(text: str) -> Any:
+    async def deferred(receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": b"streamed ", "more_body": True})
+        await send({"type": "http.response.body", "body": text.encode()})
+
+    return deferred
 
 
 async def _read_replies(reader: asyncio.StreamReader, n: int) -> list[tuple[int, bytes]]:
@@ -174,3 +186,103 @@ def test_then_sees_a_failed_future(outcome: str) -> None:
         assert later.reply == (503, (), b"cancelled" if outcome == "cancelled" else b"down")
 
     asyncio.run(main())
+
+
+def test_a_later_may_turn_into_a_deferred_answer_that_runs_in_turn() -> None:
+    async def main() -> None:
+        app = _App()
+        server, reader, writer = await _serving(app)
+        try:
+            writer.write(_get("/stream") + _get("/now"))
+            await _until(lambda: len(app.futures) == 1)
+            app.futures[0].set_result("three")
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+            assert head.startswith(b"HTTP/1.1 200") and b"transfer-encoding: chunked" in head.lower()
+            body = b""
+            while True:  # the chunks of the streamed answer, then its end
+                size = int((await asyncio.wait_for(reader.readuntil(b"\r\n"), 5)).strip(), 16)
+                chunk = await reader.readexactly(size + 2)
+                if size == 0:
+                    break
+                body += chunk[:-2]
+            assert body == b"streamed three"
+            assert await _read_replies(reader, 1) == [(200, b"now")]  # the pipelined request after it
+        finally:
+            writer.close()
+            await server.close(grace=1)
+
+    asyncio.run(main())
+
+
+def test_a_later_turned_deferred_runs_it_over_asgi() -> None:
+    async def main() -> None:
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        later = Later(future, lambda f: _streamed(f.result()))
+        sent: list[dict[str, Any]] = []
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        async def receive() -> dict[str, Any]:
+            raise AssertionError("not read")
+
+        waiting = asyncio.ensure_future(later(receive, send))
+        await asyncio.sleep(0)
+        future.set_result("four")
+        await waiting
+        assert [m.get("body") for m in sent] == [None, b"streamed ", b"four"]
+
+    asyncio.run(main())
+
+
+def _tool_app() -> Any:
+    app = Server("later-tools")
+    answer_tasks: list[int] = []
+
+    @app.tool()
+    async def aecho(text: str) -> str:
+        await asyncio.sleep(0)  # a handler that waits: its reply comes after handle returned
+        answer_tasks.append(sum(t.get_coro().__qualname__ == "_Connection._run" for t in asyncio.all_tasks()))  # type: ignore[union-attr]
+        return text
+
+    @app.tool()
+    async def steps(ctx: Context) -> str:
+        await asyncio.sleep(0)
+        ctx.report_progress(1, 2)
+        return "done"
+
+    return app, answer_tasks
+
+
+@pytest.mark.parametrize("metrics", [False, True])
+def test_an_async_tools_reply_alone_is_json_without_an_answer_task_and_progress_streams(metrics: bool) -> None:
+    import json
+
+    from mcpfast.transports.http import asgi_app
+    from mcpfast.transports.http_testing import serve_in_thread
+    from mcpfast.transports.metrics import with_metrics
+    from tests.transports.test_http_lane import Served, tool_call
+    from tests.transports.test_http_server import Conn, post
+
+    app, answer_tasks = _tool_app()
+    transport = asgi_app(app)
+    with serve_in_thread(with_metrics(transport) if metrics else transport) as url:
+        c = Conn(url)
+        try:
+            extra = Served(transport, url).session(c)
+            c.send(post(tool_call(1, "aecho", {"text": "later"}), extra))
+            status, headers, body = c.response()
+            assert (status, headers[b"content-type"]) == (200, b"application/json")
+            assert json.loads(body)["result"]["content"][0]["text"] == "later"
+            # the native server wrote it from the stream's callback; behind the metrics wrapper
+            # (a deferred answer of its own) a task runs it over ASGI
+            assert answer_tasks == [1 if metrics else 0]
+            progress = b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"steps","_meta":{"progressToken":"p"}}}'
+            c.send(post(progress, extra))
+            status, headers, body = c.response()
+            assert (status, headers[b"content-type"]) == (200, b"text/event-stream")
+            assert b"notifications/progress" in body and b'"done"' in body
+            c.send(post(tool_call(3, "aecho", {"text": "again"}), extra))  # the connection goes on
+            assert json.loads(c.response()[2])["result"]["content"][0]["text"] == "again"
+        finally:
+            c.close()
