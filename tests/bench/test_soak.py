@@ -79,8 +79,14 @@ def test_short_soak_intervals_add_up(short_soak: tuple[Path, subprocess.Complete
     cap = results["capacity"]
     assert soak["calls_rate"] == pytest.approx(SHARE * cap["calls_per_s"], rel=1e-3)
     assert soak["churn_cycles_rate"] == pytest.approx(SHARE * cap["churn_cycles_per_s"], rel=1e-3)
-    for r in rows[:-1]:
-        assert r["calls"] == pytest.approx(soak["calls_rate"] * r["length_s"], rel=0.1), r
+    full = rows[:-1]
+    sent = sum(r["calls"] + r["dropped"] for r in full)
+    assert sent == pytest.approx(soak["calls_rate"] * sum(r["length_s"] for r in full), rel=0.1)
+    for r in full:
+        # each arrival goes at its time unless the generator fell behind (a busy machine),
+        # which the interval reports: then its calls land in the next one
+        on_time = r["calls"] == pytest.approx(soak["calls_rate"] * r["length_s"], rel=0.1)
+        assert on_time or r["late"] + r["dropped"] > 0, r
     assert results["sessions_source"].startswith("the server's mcpfast_sessions_open gauge")
 
 
