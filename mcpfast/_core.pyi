@@ -423,6 +423,10 @@ class EngineConfig:
         hold_delete: bool | None = None,
         late_after_s: float | None = None,
         hold_stream: bool | None = None,
+        hold_streams: int | None = None,
+        hold_trigger: str | None = None,
+        hold_trigger_every_s: float | None = None,
+        hold_clock: str | None = None,
     ) -> EngineConfig: ...
     @property
     def transport(self) -> EngineTransport: ...
@@ -502,6 +506,14 @@ class EngineConfig:
     def late_after_s(self) -> float: ...
     @property
     def hold_stream(self) -> bool: ...
+    @property
+    def hold_streams(self) -> int: ...
+    @property
+    def hold_trigger(self) -> str | None: ...
+    @property
+    def hold_trigger_every_s(self) -> float: ...
+    @property
+    def hold_clock(self) -> str | None: ...
 
 @final
 class NativeEngine:
@@ -528,6 +540,10 @@ class NativeEngine:
         """Cumulative µs histograms since start or reset(): successes under the name, failures
         under ``name + " (failed)"``."""
     def reset(self) -> None: ...
+    def fanout(self) -> dict[str, Any]:
+        """``hold`` with streams: ``triggers`` (fan-out rounds this engine's trigger began) and
+        ``rounds``, ``[(round, µs)]`` from the trigger's send to the last held stream's arrival, for
+        every round that reached all of this engine's held streams."""
     def stop(self, grace_s: float = 2.0) -> None:
         """Stop sending, let in-flight requests finish within ``grace_s``, close, join. Idempotent."""
     def events(self) -> list[tuple[str, str]]:
@@ -536,7 +552,8 @@ class NativeEngine:
         """A descriptor readable when events() has something (for gevent's wait_read)."""
     def status(self) -> dict[str, int | float]:
         """users, sessions_open, inflight, threads, cpu_s, sent, completed, late, dropped,
-        established, reinitialized, iterations, held, connects."""
+        established, reinitialized, iterations, held (``hold``: sessions held, or with
+        ``hold_streams`` the GET streams open), connects."""
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",

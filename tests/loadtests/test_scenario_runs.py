@@ -404,6 +404,68 @@ def test_hold_streams_and_fanout(tmp_path: Path) -> None:
     assert ok["hold:fanout-all"] == triggers
 
 
+def hold_run(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, Run, str]:
+    """``loadtests/hold.py`` against the broadcast server with ``/metrics`` (``{pid}`` in ``args``:
+    the server's pid); the run and the server's Prometheus text after it."""
+    import urllib.request
+
+    port = free_port()
+    cmd = ["timeout", "90", sys.executable, os.path.join(LOADTESTS, "_broadcast_server.py"), "--transport", "http", "--host", "127.0.0.1"]
+    server = start_process([*cmd, "--port", str(port), "--metrics"], port, "broadcast server", env=child_env())
+    try:
+        args = tuple(a.replace("{pid}", str(server.pid)) for a in args)
+        proc, run = locust(tmp_path, os.path.join(LOADTESTS, "hold.py"), "--host", f"http://127.0.0.1:{port}/mcp", *args)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+            text = str(resp.read().decode())
+    finally:
+        stop(server)
+    return proc, run, text
+
+
+@pytest.mark.skipif(not native_available(), reason="the native engine needs the compiled core")
+def test_hold_on_the_native_engine_counts_as_the_server_does(tmp_path: Path) -> None:
+    from _support import metric
+
+    proc, run, text = hold_run(
+        tmp_path,
+        *("-u", "3", "-r", "3", "-t", "5s", "--mcp-hold-per-user", "10", "--mcp-server-pid", "{pid}"),
+        *("--mcp-hold-trigger", "broadcast", "--mcp-hold-trigger-every", "1"),
+    )
+    assert proc.returncode == 0, run.output[-4000:]
+    assert "native engine started: family hold" in run.output
+    hold = json.loads(Path(f"{run.prefix}_hold.json").read_text())
+    assert hold["streams_held"] == hold["streams_opened"] == 30 and hold["streams_failed"] == 0
+    assert hold["server_rss_kib_held"] is not None
+    ok, failed = counts(run)
+    assert failed == {}, failed
+
+    def served(method: str, status: str) -> int:
+        return int(metric(text, "mcpfast_http_requests_total", method=method, status=status))
+
+    # the server's counts, method by method: the listeners' sessions, the trigger's, and the one
+    # session of the trigger check (initialize, initialized, tools/list), which reports nothing
+    assert ok["initialize"] + 1 == served("initialize", "200") == 32
+    assert ok["notifications/initialized"] + 1 == served("notifications/initialized", "202")
+    assert served("tools/list", "200") == 1
+    assert ok["GET:open"] == served("GET", "200") == 30
+    assert ok["tools/call:broadcast"] == served("tools/call", "200") == hold["triggers"] >= 1
+    rounds = len(hold["fanout_all_us"])
+    assert rounds >= 1 and ok["hold:fanout-all"] == rounds
+    assert 30 * rounds <= ok["hold:fanout"] <= 30 * hold["triggers"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_hold_refuses_a_trigger_the_server_does_not_list(tmp_path: Path, engine: str) -> None:
+    proc, run, text = hold_run(
+        tmp_path,
+        *("-u", "2", "-r", "2", "-t", "5s", "--mcp-engine", engine, "--mcp-hold-per-user", "3", "--mcp-hold-trigger", "no_such_tool"),
+    )
+    assert proc.returncode == 2, run.output[-4000:]
+    assert "--mcp-hold-trigger 'no_such_tool': the server does not list that tool (tools/list: add, broadcast, echo, stream)" in run.output
+    # no load: the check's one session and its tools/list, nothing else
+    assert 'method="GET"' not in text and 'method="tools/call"' not in text, text
+
+
 # -- discover ---------------------------------------------------------------------------------------------------
 def test_discover_family_against_the_handshake(tmp_path: Path, counting: tuple[str, Path]) -> None:
     url, countfile = counting

@@ -207,6 +207,16 @@ pub struct Settings {
     pub hold_delete: bool,
     pub late_after_s: f64,
     pub hold_stream: bool,
+    /// `hold`: GET streams each user holds, one session each (0: sessions kept without streams).
+    pub hold_streams: usize,
+    /// `hold` with streams: the tool whose call makes the server notify every session (the
+    /// fan-out); None: no trigger in this engine.
+    pub hold_trigger: Option<String>,
+    pub hold_trigger_every_s: f64,
+    /// `hold` with streams: a file the trigger writes its rounds to (number, send time) and
+    /// the listeners read them from, so that engines on one host share one trigger; None: this
+    /// engine's own trigger only.
+    pub hold_clock: Option<String>,
 }
 
 impl Default for Settings {
@@ -253,6 +263,10 @@ impl Default for Settings {
             hold_delete: true,
             late_after_s: 0.001,
             hold_stream: true,
+            hold_streams: 0,
+            hold_trigger: None,
+            hold_trigger_every_s: 5.0,
+            hold_clock: None,
         }
     }
 }
@@ -316,6 +330,14 @@ pub struct Config {
     /// stream, or a 2026-07-28 `subscriptions/listen`) beside its calls, on its own
     /// connection, for as long as it lives.
     pub hold_stream: bool,
+    /// `hold`: GET streams each user holds (one session each); 0: sessions without streams.
+    pub hold_streams: usize,
+    /// `hold` with streams: the fan-out trigger's tool, and the time between its calls once
+    /// every stream is open.
+    pub hold_trigger: Option<String>,
+    pub hold_trigger_every: Duration,
+    /// `hold` with streams: the file of the trigger's rounds shared by engines on one host.
+    pub hold_clock: Option<String>,
 }
 
 impl Config {
@@ -486,6 +508,32 @@ impl Settings {
         if let Some(every) = self.progress_every {
             in_range("progress_every", every, 1, u64::MAX)?;
         }
+        let hold_streams = in_range("hold_streams", self.hold_streams, 0, 1_000_000)?;
+        if hold_streams > 0 && family != Family::Hold {
+            return Err(field_error("hold_streams", "applies to family hold"));
+        }
+        if let Some(tool) = &self.hold_trigger {
+            if tool.is_empty() {
+                return Err(field_error("hold_trigger", "an empty tool name"));
+            }
+            if hold_streams == 0 {
+                return Err(field_error(
+                    "hold_trigger",
+                    "needs family hold with hold_streams > 0 (the listeners)",
+                ));
+            }
+        }
+        let every = finite("hold_trigger_every_s", self.hold_trigger_every_s)?;
+        if !(every > 0.0 && every <= 86_400.0) {
+            return Err(field_error("hold_trigger_every_s", "must be in (0, 86400]"));
+        }
+        let hold_clock = self.hold_clock.clone().filter(|p| !p.is_empty());
+        if hold_clock.is_some() && hold_streams == 0 {
+            return Err(field_error(
+                "hold_clock",
+                "needs family hold with hold_streams > 0",
+            ));
+        }
         let default_type = match transport {
             Transport::Http => "mcp-http",
             Transport::Stdio => "mcp-stdio",
@@ -536,6 +584,10 @@ impl Settings {
             progress_every: self.progress_every,
             late_after: Duration::from_secs_f64(late_after_s),
             hold_stream: self.hold_stream,
+            hold_streams,
+            hold_trigger: self.hold_trigger.clone(),
+            hold_trigger_every: Duration::from_secs_f64(every),
+            hold_clock,
         })
     }
 }
@@ -727,6 +779,44 @@ mod tests {
                     ..http()
                 },
                 "max_reply_bytes",
+            ),
+            (
+                Settings {
+                    hold_streams: 2,
+                    ..http()
+                },
+                "hold_streams",
+            ),
+            (
+                Settings {
+                    family: Family::Hold,
+                    hold_trigger: Some("broadcast".into()),
+                    ..http()
+                },
+                "hold_trigger",
+            ),
+            (
+                Settings {
+                    family: Family::Hold,
+                    hold_streams: 1,
+                    hold_trigger: Some(String::new()),
+                    ..http()
+                },
+                "hold_trigger",
+            ),
+            (
+                Settings {
+                    hold_trigger_every_s: 0.0,
+                    ..http()
+                },
+                "hold_trigger_every_s",
+            ),
+            (
+                Settings {
+                    hold_clock: Some("/tmp/x".into()),
+                    ..http()
+                },
+                "hold_clock",
             ),
         ];
         for (settings, field) in bad {

@@ -23,7 +23,7 @@ use crate::templates::Template;
 
 /// A held stream the server ended, or that could not be reached, is opened again at most this
 /// often per user (a server that ends streams at once does not become a hot loop).
-const REOPEN_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const REOPEN_EVERY: Duration = Duration::from_secs(1);
 
 /// The acknowledgement a 2026-07-28 `subscriptions/listen` stream starts with.
 const LISTEN_ACK: &str = "notifications/subscriptions/acknowledged";
@@ -45,13 +45,13 @@ struct HeldRequest {
 type HeldSender = watch::Sender<Option<Rc<HeldRequest>>>;
 
 /// What one HTTP session keeps.
-struct HttpSession {
-    conn: Conn,
+pub(crate) struct HttpSession {
+    pub(crate) conn: Conn,
     sse: SseCheck,
     req: Vec<u8>,
     /// `POST` head up to the per-request headers (no Content-Length yet).
     head: Vec<u8>,
-    session: Option<Session>,
+    pub(crate) session: Option<Session>,
     next_id: i64,
     delete_acc: f64,
     /// The server forgot the session (404): the next open is a re-initialization.
@@ -64,7 +64,7 @@ struct HttpSession {
     holding: bool,
     listen_id: i64,
     /// This user's own header lines (its bearer token, its cookies), after the shared ones.
-    own_headers: Vec<u8>,
+    pub(crate) own_headers: Vec<u8>,
     token_line: Vec<u8>,
     /// This user's turn among the bearer tokens, and the token generation its line was built from.
     token_slot: usize,
@@ -95,9 +95,9 @@ fn token_line(ctx: &Ctx, slot: usize) -> (u64, Vec<u8>) {
 }
 
 /// Failure reason and whether the session must be opened again.
-struct Failed {
+pub(crate) struct Failed {
     reason: String,
-    lost_session: bool,
+    pub(crate) lost_session: bool,
     len: usize,
     /// Nothing could be connected: pause before the next attempt (no hot loop on a dead server).
     backoff: bool,
@@ -106,7 +106,7 @@ struct Failed {
 }
 
 impl HttpSession {
-    fn new(ctx: &Ctx) -> HttpSession {
+    pub(crate) fn new(ctx: &Ctx) -> HttpSession {
         let mut conn = Conn::new(ctx.endpoint());
         conn.set_max_body(ctx.cfg().max_reply_bytes);
         conn.parser.capture_cookies = ctx.cfg().cookies;
@@ -407,7 +407,7 @@ impl HttpSession {
     /// Open the session: initialize + notifications/initialized, or server/discover
     /// (2026-07-28). Each phase is its own row; `from` is the first phase's start. `need_id`:
     /// an initialize reply without `Mcp-Session-Id` is a failure (sessions to hold).
-    async fn open(&mut self, ctx: &Ctx, from: Instant, need_id: bool) -> bool {
+    pub(crate) async fn open(&mut self, ctx: &Ctx, from: Instant, need_id: bool) -> bool {
         self.session = None;
         self.set_head(ctx);
         if ctx.cfg().new_connection == NewConnection::Session {
@@ -540,7 +540,7 @@ impl HttpSession {
 
     /// DELETE the session (handshake era, when the server minted an id); true when a DELETE
     /// was sent and answered 2xx.
-    async fn delete(&mut self, ctx: &Ctx) -> bool {
+    pub(crate) async fn delete(&mut self, ctx: &Ctx) -> bool {
         let Some(s) = self.session.take() else {
             return false;
         };
@@ -572,7 +572,7 @@ impl HttpSession {
     /// One request of the family, recorded under its name. `open`: (intended, actual) send
     /// time of the arrival in the open model (`from` is then the intended time, or the call's
     /// start when the arrival first opened the session).
-    async fn one(
+    pub(crate) async fn one(
         &mut self,
         ctx: &Ctx,
         t: &Template,
@@ -743,21 +743,9 @@ async fn hold_once(ctx: &Ctx, conn: &mut Conn, held: &HeldRequest) -> Held {
     } else {
         FixedRow::GetOpen
     };
-    // a new connection each time, so that its opening is timed apart from the stream's
-    conn.close();
-    let t0 = Instant::now();
-    let connected = tokio::time::timeout(ctx.cfg().timeout, conn.connect()).await;
-    let t0 = t0 + ctx.opened(conn);
-    let failure = match connected {
-        Ok(Ok(())) => None,
-        Ok(Err(e)) => Some(e.kind()),
-        Err(_) => Some(ExchangeError::Timeout.kind()),
-    };
-    if let Some(reason) = failure {
-        conn.close();
-        ctx.record(row, t0, Instant::now(), Some(&reason), 0);
+    let Some(t0) = connect_held(ctx, conn, row).await else {
         return Held::Ended;
-    }
+    };
     let mut decoder = SseDecoder::new(
         ctx.cfg()
             .max_reply_bytes
@@ -769,8 +757,8 @@ async fn hold_once(ctx: &Ctx, conn: &mut Conn, held: &HeldRequest) -> Held {
     let mut answered: Option<String> = None;
     let r = conn
         .stream(&held.bytes, &mut |p: &ResponseParser, chunk: &[u8]| {
-            if p.status != 200 {
-                return; // a refusal: judged once it has ended
+            if p.status != 200 || chunk.is_empty() {
+                return; // a refusal (judged once it has ended), or only the head so far
             }
             let now = Instant::now();
             match held.listen {
@@ -860,12 +848,32 @@ async fn hold_once(ctx: &Ctx, conn: &mut Conn, held: &HeldRequest) -> Held {
     }
 }
 
+/// A new connection for a held stream, each time, so that its opening is timed apart from the
+/// stream's: the stream's start, or None when it could not be opened (a failure of `row`).
+pub(crate) async fn connect_held(ctx: &Ctx, conn: &mut Conn, row: FixedRow) -> Option<Instant> {
+    conn.close();
+    let t0 = Instant::now();
+    let connected = tokio::time::timeout(ctx.cfg().timeout, conn.connect()).await;
+    let t0 = t0 + ctx.opened(conn);
+    let failure = match connected {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(e.kind()),
+        Err(_) => Some(ExchangeError::Timeout.kind()),
+    };
+    if let Some(reason) = failure {
+        conn.close();
+        ctx.record(row, t0, Instant::now(), Some(&reason), 0);
+        return None;
+    }
+    Some(t0)
+}
+
 /// The failure of a `subscriptions/listen` stream that carried no acknowledgement.
 const NO_ACK: &str = "listen stream gave no acknowledgement";
 
 /// The failure reason of a refused reply (`http 401 invalid_token`, `http 429 rate limited
 /// (Retry-After 2 s)`) and the wait its `Retry-After` asks for.
-fn refusal(p: &crate::http::ResponseParser) -> (String, Option<f64>) {
+pub(crate) fn refusal(p: &crate::http::ResponseParser) -> (String, Option<f64>) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
@@ -887,9 +895,12 @@ fn report_times(ctx: &Ctx, first: FixedRow, gap: FixedRow, times: &[Instant], fr
 
 /// One HTTP user: its own keep-alive connection and session, looping over the family until
 /// its slot is retired or the engine stops.
-pub(crate) async fn http_session(ctx: &Ctx, slot: usize) {
+pub(crate) async fn http_session(ctx: &Rc<Ctx>, slot: usize) {
     let family = ctx.cfg().family;
     if family == Family::Hold {
+        if ctx.cfg().hold_streams > 0 {
+            return crate::hold::hold_streams(ctx, slot).await;
+        }
         return hold_session(ctx, slot).await;
     }
     let mut s = HttpSession::new(ctx);

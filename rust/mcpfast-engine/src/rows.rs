@@ -53,6 +53,11 @@ fixed_rows! {
     Tls,
     /// `retry_after`: a wait a refusal's `Retry-After` asked for (the time actually waited).
     RetryWait,
+    /// `hold` with streams: a `notifications/*/list_changed` on a held stream, from the
+    /// trigger's send to its arrival; and the time to the last held stream's arrival, per round
+    /// (failed: some stream missed it).
+    HoldFanout,
+    HoldFanoutAll,
 }
 
 impl FixedRow {
@@ -91,6 +96,8 @@ impl FixedRow {
             FixedRow::Connect => "connect",
             FixedRow::Tls => "tls:handshake",
             FixedRow::RetryWait => "Retry-After wait",
+            FixedRow::HoldFanout => "hold:fanout",
+            FixedRow::HoldFanoutAll => "hold:fanout-all",
         };
         fixed.to_string()
     }
@@ -109,6 +116,8 @@ impl FixedRow {
                 | FixedRow::Connect
                 | FixedRow::Tls
                 | FixedRow::RetryWait
+                | FixedRow::HoldFanout
+                | FixedRow::HoldFanoutAll
         )
     }
 }
@@ -124,12 +133,22 @@ pub fn is_request(id: usize) -> bool {
     FixedRow::from_id(id).is_none_or(FixedRow::is_request)
 }
 
+/// The row name of the `hold` trigger's call (a mix row's, when a mix entry calls it too).
+pub fn trigger_name(tool: &str) -> String {
+    format!("tools/call:{tool}")
+}
+
 /// The names of a config's rows, indexed by id: the fixed rows, then each distinct mix entry
 /// (fixed at construction: statistics are indexed by them).
 pub fn names(cfg: &Config) -> Vec<String> {
     let mut names: Vec<String> = FixedRow::ALL.iter().map(|row| row.name(cfg)).collect();
-    for m in &cfg.mix {
-        let n = m.stat_name();
+    let trigger = cfg.hold_trigger.as_ref().map(|t| trigger_name(t));
+    for n in cfg
+        .mix
+        .iter()
+        .map(crate::config::MixRequest::stat_name)
+        .chain(trigger)
+    {
         if !names.contains(&n) {
             names.push(n);
         }

@@ -363,6 +363,9 @@ pub fn thread_main(shared: Arc<Shared>, idx: usize) {
 async fn controller(ctx: Rc<Ctx>) {
     let shared = ctx.shared.clone();
     tokio::task::spawn_local(crate::pacing::pacer(ctx.clone()));
+    if ctx.idx == 0 && ctx.cfg().hold_trigger.is_some() {
+        tokio::task::spawn_local(crate::hold::trigger(ctx.clone()));
+    }
     while !shared.stopping() {
         let want = shared.thread_users(ctx.idx);
         ctx.target.set(want);
