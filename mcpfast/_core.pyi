@@ -28,7 +28,7 @@ DEFAULT_MAX_EVENT: Final[int]
 Id = int | str
 Kind = Literal["request", "notification", "result", "error"]
 EngineTransport = Literal["http", "stdio"]
-EngineFamily = Literal["tools_call", "handshake", "session_churn", "sse_streaming", "mixed", "hold"]
+EngineFamily = Literal["tools_call", "handshake", "session_churn", "sse_streaming", "mixed", "hold", "discover"]
 NewConnection = Literal["keep", "session", "request"]
 Arrivals = Literal["uniform", "poisson"]
 

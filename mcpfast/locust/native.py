@@ -54,7 +54,7 @@ __all__ = ["FAMILIES", "NativeDriver", "config_for", "driver", "feed_locust"]
 
 logger = logging.getLogger(__name__)
 
-FAMILIES = ("tools_call", "handshake", "session_churn", "sse_streaming", "mixed", "hold")
+FAMILIES = ("tools_call", "handshake", "session_churn", "sse_streaming", "mixed", "hold", "discover")
 POLL_INTERVAL = 1.0  # s between drains (the issue: once a second per name)
 STOP_GRACE = 2.0  # s the engine may spend finishing in-flight requests at stop
 MIXED_WEIGHTS = ((None, 10), ("tools/list", 3))  # the Python mixed user's tool/list task weights
@@ -155,9 +155,12 @@ def config_for(environment: Any, family: str, host: str | None, mix: list[MixIte
     if family == "hold":
         where.update(hold_fields(environment))
     schedule = mstats.get(environment).schedule
+    version = str(option(environment, "mcp_protocol_version"))
+    if family == "discover" and version in ("2026-07-28", "auto"):
+        version = "2025-11-25"  # discover's handshake era, as the Python user's
     return EngineConfig(
         family=cast("EngineFamily", family),
-        protocol_version=str(option(environment, "mcp_protocol_version")),
+        protocol_version=version,
         client_capabilities=json.loads(option(environment, "mcp_client_capabilities")),
         tool=tool,
         arguments=args,

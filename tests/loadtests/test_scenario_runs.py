@@ -467,7 +467,8 @@ def test_hold_refuses_a_trigger_the_server_does_not_list(tmp_path: Path, engine:
 
 
 # -- discover ---------------------------------------------------------------------------------------------------
-def test_discover_family_against_the_handshake(tmp_path: Path, counting: tuple[str, Path]) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_discover_family_against_the_handshake(tmp_path: Path, counting: tuple[str, Path], engine: str) -> None:
     url, countfile = counting
     proc, run = locust(
         tmp_path,
@@ -481,7 +482,7 @@ def test_discover_family_against_the_handshake(tmp_path: Path, counting: tuple[s
         "--host",
         url,
         "--mcp-engine",
-        "python",
+        engine,
         "--mcp-tool",
         "counted",
         "--mcp-tool-args",

@@ -75,6 +75,10 @@ pub enum Family {
     /// iteration, while `iterations` last) and keeps them until the engine stops, then DELETEs
     /// them (unless `hold_delete` is false).
     Hold,
+    /// HTTP only: each user alternates a fresh 2026-07-28 start (`server/discover`, the first
+    /// call) and a fresh handshake-era one (`protocol_version`: initialize, initialized, the
+    /// first call, DELETE) on its keep-alive connection.
+    Discover,
 }
 
 named_choices!(Family, "family", [
@@ -84,6 +88,7 @@ named_choices!(Family, "family", [
     SseStreaming => "sse_streaming",
     Mixed => "mixed",
     Hold => "hold",
+    Discover => "discover",
 ]);
 
 /// When a user opens a new connection (besides after the server closed one).
@@ -344,6 +349,16 @@ impl Config {
     pub fn stateless(&self) -> bool {
         STATELESS_VERSIONS.contains(&self.protocol_version.as_str())
     }
+
+    /// The version a 2026-07-28 request carries: `protocol_version`, or (`discover`, whose
+    /// `protocol_version` is the handshake era's) the stateless era's own.
+    pub fn stateless_version(&self) -> &str {
+        if self.stateless() {
+            &self.protocol_version
+        } else {
+            STATELESS_VERSIONS[0]
+        }
+    }
 }
 
 /// Bearer tokens as the `Authorization` line carries them: each non-empty, without a space or
@@ -460,6 +475,12 @@ impl Settings {
             return Err(field_error(
                 "protocol_version",
                 format!("unsupported {protocol_version:?} (known: {HANDSHAKE_VERSIONS:?}, {STATELESS_VERSIONS:?})"),
+            ));
+        }
+        if family == Family::Discover && (transport != Transport::Http || stateless) {
+            return Err(field_error(
+                "family",
+                "discover runs over HTTP and compares 2026-07-28 with the handshake era of protocol_version (not a 2026-07-28 one)",
             ));
         }
         if family == Family::Hold && stateless {

@@ -331,6 +331,7 @@ pub(crate) async fn trigger(ctx: Rc<Ctx>) {
         Value::String(tool.clone())
     );
     let t = Template::new(
+        false,
         ctx.cfg(),
         "tools/call",
         Some(&params),

@@ -56,6 +56,9 @@ pub(crate) struct HttpSession {
     delete_acc: f64,
     /// The server forgot the session (404): the next open is a re-initialization.
     lost: bool,
+    /// The era the session opens in: 2026-07-28 (`server/discover`) or the handshake
+    /// (`discover` alternates them).
+    stateless: bool,
     /// `sse_streaming` (`hold_stream`): where the session publishes its held stream's request,
     /// the sessions it held one for, whether it holds one now, and the id of its 2026-07-28
     /// `subscriptions/listen`.
@@ -125,6 +128,7 @@ impl HttpSession {
             next_id: 1,
             delete_acc: 0.0,
             lost: false,
+            stateless: ctx.cfg().stateless(),
             held: None,
             held_session: 0,
             holding: false,
@@ -202,14 +206,14 @@ impl HttpSession {
 
     fn set_head(&mut self, ctx: &Ctx) {
         self.head.clear();
-        if !ctx.cfg().stateless() {
+        if !self.stateless {
             ctx.proto
                 .head(&mut self.head, "POST", self.session.as_ref());
         } else {
             ctx.proto.head(&mut self.head, "POST", None);
             self.head.extend_from_slice(b"MCP-Protocol-Version: ");
             self.head
-                .extend_from_slice(ctx.cfg().protocol_version.as_bytes());
+                .extend_from_slice(ctx.cfg().stateless_version().as_bytes());
             self.head.extend_from_slice(b"\r\n");
         }
         self.head.extend_from_slice(&self.own_headers);
@@ -413,7 +417,7 @@ impl HttpSession {
         if ctx.cfg().new_connection == NewConnection::Session {
             self.conn.close();
         }
-        if ctx.cfg().stateless() {
+        if self.stateless {
             let r = self.request(ctx, &ctx.discover, false, None).await;
             let end = Instant::now();
             let from = from + self.spent;
@@ -423,7 +427,7 @@ impl HttpSession {
                     ctx.counters().established.fetch_add(1, Ordering::Relaxed);
                     self.session = Some(Session::new(
                         None,
-                        ctx.cfg().protocol_version.clone(),
+                        ctx.cfg().stateless_version().to_owned(),
                         self.next_id,
                     ));
                     self.set_head(ctx);
@@ -535,6 +539,34 @@ impl HttpSession {
                 ctx.record(FixedRow::Initialized, t0, end, Some(&f.reason), f.len);
                 false
             }
+        }
+    }
+
+    /// `discover`: one fresh start, the eras in turn (2026-07-28 first): `server/discover`, or
+    /// `initialize` + `notifications/initialized`; then the first call; `start:<era>` from
+    /// `from` to the call's result (complete starts only). A handshake session is then DELETEd.
+    async fn discover_turn(&mut self, ctx: &Ctx, from: Instant) {
+        self.stateless = !self.stateless;
+        let (call, start) = if self.stateless {
+            (&ctx.items[1], FixedRow::StartDiscover)
+        } else {
+            (&ctx.items[0], FixedRow::StartInitialize)
+        };
+        if !self.open(ctx, from, false).await {
+            ctx.pause(BACKOFF).await;
+            return;
+        }
+        if self
+            .one(ctx, call, Instant::now(), call.name, None)
+            .await
+            .is_ok()
+        {
+            ctx.record(start, from, Instant::now(), None, 0);
+        }
+        if self.stateless {
+            self.session = None;
+        } else {
+            self.delete(ctx).await;
         }
     }
 
@@ -976,6 +1008,11 @@ async fn user_loop(ctx: &Ctx, slot: usize, mut s: HttpSession) {
                     ctx.pause(BACKOFF / 10).await;
                 }
             }
+            continue;
+        }
+        if family == Family::Discover {
+            s.discover_turn(ctx, from).await;
+            ctx.iteration_done();
             continue;
         }
         // handshake / session_churn: a fresh session each iteration

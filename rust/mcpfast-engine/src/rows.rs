@@ -58,6 +58,12 @@ fixed_rows! {
     /// (failed: some stream missed it).
     HoldFanout,
     HoldFanoutAll,
+    /// `discover`: the first call of a 2026-07-28 start and of a handshake-era one, and each
+    /// start, from its first byte to the first call's result.
+    FirstAfterDiscover,
+    FirstAfterInitialize,
+    StartDiscover,
+    StartInitialize,
 }
 
 impl FixedRow {
@@ -98,6 +104,14 @@ impl FixedRow {
             FixedRow::RetryWait => "Retry-After wait",
             FixedRow::HoldFanout => "hold:fanout",
             FixedRow::HoldFanoutAll => "hold:fanout-all",
+            FixedRow::FirstAfterDiscover => {
+                return format!("tools/call:{} (first after discover)", cfg.tool)
+            }
+            FixedRow::FirstAfterInitialize => {
+                return format!("tools/call:{} (first after initialize)", cfg.tool)
+            }
+            FixedRow::StartDiscover => "start:discover",
+            FixedRow::StartInitialize => "start:initialize",
         };
         fixed.to_string()
     }
@@ -118,6 +132,8 @@ impl FixedRow {
                 | FixedRow::RetryWait
                 | FixedRow::HoldFanout
                 | FixedRow::HoldFanoutAll
+                | FixedRow::StartDiscover
+                | FixedRow::StartInitialize
         )
     }
 }
