@@ -28,7 +28,7 @@ DEFAULT_MAX_EVENT: Final[int]
 Id = int | str
 Kind = Literal["request", "notification", "result", "error"]
 EngineTransport = Literal["http", "stdio"]
-EngineFamily = Literal["tools_call", "handshake", "session_churn", "sse_streaming", "mixed", "hold", "discover"]
+EngineFamily = Literal["tools_call", "handshake", "session_churn", "sse_streaming", "mixed", "hold", "discover", "tasks"]
 NewConnection = Literal["keep", "session", "request"]
 Arrivals = Literal["uniform", "poisson"]
 
@@ -427,6 +427,7 @@ class EngineConfig:
         hold_trigger: str | None = None,
         hold_trigger_every_s: float | None = None,
         hold_clock: str | None = None,
+        tasks_cancel_share: float | None = None,
     ) -> EngineConfig: ...
     @property
     def transport(self) -> EngineTransport: ...
@@ -514,6 +515,8 @@ class EngineConfig:
     def hold_trigger_every_s(self) -> float: ...
     @property
     def hold_clock(self) -> str | None: ...
+    @property
+    def tasks_cancel_share(self) -> float: ...
 
 @final
 class NativeEngine:

@@ -54,7 +54,7 @@ __all__ = ["FAMILIES", "NativeDriver", "config_for", "driver", "feed_locust"]
 
 logger = logging.getLogger(__name__)
 
-FAMILIES = ("tools_call", "handshake", "session_churn", "sse_streaming", "mixed", "hold", "discover")
+FAMILIES = ("tools_call", "handshake", "session_churn", "sse_streaming", "mixed", "hold", "discover", "tasks")
 POLL_INTERVAL = 1.0  # s between drains (the issue: once a second per name)
 STOP_GRACE = 2.0  # s the engine may spend finishing in-flight requests at stop
 MIXED_WEIGHTS = ((None, 10), ("tools/list", 3))  # the Python mixed user's tool/list task weights
@@ -154,14 +154,20 @@ def config_for(environment: Any, family: str, host: str | None, mix: list[MixIte
             where["bearer_tokens"] = [tokens.access_token]  # and each new one by set_bearer_tokens
     if family == "hold":
         where.update(hold_fields(environment))
+    capabilities = json.loads(option(environment, "mcp_client_capabilities"))
+    if family == "tasks":  # 2026-07-28, declaring the tasks extension, as the Python user does
+        capabilities.setdefault("extensions", {})[TASKS_EXTENSION] = {}
+        where["tasks_cancel_share"] = float(option(environment, "mcp_tasks_cancel_share"))
     schedule = mstats.get(environment).schedule
     version = str(option(environment, "mcp_protocol_version"))
     if family == "discover" and version in ("2026-07-28", "auto"):
         version = "2025-11-25"  # discover's handshake era, as the Python user's
+    elif family == "tasks":
+        version = "2026-07-28"
     return EngineConfig(
         family=cast("EngineFamily", family),
         protocol_version=version,
-        client_capabilities=json.loads(option(environment, "mcp_client_capabilities")),
+        client_capabilities=capabilities,
         tool=tool,
         arguments=args,
         mix=mix,
@@ -177,6 +183,7 @@ def config_for(environment: Any, family: str, host: str | None, mix: list[MixIte
     )
 
 
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 HOLD_CLOCK_ATTR = "mcpfast_hold_clock"  # the environment's shared trigger clock file (loadtests/hold.py sets it)
 
 

@@ -60,6 +60,7 @@ DEFAULTS: dict[str, Any] = {
     "mcp_hold_per_user": 1,
     "mcp_hold_trigger": None,
     "mcp_hold_trigger_every": 5.0,
+    "mcp_tasks_cancel_share": 0.0,  # loadtests/tasks.py's
     "mcp_client_capabilities": '{"elicitation":{},"roots":{},"sampling":{}}',
     # workloads and gates (mcpfast.locust.scenario, mcpfast.locust.thresholds)
     "mcp_stream_args": None,  # None -> {"n": --mcp-stream-count}

@@ -4,12 +4,11 @@ method; bad values are refused naming the field."""
 
 from __future__ import annotations
 
-import time
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _native_runs import run_engines, scrape
 from _support import metric, start_reference_server, stop
 
 from mcpfast import core
@@ -29,21 +28,10 @@ def served() -> Iterator[str]:
 
 def test_discover_starts_counted_as_the_server_counts(served: str) -> None:
     eng = core.native_engine(core.EngineConfig(family="discover", url=served, arguments={"text": "x"}))
-    eng.start()
-    eng.set_users(2)
-    rows: list[Any] = []
-    end = time.monotonic() + 2.0
-    while time.monotonic() < end:
-        time.sleep(0.25)
-        rows += eng.drain()
-    eng.stop(2.0)
-    rows += eng.drain()
-    ok: dict[str, int] = {}
-    for r in rows:
-        assert r.num_failures == 0, (r.name, r.errors)
-        ok[r.name] = ok.get(r.name, 0) + r.num_requests
-    with urllib.request.urlopen(served.removesuffix("/mcp") + "/metrics", timeout=10) as resp:
-        text = resp.read().decode()
+    (totals,) = run_engines([eng], [2], 2.0)
+    assert all(f == 0 for _, f in totals.values()), totals
+    ok = {name: n for name, (n, _) in totals.items()}
+    text = scrape(served)
 
     def count(method: str, status: str = "200") -> int:
         return int(metric(text, "mcpfast_http_requests_total", method=method, status=status))

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import os
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _native_runs import run_engines, scrape
 from _support import REPO_ROOT, child_env, free_port, metric, start_process, stop
 
 from mcpfast import core
@@ -36,43 +35,13 @@ def broadcast() -> Iterator[str]:
     stop(proc)
 
 
-def scrape(base: str) -> str:
-    with urllib.request.urlopen(base + "/metrics", timeout=10) as resp:
-        return str(resp.read().decode())
-
-
-def run(engines: list[Any], users: list[int], seconds: float) -> list[dict[str, list[int]]]:
-    """Start the engines with these users, run, stop; each engine's (requests, failures) per row."""
-    for eng, n in zip(engines, users, strict=True):
-        eng.start()
-        eng.set_users(n)
-    rows: list[list[Any]] = [[] for _ in engines]
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        time.sleep(0.25)
-        for i, eng in enumerate(engines):
-            rows[i] += eng.drain()
-    for i, eng in enumerate(engines):
-        eng.stop(2.0)
-        rows[i] += eng.drain()
-    out = []
-    for got in rows:
-        totals: dict[str, list[int]] = {}
-        for r in got:
-            t = totals.setdefault(r.name, [0, 0])
-            t[0] += r.num_requests
-            t[1] += r.num_failures
-        out.append(totals)
-    return out
-
-
 def hold_config(base: str, **kw: Any) -> Any:
     return core.EngineConfig(family="hold", url=base + "/mcp", hold_delete=False, **kw)
 
 
 def test_held_streams_and_fanout_counted_as_the_server_counts(broadcast: str) -> None:
     eng = core.native_engine(hold_config(broadcast, hold_streams=5, hold_trigger="broadcast", hold_trigger_every_s=0.4))
-    (totals,) = run([eng], [4], 3.0)
+    (totals,) = run_engines([eng], [4], 3.0)
     fanout = eng.fanout()
     text = scrape(broadcast)
     assert all(f == 0 for _, f in totals.values()), totals
@@ -105,7 +74,7 @@ def test_a_shared_clock_lets_another_engine_measure_the_same_trigger(broadcast: 
         hold_config(broadcast, hold_streams=3, hold_trigger="broadcast", hold_trigger_every_s=0.4, hold_clock=clock)
     )
     listener = core.native_engine(hold_config(broadcast, hold_streams=3, hold_clock=clock))
-    a, b = run([trigger, listener], [2, 2], 2.5)
+    a, b = run_engines([trigger, listener], [2, 2], 2.5)
     fa, fb = trigger.fanout(), listener.fanout()
     assert fa["triggers"] >= 2 and fb["triggers"] == 0
     assert "tools/call:broadcast" not in b

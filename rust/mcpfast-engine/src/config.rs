@@ -79,6 +79,10 @@ pub enum Family {
     /// call) and a fresh handshake-era one (`protocol_version`: initialize, initialized, the
     /// first call, DELETE) on its keep-alive connection.
     Discover,
+    /// HTTP, 2026-07-28: each call of `tool` that returns a task (`io.modelcontextprotocol/tasks`)
+    /// is polled with `tasks/get` until it ends; `tasks_cancel_share` of them get a
+    /// `tasks/cancel` after their first poll.
+    Tasks,
 }
 
 named_choices!(Family, "family", [
@@ -89,6 +93,7 @@ named_choices!(Family, "family", [
     Mixed => "mixed",
     Hold => "hold",
     Discover => "discover",
+    Tasks => "tasks",
 ]);
 
 /// When a user opens a new connection (besides after the server closed one).
@@ -222,6 +227,8 @@ pub struct Settings {
     /// the listeners read them from, so that engines on one host share one trigger; None: this
     /// engine's own trigger only.
     pub hold_clock: Option<String>,
+    /// `tasks`: the share of tasks cancelled after their first poll.
+    pub tasks_cancel_share: f64,
 }
 
 impl Default for Settings {
@@ -272,6 +279,7 @@ impl Default for Settings {
             hold_trigger: None,
             hold_trigger_every_s: 5.0,
             hold_clock: None,
+            tasks_cancel_share: 0.0,
         }
     }
 }
@@ -343,6 +351,8 @@ pub struct Config {
     pub hold_trigger_every: Duration,
     /// `hold` with streams: the file of the trigger's rounds shared by engines on one host.
     pub hold_clock: Option<String>,
+    /// `tasks`: the share of tasks cancelled after their first poll.
+    pub tasks_cancel_share: f64,
 }
 
 impl Config {
@@ -483,6 +493,12 @@ impl Settings {
                 "discover runs over HTTP and compares 2026-07-28 with the handshake era of protocol_version (not a 2026-07-28 one)",
             ));
         }
+        if family == Family::Tasks && (transport != Transport::Http || !stateless) {
+            return Err(field_error(
+                "family",
+                "tasks runs over HTTP in 2026-07-28 (protocol_version)",
+            ));
+        }
         if family == Family::Hold && stateless {
             return Err(field_error(
                 "family",
@@ -555,6 +571,10 @@ impl Settings {
                 "needs family hold with hold_streams > 0",
             ));
         }
+        let tasks_cancel_share = finite("tasks_cancel_share", self.tasks_cancel_share)?;
+        if !(0.0..=1.0).contains(&tasks_cancel_share) {
+            return Err(field_error("tasks_cancel_share", "must be in 0..=1"));
+        }
         let default_type = match transport {
             Transport::Http => "mcp-http",
             Transport::Stdio => "mcp-stdio",
@@ -609,6 +629,7 @@ impl Settings {
             hold_trigger: self.hold_trigger.clone(),
             hold_trigger_every: Duration::from_secs_f64(every),
             hold_clock,
+            tasks_cancel_share,
         })
     }
 }

@@ -951,7 +951,7 @@ async fn user_loop(ctx: &Ctx, slot: usize, mut s: HttpSession) {
     let family = ctx.cfg().family;
     let per_session = matches!(
         family,
-        Family::ToolsCall | Family::Mixed | Family::SseStreaming
+        Family::ToolsCall | Family::Mixed | Family::SseStreaming | Family::Tasks
     );
     ctx.counters().sessions_open.fetch_add(1, Ordering::Relaxed);
     while ctx.keep(slot) {
@@ -996,7 +996,11 @@ async fn user_loop(ctx: &Ctx, slot: usize, mut s: HttpSession) {
             let open = open_model.then_some((from, sent));
             // the handshake had this arrival's intended time; the call starts after it
             let from = if opened { Instant::now() } else { from };
-            let r = s.one(ctx, t, from, t.name, open).await;
+            let r = if family == Family::Tasks {
+                crate::tasks::run_task(&mut s, ctx, from).await
+            } else {
+                s.one(ctx, t, from, t.name, open).await
+            };
             ctx.iteration_done();
             if let Err(f) = r {
                 if f.lost_session {

@@ -25,6 +25,7 @@ pub mod rows;
 pub mod runtime;
 pub mod stats;
 pub mod stdio;
+mod tasks;
 pub mod templates;
 
 /// The JSON types of [`config::Settings`] (tool arguments, capabilities, mix params), at the

@@ -64,6 +64,14 @@ fixed_rows! {
     FirstAfterInitialize,
     StartDiscover,
     StartInitialize,
+    /// `tasks`: each poll and cancel, and how each task ended, from its call's send to the
+    /// poll that saw the end (`task:failed`, `task:not-a-task`: failures).
+    TasksGet,
+    TasksCancel,
+    TaskCompleted,
+    TaskCancelled,
+    TaskFailed,
+    TaskNotATask,
 }
 
 impl FixedRow {
@@ -112,6 +120,12 @@ impl FixedRow {
             }
             FixedRow::StartDiscover => "start:discover",
             FixedRow::StartInitialize => "start:initialize",
+            FixedRow::TasksGet => "tasks/get",
+            FixedRow::TasksCancel => "tasks/cancel",
+            FixedRow::TaskCompleted => "task:completed",
+            FixedRow::TaskCancelled => "task:cancelled",
+            FixedRow::TaskFailed => "task:failed",
+            FixedRow::TaskNotATask => "task:not-a-task",
         };
         fixed.to_string()
     }
@@ -134,6 +148,10 @@ impl FixedRow {
                 | FixedRow::HoldFanoutAll
                 | FixedRow::StartDiscover
                 | FixedRow::StartInitialize
+                | FixedRow::TaskCompleted
+                | FixedRow::TaskCancelled
+                | FixedRow::TaskFailed
+                | FixedRow::TaskNotATask
         )
     }
 }

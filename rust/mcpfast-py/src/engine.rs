@@ -234,6 +234,8 @@ pub struct EngineConfig {
     hold_trigger_every_s: f64,
     #[pyo3(get)]
     hold_clock: Option<String>,
+    #[pyo3(get)]
+    tasks_cancel_share: f64,
     config: Config,
 }
 
@@ -285,6 +287,7 @@ impl EngineConfig {
         hold_trigger = None,
         hold_trigger_every_s = None,
         hold_clock = None,
+        tasks_cancel_share = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -332,6 +335,7 @@ impl EngineConfig {
         hold_trigger: Option<String>,
         hold_trigger_every_s: Option<f64>,
         hold_clock: Option<String>,
+        tasks_cancel_share: Option<f64>,
     ) -> PyResult<Self> {
         let d = Settings::default();
         let mix = mix.unwrap_or_default();
@@ -386,6 +390,7 @@ impl EngineConfig {
             hold_trigger,
             hold_trigger_every_s: hold_trigger_every_s.unwrap_or(d.hold_trigger_every_s),
             hold_clock,
+            tasks_cancel_share: tasks_cancel_share.unwrap_or(d.tasks_cancel_share),
         };
         let config = settings.build().map_err(PyValueError::new_err)?;
         let headers = PyDict::new(py);
@@ -436,6 +441,7 @@ impl EngineConfig {
             hold_trigger: settings.hold_trigger,
             hold_trigger_every_s: settings.hold_trigger_every_s,
             hold_clock: settings.hold_clock,
+            tasks_cancel_share: settings.tasks_cancel_share,
             config,
         })
     }
