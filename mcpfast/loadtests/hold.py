@@ -354,11 +354,8 @@ class HoldUser(McpUser):
     auto_initialize = False
     native_family = "hold"
 
-    def run(self) -> None:  # type: ignore[misc]  # Locust marks it final
-        if HOLD.refused is not None:
-            gevent.sleep(3600)  # the run is quitting: no load
-            return
-        super().run()
+    def refused(self) -> str | None:
+        return HOLD.refused
 
     def on_start(self) -> None:
         self.streams: list[Any] = []

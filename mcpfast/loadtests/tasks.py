@@ -156,11 +156,8 @@ def _stop(environment: Any, **_kw: Any) -> None:
 class TasksUser(McpUser):
     native_family = "tasks"
 
-    def run(self) -> None:  # type: ignore[misc]  # Locust marks it final
-        if REFUSED["why"] is not None:
-            gevent.sleep(3600)  # the run is quitting: no load
-            return
-        super().run()
+    def refused(self) -> str | None:
+        return REFUSED["why"]
 
     def new_session(self) -> ClientSession:
         caps = json.loads(self.opt("mcp_client_capabilities"))
