@@ -162,8 +162,8 @@ def _hold_start(environment: Any, **_kw: Any) -> None:
     HOLD.pid = int(option(environment, "mcp_server_pid") or 0)
     if HOLD.pid:
         HOLD.rss_start = rss_kib(HOLD.pid)
-    if _runner_is(environment, "master"):
-        return
+    if _runner_is(environment, "master") or HoldUser not in environment.user_classes:
+        return  # the workers check; a run of other families (-f loadtests/) holds nothing
     HOLD.refused = check_trigger(environment)
     if HOLD.refused is not None:
         logger.error("mcpfast hold: %s", HOLD.refused)
@@ -217,7 +217,10 @@ def _driver(environment: Any) -> Any:
 
 def _watch_native(environment: Any) -> None:
     """Native engine: the streams held (the engine's ``held``) against this process's target
-    (users x per user); when they are all open: the time and the server's memory sample."""
+    (users x per user); when they are all open and every user has started: the time and the
+    server's memory sample."""
+    from locust.runners import STATE_RUNNING
+
     per_user = int(option(environment, "mcp_hold_per_user"))
     while True:
         gevent.sleep(0.2)
@@ -227,7 +230,8 @@ def _watch_native(environment: Any) -> None:
         held = int(d.engine.status()["held"])
         HOLD.target = max(HOLD.target, d.users * per_user)
         HOLD.held = max(HOLD.held, held)
-        if HOLD.held_at is None and d.users and held >= d.users * per_user:
+        spawned = getattr(environment.runner, "state", None) == STATE_RUNNING  # not while users still start
+        if HOLD.held_at is None and spawned and d.users and held >= d.users * per_user:
             HOLD.held_at = round(time.time() - _STARTED["t"], 3)
             if HOLD.pid:  # before the engine's first trigger (a second after the last stream opened)
                 HOLD.rss_held = rss_kib(HOLD.pid)

@@ -76,8 +76,8 @@ def _start(environment: Any, **_kw: Any) -> None:
 
     _reset()
     REFUSED["why"] = None
-    if isinstance(environment.runner, MasterRunner):
-        return
+    if isinstance(environment.runner, MasterRunner) or TasksUser not in environment.user_classes:
+        return  # the workers check; a run of other families (-f loadtests/) is not asked about tasks
     why = check_tasks_extension(environment)
     if why is not None:
         REFUSED["why"] = why
