@@ -365,3 +365,44 @@ pub(crate) async fn trigger(ctx: Rc<Ctx>) {
     }
     ctx.tally(&s.conn);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_list_changes_are_fanout_events() {
+        for (message, yes) in [
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/prompts/list_changed","params":{}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
+                false,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"method":"x/list_changed"}}"#,
+                false,
+            ),
+            ("not json", false),
+        ] {
+            assert_eq!(list_changed(message.as_bytes()), yes, "{message}");
+        }
+    }
+
+    #[test]
+    fn a_time_on_the_monotonic_clock_moves_an_instant_back() {
+        let now = Instant::now();
+        let now_ns = mono_ns();
+        assert!(now_ns > 0);
+        let from = since(now, now_ns, now_ns - 1_500_000);
+        assert_eq!(now.duration_since(from), Duration::from_micros(1500));
+        // a send time after the arrival (clock read order) is no time at all, never a panic
+        assert_eq!(since(now, now_ns, now_ns + 10), now);
+    }
+}
