@@ -28,7 +28,7 @@ DEFAULT_MAX_EVENT: Final[int]
 Id = int | str
 Kind = Literal["request", "notification", "result", "error"]
 EngineTransport = Literal["http", "stdio"]
-EngineFamily = Literal["tools_call", "handshake", "session_churn", "sse_streaming", "mixed", "hold"]
+EngineFamily = Literal["tools_call", "handshake", "session_churn", "sse_streaming", "mixed", "hold", "discover", "tasks"]
 NewConnection = Literal["keep", "session", "request"]
 Arrivals = Literal["uniform", "poisson"]
 
@@ -454,6 +454,11 @@ class EngineConfig:
         hold_delete: bool | None = None,
         late_after_s: float | None = None,
         hold_stream: bool | None = None,
+        hold_streams: int | None = None,
+        hold_trigger: str | None = None,
+        hold_trigger_every_s: float | None = None,
+        hold_clock: str | None = None,
+        tasks_cancel_share: float | None = None,
     ) -> EngineConfig: ...
     @property
     def transport(self) -> EngineTransport: ...
@@ -533,6 +538,16 @@ class EngineConfig:
     def late_after_s(self) -> float: ...
     @property
     def hold_stream(self) -> bool: ...
+    @property
+    def hold_streams(self) -> int: ...
+    @property
+    def hold_trigger(self) -> str | None: ...
+    @property
+    def hold_trigger_every_s(self) -> float: ...
+    @property
+    def hold_clock(self) -> str | None: ...
+    @property
+    def tasks_cancel_share(self) -> float: ...
 
 @final
 class NativeEngine:
@@ -559,6 +574,10 @@ class NativeEngine:
         """Cumulative µs histograms since start or reset(): successes under the name, failures
         under ``name + " (failed)"``."""
     def reset(self) -> None: ...
+    def fanout(self) -> dict[str, Any]:
+        """``hold`` with streams: ``triggers`` (fan-out rounds this engine's trigger began) and
+        ``rounds``, ``[(round, µs)]`` from the trigger's send to the last held stream's arrival, for
+        every round that reached all of this engine's held streams."""
     def stop(self, grace_s: float = 2.0) -> None:
         """Stop sending, let in-flight requests finish within ``grace_s``, close, join. Idempotent."""
     def events(self) -> list[tuple[str, str]]:
@@ -567,7 +586,8 @@ class NativeEngine:
         """A descriptor readable when events() has something (for gevent's wait_read)."""
     def status(self) -> dict[str, int | float]:
         """users, sessions_open, inflight, threads, cpu_s, sent, completed, late, dropped,
-        established, reinitialized, iterations, held, connects."""
+        established, reinitialized, iterations, held (``hold``: sessions held, or with
+        ``hold_streams`` the GET streams open), connects."""
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",

@@ -6,7 +6,9 @@ Rows: ``server/discover``, ``tools/call:<tool> (first after discover)``, ``initi
 ``notifications/initialized``, ``tools/call:<tool> (first after initialize)``, ``DELETE``, and the
 time from a fresh start to the first call's result: ``start:discover`` and ``start:initialize``
 (the two to compare; DELETE is not part of the start).  The handshake era speaks
-``--mcp-protocol-version`` (2025-11-25 when that is 2026-07-28 or auto).  Python users.
+``--mcp-protocol-version`` (2025-11-25 when that is 2026-07-28 or auto).  On the native engine
+(the default; ``--mcp-engine python`` keeps the gevent users) each user makes both starts on one
+keep-alive connection (the Python user keeps one per era).
 """
 
 import locust  # noqa: F401, I001 - first
@@ -25,6 +27,7 @@ STATELESS = "2026-07-28"
 
 class DiscoverUser(McpUser):
     auto_initialize = False
+    native_family = "discover"
     _version = STATELESS
 
     def new_session(self) -> ClientSession:

@@ -14,13 +14,23 @@ that receives a ``notifications/*/list_changed`` reports ``hold:fanout`` (from t
 send to its arrival), and ``hold:fanout-all`` is the time until the last held stream had it.
 With ``--mcp-server-pid`` the server's VmRSS before the first stream and with every stream open
 gives ``server_rss_kib_per_stream`` (in ``<prefix>_hold.json`` and the log).  HTTP only, handshake
-era (a GET stream belongs to a session); on the Python users.
+era (a GET stream belongs to a session).  A trigger tool the server does not list (one
+``tools/list`` at the start) stops the run before any load, with exit code 2.
+
+On the native engine (the default; ``--mcp-engine python`` keeps the gevent users) the engine's
+threads hold the streams and time the fan-out: the trigger's send and each arrival are read where
+they happen (µs-true); one engine trigger per run, in the first worker with ``--processes N``,
+whose rounds reach the other workers' engines through a file, so that every listener measures
+against the one trigger; the master merges the workers' figures into ``<prefix>_hold.json``
+(``fanout_all_us``: per round, the slowest process's last listener).
 """
 
 import locust  # noqa: F401, I001 - first
 
 import json
 import logging
+import os
+import tempfile
 import time
 from typing import Any
 
@@ -33,6 +43,11 @@ from mcpfast.locust.options import option
 from mcpfast.locust.stats import output_prefix
 
 logger = logging.getLogger("mcpfast.loadtests.hold")
+
+HOLD_MESSAGE = "mcpfast_hold"  # worker -> master: the worker's hold figures at its test_stop
+# the native engines' shared trigger clock: named here, at import, so that the processes --processes
+# forks after importing the locustfiles all name the same file
+CLOCK_PATH = os.path.join(tempfile.gettempdir(), f"mcpfast-hold-{os.getpid()}-{time.time_ns()}.clock")
 
 
 @events.init_command_line_parser.add_listener
@@ -79,8 +94,12 @@ class HoldState:
         self.trigger_sent: float | None = None
         self.trigger_seen = 0
         self.triggers = 0
+        self.round = 0
         self.fanout_complete: list[int] = []
+        self.rounds: list[tuple[int, int]] = []  # (round, µs to the last listener)
         self.trigger_greenlet: Any = None
+        self.watch_greenlet: Any = None
+        self.refused: str | None = None  # why the run may not start (a trigger tool the server lacks)
 
     def summary(self) -> dict[str, Any]:
         per = None
@@ -94,6 +113,7 @@ class HoldState:
             "all_held_after_s": self.held_at,
             "triggers": self.triggers,
             "fanout_all_us": self.fanout_complete,
+            "rounds": [list(r) for r in self.rounds],
             "server_pid": self.pid or None,
             "server_rss_kib_start": self.rss_start,
             "server_rss_kib_held": self.rss_held,
@@ -105,22 +125,183 @@ HOLD = HoldState()
 _STARTED = {"t": 0.0}
 
 
+def _runner_is(environment: Any, kind: str) -> bool:
+    from locust.runners import MasterRunner, WorkerRunner
+
+    return isinstance(environment.runner, MasterRunner if kind == "master" else WorkerRunner)
+
+
+def _native(environment: Any) -> bool:
+    from mcpfast.locust.options import engine
+
+    return HoldUser.native_family is not None and engine(environment) == "native"
+
+
+@events.init.add_listener
+def _hold_init(environment: Any, **_kw: Any) -> None:
+    from mcpfast.locust.native import HOLD_CLOCK_ATTR
+
+    setattr(environment, HOLD_CLOCK_ATTR, CLOCK_PATH)
+    if _runner_is(environment, "master") and HOLD_MESSAGE not in environment.runner.custom_messages:
+
+        def on_worker(environment: Any, msg: Any, **_kw: Any) -> None:
+            MERGED[msg.node_id] = msg.data
+            _write(environment, merge(list(MERGED.values())))
+
+        environment.runner.register_message(HOLD_MESSAGE, on_worker)
+
+
+MERGED: dict[str, dict[str, Any]] = {}  # master: each worker's figures
+
+
 @events.test_start.add_listener
 def _hold_start(environment: Any, **_kw: Any) -> None:
     HOLD.reset()
+    MERGED.clear()
     _STARTED["t"] = time.time()
     HOLD.pid = int(option(environment, "mcp_server_pid") or 0)
     if HOLD.pid:
         HOLD.rss_start = rss_kib(HOLD.pid)
+    if _runner_is(environment, "master") or HoldUser not in environment.user_classes:
+        return  # the workers check; a run of other families (-f loadtests/) holds nothing
+    HOLD.refused = check_trigger(environment)
+    if HOLD.refused is not None:
+        logger.error("mcpfast hold: %s", HOLD.refused)
+        environment.process_exit_code = 2
+        gevent.spawn(environment.runner.quit)
+        return
+    if _native(environment):
+        HOLD.watch_greenlet = gevent.spawn(_watch_native, environment)
+
+
+def check_trigger(environment: Any) -> str | None:
+    """Why the run may not start: ``--mcp-hold-trigger`` names a tool the server does not list
+    (one session and one ``tools/list`` walk, unreported), or the server cannot be asked; None when
+    there is no trigger or the server lists it."""
+    tool = option(environment, "mcp_hold_trigger")
+    if not tool or option(environment, "mcp_command"):
+        return None
+    from mcpfast.locust.scenario import make_client
+
+    try:
+        client = make_client(environment, environment.host)
+    except Exception as exc:  # no --host, a bad URL: the users report it as they start
+        logger.debug("mcpfast hold: no trigger check: %s", exc)
+        return None
+    try:
+        if not client.initialize():
+            return f"cannot check --mcp-hold-trigger {tool!r}: no session with the server ({client.last_error})"
+        names: list[str] = []
+        cursor = None
+        for _page in range(100):
+            reply = client.list_tools(cursor)
+            if reply is None or reply.is_error:
+                return f"cannot check --mcp-hold-trigger {tool!r}: tools/list failed ({client.last_error or reply})"
+            result = reply.result or {}
+            names += [t["name"] for t in result.get("tools") or [] if isinstance(t, dict) and isinstance(t.get("name"), str)]
+            cursor = result.get("nextCursor")
+            if not cursor:
+                break
+    finally:
+        client.close()
+    if tool in names:
+        return None
+    return f"--mcp-hold-trigger {tool!r}: the server does not list that tool (tools/list: {', '.join(sorted(names)) or 'none'})"
+
+
+def _driver(environment: Any) -> Any:
+    from mcpfast.locust.native import drivers
+
+    return next((d for d in drivers(environment) if d.family == "hold"), None)
+
+
+def _watch_native(environment: Any) -> None:
+    """Native engine: the streams held (the engine's ``held``) against this process's target
+    (users x per user); when they are all open and every user has started: the time and the
+    server's memory sample."""
+    from locust.runners import STATE_RUNNING
+
+    per_user = int(option(environment, "mcp_hold_per_user"))
+    while True:
+        gevent.sleep(0.2)
+        d = _driver(environment)
+        if d is None or d.engine is None:
+            continue
+        held = int(d.engine.status()["held"])
+        HOLD.target = max(HOLD.target, d.users * per_user)
+        HOLD.held = max(HOLD.held, held)
+        spawned = getattr(environment.runner, "state", None) == STATE_RUNNING  # not while users still start
+        if HOLD.held_at is None and spawned and d.users and held >= d.users * per_user:
+            HOLD.held_at = round(time.time() - _STARTED["t"], 3)
+            if HOLD.pid:  # before the engine's first trigger (a second after the last stream opened)
+                HOLD.rss_held = rss_kib(HOLD.pid)
+            logger.info("mcpfast hold: %d streams held after %.1f s", held, HOLD.held_at)
+
+
+def _native_figures(environment: Any) -> None:
+    """The engine's counts, after its final drain: streams opened and failed, fan-out rounds."""
+    d = _driver(environment)
+    if d is None:
+        return
+    HOLD.opened = d.succeeded("GET:open")
+    HOLD.failed = d.failed("GET:open") + d.failed("initialize") + d.failed("notifications/initialized")
+    HOLD.triggers = int(d.fanout.get("triggers") or 0)
+    HOLD.rounds = [(int(r), int(us)) for r, us in d.fanout.get("rounds") or []]
+    HOLD.fanout_complete = [us for _, us in HOLD.rounds]
 
 
 @events.test_stop.add_listener
 def _hold_stop(environment: Any, **_kw: Any) -> None:
-    if not HOLD.target:
-        return
+    if HOLD.watch_greenlet is not None:
+        HOLD.watch_greenlet.kill(block=False)
+        HOLD.watch_greenlet = None
     if HOLD.trigger_greenlet is not None:
         HOLD.trigger_greenlet.kill(block=False)
+    if _native(environment) and not _runner_is(environment, "master"):
+        _native_figures(environment)  # the engine stopped first (_common's test_stop)
+    if not HOLD.target:
+        return
     data = HOLD.summary()
+    if _runner_is(environment, "worker"):
+        environment.runner.send_message(HOLD_MESSAGE, data)
+        return
+    _write(environment, data)
+
+
+def merge(workers: list[dict[str, Any]]) -> dict[str, Any]:
+    """The workers' figures as one run's: counts summed; a round's ``fanout_all_us`` is the slowest
+    worker's (a round counts when every worker holding streams had it on all of them); the
+    server's memory per stream from the earliest start sample and the latest held one."""
+    out: dict[str, Any] = {
+        k: sum(int(w.get(k) or 0) for w in workers)
+        for k in ("streams_target", "streams_opened", "streams_held", "streams_failed", "triggers")
+    }
+    holding = [w for w in workers if w.get("streams_held")]
+    per_round: dict[int, list[int]] = {}
+    for w in holding:
+        for r, us in w.get("rounds") or []:
+            per_round.setdefault(int(r), []).append(int(us))
+    rounds = [[r, max(v)] for r, v in sorted(per_round.items()) if len(v) == len(holding)]
+    starts = [w["server_rss_kib_start"] for w in workers if w.get("server_rss_kib_start") is not None]
+    helds = [w["server_rss_kib_held"] for w in workers if w.get("server_rss_kib_held") is not None]
+    start, held = (min(starts) if starts else None), (max(helds) if helds else None)
+    per = round((held - start) / out["streams_held"], 2) if start is not None and held is not None and out["streams_held"] else None
+    times = [w["all_held_after_s"] for w in workers if w.get("all_held_after_s") is not None]
+    out.update(
+        all_held_after_s=max(times) if len(times) == len(holding) and times else None,
+        fanout_all_us=[us for _, us in rounds],
+        rounds=rounds,
+        server_pid=next((w["server_pid"] for w in workers if w.get("server_pid")), None),
+        server_rss_kib_start=start,
+        server_rss_kib_held=held,
+        server_rss_kib_per_stream=per,
+        workers=len(workers),
+        per_worker=[{k: w.get(k) for k in ("streams_held", "triggers", "fanout_all_us")} for w in workers],
+    )
+    return out
+
+
+def _write(environment: Any, data: dict[str, Any]) -> None:
     prefix = output_prefix(environment)
     where = "(not written: no --csv / --mcp-histogram-out)"
     if prefix is not None:
@@ -166,6 +347,7 @@ def _trigger_loop(environment: Any, tool: str) -> None:
             HOLD.trigger_seen = 0
             HOLD.trigger_sent = time.perf_counter()
             HOLD.triggers += 1
+            HOLD.round = HOLD.triggers
             client.call_tool(tool, {})
             gevent.sleep(every)
     finally:
@@ -174,6 +356,10 @@ def _trigger_loop(environment: Any, tool: str) -> None:
 
 class HoldUser(McpUser):
     auto_initialize = False
+    native_family = "hold"
+
+    def refused(self) -> str | None:
+        return HOLD.refused
 
     def on_start(self) -> None:
         self.streams: list[Any] = []
@@ -195,6 +381,7 @@ class HoldUser(McpUser):
         HOLD.trigger_seen += 1
         if HOLD.trigger_seen == HOLD.held:
             HOLD.fanout_complete.append(int((now - sent) * 1e6))
+            HOLD.rounds.append((HOLD.round, int((now - sent) * 1e6)))
             self.report("hold:fanout-all", int((now - sent) * 1e6))
 
     def report(self, name: str, us: int) -> None:

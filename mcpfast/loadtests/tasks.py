@@ -11,7 +11,10 @@ first poll.  Rows: ``tools/call:<tool>`` (the call that made the task), ``tasks/
 ``tasks/cancel``, ``task:completed`` / ``task:cancelled`` (from the call's send to the poll that
 saw the end), ``task:failed`` (a failure: status failed, or a completed task with ``isError``),
 ``task:not-a-task`` (a failure: the server answered plainly).  ``<prefix>_tasks.json`` (and the
-log): tasks made, completed, cancelled, failed, polls per task, the cancel share.  Python users.
+log): tasks made, completed, cancelled, failed, polls per task, the cancel share.  A server
+whose ``server/discover`` does not offer the tasks extension stops the run before any load, with
+exit code 2.  Both engines (the native one by default; ``--mcp-engine python`` keeps the gevent
+users); on the native engine the counts come from its rows, ``failed`` including failed polls.
 """
 
 import locust  # noqa: F401, I001 - first
@@ -68,12 +71,71 @@ _reset()
 
 
 @events.test_start.add_listener
-def _start(**_kw: Any) -> None:
+def _start(environment: Any, **_kw: Any) -> None:
+    from locust.runners import MasterRunner
+
     _reset()
+    REFUSED["why"] = None
+    if isinstance(environment.runner, MasterRunner) or TasksUser not in environment.user_classes:
+        return  # the workers check; a run of other families (-f loadtests/) is not asked about tasks
+    why = check_tasks_extension(environment)
+    if why is not None:
+        REFUSED["why"] = why
+        logger.error("mcpfast tasks: %s", why)
+        environment.process_exit_code = 2
+        gevent.spawn(environment.runner.quit)
+
+
+REFUSED: dict[str, str | None] = {"why": None}  # why the run may not start
+
+
+def check_tasks_extension(environment: Any) -> str | None:
+    """Why the run may not start: the server's ``server/discover`` does not offer the tasks
+    extension (one unreported request), or cannot be asked; None when it does (or over stdio,
+    where the users find out)."""
+    from mcpfast.client.http import HttpClient
+    from mcpfast.locust.options import option
+
+    if option(environment, "mcp_command") or not environment.host:
+        return None
+    caps = json.loads(option(environment, "mcp_client_capabilities"))
+    caps.setdefault("extensions", {})[EXTENSION] = {}
+    client = HttpClient(environment.host, ClientSession(VERSION, capabilities=caps), timeout=float(option(environment, "mcp_timeout")))
+    try:
+        if not client.initialize():
+            return f"cannot ask the server for the tasks extension: server/discover failed ({client.last_error})"
+        offered = (client.session.server_capabilities or {}).get("extensions") or {}
+    finally:
+        client.close()
+    if EXTENSION in offered:
+        return None
+    return f"the server does not offer the tasks extension ({EXTENSION} is not in server/discover's capabilities.extensions)"
+
+
+def _native_counts(environment: Any) -> None:
+    """The native engine's counts, from its rows after its final drain."""
+    from mcpfast.locust.native import drivers
+    from mcpfast.locust.options import option
+
+    for d in drivers(environment):
+        if d.family != "tasks":
+            continue
+        call = f"tools/call:{option(environment, 'mcp_tool')}"
+        not_a_task = d.failed("task:not-a-task")
+        COUNTS.update(
+            made=d.succeeded(call) - not_a_task,
+            completed=d.succeeded("task:completed"),
+            cancelled=d.succeeded("task:cancelled"),
+            failed=d.failed("task:failed") + d.failed("tasks/get"),
+            polls=d.succeeded("tasks/get") + d.failed("tasks/get"),
+            cancels_sent=d.succeeded("tasks/cancel") + d.failed("tasks/cancel"),
+            not_a_task=not_a_task,
+        )
 
 
 @events.test_stop.add_listener
 def _stop(environment: Any, **_kw: Any) -> None:
+    _native_counts(environment)  # the engine stopped first (_common's test_stop)
     if not COUNTS["made"] and not COUNTS["not_a_task"]:
         return
     ended = COUNTS["completed"] + COUNTS["cancelled"] + COUNTS["failed"]
@@ -92,6 +154,11 @@ def _stop(environment: Any, **_kw: Any) -> None:
 
 
 class TasksUser(McpUser):
+    native_family = "tasks"
+
+    def refused(self) -> str | None:
+        return REFUSED["why"]
+
     def new_session(self) -> ClientSession:
         caps = json.loads(self.opt("mcp_client_capabilities"))
         caps.setdefault("extensions", {})[EXTENSION] = {}

@@ -54,7 +54,7 @@ __all__ = ["FAMILIES", "NativeDriver", "config_for", "driver", "feed_locust"]
 
 logger = logging.getLogger(__name__)
 
-FAMILIES = ("tools_call", "handshake", "session_churn", "sse_streaming", "mixed")
+FAMILIES = ("tools_call", "handshake", "session_churn", "sse_streaming", "mixed", "hold", "discover", "tasks")
 POLL_INTERVAL = 1.0  # s between drains (the issue: once a second per name)
 STOP_GRACE = 2.0  # s the engine may spend finishing in-flight requests at stop
 MIXED_WEIGHTS = ((None, 10), ("tools/list", 3))  # the Python mixed user's tool/list task weights
@@ -152,11 +152,22 @@ def config_for(environment: Any, family: str, host: str | None, mix: list[MixIte
         tokens = oauth.source(environment)
         if tokens is not None:
             where["bearer_tokens"] = [tokens.access_token]  # and each new one by set_bearer_tokens
+    if family == "hold":
+        where.update(hold_fields(environment))
+    capabilities = json.loads(option(environment, "mcp_client_capabilities"))
+    if family == "tasks":  # 2026-07-28, declaring the tasks extension, as the Python user does
+        capabilities.setdefault("extensions", {})[TASKS_EXTENSION] = {}
+        where["tasks_cancel_share"] = float(option(environment, "mcp_tasks_cancel_share"))
     schedule = mstats.get(environment).schedule
+    version = str(option(environment, "mcp_protocol_version"))
+    if family == "discover" and version in ("2026-07-28", "auto"):
+        version = "2025-11-25"  # discover's handshake era, as the Python user's
+    elif family == "tasks":
+        version = "2026-07-28"
     return EngineConfig(
         family=cast("EngineFamily", family),
-        protocol_version=str(option(environment, "mcp_protocol_version")),
-        client_capabilities=json.loads(option(environment, "mcp_client_capabilities")),
+        protocol_version=version,
+        client_capabilities=capabilities,
         tool=tool,
         arguments=args,
         mix=mix,
@@ -170,6 +181,26 @@ def config_for(environment: Any, family: str, host: str | None, mix: list[MixIte
         late_after_s=schedule.late_tolerance if schedule.enabled else None,
         **where,
     )
+
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+HOLD_CLOCK_ATTR = "mcpfast_hold_clock"  # the environment's shared trigger clock file (loadtests/hold.py sets it)
+
+
+def hold_fields(environment: Any) -> dict[str, Any]:
+    """The ``hold`` family's engine fields: ``--mcp-hold-per-user`` GET streams per user (one
+    session each), the fan-out trigger in the process that triggers (the first worker, or the
+    only process), and, over several processes, the file the trigger's rounds go through."""
+    stats = mstats.get(environment)
+    trigger = option(environment, "mcp_hold_trigger") or None
+    clock = getattr(environment, HOLD_CLOCK_ATTR, None) if stats.worker_count > 1 else None
+    return {
+        "hold_streams": int(option(environment, "mcp_hold_per_user")),
+        "hold_trigger": trigger if trigger and not stats.worker_index else None,
+        "hold_trigger_every_s": float(option(environment, "mcp_hold_trigger_every")),
+        "hold_clock": clock,
+        "hold_delete": False,  # as the Python users: the held sessions are left to the server
+    }
 
 
 # -- the driver ------------------------------------------------------------------------------------------
@@ -186,6 +217,7 @@ class NativeDriver:
         self.error: str | None = None
         self.last_status: dict[str, Any] = {}
         self._greenlets: list[Any] = []
+        self.fanout: dict[str, Any] = {"triggers": 0, "rounds": []}  # hold: the engine's fan-out rounds
         self._late_seen = 0  # the engine's late / dropped arrivals already added to the pacer's counters
         self._dropped_seen = 0
         # requests and failures per name since the test started (for counters such as session churn's;
@@ -298,6 +330,8 @@ class NativeDriver:
         # whose cumulative counts know nothing of what was drained): an empty drain adds nothing to either
         self._feed_window_histograms(rows)
         self.last_status = engine.status()
+        if self.family == "hold":
+            self.fanout = engine.fanout()
         self._feed_open_model(rows, self.last_status)
         return added
 

@@ -56,6 +56,11 @@ DEFAULTS: dict[str, Any] = {
     "mcp_server_pid": 0,
     "mcp_timeout": 30.0,
     "mcp_churn_delete_share": 1.0,
+    # the hold family (its options are loadtests/hold.py's; the native engine reads them here)
+    "mcp_hold_per_user": 1,
+    "mcp_hold_trigger": None,
+    "mcp_hold_trigger_every": 5.0,
+    "mcp_tasks_cancel_share": 0.0,  # loadtests/tasks.py's
     "mcp_client_capabilities": '{"elicitation":{},"roots":{},"sampling":{}}',
     # workloads and gates (mcpfast.locust.scenario, mcpfast.locust.thresholds)
     "mcp_stream_args": None,  # None -> {"n": --mcp-stream-count}

@@ -181,10 +181,18 @@ class McpUser(User):
         # native by default only: the auto probe and HTTP+SSE stay on the Python users
         return not (self.opt("mcp_engine") is None and str(self.opt("mcp_protocol_version")) in PYTHON_ONLY_VERSIONS)
 
+    def refused(self) -> str | None:
+        """Why the run may not start (a family's check before load failed, the run is quitting);
+        None: it may.  A refused user sends nothing on either engine."""
+        return None
+
     def run(self) -> None:  # type: ignore[misc]  # Locust marks it final; the native engine replaces the task loop
         """Python engine: Locust's task loop.  Native engine: this user is one unit of the
         engine's concurrency for as long as it lives; it waits (killable at once, no task to
         finish) while the engine's threads send."""
+        if self.refused() is not None:
+            gevent.sleep(3600)  # killed when the run quits
+            return
         if not self.uses_native_engine():
             return super().run()
         from locust.exception import StopTest, StopUser

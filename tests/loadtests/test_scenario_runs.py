@@ -404,8 +404,85 @@ def test_hold_streams_and_fanout(tmp_path: Path) -> None:
     assert ok["hold:fanout-all"] == triggers
 
 
+def scrape(port: int) -> str:
+    """The Prometheus text of the server on ``port``."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        return str(resp.read().decode())
+
+
+BROADCAST = (sys.executable, os.path.join(LOADTESTS, "_broadcast_server.py"))
+SERVE = (sys.executable, "-m", "mcpfast", "serve")
+
+
+def served_run(tmp_path: Path, server: tuple[str, ...], locustfile: str, *args: str) -> tuple[subprocess.CompletedProcess, Run, str]:
+    """``loadtests/<locustfile>`` against ``server`` (argv before ``--transport http``) with
+    ``/metrics`` (``{pid}`` in ``args``: the server's pid); the run and the server's Prometheus text
+    after it."""
+    port = free_port()
+    cmd = [*server, "--transport", "http", "--metrics", "--host", "127.0.0.1", "--port", str(port)]
+    proc_server = start_process(cmd, port, "server", env=child_env())
+    try:
+        args = tuple(a.replace("{pid}", str(proc_server.pid)) for a in args)
+        proc, run = locust(tmp_path, os.path.join(LOADTESTS, locustfile), "--host", f"http://127.0.0.1:{port}/mcp", *args)
+        text = scrape(port)
+    finally:
+        stop(proc_server)
+    return proc, run, text
+
+
+@pytest.mark.skipif(not native_available(), reason="the native engine needs the compiled core")
+def test_hold_on_the_native_engine_counts_as_the_server_does(tmp_path: Path) -> None:
+    from _support import metric
+
+    proc, run, text = served_run(
+        tmp_path,
+        BROADCAST,
+        "hold.py",
+        *("-u", "3", "-r", "3", "-t", "5s", "--mcp-hold-per-user", "10", "--mcp-server-pid", "{pid}"),
+        *("--mcp-hold-trigger", "broadcast", "--mcp-hold-trigger-every", "1"),
+    )
+    assert proc.returncode == 0, run.output[-4000:]
+    assert "native engine started: family hold" in run.output
+    hold = json.loads(Path(f"{run.prefix}_hold.json").read_text())
+    assert hold["streams_held"] == hold["streams_opened"] == 30 and hold["streams_failed"] == 0
+    assert hold["server_rss_kib_held"] is not None
+    ok, failed = counts(run)
+    assert failed == {}, failed
+
+    def served(method: str, status: str) -> int:
+        return int(metric(text, "mcpfast_http_requests_total", method=method, status=status))
+
+    # the server's counts, method by method: the listeners' sessions, the trigger's, and the one
+    # session of the trigger check (initialize, initialized, tools/list), which reports nothing
+    assert ok["initialize"] + 1 == served("initialize", "200") == 32
+    assert ok["notifications/initialized"] + 1 == served("notifications/initialized", "202")
+    assert served("tools/list", "200") == 1
+    assert ok["GET:open"] == served("GET", "200") == 30
+    assert ok["tools/call:broadcast"] == served("tools/call", "200") == hold["triggers"] >= 1
+    rounds = len(hold["fanout_all_us"])
+    assert rounds >= 1 and ok["hold:fanout-all"] == rounds
+    assert 30 * rounds <= ok["hold:fanout"] <= 30 * hold["triggers"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_hold_refuses_a_trigger_the_server_does_not_list(tmp_path: Path, engine: str) -> None:
+    proc, run, text = served_run(
+        tmp_path,
+        BROADCAST,
+        "hold.py",
+        *("-u", "2", "-r", "2", "-t", "5s", "--mcp-engine", engine, "--mcp-hold-per-user", "3", "--mcp-hold-trigger", "no_such_tool"),
+    )
+    assert proc.returncode == 2, run.output[-4000:]
+    assert "--mcp-hold-trigger 'no_such_tool': the server does not list that tool (tools/list: add, broadcast, echo, stream)" in run.output
+    # no load: the check's one session and its tools/list, nothing else
+    assert 'method="GET"' not in text and 'method="tools/call"' not in text, text
+
+
 # -- discover ---------------------------------------------------------------------------------------------------
-def test_discover_family_against_the_handshake(tmp_path: Path, counting: tuple[str, Path]) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_discover_family_against_the_handshake(tmp_path: Path, counting: tuple[str, Path], engine: str) -> None:
     url, countfile = counting
     proc, run = locust(
         tmp_path,
@@ -419,7 +496,7 @@ def test_discover_family_against_the_handshake(tmp_path: Path, counting: tuple[s
         "--host",
         url,
         "--mcp-engine",
-        "python",
+        engine,
         "--mcp-tool",
         "counted",
         "--mcp-tool-args",
@@ -437,44 +514,17 @@ def test_discover_family_against_the_handshake(tmp_path: Path, counting: tuple[s
 
 
 # -- tasks ------------------------------------------------------------------------------------------------------
-def test_tasks_family_polls_to_completion_and_cancels(tmp_path: Path) -> None:
-    port = free_port()
-    serve = [sys.executable, "-m", "mcpfast", "serve", "--app", "mcpfast.server.conformance:app", "--transport", "http"]
-    server = start_process([*serve, "--host", "127.0.0.1", "--port", str(port)], port, "conformance server", env=child_env())
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        from mcpfast.client.http import HttpClient
-        from mcpfast.client.session import ClientSession
+@pytest.mark.parametrize("engine", ENGINES)
+def test_tasks_family_polls_to_completion_and_cancels(tmp_path: Path, engine: str) -> None:
+    from _support import metric
 
-        probe = HttpClient(url, ClientSession("2026-07-28", capabilities={"extensions": {"io.modelcontextprotocol/tasks": {}}}))
-        try:
-            probe.initialize()
-            extensions = (probe.session.server_capabilities or {}).get("extensions") or {}
-        finally:
-            probe.close()
-        assert "io.modelcontextprotocol/tasks" in extensions, extensions  # the fixture's task tools
-        proc, run = locust(
-            tmp_path,
-            os.path.join(LOADTESTS, "tasks.py"),
-            "-u",
-            "4",
-            "-r",
-            "4",
-            "-t",
-            "5s",
-            "--host",
-            url,
-            "--mcp-engine",
-            "python",
-            "--mcp-tool",
-            "slow_compute",
-            "--mcp-tool-args",
-            '{"seconds": 1.0}',
-            "--mcp-tasks-cancel-share",
-            "0.5",
-        )
-    finally:
-        stop(server)
+    proc, run, text = served_run(
+        tmp_path,
+        (*SERVE, "--app", "mcpfast.server.conformance:app"),
+        "tasks.py",
+        *("-u", "4", "-r", "4", "-t", "5s", "--mcp-engine", engine),
+        *("--mcp-tool", "slow_compute", "--mcp-tool-args", '{"seconds": 1.0}', "--mcp-tasks-cancel-share", "0.5"),
+    )
     assert proc.returncode == 0, run.output[-4000:]
     ok, failed = counts(run)
     assert failed == {}, failed
@@ -483,3 +533,14 @@ def test_tasks_family_polls_to_completion_and_cancels(tmp_path: Path) -> None:
     assert tasks["completed"] == ok.get("task:completed", 0) > 0
     assert tasks["cancelled"] == ok.get("task:cancelled", 0) > 0
     assert tasks["polls"] == ok["tasks/get"] and tasks["cancels_sent"] == ok["tasks/cancel"]
+    # the server's own counts, method by method (the check before load sent one server/discover, unreported)
+    for method, name in (("tools/call", "tools/call:slow_compute"), ("tasks/get", "tasks/get"), ("tasks/cancel", "tasks/cancel")):
+        assert metric(text, "mcpfast_http_requests_total", method=method, status="200") == ok[name], method
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_tasks_refuses_a_server_without_the_tasks_extension(tmp_path: Path, engine: str) -> None:
+    proc, run, text = served_run(tmp_path, SERVE, "tasks.py", "-u", "2", "-r", "2", "-t", "5s", "--mcp-engine", engine)
+    assert proc.returncode == 2, run.output[-4000:]
+    assert "the server does not offer the tasks extension (io.modelcontextprotocol/tasks" in run.output
+    assert 'method="tools/call"' not in text, text  # no load: the check's server/discover only

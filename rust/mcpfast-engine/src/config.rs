@@ -75,6 +75,14 @@ pub enum Family {
     /// iteration, while `iterations` last) and keeps them until the engine stops, then DELETEs
     /// them (unless `hold_delete` is false).
     Hold,
+    /// HTTP only: each user alternates a fresh 2026-07-28 start (`server/discover`, the first
+    /// call) and a fresh handshake-era one (`protocol_version`: initialize, initialized, the
+    /// first call, DELETE) on its keep-alive connection.
+    Discover,
+    /// HTTP, 2026-07-28: each call of `tool` that returns a task (`io.modelcontextprotocol/tasks`)
+    /// is polled with `tasks/get` until it ends; `tasks_cancel_share` of them get a
+    /// `tasks/cancel` after their first poll.
+    Tasks,
 }
 
 named_choices!(Family, "family", [
@@ -84,6 +92,8 @@ named_choices!(Family, "family", [
     SseStreaming => "sse_streaming",
     Mixed => "mixed",
     Hold => "hold",
+    Discover => "discover",
+    Tasks => "tasks",
 ]);
 
 /// When a user opens a new connection (besides after the server closed one).
@@ -207,6 +217,18 @@ pub struct Settings {
     pub hold_delete: bool,
     pub late_after_s: f64,
     pub hold_stream: bool,
+    /// `hold`: GET streams each user holds, one session each (0: sessions kept without streams).
+    pub hold_streams: usize,
+    /// `hold` with streams: the tool whose call makes the server notify every session (the
+    /// fan-out); None: no trigger in this engine.
+    pub hold_trigger: Option<String>,
+    pub hold_trigger_every_s: f64,
+    /// `hold` with streams: a file the trigger writes its rounds to (number, send time) and
+    /// the listeners read them from, so that engines on one host share one trigger; None: this
+    /// engine's own trigger only.
+    pub hold_clock: Option<String>,
+    /// `tasks`: the share of tasks cancelled after their first poll.
+    pub tasks_cancel_share: f64,
 }
 
 impl Default for Settings {
@@ -253,6 +275,11 @@ impl Default for Settings {
             hold_delete: true,
             late_after_s: 0.001,
             hold_stream: true,
+            hold_streams: 0,
+            hold_trigger: None,
+            hold_trigger_every_s: 5.0,
+            hold_clock: None,
+            tasks_cancel_share: 0.0,
         }
     }
 }
@@ -316,11 +343,31 @@ pub struct Config {
     /// stream, or a 2026-07-28 `subscriptions/listen`) beside its calls, on its own
     /// connection, for as long as it lives.
     pub hold_stream: bool,
+    /// `hold`: GET streams each user holds (one session each); 0: sessions without streams.
+    pub hold_streams: usize,
+    /// `hold` with streams: the fan-out trigger's tool, and the time between its calls once
+    /// every stream is open.
+    pub hold_trigger: Option<String>,
+    pub hold_trigger_every: Duration,
+    /// `hold` with streams: the file of the trigger's rounds shared by engines on one host.
+    pub hold_clock: Option<String>,
+    /// `tasks`: the share of tasks cancelled after their first poll.
+    pub tasks_cancel_share: f64,
 }
 
 impl Config {
     pub fn stateless(&self) -> bool {
         STATELESS_VERSIONS.contains(&self.protocol_version.as_str())
+    }
+
+    /// The version a 2026-07-28 request carries: `protocol_version`, or (`discover`, whose
+    /// `protocol_version` is the handshake era's) the stateless era's own.
+    pub fn stateless_version(&self) -> &str {
+        if self.stateless() {
+            &self.protocol_version
+        } else {
+            STATELESS_VERSIONS[0]
+        }
     }
 }
 
@@ -440,6 +487,18 @@ impl Settings {
                 format!("unsupported {protocol_version:?} (known: {HANDSHAKE_VERSIONS:?}, {STATELESS_VERSIONS:?})"),
             ));
         }
+        if family == Family::Discover && (transport != Transport::Http || stateless) {
+            return Err(field_error(
+                "family",
+                "discover runs over HTTP and compares 2026-07-28 with the handshake era of protocol_version (not a 2026-07-28 one)",
+            ));
+        }
+        if family == Family::Tasks && (transport != Transport::Http || !stateless) {
+            return Err(field_error(
+                "family",
+                "tasks runs over HTTP in 2026-07-28 (protocol_version)",
+            ));
+        }
         if family == Family::Hold && stateless {
             return Err(field_error(
                 "family",
@@ -485,6 +544,36 @@ impl Settings {
         }
         if let Some(every) = self.progress_every {
             in_range("progress_every", every, 1, u64::MAX)?;
+        }
+        let hold_streams = in_range("hold_streams", self.hold_streams, 0, 1_000_000)?;
+        if hold_streams > 0 && family != Family::Hold {
+            return Err(field_error("hold_streams", "applies to family hold"));
+        }
+        if let Some(tool) = &self.hold_trigger {
+            if tool.is_empty() {
+                return Err(field_error("hold_trigger", "an empty tool name"));
+            }
+            if hold_streams == 0 {
+                return Err(field_error(
+                    "hold_trigger",
+                    "needs family hold with hold_streams > 0 (the listeners)",
+                ));
+            }
+        }
+        let every = finite("hold_trigger_every_s", self.hold_trigger_every_s)?;
+        if !(every > 0.0 && every <= 86_400.0) {
+            return Err(field_error("hold_trigger_every_s", "must be in (0, 86400]"));
+        }
+        let hold_clock = self.hold_clock.clone().filter(|p| !p.is_empty());
+        if hold_clock.is_some() && hold_streams == 0 {
+            return Err(field_error(
+                "hold_clock",
+                "needs family hold with hold_streams > 0",
+            ));
+        }
+        let tasks_cancel_share = finite("tasks_cancel_share", self.tasks_cancel_share)?;
+        if !(0.0..=1.0).contains(&tasks_cancel_share) {
+            return Err(field_error("tasks_cancel_share", "must be in 0..=1"));
         }
         let default_type = match transport {
             Transport::Http => "mcp-http",
@@ -536,6 +625,11 @@ impl Settings {
             progress_every: self.progress_every,
             late_after: Duration::from_secs_f64(late_after_s),
             hold_stream: self.hold_stream,
+            hold_streams,
+            hold_trigger: self.hold_trigger.clone(),
+            hold_trigger_every: Duration::from_secs_f64(every),
+            hold_clock,
+            tasks_cancel_share,
         })
     }
 }
@@ -727,6 +821,44 @@ mod tests {
                     ..http()
                 },
                 "max_reply_bytes",
+            ),
+            (
+                Settings {
+                    hold_streams: 2,
+                    ..http()
+                },
+                "hold_streams",
+            ),
+            (
+                Settings {
+                    family: Family::Hold,
+                    hold_trigger: Some("broadcast".into()),
+                    ..http()
+                },
+                "hold_trigger",
+            ),
+            (
+                Settings {
+                    family: Family::Hold,
+                    hold_streams: 1,
+                    hold_trigger: Some(String::new()),
+                    ..http()
+                },
+                "hold_trigger",
+            ),
+            (
+                Settings {
+                    hold_trigger_every_s: 0.0,
+                    ..http()
+                },
+                "hold_trigger_every_s",
+            ),
+            (
+                Settings {
+                    hold_clock: Some("/tmp/x".into()),
+                    ..http()
+                },
+                "hold_clock",
             ),
         ];
         for (settings, field) in bad {

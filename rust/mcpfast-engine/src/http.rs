@@ -707,7 +707,8 @@ impl Conn {
 
     /// Send `request` and read a response that may last as long as its reader wants (a held
     /// SSE stream): no timeout, and each piece of a 200 body goes to `observe`, with the parsed
-    /// head, and is not kept (a refusal's body is, for its sample). Dropping the future leaves
+    /// head, and is not kept (a refusal's body is, for its sample). `observe` also gets an empty
+    /// piece once, as soon as the head is read (the stream is open). Dropping the future leaves
     /// the connection mid-response: close it before reusing it.
     pub async fn stream(
         &mut self,
@@ -778,6 +779,7 @@ impl Conn {
             return Err(ExchangeError::Io(io::ErrorKind::NotConnected.into()));
         };
         stream.write_all(request).await.map_err(ExchangeError::Io)?;
+        let mut head_seen = false;
         loop {
             if self.start < self.end {
                 let before = self.parser.body.len();
@@ -785,6 +787,10 @@ impl Conn {
                     .parser
                     .feed(&self.buf[self.start..self.end])
                     .map_err(ExchangeError::Http)?;
+                if !keep_body && !head_seen && self.parser.status != 0 {
+                    head_seen = true;
+                    observe(&self.parser, &[]);
+                }
                 if self.parser.body.len() > before {
                     observe(&self.parser, &self.parser.body[before..]);
                     if !keep_body && self.parser.status == 200 {

@@ -23,7 +23,7 @@ use crate::templates::Template;
 
 /// A held stream the server ended, or that could not be reached, is opened again at most this
 /// often per user (a server that ends streams at once does not become a hot loop).
-const REOPEN_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const REOPEN_EVERY: Duration = Duration::from_secs(1);
 
 /// The acknowledgement a 2026-07-28 `subscriptions/listen` stream starts with.
 const LISTEN_ACK: &str = "notifications/subscriptions/acknowledged";
@@ -45,17 +45,20 @@ struct HeldRequest {
 type HeldSender = watch::Sender<Option<Rc<HeldRequest>>>;
 
 /// What one HTTP session keeps.
-struct HttpSession {
-    conn: Conn,
+pub(crate) struct HttpSession {
+    pub(crate) conn: Conn,
     sse: SseCheck,
     req: Vec<u8>,
     /// `POST` head up to the per-request headers (no Content-Length yet).
     head: Vec<u8>,
-    session: Option<Session>,
+    pub(crate) session: Option<Session>,
     next_id: i64,
     delete_acc: f64,
     /// The server forgot the session (404): the next open is a re-initialization.
     lost: bool,
+    /// The era the session opens in: 2026-07-28 (`server/discover`) or the handshake
+    /// (`discover` alternates them).
+    stateless: bool,
     /// `sse_streaming` (`hold_stream`): where the session publishes its held stream's request,
     /// the sessions it held one for, whether it holds one now, and the id of its 2026-07-28
     /// `subscriptions/listen`.
@@ -64,7 +67,7 @@ struct HttpSession {
     holding: bool,
     listen_id: i64,
     /// This user's own header lines (its bearer token, its cookies), after the shared ones.
-    own_headers: Vec<u8>,
+    pub(crate) own_headers: Vec<u8>,
     token_line: Vec<u8>,
     /// This user's turn among the bearer tokens, and the token generation its line was built from.
     token_slot: usize,
@@ -95,9 +98,9 @@ fn token_line(ctx: &Ctx, slot: usize) -> (u64, Vec<u8>) {
 }
 
 /// Failure reason and whether the session must be opened again.
-struct Failed {
+pub(crate) struct Failed {
     reason: String,
-    lost_session: bool,
+    pub(crate) lost_session: bool,
     len: usize,
     /// Nothing could be connected: pause before the next attempt (no hot loop on a dead server).
     backoff: bool,
@@ -106,7 +109,7 @@ struct Failed {
 }
 
 impl HttpSession {
-    fn new(ctx: &Ctx) -> HttpSession {
+    pub(crate) fn new(ctx: &Ctx) -> HttpSession {
         let mut conn = Conn::new(ctx.endpoint());
         conn.set_max_body(ctx.cfg().max_reply_bytes);
         conn.parser.capture_cookies = ctx.cfg().cookies;
@@ -125,6 +128,7 @@ impl HttpSession {
             next_id: 1,
             delete_acc: 0.0,
             lost: false,
+            stateless: ctx.cfg().stateless(),
             held: None,
             held_session: 0,
             holding: false,
@@ -202,14 +206,14 @@ impl HttpSession {
 
     fn set_head(&mut self, ctx: &Ctx) {
         self.head.clear();
-        if !ctx.cfg().stateless() {
+        if !self.stateless {
             ctx.proto
                 .head(&mut self.head, "POST", self.session.as_ref());
         } else {
             ctx.proto.head(&mut self.head, "POST", None);
             self.head.extend_from_slice(b"MCP-Protocol-Version: ");
             self.head
-                .extend_from_slice(ctx.cfg().protocol_version.as_bytes());
+                .extend_from_slice(ctx.cfg().stateless_version().as_bytes());
             self.head.extend_from_slice(b"\r\n");
         }
         self.head.extend_from_slice(&self.own_headers);
@@ -407,13 +411,13 @@ impl HttpSession {
     /// Open the session: initialize + notifications/initialized, or server/discover
     /// (2026-07-28). Each phase is its own row; `from` is the first phase's start. `need_id`:
     /// an initialize reply without `Mcp-Session-Id` is a failure (sessions to hold).
-    async fn open(&mut self, ctx: &Ctx, from: Instant, need_id: bool) -> bool {
+    pub(crate) async fn open(&mut self, ctx: &Ctx, from: Instant, need_id: bool) -> bool {
         self.session = None;
         self.set_head(ctx);
         if ctx.cfg().new_connection == NewConnection::Session {
             self.conn.close();
         }
-        if ctx.cfg().stateless() {
+        if self.stateless {
             let r = self.request(ctx, &ctx.discover, false, None).await;
             let end = Instant::now();
             let from = from + self.spent;
@@ -423,7 +427,7 @@ impl HttpSession {
                     ctx.counters().established.fetch_add(1, Ordering::Relaxed);
                     self.session = Some(Session::new(
                         None,
-                        ctx.cfg().protocol_version.clone(),
+                        ctx.cfg().stateless_version().to_owned(),
                         self.next_id,
                     ));
                     self.set_head(ctx);
@@ -538,9 +542,37 @@ impl HttpSession {
         }
     }
 
+    /// `discover`: one fresh start, the eras in turn (2026-07-28 first): `server/discover`, or
+    /// `initialize` + `notifications/initialized`; then the first call; `start:<era>` from
+    /// `from` to the call's result (complete starts only). A handshake session is then DELETEd.
+    async fn discover_turn(&mut self, ctx: &Ctx, from: Instant) {
+        self.stateless = !self.stateless;
+        let (call, start) = if self.stateless {
+            (&ctx.items[1], FixedRow::StartDiscover)
+        } else {
+            (&ctx.items[0], FixedRow::StartInitialize)
+        };
+        if !self.open(ctx, from, false).await {
+            ctx.pause(BACKOFF).await;
+            return;
+        }
+        if self
+            .one(ctx, call, Instant::now(), call.name, None)
+            .await
+            .is_ok()
+        {
+            ctx.record(start, from, Instant::now(), None, 0);
+        }
+        if self.stateless {
+            self.session = None;
+        } else {
+            self.delete(ctx).await;
+        }
+    }
+
     /// DELETE the session (handshake era, when the server minted an id); true when a DELETE
     /// was sent and answered 2xx.
-    async fn delete(&mut self, ctx: &Ctx) -> bool {
+    pub(crate) async fn delete(&mut self, ctx: &Ctx) -> bool {
         let Some(s) = self.session.take() else {
             return false;
         };
@@ -572,7 +604,7 @@ impl HttpSession {
     /// One request of the family, recorded under its name. `open`: (intended, actual) send
     /// time of the arrival in the open model (`from` is then the intended time, or the call's
     /// start when the arrival first opened the session).
-    async fn one(
+    pub(crate) async fn one(
         &mut self,
         ctx: &Ctx,
         t: &Template,
@@ -743,21 +775,9 @@ async fn hold_once(ctx: &Ctx, conn: &mut Conn, held: &HeldRequest) -> Held {
     } else {
         FixedRow::GetOpen
     };
-    // a new connection each time, so that its opening is timed apart from the stream's
-    conn.close();
-    let t0 = Instant::now();
-    let connected = tokio::time::timeout(ctx.cfg().timeout, conn.connect()).await;
-    let t0 = t0 + ctx.opened(conn);
-    let failure = match connected {
-        Ok(Ok(())) => None,
-        Ok(Err(e)) => Some(e.kind()),
-        Err(_) => Some(ExchangeError::Timeout.kind()),
-    };
-    if let Some(reason) = failure {
-        conn.close();
-        ctx.record(row, t0, Instant::now(), Some(&reason), 0);
+    let Some(t0) = connect_held(ctx, conn, row).await else {
         return Held::Ended;
-    }
+    };
     let mut decoder = SseDecoder::new(
         ctx.cfg()
             .max_reply_bytes
@@ -769,8 +789,8 @@ async fn hold_once(ctx: &Ctx, conn: &mut Conn, held: &HeldRequest) -> Held {
     let mut answered: Option<String> = None;
     let r = conn
         .stream(&held.bytes, &mut |p: &ResponseParser, chunk: &[u8]| {
-            if p.status != 200 {
-                return; // a refusal: judged once it has ended
+            if p.status != 200 || chunk.is_empty() {
+                return; // a refusal (judged once it has ended), or only the head so far
             }
             let now = Instant::now();
             match held.listen {
@@ -860,12 +880,32 @@ async fn hold_once(ctx: &Ctx, conn: &mut Conn, held: &HeldRequest) -> Held {
     }
 }
 
+/// A new connection for a held stream, each time, so that its opening is timed apart from the
+/// stream's: the stream's start, or None when it could not be opened (a failure of `row`).
+pub(crate) async fn connect_held(ctx: &Ctx, conn: &mut Conn, row: FixedRow) -> Option<Instant> {
+    conn.close();
+    let t0 = Instant::now();
+    let connected = tokio::time::timeout(ctx.cfg().timeout, conn.connect()).await;
+    let t0 = t0 + ctx.opened(conn);
+    let failure = match connected {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(e.kind()),
+        Err(_) => Some(ExchangeError::Timeout.kind()),
+    };
+    if let Some(reason) = failure {
+        conn.close();
+        ctx.record(row, t0, Instant::now(), Some(&reason), 0);
+        return None;
+    }
+    Some(t0)
+}
+
 /// The failure of a `subscriptions/listen` stream that carried no acknowledgement.
 const NO_ACK: &str = "listen stream gave no acknowledgement";
 
 /// The failure reason of a refused reply (`http 401 invalid_token`, `http 429 rate limited
 /// (Retry-After 2 s)`) and the wait its `Retry-After` asks for.
-fn refusal(p: &crate::http::ResponseParser) -> (String, Option<f64>) {
+pub(crate) fn refusal(p: &crate::http::ResponseParser) -> (String, Option<f64>) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
@@ -887,9 +927,12 @@ fn report_times(ctx: &Ctx, first: FixedRow, gap: FixedRow, times: &[Instant], fr
 
 /// One HTTP user: its own keep-alive connection and session, looping over the family until
 /// its slot is retired or the engine stops.
-pub(crate) async fn http_session(ctx: &Ctx, slot: usize) {
+pub(crate) async fn http_session(ctx: &Rc<Ctx>, slot: usize) {
     let family = ctx.cfg().family;
     if family == Family::Hold {
+        if ctx.cfg().hold_streams > 0 {
+            return crate::hold::hold_streams(ctx, slot).await;
+        }
         return hold_session(ctx, slot).await;
     }
     let mut s = HttpSession::new(ctx);
@@ -908,7 +951,7 @@ async fn user_loop(ctx: &Ctx, slot: usize, mut s: HttpSession) {
     let family = ctx.cfg().family;
     let per_session = matches!(
         family,
-        Family::ToolsCall | Family::Mixed | Family::SseStreaming
+        Family::ToolsCall | Family::Mixed | Family::SseStreaming | Family::Tasks
     );
     ctx.counters().sessions_open.fetch_add(1, Ordering::Relaxed);
     while ctx.keep(slot) {
@@ -953,7 +996,11 @@ async fn user_loop(ctx: &Ctx, slot: usize, mut s: HttpSession) {
             let open = open_model.then_some((from, sent));
             // the handshake had this arrival's intended time; the call starts after it
             let from = if opened { Instant::now() } else { from };
-            let r = s.one(ctx, t, from, t.name, open).await;
+            let r = if family == Family::Tasks {
+                crate::tasks::run_task(&mut s, ctx, from).await
+            } else {
+                s.one(ctx, t, from, t.name, open).await
+            };
             ctx.iteration_done();
             if let Err(f) = r {
                 if f.lost_session {
@@ -965,6 +1012,11 @@ async fn user_loop(ctx: &Ctx, slot: usize, mut s: HttpSession) {
                     ctx.pause(BACKOFF / 10).await;
                 }
             }
+            continue;
+        }
+        if family == Family::Discover {
+            s.discover_turn(ctx, from).await;
+            ctx.iteration_done();
             continue;
         }
         // handshake / session_churn: a fresh session each iteration

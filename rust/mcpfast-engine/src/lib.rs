@@ -11,10 +11,11 @@
 //! checks), [`check`] (replies on the core's envelope scanner and SSE decoder), [`rows`] (the
 //! stats rows and their names), [`templates`] (request bodies built once), [`runtime`] (the
 //! engine threads), [`pacing`] (the open model), `http_families` and [`stdio`] (the families
-//! over HTTP and over child processes).
+//! over HTTP and over child processes), [`hold`] (held GET streams and their fan-out).
 
 pub mod check;
 pub mod config;
+pub mod hold;
 pub mod http;
 mod http_families;
 pub mod mcp;
@@ -24,6 +25,7 @@ pub mod rows;
 pub mod runtime;
 pub mod stats;
 pub mod stdio;
+mod tasks;
 pub mod templates;
 
 /// The JSON types of [`config::Settings`] (tool arguments, capabilities, mix params), at the
@@ -108,6 +110,9 @@ pub struct Shared {
     pub iterations_done: AtomicU64,
     pub stats: Vec<Mutex<ThreadStats>>,
     pub counters: Vec<Counters>,
+    /// `hold` with streams: the fan-out rounds, and the file they are shared through.
+    pub fanout: Mutex<hold::Fanout>,
+    pub hold_clock: Option<std::fs::File>,
     events: Mutex<(Vec<(String, String)>, u64)>,
     event_tx: UnixStream,
     event_rx: UnixStream,
@@ -252,6 +257,18 @@ impl Engine {
             )?,
         };
         let insecure = endpoint.insecure();
+        let hold_clock = match &cfg.hold_clock {
+            Some(path) => Some(
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(path)
+                    .map_err(|e| config::field_error("hold_clock", format!("{path}: {e}")))?,
+            ),
+            None => None,
+        };
         let engine = Engine {
             shared: Arc::new(Shared {
                 endpoint: Arc::new(endpoint),
@@ -270,6 +287,8 @@ impl Engine {
                 iterations_done: AtomicU64::new(0),
                 stats: (0..threads).map(|_| Mutex::default()).collect(),
                 counters: (0..threads).map(|_| Counters::default()).collect(),
+                fanout: Mutex::default(),
+                hold_clock,
                 events: Mutex::new((Vec::new(), 0)),
                 event_tx,
                 event_rx,
@@ -438,6 +457,14 @@ impl Engine {
             }
         }
         out
+    }
+
+    /// `hold` with streams: the fan-out rounds this engine's trigger began, and (round, µs from
+    /// the trigger's send to the last held stream's arrival) of every round that reached all
+    /// of this engine's held streams.
+    pub fn fanout(&self) -> (u64, Vec<(u64, u64)>) {
+        let f = lock(&self.shared.fanout);
+        (f.triggers, f.complete.clone())
     }
 
     /// Protocol versions the server chose, with how many sessions each, since start.

@@ -53,6 +53,25 @@ fixed_rows! {
     Tls,
     /// `retry_after`: a wait a refusal's `Retry-After` asked for (the time actually waited).
     RetryWait,
+    /// `hold` with streams: a `notifications/*/list_changed` on a held stream, from the
+    /// trigger's send to its arrival; and the time to the last held stream's arrival, per round
+    /// (failed: some stream missed it).
+    HoldFanout,
+    HoldFanoutAll,
+    /// `discover`: the first call of a 2026-07-28 start and of a handshake-era one, and each
+    /// start, from its first byte to the first call's result.
+    FirstAfterDiscover,
+    FirstAfterInitialize,
+    StartDiscover,
+    StartInitialize,
+    /// `tasks`: each poll and cancel, and how each task ended, from its call's send to the
+    /// poll that saw the end (`task:failed`, `task:not-a-task`: failures).
+    TasksGet,
+    TasksCancel,
+    TaskCompleted,
+    TaskCancelled,
+    TaskFailed,
+    TaskNotATask,
 }
 
 impl FixedRow {
@@ -91,6 +110,22 @@ impl FixedRow {
             FixedRow::Connect => "connect",
             FixedRow::Tls => "tls:handshake",
             FixedRow::RetryWait => "Retry-After wait",
+            FixedRow::HoldFanout => "hold:fanout",
+            FixedRow::HoldFanoutAll => "hold:fanout-all",
+            FixedRow::FirstAfterDiscover => {
+                return format!("tools/call:{} (first after discover)", cfg.tool)
+            }
+            FixedRow::FirstAfterInitialize => {
+                return format!("tools/call:{} (first after initialize)", cfg.tool)
+            }
+            FixedRow::StartDiscover => "start:discover",
+            FixedRow::StartInitialize => "start:initialize",
+            FixedRow::TasksGet => "tasks/get",
+            FixedRow::TasksCancel => "tasks/cancel",
+            FixedRow::TaskCompleted => "task:completed",
+            FixedRow::TaskCancelled => "task:cancelled",
+            FixedRow::TaskFailed => "task:failed",
+            FixedRow::TaskNotATask => "task:not-a-task",
         };
         fixed.to_string()
     }
@@ -109,6 +144,14 @@ impl FixedRow {
                 | FixedRow::Connect
                 | FixedRow::Tls
                 | FixedRow::RetryWait
+                | FixedRow::HoldFanout
+                | FixedRow::HoldFanoutAll
+                | FixedRow::StartDiscover
+                | FixedRow::StartInitialize
+                | FixedRow::TaskCompleted
+                | FixedRow::TaskCancelled
+                | FixedRow::TaskFailed
+                | FixedRow::TaskNotATask
         )
     }
 }
@@ -124,12 +167,22 @@ pub fn is_request(id: usize) -> bool {
     FixedRow::from_id(id).is_none_or(FixedRow::is_request)
 }
 
+/// The row name of the `hold` trigger's call (a mix row's, when a mix entry calls it too).
+pub fn trigger_name(tool: &str) -> String {
+    format!("tools/call:{tool}")
+}
+
 /// The names of a config's rows, indexed by id: the fixed rows, then each distinct mix entry
 /// (fixed at construction: statistics are indexed by them).
 pub fn names(cfg: &Config) -> Vec<String> {
     let mut names: Vec<String> = FixedRow::ALL.iter().map(|row| row.name(cfg)).collect();
-    for m in &cfg.mix {
-        let n = m.stat_name();
+    let trigger = cfg.hold_trigger.as_ref().map(|t| trigger_name(t));
+    for n in cfg
+        .mix
+        .iter()
+        .map(crate::config::MixRequest::stat_name)
+        .chain(trigger)
+    {
         if !names.contains(&n) {
             names.push(n);
         }

@@ -96,6 +96,7 @@ impl Ctx {
                 .iter()
                 .map(|m| {
                     let mut t = Template::new(
+                        cfg.stateless(),
                         cfg,
                         &m.method,
                         m.params.as_deref(),
@@ -114,6 +115,7 @@ impl Ctx {
                     cfg.stream_arguments
                 );
                 vec![Template::new(
+                    cfg.stateless(),
                     cfg,
                     "tools/call",
                     Some(&params),
@@ -122,7 +124,28 @@ impl Ctx {
                     true,
                 )]
             }
+            // the first call of each start: handshake era, then 2026-07-28
+            Family::Discover => [false, true]
+                .into_iter()
+                .map(|stateless| {
+                    let row = if stateless {
+                        FixedRow::FirstAfterDiscover
+                    } else {
+                        FixedRow::FirstAfterInitialize
+                    };
+                    Template::new(
+                        stateless,
+                        cfg,
+                        "tools/call",
+                        Some(&call_params),
+                        Some(&cfg.tool),
+                        row.id(),
+                        false,
+                    )
+                })
+                .collect(),
             _ => vec![Template::new(
+                cfg.stateless(),
                 cfg,
                 "tools/call",
                 Some(&call_params),
@@ -132,6 +155,7 @@ impl Ctx {
             )],
         };
         let discover = Template::new(
+            cfg.stateless() || cfg.family == Family::Discover,
             cfg,
             "server/discover",
             Some("{}"),
@@ -141,6 +165,7 @@ impl Ctx {
         );
         // the list changes the Python user's listen asks for too
         let listen = Template::new(
+            cfg.stateless(),
             cfg,
             "subscriptions/listen",
             Some(r#"{"notifications":{"toolsListChanged":true}}"#),
@@ -363,6 +388,9 @@ pub fn thread_main(shared: Arc<Shared>, idx: usize) {
 async fn controller(ctx: Rc<Ctx>) {
     let shared = ctx.shared.clone();
     tokio::task::spawn_local(crate::pacing::pacer(ctx.clone()));
+    if ctx.idx == 0 && ctx.cfg().hold_trigger.is_some() {
+        tokio::task::spawn_local(crate::hold::trigger(ctx.clone()));
+    }
     while !shared.stopping() {
         let want = shared.thread_users(ctx.idx);
         ctx.target.set(want);

@@ -12,7 +12,7 @@ pub fn modern_meta(cfg: &Config) -> Map<String, Value> {
     let mut meta = Map::new();
     meta.insert(
         "io.modelcontextprotocol/protocolVersion".into(),
-        Value::String(cfg.protocol_version.clone()),
+        Value::String(cfg.stateless_version().to_owned()),
     );
     meta.insert(
         "io.modelcontextprotocol/clientCapabilities".into(),
@@ -43,7 +43,10 @@ pub struct Template {
 }
 
 impl Template {
+    /// A request of `method` in the era given: `stateless` (2026-07-28: `_meta` and the
+    /// `Mcp-*` headers; usually `cfg.stateless()`) or the handshake era's.
     pub fn new(
+        stateless: bool,
         cfg: &Config,
         method: &str,
         params: Option<&str>,
@@ -51,7 +54,6 @@ impl Template {
         name: usize,
         progress: bool,
     ) -> Template {
-        let stateless = cfg.stateless();
         let mut params: Option<Value> = params.and_then(|p| serde_json::from_str(p).ok());
         if stateless || progress {
             let mut p = match params.take() {
@@ -183,6 +185,7 @@ mod tests {
         .build()
         .expect("config");
         let t = Template::new(
+            cfg.stateless(),
             &cfg,
             "tools/call",
             Some(r#"{"name":"echo","arguments":{"text":"hi"}}"#),

@@ -226,6 +226,16 @@ pub struct EngineConfig {
     late_after_s: f64,
     #[pyo3(get)]
     hold_stream: bool,
+    #[pyo3(get)]
+    hold_streams: usize,
+    #[pyo3(get)]
+    hold_trigger: Option<String>,
+    #[pyo3(get)]
+    hold_trigger_every_s: f64,
+    #[pyo3(get)]
+    hold_clock: Option<String>,
+    #[pyo3(get)]
+    tasks_cancel_share: f64,
     config: Config,
 }
 
@@ -273,6 +283,11 @@ impl EngineConfig {
         hold_delete = None,
         late_after_s = None,
         hold_stream = None,
+        hold_streams = None,
+        hold_trigger = None,
+        hold_trigger_every_s = None,
+        hold_clock = None,
+        tasks_cancel_share = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -316,6 +331,11 @@ impl EngineConfig {
         hold_delete: Option<bool>,
         late_after_s: Option<f64>,
         hold_stream: Option<bool>,
+        hold_streams: Option<i64>,
+        hold_trigger: Option<String>,
+        hold_trigger_every_s: Option<f64>,
+        hold_clock: Option<String>,
+        tasks_cancel_share: Option<f64>,
     ) -> PyResult<Self> {
         let d = Settings::default();
         let mix = mix.unwrap_or_default();
@@ -366,6 +386,11 @@ impl EngineConfig {
             hold_delete: hold_delete.unwrap_or(d.hold_delete),
             late_after_s: late_after_s.unwrap_or(d.late_after_s),
             hold_stream: hold_stream.unwrap_or(d.hold_stream),
+            hold_streams: count_arg("hold_streams", hold_streams)?.unwrap_or(d.hold_streams),
+            hold_trigger,
+            hold_trigger_every_s: hold_trigger_every_s.unwrap_or(d.hold_trigger_every_s),
+            hold_clock,
+            tasks_cancel_share: tasks_cancel_share.unwrap_or(d.tasks_cancel_share),
         };
         let config = settings.build().map_err(PyValueError::new_err)?;
         let headers = PyDict::new(py);
@@ -412,6 +437,11 @@ impl EngineConfig {
             hold_delete: settings.hold_delete,
             late_after_s: settings.late_after_s,
             hold_stream: settings.hold_stream,
+            hold_streams: settings.hold_streams,
+            hold_trigger: settings.hold_trigger,
+            hold_trigger_every_s: settings.hold_trigger_every_s,
+            hold_clock: settings.hold_clock,
+            tasks_cancel_share: settings.tasks_cancel_share,
             config,
         })
     }
@@ -633,6 +663,17 @@ impl NativeEngine {
 
     fn reset(&self) {
         self.inner.reset();
+    }
+
+    /// `hold` with streams: the fan-out rounds this engine's trigger began (`triggers`) and
+    /// `rounds`, (round, µs from the trigger's send to the last held stream's arrival) of every
+    /// round that reached all of this engine's held streams.
+    fn fanout<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let (triggers, rounds) = self.inner.fanout();
+        let d = PyDict::new(py);
+        d.set_item("triggers", triggers)?;
+        d.set_item("rounds", PyList::new(py, rounds)?)?;
+        Ok(d)
     }
 
     /// Stop sending, drain in-flight up to `grace_s`, close, join (GIL released). Idempotent.

@@ -1,0 +1,126 @@
+//! `tasks` (`io.modelcontextprotocol/tasks`, 2026-07-28): each call of `tool` that returns a
+//! task (`resultType: "task"`) is polled with `tasks/get` every `pollIntervalMs` (the server's
+//! hint, within 5 ms..5 s) until its status is `completed`, `failed` or `cancelled` (at most
+//! [`MAX_POLLS`] polls); `tasks_cancel_share` of the tasks get a `tasks/cancel` after their first
+//! poll. Rows: `tools/call:<tool>`, `tasks/get`, `tasks/cancel`, and the task's end from its
+//! call's send: `task:completed`, `task:cancelled`, `task:failed` (failed: status failed, a
+//! completed task with `isError`, or no end within the polls), `task:not-a-task` (failed: the
+//! server answered plainly). A task in flight at the stop is left without an end row.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::http_families::{Failed, HttpSession};
+use crate::rows::FixedRow;
+use crate::runtime::Ctx;
+use crate::templates::Template;
+
+const TERMINAL: [&str; 3] = ["completed", "failed", "cancelled"];
+/// A task that never ends is a failure, not a hang.
+pub const MAX_POLLS: u32 = 10_000;
+const MIN_POLL: Duration = Duration::from_millis(5);
+const MAX_POLL: Duration = Duration::from_secs(5);
+/// The poll interval when the server gives none.
+const DEFAULT_POLL_MS: f64 = 100.0;
+
+/// The `result` of the JSON reply the session's last exchange got (Null when it has none).
+fn result_of(s: &HttpSession) -> Value {
+    serde_json::from_slice::<Value>(&s.conn.parser.body)
+        .ok()
+        .and_then(|mut v| v.get_mut("result").map(Value::take))
+        .unwrap_or(Value::Null)
+}
+
+fn text<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// `method` (`tasks/get`, `tasks/cancel`) for `task_id`, recorded as `row`; its result.
+async fn on_task(
+    s: &mut HttpSession,
+    ctx: &Ctx,
+    method: &str,
+    task_id: &str,
+    row: FixedRow,
+) -> Result<Value, Failed> {
+    let params = serde_json::json!({ "taskId": task_id }).to_string();
+    // the task id is the request's Mcp-Name (SEP-2243)
+    let t = Template::new(
+        true,
+        ctx.cfg(),
+        method,
+        Some(&params),
+        Some(task_id),
+        row.id(),
+        false,
+    );
+    s.one(ctx, &t, Instant::now(), row.id(), None).await?;
+    Ok(result_of(s))
+}
+
+/// One task: the call from `from`, its polls, maybe its cancel, and its end.
+pub(crate) async fn run_task(s: &mut HttpSession, ctx: &Ctx, from: Instant) -> Result<(), Failed> {
+    let call = &ctx.items[0];
+    s.one(ctx, call, from, call.name, None).await?;
+    let mut result = result_of(s);
+    let task_id = match (text(&result, "resultType"), text(&result, "taskId")) {
+        (Some("task"), Some(id)) => id.to_owned(),
+        _ => {
+            let reason = "the server answered without a task";
+            ctx.record(
+                FixedRow::TaskNotATask,
+                from,
+                Instant::now(),
+                Some(reason),
+                0,
+            );
+            return Ok(());
+        }
+    };
+    let cancel = ctx.unit() <= ctx.cfg().tasks_cancel_share;
+    let mut status = text(&result, "status").unwrap_or("").to_owned();
+    let mut polls = 0;
+    while !TERMINAL.contains(&status.as_str()) {
+        if polls == MAX_POLLS {
+            let reason = format!("still {status} after {MAX_POLLS} polls");
+            ctx.record(FixedRow::TaskFailed, from, Instant::now(), Some(&reason), 0);
+            return Ok(());
+        }
+        if ctx.shared.stopping() {
+            return Ok(()); // left at the stop: no end to time
+        }
+        let ms = result
+            .get("pollIntervalMs")
+            .and_then(Value::as_f64)
+            .unwrap_or(DEFAULT_POLL_MS);
+        let wait = Duration::from_secs_f64((ms / 1000.0).max(0.0)).clamp(MIN_POLL, MAX_POLL);
+        ctx.pause(wait).await;
+        result = on_task(s, ctx, "tasks/get", &task_id, FixedRow::TasksGet).await?;
+        polls += 1;
+        status = text(&result, "status").unwrap_or("").to_owned();
+        if cancel && polls == 1 && !TERMINAL.contains(&status.as_str()) {
+            on_task(s, ctx, "tasks/cancel", &task_id, FixedRow::TasksCancel).await?;
+        }
+    }
+    let end = Instant::now();
+    let is_error = result
+        .get("result")
+        .and_then(|r| r.get("isError"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    match status.as_str() {
+        "completed" if !is_error => ctx.record(FixedRow::TaskCompleted, from, end, None, 0),
+        "cancelled" => ctx.record(FixedRow::TaskCancelled, from, end, None, 0),
+        _ => {
+            let with = if status == "completed" {
+                " with isError"
+            } else {
+                ""
+            };
+            let reason = format!("task {status}{with}");
+            ctx.record(FixedRow::TaskFailed, from, end, Some(&reason), 0);
+        }
+    }
+    Ok(())
+}
