@@ -544,3 +544,35 @@ def test_tasks_refuses_a_server_without_the_tasks_extension(tmp_path: Path, engi
     assert proc.returncode == 2, run.output[-4000:]
     assert "the server does not offer the tasks extension (io.modelcontextprotocol/tasks" in run.output
     assert 'method="tools/call"' not in text, text  # no load: the check's server/discover only
+
+
+@pytest.mark.skipif(not native_available(), reason="the native engine needs the compiled core")
+def test_scenario_on_the_native_engine_counts_as_the_server_does(tmp_path: Path) -> None:
+    from _support import metric
+
+    path = tmp_path / "mix.toml"
+    path.write_text(SCENARIO_TOML.replace('tool = "counted"', 'tool = "echo"'))  # the demo app's tools
+    proc, run, text = served_run(tmp_path, SERVE, "scenario.py", "-u", "4", "-r", "4", "-t", "3s", "--mcp-scenario", str(path))
+    assert proc.returncode == 0, run.output[-4000:]
+    assert "native engine started" in run.output
+    ok, failed = counts(run)
+    assert failed == {}, failed
+
+    def served(method: str, status: str = "200") -> int:
+        return int(metric(text, "mcpfast_http_requests_total", method=method, status=status))
+
+    # every request the swarm reported is one the server counted, method by method, besides the
+    # one session of the check before load (fetch_server_info: its handshake and the lists), which
+    # reports nothing
+    calls = ok["tools/call:echo"] + ok["tools/call:add"] + ok["tools/call:stream"]
+    assert calls > 0 and served("tools/call") == calls
+    for method, name, check in (
+        ("resources/read", "resources/read", 0),
+        ("prompts/get", "prompts/get:summarise", 0),
+        ("completion/complete", "completion/complete", 0),
+        ("resources/templates/list", "resources/templates/list", 1),
+        ("initialize", "initialize", 1),
+    ):
+        assert served(method) == ok[name] + check and ok[name] > 0, (method, ok)
+    assert served("notifications/initialized", "202") == ok["notifications/initialized"] + 1
+    assert served("tools/list") == served("resources/list") == served("prompts/list") == 1
