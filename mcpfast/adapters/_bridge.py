@@ -29,11 +29,12 @@ from pydantic import BaseModel, ValidationError
 from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, McpError
 from mcpfast.protocol.meta import META_CLIENT_INFO
+from mcpfast.protocol.versions import STATELESS_VERSIONS
 from mcpfast.sansio import CapabilityError, InboundRequest
 from mcpfast.sansio import ServerSession as SessionMachine
 from mcpfast.server import Context, Server
 
-__all__ = ["HANDLED_HERE", "ConnectionState", "FrameworkServer", "SessionBridge", "mcp_error", "notify", "wire_result"]
+__all__ = ["HANDLED_HERE", "ConnectionState", "FrameworkServer", "SessionBridge", "era_capabilities", "mcp_error", "notify", "wire_result"]
 
 logger = logging.getLogger("mcpfast.adapters")
 
@@ -238,6 +239,17 @@ def implementation_extras(description: str | None, website_url: str | None, icon
     return info
 
 
+def era_capabilities(lowlevel: Any) -> dict[str, Any] | None:
+    """The capabilities the framework declares at 2026-07-28 (its ``server/discover``): change
+    notifications there go over ``subscriptions/listen`` only, so it derives the flags from
+    whether it serves that method. ``None`` when the framework has no such derivation."""
+    try:
+        declared = lowlevel.get_capabilities(protocol_version=STATELESS_VERSIONS[-1])
+    except TypeError:
+        return None
+    return dict(declared.model_dump(by_alias=True, mode="json", exclude_none=True))
+
+
 def notify(session: Any, method: str, params: dict[str, Any] | None) -> bool:
     """A change notification through mcpfast's session machine; one for a feature the server did
     not declare (the framework's ``listChanged: false``) is dropped, as the spec wants, where the
@@ -268,10 +280,14 @@ class FrameworkServer(Server):
         **options: ``Server`` options (name, version, title, instructions).
     """
 
-    def __init__(self, lowlevel: Any, capabilities: dict[str, Any], **options: Any) -> None:
+    def __init__(
+        self, lowlevel: Any, capabilities: dict[str, Any], stateless_capabilities: dict[str, Any] | None = None, **options: Any
+    ) -> None:
         super().__init__(lifespan=lambda _server: lowlevel.lifespan(lowlevel), **options)
         self.lowlevel = lowlevel
         self._declared = capabilities
+        self._declared_stateless = stateless_capabilities
+        self.serves_listen = lowlevel.get_request_handler(m.SUBSCRIPTIONS_LISTEN) is not None
         self.extra_server_info: dict[str, Any] = {}
         """``Implementation`` fields beyond name, version and title (description, websiteUrl, icons)."""
         self._states: weakref.WeakKeyDictionary[Any, ConnectionState] = weakref.WeakKeyDictionary()
@@ -306,6 +322,9 @@ class FrameworkServer(Server):
 
     def capabilities(self) -> dict[str, Any]:
         return self._declared
+
+    def stateless_capabilities(self) -> dict[str, Any] | None:
+        return self._declared_stateless
 
     def new_session(self, *, records: bool = True) -> SessionMachine:
         session = super().new_session(records=records)

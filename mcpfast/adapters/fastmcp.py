@@ -19,7 +19,7 @@ from typing import Any
 from fastmcp import FastMCP
 from fastmcp.server.middleware import Middleware
 
-from mcpfast.adapters._bridge import HANDLED_HERE, FrameworkServer, implementation_extras
+from mcpfast.adapters._bridge import HANDLED_HERE, FrameworkServer, era_capabilities, implementation_extras
 from mcpfast.adapters.errors import UnsupportedApp
 from mcpfast.protocol import methods as m
 
@@ -89,7 +89,13 @@ def adapt(app: FastMCP[Any]) -> FrameworkServer:
     # handshake-era initialize, and mcpfast declares extensions of its own only.
     capabilities.pop("extensions", None)
     server = FrameworkServer(
-        lowlevel, capabilities, name=lowlevel.name, version=lowlevel.version, title=lowlevel.title, instructions=app.instructions
+        lowlevel,
+        capabilities,
+        era_capabilities(lowlevel),  # at 2026-07-28 the UI extension is listed
+        name=lowlevel.name,
+        version=lowlevel.version,
+        title=lowlevel.title,
+        instructions=app.instructions,
     )
     server.extra_server_info = implementation_extras(lowlevel.description, lowlevel.website_url, lowlevel.icons)
     return server

@@ -27,7 +27,7 @@ from mcp.server.request_state import RequestStateBoundary
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, ToolsListChanged
 
-from mcpfast.adapters._bridge import HANDLED_HERE, FrameworkServer, implementation_extras, mcp_error, notify, wire_result
+from mcpfast.adapters._bridge import HANDLED_HERE, FrameworkServer, era_capabilities, implementation_extras, mcp_error, notify, wire_result
 from mcpfast.adapters.errors import UnsupportedApp
 from mcpfast.protocol import methods as m
 from mcpfast.sansio import InboundRequest
@@ -89,7 +89,12 @@ def adapt(app: MCPServer[Any], *, inline_sync_tools: bool = False) -> FrameworkS
     capabilities.setdefault("logging", {})
     if not capabilities.get("extensions"):
         capabilities.pop("extensions", None)  # the SDK's sieve drops an empty one from initialize
-    server = FrameworkServer(lowlevel, capabilities, name=app.name, version=app.version, title=app.title, instructions=app.instructions)
+    stateless = era_capabilities(lowlevel)
+    if stateless is not None:
+        stateless.setdefault("logging", {})  # as at the handshake: the handlers log
+    server = FrameworkServer(
+        lowlevel, capabilities, stateless, name=app.name, version=app.version, title=app.title, instructions=app.instructions
+    )
     server.extra_server_info = implementation_extras(app.description, app.website_url, app.icons)
     app._subscriptions.subscribe(functools.partial(_forward_event, server))
     entry = lowlevel.get_request_handler(m.TOOLS_CALL)

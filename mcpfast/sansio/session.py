@@ -157,6 +157,11 @@ class ServerSession:
         records: keep an ``Outgoing`` record per message (``records_to_send``). ``False`` for a
             transport that only writes bytes in order (stdio): the outbox then holds the
             encoded messages themselves and ``data_to_send`` hands them over as they are.
+        stateless_capabilities: the capabilities of the 2026 era (``server/discover``, the
+            ``subscriptions/listen`` filter), when they differ from the handshake's (``None``:
+            the same): change notifications reach 2026 listeners only, never a handshake
+            session, by the flags that era declares.
+        serves_listen: whether ``subscriptions/listen`` is served (else -32601).
 
     Attributes:
         state: the handshake-era lifecycle state.
@@ -186,10 +191,14 @@ class ServerSession:
         cache_scope: str = "public",
         extra_methods: frozenset[str] = frozenset(),
         records: bool = True,
+        stateless_capabilities: dict[str, Any] | None = None,
+        serves_listen: bool = True,
     ) -> None:
         self.records = records
         self.server_info = server_info
         self.capabilities = capabilities
+        self.stateless_capabilities = capabilities if stateless_capabilities is None else stateless_capabilities
+        self.serves_listen = serves_listen
         self.instructions = instructions
         self.handshake_versions = handshake_versions
         self.stateless_versions = stateless_versions
@@ -568,20 +577,24 @@ class ServerSession:
         if not m.available(method, requested):
             self._error(rid, METHOD_NOT_FOUND, f"method not found: {method}", batch, tag)
             return
+        caps_now = self.stateless_capabilities
         if method == m.SERVER_DISCOVER:
             result: dict[str, Any] = {
                 "supportedVersions": list(self.stateless_versions),
-                "capabilities": self.capabilities,
+                "capabilities": caps_now,
             }
             if self.instructions is not None:
                 result["instructions"] = self.instructions
             self._reply(rid, core.encode_result(rid, self._decorate(method, result)), None, batch, tag)
             return
         needed = m.SERVER_CAPABILITY_FOR.get(method)
-        if needed is not None and needed not in self.capabilities:
+        if needed is not None and needed not in caps_now:
             self._error(rid, METHOD_NOT_FOUND, f"method not found: {method} (capability {needed!r} not offered)", batch, tag)
             return
         if method == m.SUBSCRIPTIONS_LISTEN:
+            if not self.serves_listen:
+                self._error(rid, METHOD_NOT_FOUND, f"method not found: {method}", batch, tag)
+                return
             self._listen(msg, requested, caps, batch, tag)
             return
         request = InboundRequest(msg, requested, True, caps, level, batch, tag)
@@ -595,11 +608,12 @@ class ServerSession:
             return
         # Honour only what was asked for AND what this server declared it can send.
         honoured: dict[str, Any] = {}
+        declared = self.stateless_capabilities
         for flag, capability in _LISTEN_FLAGS.items():
-            if wanted.get(flag) is True and self.capabilities.get(capability, {}).get("listChanged"):
+            if wanted.get(flag) is True and declared.get(capability, {}).get("listChanged"):
                 honoured[flag] = True
         uris = wanted.get("resourceSubscriptions")
-        if isinstance(uris, list) and self.capabilities.get("resources", {}).get("subscribe"):
+        if isinstance(uris, list) and declared.get("resources", {}).get("subscribe"):
             honoured["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)]
         request = InboundRequest(msg, version, True, caps, None, batch, tag)
         self._inflight[msg.id] = request
@@ -831,14 +845,16 @@ class ServerSession:
             CapabilityError: the server did not declare the feature, or the list-changed flag.
         """
         needed = m.SERVER_CAPABILITY_FOR.get(method)
-        if needed is not None and needed not in self.capabilities:
-            raise CapabilityError(INTERNAL_ERROR, f"the server did not declare the {needed!r} capability")
-        if method.endswith("/list_changed") and needed is not None and not self.capabilities[needed].get("listChanged"):
-            raise CapabilityError(INTERNAL_ERROR, f"the server did not declare {needed}.listChanged")
+        problem = _undeclared(self.capabilities, method, needed)
+        if problem is not None and (
+            self.stateless_capabilities is self.capabilities or _undeclared(self.stateless_capabilities, method, needed)
+        ):
+            raise CapabilityError(INTERNAL_ERROR, problem)
         sent = False
         uri = (params or {}).get("uri")
         if (
-            self.state is not State.NEW
+            problem is None  # declared at the handshake (else only the 2026 era declared it)
+            and self.state is not State.NEW
             and self.version is not None
             and m.available(method, self.version)
             and (method != m.NOTIFICATION_RESOURCES_UPDATED or uri in self.subscriptions)
@@ -1069,6 +1085,17 @@ class ServerSession:
         self._next_id = first_request_id
         self.on_change = on_change
         self.on_stray = on_stray
+
+
+def _undeclared(capabilities: dict[str, Any], method: str, needed: str | None) -> str | None:
+    """Why ``capabilities`` do not let the server send change notification ``method`` (``None``: they do)."""
+    if needed is None:
+        return None
+    if needed not in capabilities:
+        return f"the server did not declare the {needed!r} capability"
+    if method.endswith("/list_changed") and not capabilities[needed].get("listChanged"):
+        return f"the server did not declare {needed}.listChanged"
+    return None
 
 
 def unencodable_result(request_id: int | str, exc: BaseException, what: str) -> bytes:

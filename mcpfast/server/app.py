@@ -180,6 +180,9 @@ class SessionDefaults(NamedTuple):
     server_info: dict[str, Any]
     capabilities: dict[str, Any]
     instructions: str | None
+    stateless_capabilities: dict[str, Any] | None
+    """The 2026 era's, when they differ (``Server.stateless_capabilities``)."""
+    serves_listen: bool
 
 
 class Server:
@@ -595,13 +598,30 @@ class Server:
         )
         shared = self._session_shared
         if shared is None or shared.key != key:
-            shared = self._session_shared = SessionDefaults(key, self.server_info(), self.capabilities(), self.instructions)
+            shared = self._session_shared = SessionDefaults(
+                key, self.server_info(), self.capabilities(), self.instructions, self.stateless_capabilities(), self.serves_listen
+            )
         return shared
+
+    def stateless_capabilities(self) -> dict[str, Any] | None:
+        """The capabilities of the 2026 era when they differ from ``capabilities()`` (``None``:
+        the same; a server of ours declares one set)."""
+        return None
+
+    serves_listen: bool = True
+    """Whether 2026 ``subscriptions/listen`` is served (an adapted app may not)."""
 
     def new_session(self, *, records: bool = True) -> ServerSession:
         """A fresh session machine declaring this server's capabilities (``records``: see ``ServerSession``)."""
         shared = self.session_defaults()
-        return ServerSession(shared.server_info, shared.capabilities, instructions=shared.instructions, records=records)
+        return ServerSession(
+            shared.server_info,
+            shared.capabilities,
+            instructions=shared.instructions,
+            records=records,
+            stateless_capabilities=shared.stateless_capabilities,
+            serves_listen=shared.serves_listen,
+        )
 
     def add_session_source(self, bring_in: Callable[[], object]) -> None:
         """Register a transport that holds sessions without a connection (the native HTTP lane

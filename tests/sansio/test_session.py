@@ -682,3 +682,24 @@ def test_a_decode_error_given_as_the_message_is_answered_as_bad_bytes_are() -> N
     by_message = s.data_to_send()
     assert s.receive(b"{not json") == []
     assert by_message == s.data_to_send() and orjson.loads(by_message[0])["error"]["code"] == -32700
+
+
+def test_each_era_declares_its_own_capabilities() -> None:
+    handshake = {"tools": {"listChanged": False}}
+    stateless = {"tools": {"listChanged": True}, "extensions": {"x.example/ext": {}}}
+    s = make(capabilities=handshake, stateless_capabilities=stateless)
+    _, out = send(s, modern(1, "server/discover"))
+    assert out[0]["result"]["capabilities"] == stateless
+    _, out = send(s, modern(2, "subscriptions/listen", {"notifications": {"toolsListChanged": True}}))
+    assert out[0]["params"]["notifications"] == {"toolsListChanged": True}  # honoured by the 2026 flags
+    assert s.notify("notifications/tools/list_changed")
+    (sent,) = [orjson.loads(b) for b in s.data_to_send()]
+    assert sent["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 2
+    # a handshake session of the same server: its era did not declare it, so nothing goes out
+    h = make(capabilities=handshake, stateless_capabilities=stateless)
+    init(h)
+    assert not h.notify("notifications/tools/list_changed") and h.data_to_send() == []
+    with pytest.raises(CapabilityError):  # declared by neither era
+        h.notify("notifications/prompts/list_changed")
+    _, out = send(make(serves_listen=False), modern(3, "subscriptions/listen", {"notifications": {"toolsListChanged": True}}))
+    assert out[0]["error"]["code"] == -32601
