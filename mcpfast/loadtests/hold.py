@@ -27,6 +27,7 @@ against the one trigger; the master merges the workers' figures into ``<prefix>_
 
 import locust  # noqa: F401, I001 - first
 
+import contextlib
 import json
 import logging
 import os
@@ -135,6 +136,13 @@ def _native(environment: Any) -> bool:
     from mcpfast.locust.options import engine
 
     return HoldUser.native_family is not None and engine(environment) == "native"
+
+
+@events.quitting.add_listener
+def _forget_clock(**_kw: Any) -> None:
+    # the engines are stopped: the clock file they shared goes with the run (each process tries)
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(CLOCK_PATH)
 
 
 @events.init.add_listener
