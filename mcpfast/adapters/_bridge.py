@@ -26,6 +26,7 @@ from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp_types import methods as sdk_methods
 from pydantic import BaseModel, ValidationError
 
+from mcpfast.adapters.errors import UnsupportedApp
 from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, McpError
 from mcpfast.protocol.meta import META_CLIENT_INFO
@@ -34,7 +35,18 @@ from mcpfast.sansio import CapabilityError, InboundRequest
 from mcpfast.sansio import ServerSession as SessionMachine
 from mcpfast.server import Context, Server
 
-__all__ = ["HANDLED_HERE", "ConnectionState", "FrameworkServer", "SessionBridge", "era_capabilities", "mcp_error", "notify", "wire_result"]
+__all__ = [
+    "HANDLED_HERE",
+    "ConnectionState",
+    "FrameworkServer",
+    "SessionBridge",
+    "era_capabilities",
+    "handshake_capabilities",
+    "mcp_error",
+    "notify",
+    "refuse",
+    "wire_result",
+]
 
 logger = logging.getLogger("mcpfast.adapters")
 
@@ -237,6 +249,18 @@ def implementation_extras(description: str | None, website_url: str | None, icon
     if icons:
         info["icons"] = [icon.model_dump(by_alias=True, mode="json", exclude_none=True) for icon in icons]
     return info
+
+
+def refuse(app: str, problems: list[str]) -> None:
+    """Refuse an app that uses what the adapter does not carry (``app``: how to name it), naming each."""
+    if problems:
+        raise UnsupportedApp(f"{app} uses what mcpfast does not carry:\n  - " + "\n  - ".join(problems))
+
+
+def handshake_capabilities(lowlevel: Any) -> dict[str, Any]:
+    """The capabilities the framework declares in a handshake-era ``initialize``, as on the wire."""
+    declared = lowlevel.create_initialization_options().capabilities
+    return dict(declared.model_dump(by_alias=True, mode="json", exclude_none=True))
 
 
 def era_capabilities(lowlevel: Any) -> dict[str, Any] | None:

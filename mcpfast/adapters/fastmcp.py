@@ -19,8 +19,7 @@ from typing import Any
 from fastmcp import FastMCP
 from fastmcp.server.middleware import Middleware
 
-from mcpfast.adapters._bridge import HANDLED_HERE, FrameworkServer, era_capabilities, implementation_extras
-from mcpfast.adapters.errors import UnsupportedApp
+from mcpfast.adapters._bridge import HANDLED_HERE, FrameworkServer, era_capabilities, handshake_capabilities, implementation_extras, refuse
 from mcpfast.protocol import methods as m
 
 __all__ = ["adapt"]
@@ -80,11 +79,9 @@ def adapt(app: FastMCP[Any]) -> FrameworkServer:
         UnsupportedApp: ``app`` uses a feature the adapter does not carry (the message names
             each one and what to do).
     """
-    problems = refusals(app)
-    if problems:
-        raise UnsupportedApp(f"FastMCP {app.name!r} uses what mcpfast does not carry:\n  - " + "\n  - ".join(problems))
+    refuse(f"FastMCP {app.name!r}", refusals(app))
     lowlevel = app._mcp_server
-    capabilities = lowlevel.create_initialization_options().capabilities.model_dump(by_alias=True, mode="json", exclude_none=True)
+    capabilities = handshake_capabilities(lowlevel)
     # FastMCP always lists the MCP Apps UI extension; the SDK's sieve drops it from a
     # handshake-era initialize, and mcpfast declares extensions of its own only.
     capabilities.pop("extensions", None)

@@ -27,8 +27,17 @@ from mcp.server.request_state import RequestStateBoundary
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, ToolsListChanged
 
-from mcpfast.adapters._bridge import HANDLED_HERE, FrameworkServer, era_capabilities, implementation_extras, mcp_error, notify, wire_result
-from mcpfast.adapters.errors import UnsupportedApp
+from mcpfast.adapters._bridge import (
+    HANDLED_HERE,
+    FrameworkServer,
+    era_capabilities,
+    handshake_capabilities,
+    implementation_extras,
+    mcp_error,
+    notify,
+    refuse,
+    wire_result,
+)
 from mcpfast.protocol import methods as m
 from mcpfast.sansio import InboundRequest
 
@@ -79,11 +88,9 @@ def adapt(app: MCPServer[Any], *, inline_sync_tools: bool = False) -> FrameworkS
         UnsupportedApp: ``app`` uses a feature the adapter does not carry (the message names
             each one and what to do).
     """
-    problems = refusals(app)
-    if problems:
-        raise UnsupportedApp(f"{type(app).__name__} {app.name!r} uses what mcpfast does not carry:\n  - " + "\n  - ".join(problems))
+    refuse(f"{type(app).__name__} {app.name!r}", refusals(app))
     lowlevel = app._lowlevel_server
-    capabilities = lowlevel.create_initialization_options().capabilities.model_dump(by_alias=True, mode="json", exclude_none=True)
+    capabilities = handshake_capabilities(lowlevel)
     # The SDK's handlers send notifications/message without declaring logging; mcpfast declares
     # it, as the spec wants of a server that logs (logging/setLevel then works too).
     capabilities.setdefault("logging", {})

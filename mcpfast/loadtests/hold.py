@@ -189,7 +189,7 @@ def check_trigger(environment: Any) -> str | None:
     tool = option(environment, "mcp_hold_trigger")
     if not tool or option(environment, "mcp_command"):
         return None
-    from mcpfast.locust.scenario import make_client
+    from mcpfast.locust.scenario import ScenarioError, listed, make_client
 
     try:
         client = make_client(environment, environment.host)
@@ -199,17 +199,10 @@ def check_trigger(environment: Any) -> str | None:
     try:
         if not client.initialize():
             return f"cannot check --mcp-hold-trigger {tool!r}: no session with the server ({client.last_error})"
-        names: list[str] = []
-        cursor = None
-        for _page in range(100):
-            reply = client.list_tools(cursor)
-            if reply is None or reply.is_error:
-                return f"cannot check --mcp-hold-trigger {tool!r}: tools/list failed ({client.last_error or reply})"
-            result = reply.result or {}
-            names += [t["name"] for t in result.get("tools") or [] if isinstance(t, dict) and isinstance(t.get("name"), str)]
-            cursor = result.get("nextCursor")
-            if not cursor:
-                break
+        try:
+            names = [t["name"] for t in listed(client, "tools/list", "tools") if isinstance(t.get("name"), str)]
+        except ScenarioError as exc:
+            return f"cannot check --mcp-hold-trigger {tool!r}: {exc}"
     finally:
         client.close()
     if tool in names:

@@ -74,6 +74,7 @@ __all__ = [
     "discover",
     "fetch_server_info",
     "generate_arguments",
+    "listed",
     "load",
     "native_mix",
     "resolve",
@@ -382,7 +383,12 @@ def make_client(environment: Any, host: str | None, capabilities: dict[str, Any]
     return HttpClient(host, session, token=option(environment, "mcp_token"), timeout=timeout)
 
 
-def _listed(client: Any, method: str, key: str) -> list[dict[str, Any]]:
+def listed(client: Any, method: str, key: str) -> list[dict[str, Any]]:
+    """Every item under ``key`` of a paginated list ``method`` (at most 100 pages).
+
+    Raises:
+        ScenarioError: the server did not answer a page.
+    """
     items: list[dict[str, Any]] = []
     cursor = None
     for _page in range(100):  # bounded: a server that pages forever is cut at 100 pages
@@ -402,16 +408,16 @@ def fetch_server_info(client: Any) -> ServerInfo:
     if not client.initialize():
         raise ScenarioError(f"cannot open a session with the server: {client.last_error}")
     caps = client.session.server_capabilities or {}
-    tools = {t["name"]: t for t in _listed(client, "tools/list", "tools") if isinstance(t.get("name"), str)} if "tools" in caps else {}
+    tools = {t["name"]: t for t in listed(client, "tools/list", "tools") if isinstance(t.get("name"), str)} if "tools" in caps else {}
     resources, templates = [], []
     if "resources" in caps:
-        resources = [r["uri"] for r in _listed(client, "resources/list", "resources") if isinstance(r.get("uri"), str)]
+        resources = [r["uri"] for r in listed(client, "resources/list", "resources") if isinstance(r.get("uri"), str)]
         try:
-            templates = _listed(client, "resources/templates/list", "resourceTemplates")
+            templates = listed(client, "resources/templates/list", "resourceTemplates")
         except ScenarioError:
             templates = []
     prompts = (
-        {p["name"]: p for p in _listed(client, "prompts/list", "prompts") if isinstance(p.get("name"), str)} if "prompts" in caps else {}
+        {p["name"]: p for p in listed(client, "prompts/list", "prompts") if isinstance(p.get("name"), str)} if "prompts" in caps else {}
     )
     return ServerInfo(caps, tools, resources, templates, prompts)
 
@@ -532,8 +538,8 @@ def _resolve_op(op: Op, info: ServerInfo) -> None:
     if op.kind in ("tools/call", "stream"):
         tool = info.tools.get(op.tool or "")
         if tool is None:
-            listed = ", ".join(sorted(info.tools)) or "none"
-            raise ScenarioError(f"{where}: the server does not list tool {op.tool!r} (it lists: {listed})")
+            names = ", ".join(sorted(info.tools)) or "none"
+            raise ScenarioError(f"{where}: the server does not list tool {op.tool!r} (it lists: {names})")
         schema = tool.get("inputSchema")
         if op.generate:
             op.arguments = generate_arguments(schema)
@@ -544,8 +550,8 @@ def _resolve_op(op: Op, info: ServerInfo) -> None:
     elif op.kind == "prompts/get":
         prompt = info.prompts.get(op.prompt or "")
         if prompt is None:
-            listed = ", ".join(sorted(info.prompts)) or "none"
-            raise ScenarioError(f"{where}: the server does not list prompt {op.prompt!r} (it lists: {listed})")
+            names = ", ".join(sorted(info.prompts)) or "none"
+            raise ScenarioError(f"{where}: the server does not list prompt {op.prompt!r} (it lists: {names})")
         declared = {a.get("name"): a for a in prompt.get("arguments") or [] if isinstance(a, dict)}
         given = op.arguments or {}
         missing = [n for n, a in declared.items() if a.get("required") and n not in given]

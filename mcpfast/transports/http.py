@@ -88,6 +88,15 @@ def _modern_status(answer: Outgoing | None) -> int:
     return wire.status_for_error(answer.code) if answer is not None and answer.kind == ERROR else 200
 
 
+def _json_answer(stream: Stream, modern: bool) -> Reply:
+    """A stream's answer that came alone, as one JSON reply, its status by the era's rule
+    (``modern``: 2026-07-28)."""
+    answer = stream.hand_over()
+    assert answer is not None  # as_json said so
+    stream.drain()
+    return (_modern_status(answer) if modern else _session_status(answer), _JSON, answer.data)
+
+
 def _session_status(answer: Outgoing | None) -> int:
     """The HTTP status of a handshake-era JSON reply: 400 for an error without an id, else 200."""
     return 400 if answer is not None and answer.kind == ERROR and answer.request_id is None else 200
@@ -621,8 +630,7 @@ class HttpTransport:
         """The answer to a session's POST once the session machine took it: JSON, 202, or its stream."""
         if stream.closed:
             if stream.as_json(self.json_response):  # answered alone: inline or by the session machine
-                answer: Outgoing = stream.hand_over()  # type: ignore[assignment]
-                return (_session_status(answer) if answer.kind == ERROR else 200, _JSON, answer.data)
+                return _json_answer(stream, False)
         elif stream.empty and not sess.conn.session.answering(stream):
             return _ACCEPTED  # a notification or a response: nothing is owed
         if not stream.closed:
@@ -636,9 +644,7 @@ class HttpTransport:
     def _first_output(self, stream: Stream, sess: HttpSession, _: object) -> Reply | Deferred:
         """A session POST's answer once its stream had its first output: JSON if it is the reply alone, else SSE."""
         if stream.as_json(True):
-            answer: Outgoing = stream.hand_over()  # type: ignore[assignment]
-            stream.drain()
-            return (_session_status(answer), _JSON, answer.data)
+            return _json_answer(stream, False)
         return functools.partial(self._respond, stream, sess, (), None)
 
     async def _respond(
@@ -663,12 +669,9 @@ class HttpTransport:
                     if watch.done():
                         return
             if stream.as_json(self.json_response):
-                answer = stream.hand_over()
-                assert answer is not None
-                stream.drain()
                 # a 2026 reply's status follows its error code, whether it came at once or later
-                status = _session_status(answer) if conn is None else _modern_status(answer)
-                await send_reply(send, status, [*headers, *_JSON], answer.data)
+                status, json_headers, body = _json_answer(stream, conn is not None)
+                await send_reply(send, status, [*headers, *json_headers], body)
                 return
             # Otherwise SSE, also for a request that ends without an answer (cancelled: the
             # server sends none, and a request is answered with JSON or a stream, never 202).
@@ -857,8 +860,7 @@ class HttpTransport:
         if stream.as_json(self.json_response):  # answered by the session machine or a sync handler
             self._stateless.discard(conn)
             self.table.finish(conn.close_now())
-            answer: Outgoing = stream.hand_over()  # type: ignore[assignment]
-            return (_modern_status(answer), _JSON, answer.data)
+            return _json_answer(stream, True)
         return functools.partial(self._respond, stream, None, (), conn)
 
 

@@ -63,6 +63,19 @@ def _streamed(text: str) -> Any:
     return deferred
 
 
+def _asgi_channels() -> tuple[list[dict[str, Any]], Any, Any]:
+    """ASGI ``receive`` (never read here) and ``send``, with the list of what was sent."""
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        raise AssertionError("not read")
+
+    return sent, receive, send
+
+
 async def _read_replies(reader: asyncio.StreamReader, n: int) -> list[tuple[int, bytes]]:
     replies = []
     for _ in range(n):
@@ -136,13 +149,7 @@ def test_a_later_called_as_a_deferred_answer_sends_its_reply_over_asgi() -> None
     async def main() -> None:
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         later = Later(future, lambda f: (202, _TEXT, b"%d" % f.result()))
-        sent: list[dict[str, Any]] = []
-
-        async def send(message: dict[str, Any]) -> None:
-            sent.append(message)
-
-        async def receive() -> dict[str, Any]:
-            raise AssertionError("not read")
+        sent, receive, send = _asgi_channels()
 
         waiting = asyncio.ensure_future(later(receive, send))
         await asyncio.sleep(0)
@@ -218,13 +225,7 @@ def test_a_later_turned_deferred_runs_it_over_asgi() -> None:
     async def main() -> None:
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         later = Later(future, lambda f: _streamed(f.result()))
-        sent: list[dict[str, Any]] = []
-
-        async def send(message: dict[str, Any]) -> None:
-            sent.append(message)
-
-        async def receive() -> dict[str, Any]:
-            raise AssertionError("not read")
+        sent, receive, send = _asgi_channels()
 
         waiting = asyncio.ensure_future(later(receive, send))
         await asyncio.sleep(0)

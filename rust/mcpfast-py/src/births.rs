@@ -107,7 +107,7 @@ pub(crate) struct Births {
     max: usize,
     idle: f64,
     sweep_every: f64,
-    pub(crate) swept: f64,
+    swept: f64,
     id_bytes: usize,
     pool: Vec<u8>,
     pool_pid: u32,
@@ -274,9 +274,13 @@ impl Births {
 
     /// Forget the sessions idle past the timeout, at most once per sweep period.
     pub(crate) fn sweep(&mut self, now: f64) {
-        if now - self.swept < self.sweep_every {
-            return;
+        if now - self.swept >= self.sweep_every {
+            self.forget_idle(now);
         }
+    }
+
+    /// Forget the sessions idle past the timeout.
+    pub(crate) fn forget_idle(&mut self, now: f64) {
         self.swept = now;
         let idle = self.idle;
         self.born.retain(|_, b| now - b.last_seen < idle);

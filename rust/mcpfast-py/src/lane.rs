@@ -203,7 +203,7 @@ impl HttpLane {
         out: &mut Vec<u8>,
         reply: &mut Vec<u8>,
     ) -> PyResult<bool> {
-        let plan = slf.borrow_mut().plan(py, head, body, now_s, out)?;
+        let plan = slf.borrow_mut().plan(py, head, body, now_s, out, reply)?;
         let Plan::Call {
             version,
             owner,
@@ -249,6 +249,7 @@ impl HttpLane {
         body: &[u8],
         now: f64,
         out: &mut Vec<u8>,
+        reply: &mut Vec<u8>,
     ) -> PyResult<Plan> {
         let delete = head.method == b"DELETE";
         if !(delete || head.method == b"POST")
@@ -278,7 +279,7 @@ impl HttpLane {
             return if delete {
                 Ok(Plan::Full)
             } else {
-                self.open_session(py, body, now, out)
+                self.open_session(py, body, now, out, reply)
             };
         };
         if delete {
@@ -301,8 +302,7 @@ impl HttpLane {
             };
             if births::is_initialized(body) {
                 Births::mark_initialized(born, now);
-                let head = births.accepted_head.clone();
-                self.empty(out, &head);
+                write_empty(out, &births.accepted_head, &self.date);
                 return Ok(Plan::Answered);
             }
             if !born.tools {
@@ -325,6 +325,7 @@ impl HttpLane {
         body: &[u8],
         now: f64,
         out: &mut Vec<u8>,
+        reply: &mut Vec<u8>,
     ) -> PyResult<Plan> {
         let Some(births) = self.births.as_mut() else {
             return Ok(Plan::Full);
@@ -338,8 +339,7 @@ impl HttpLane {
         let Some((session_id, i)) = births.open(py, &init, body, now)? else {
             return Ok(Plan::Full);
         };
-        let mut reply = Vec::with_capacity(256 + births.result(i).len());
-        let reply = &mut reply;
+        reply.clear();
         reply.extend_from_slice(write::HEAD);
         reply.extend_from_slice(b",\"id\":");
         write::write_id(reply, rid);
@@ -349,7 +349,7 @@ impl HttpLane {
         out.extend_from_slice(&births.opened_head.0);
         out.extend_from_slice(&session_id);
         out.extend_from_slice(&births.opened_head.1);
-        self.length_and_date(out, reply.len());
+        end_head(out, reply.len(), &self.date);
         out.extend_from_slice(reply);
         Ok(Plan::Answered)
     }
@@ -363,32 +363,31 @@ impl HttpLane {
             return Plan::Full;
         }
         births.end(id);
-        let head = births.ended_head.clone();
-        self.empty(out, &head);
+        write_empty(out, &births.ended_head, &self.date);
         Plan::Answered
     }
 
     /// A 200 JSON reply.
     fn json(&self, out: &mut Vec<u8>, reply: &[u8]) {
         out.extend_from_slice(&self.json_head);
-        self.length_and_date(out, reply.len());
+        end_head(out, reply.len(), &self.date);
         out.extend_from_slice(reply);
     }
+}
 
-    /// A reply without a body, after `head`.
-    fn empty(&self, out: &mut Vec<u8>, head: &[u8]) {
-        out.extend_from_slice(head);
-        self.length_and_date(out, 0);
-    }
+/// A reply without a body: `head`, then its end.
+fn write_empty(out: &mut Vec<u8>, head: &[u8], date: &[u8]) {
+    out.extend_from_slice(head);
+    end_head(out, 0, date);
+}
 
-    /// `content-length`, the `date` line and the end of the head.
-    fn length_and_date(&self, out: &mut Vec<u8>, length: usize) {
-        out.extend_from_slice(b"content-length: ");
-        out.extend_from_slice(itoa::Buffer::new().format(length).as_bytes());
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(&self.date);
-        out.extend_from_slice(b"\r\n");
-    }
+/// `content-length`, the `date` line and the end of the head.
+fn end_head(out: &mut Vec<u8>, length: usize, date: &[u8]) {
+    out.extend_from_slice(b"content-length: ");
+    out.extend_from_slice(itoa::Buffer::new().format(length).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(date);
+    out.extend_from_slice(b"\r\n");
 }
 
 /// What `plan` decided for a request.
@@ -652,8 +651,7 @@ impl HttpLane {
         let Some(births) = self.births.as_mut() else {
             return Vec::new();
         };
-        births.swept = f64::NEG_INFINITY;
-        births.sweep(now);
+        births.forget_idle(now);
         births
             .born
             .keys()
