@@ -109,7 +109,7 @@ class DelayUser(McpUser):
 """
 
 
-def _raw_stdio_p25_difference(calls: int = 400) -> int:
+def _raw_stdio_fastest_difference(calls: int = 400) -> int:
     """The same echo/delay pairs as the swarm's, timed by a plain blocking client on a pipe: the
     independent figure, with this machine's own cost of waking a process after a 2 ms wait."""
     import subprocess
@@ -137,13 +137,12 @@ def _raw_stdio_p25_difference(calls: int = 400) -> int:
         proc.stdin.close()
         proc.wait(timeout=10)
         proc.stdout.close()
-    p25 = {name: sorted(v)[len(v) // 4] for name, v in times.items()}
-    return p25["delay"] - p25["echo"]
+    return min(times["delay"]) - min(times["echo"])
 
 
 def test_injected_2ms_delay_measured_within_5_percent(run_locust, tmp_path: Path) -> None:
     # one stdio server, one user: echo and a tool that waits exactly 2 ms, interleaved, so both see
-    # the same transport; the p25 difference is the injected delay, plus what this machine takes to
+    # the same transport; the difference is the injected delay, plus what this machine takes to
     # wake a process that waited 2 ms (up to ~0.2 ms on a virtual machine), which a plain client
     # timing the same pairs sees too: the swarm must agree with that client within 5% of the delay.
     locustfile = tmp_path / "delay_swarm.py"
@@ -151,18 +150,24 @@ def test_injected_2ms_delay_measured_within_5_percent(run_locust, tmp_path: Path
     run = run_locust("-u", "1", "-r", "1", "-t", "4s", "--mcp-command", f"{sys.executable} {FAKE} stdio", locustfile=str(locustfile))
     echo = run.summary("mcp-stdio", "tools/call:echo")
     delay = run.summary("mcp-stdio", "tools/call:delay")
-    # Other load on the machine can only add latency, never remove it: the difference at a low
-    # percentile (p25, read from the exact µs histograms) is the injected delay with the least
-    # scheduling noise; p50 is printed alongside.
+    # Other load on the machine can only add latency, never remove it, and under a parallel test
+    # run it adds to most samples (an echo's p25 has read 976 µs against a fastest of 62): the
+    # fastest of each name, read from the exact µs histograms, is the figure that load leaves
+    # alone, for the swarm and for the plain client alike. p25 and p50 are printed alongside.
     from mcpfast.locust.histogram import Histogram
 
     hist = {h["name"]: Histogram.from_dict(h) for h in run.histograms()["histograms"] if h["type"] == "mcp-stdio"}
-    measured = hist["tools/call:delay"].value_at_percentile(25) - hist["tools/call:echo"].value_at_percentile(25)
-    raw = _raw_stdio_p25_difference()
-    print(f"2 ms injected: p25 difference {measured} us (plain client {raw} us); p50 delay {delay['p50']} us, p50 echo {echo['p50']} us")
+    measured = hist["tools/call:delay"].min - hist["tools/call:echo"].min
+    p25 = hist["tools/call:delay"].value_at_percentile(25) - hist["tools/call:echo"].value_at_percentile(25)
+    raw = _raw_stdio_fastest_difference()
+    print(
+        f"2 ms injected: fastest difference {measured} us (plain client {raw} us); p25 difference {p25} us; p50 delay {delay['p50']} us, p50 echo {echo['p50']} us"
+    )
     assert delay["count"] > 200
     assert measured >= 2000 - 100, (measured, delay, echo)
     assert abs(measured - raw) <= 100, (measured, raw, delay, echo)
+    # the summary rows and the histograms are one count
+    assert (delay["min"], echo["min"]) == (hist["tools/call:delay"].min, hist["tools/call:echo"].min)
 
 
 def test_stall_shows_in_open_model_percentiles(run_locust, http_server) -> None:
