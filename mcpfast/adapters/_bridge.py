@@ -26,6 +26,7 @@ from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp_types import methods as sdk_methods
 from pydantic import BaseModel, ValidationError
 
+from mcpfast.adapters._threads import WorkerThreads
 from mcpfast.adapters.errors import UnsupportedApp
 from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, McpError
@@ -316,6 +317,8 @@ class FrameworkServer(Server):
         """``Implementation`` fields beyond name, version and title (description, websiteUrl, icons)."""
         self._states: weakref.WeakKeyDictionary[Any, ConnectionState] = weakref.WeakKeyDictionary()
         self._lifespan_vars: tuple[tuple[contextvars.ContextVar[Any], Any], ...] = ()
+        self.worker_threads = WorkerThreads()
+        """Where the app's plain ``def`` handlers run, when the adapter routes them here."""
         self.input_schema: Callable[[str], Mapping[str, Any] | None] | None = getattr(lowlevel, "get_tool_input_schema", None)
         for method in _ROUTED:
             entry = lowlevel.get_request_handler(method)
@@ -336,6 +339,7 @@ class FrameworkServer(Server):
 
     async def stop(self) -> None:
         await super().stop()
+        self.worker_threads.stop()
         if self.lifespan_state is None:
             self._lifespan_vars = ()
 
