@@ -10,6 +10,8 @@ parsing, the transport's ``handle``, the engine and the reply rendering:
 
 * ``calls``: one session made first, then ``--requests`` keep-alive ``POST /mcp``
   ``tools/call echo`` requests with the session headers per burst (each answer checked for 200);
+* ``stateless``: ``--requests`` keep-alive 2026-07-28 ``tools/call echo`` requests, no session
+  (the version in ``_meta`` and the ``Mcp-Method``/``Mcp-Name`` headers);
 * ``handshakes``: per cycle ``initialize``, ``notifications/initialized`` and ``DELETE``.
 
 The demo's ``echo`` is a sync tool: in both this tree and 1d441ce every answer here is written
@@ -36,7 +38,8 @@ from benchmarks.stdio_inproc import measure as _measure
 __all__ = ["WORKER", "add_run_options", "main", "measure"]
 
 WORKER = Path(__file__).with_name("http_inproc_worker.py")
-MODES = ("calls", "handshakes")
+MODES = ("calls", "stateless", "handshakes")
+DEFAULT_MODES = ("calls", "handshakes")
 
 
 def measure(trees: dict[str, Path], *, mode: str = "calls", requests: int = 5000, **options: Any) -> dict[str, Any]:
@@ -52,7 +55,9 @@ def measure(trees: dict[str, Path], *, mode: str = "calls", requests: int = 5000
 
 def add_run_options(parser: argparse.ArgumentParser, *, requests: int, cpu: int) -> None:
     """The options every in-process HTTP A/B takes (this one, ``scale_inproc``)."""
-    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated: calls, handshakes")
+    parser.add_argument(
+        "--modes", default=",".join(DEFAULT_MODES), help="comma-separated: calls, stateless, handshakes (default: calls,handshakes)"
+    )
     parser.add_argument("--requests", type=int, default=requests, help="calls per burst (handshakes: a quarter as many cycles)")
     parser.add_argument("--bursts", type=int, default=15, help="paired bursts per round (one of each side)")
     parser.add_argument("--rounds", type=int, default=7, help="rounds, each with a fresh pair of processes")
@@ -71,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     record = Record("http_inproc", argv)
     results = []
     for mode in args.modes.split(","):
-        requests = args.requests if mode == "calls" else max(1, args.requests // 4)
+        requests = args.requests if mode != "handshakes" else max(1, args.requests // 4)
         results.append(measure(trees, mode=mode, requests=requests, bursts=args.bursts, rounds=args.rounds, cpu=cpu))
     config = {"requests": args.requests, "bursts": args.bursts, "rounds": args.rounds, "cpu": args.cpu}
     report(record.finish(trees={n: str(t) for n, t in trees.items()}, config=config, results=results), args.out, _markdown)

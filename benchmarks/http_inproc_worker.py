@@ -4,7 +4,7 @@ It imports only ``mcpfast`` (whichever tree is first on ``sys.path``) and the st
 so the same worker measures an older checkout that lacks this file. It serves the demo app
 through that tree's native HTTP server connection (``http_server._Connection``) on a fake
 transport that keeps the written bytes: ``data_received`` with a whole request, the answer read
-back from the transport. Arguments (argv): mode (``calls`` or ``handshakes``) and requests (or
+back from the transport. Arguments (argv): mode (``calls``, ``stateless`` or ``handshakes``) and requests (or
 handshake cycles) per run. Each line read from stdin starts one timed run inside the event loop
 (``run_until_complete``), answered by one JSON line on stdout (CPU and wall ns per unit).
 
@@ -40,6 +40,12 @@ _INIT = (
     b'"capabilities":{},"clientInfo":{"name":"http-inproc","version":"1"}}}'
 )
 _INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+_STATELESS_VERSION = b"2026-07-28"
+_STATELESS_ECHO = (
+    b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello from the http benchmark"},'
+    b'"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},'
+    b'"io.modelcontextprotocol/clientInfo":{"name":"http-inproc","version":"1"}}}}'
+)
 
 
 class _Transport(asyncio.Transport):
@@ -80,14 +86,16 @@ class _Transport(asyncio.Transport):
         pass
 
 
-def _request(method: bytes, body: bytes, session: bytes | None) -> bytes:
+def _request(method: bytes, body: bytes, session: bytes | None, *, stateless: bool = False) -> bytes:
     head = [
         method + b" /mcp HTTP/1.1",
         b"Host: 127.0.0.1:8000",
         b"Accept: application/json, text/event-stream",
         b"Content-Type: application/json",
-        b"MCP-Protocol-Version: " + _VERSION,
+        b"MCP-Protocol-Version: " + (_STATELESS_VERSION if stateless else _VERSION),
     ]
+    if stateless:
+        head += [b"Mcp-Method: tools/call", b"Mcp-Name: echo"]
     if session is not None:
         head.append(b"Mcp-Session-Id: " + session)
     head.append(b"Content-Length: %d" % len(body))
@@ -179,6 +187,18 @@ class _Bench:
         if ok != done or b"hello from the http benchmark" not in answers[-1]:
             raise SystemExit(f"calls: {done - ok} of {done} answers not 200; last {answers[-1][:300]!r}")
 
+    async def stateless(self, n: int) -> None:
+        """``n`` keep-alive 2026-07-28 tools/call echo requests (no session: ``_meta`` and headers)."""
+        requests = [_request(b"POST", _STATELESS_ECHO, None, stateless=True)] * len(self.pairs)
+        answers: list[bytes] = []
+        ok = done = 0
+        while done < n:
+            answers = await _send_all(self.pairs, requests)
+            ok += sum(answer.startswith(b"HTTP/1.1 200") for answer in answers)
+            done += len(answers)
+        if ok != done or b"hello from the http benchmark" not in answers[-1]:
+            raise SystemExit(f"stateless: {done - ok} of {done} answers not 200; last {answers[-1][:300]!r}")
+
     async def handshakes(self, n: int) -> None:
         """``n`` session lifecycles (initialize, notifications/initialized, DELETE), shared out."""
         ok = done = 0
@@ -204,7 +224,7 @@ def main() -> None:
     except ImportError:
         loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    run = bench.calls if mode == "calls" else bench.handshakes
+    run = {"calls": bench.calls, "handshakes": bench.handshakes, "stateless": bench.stateless}[mode]
     loop.run_until_complete(run(max(1, n // 4)))  # warm-up
     # as `mcpfast serve` does once started: what is alive now stays out of the collector's way
     gc.collect()

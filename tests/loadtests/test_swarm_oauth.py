@@ -109,6 +109,7 @@ def _oauth_rows(run: Run) -> tuple[int, int]:
     return int(row["Request Count"]), int(row["Failure Count"])
 
 
+@pytest.mark.slow
 def test_a_minute_of_tokens_that_expire_every_20_s(tmp_path: Path, oauth: Oauth) -> None:
     """The native engine (the default) on one token per process, replaced in flight."""
     run, html = swarm(
