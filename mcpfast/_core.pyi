@@ -336,6 +336,9 @@ class DrainRow:
     def failed_buckets(self) -> list[tuple[int, int]]:
         """The buckets of the failed requests only (a subset of ``buckets``)."""
     @property
+    def failed_by_reason(self) -> list[tuple[str, list[tuple[int, int]]]]:
+        """(failure reason, its failed requests' buckets): ``failed_buckets`` split by reason."""
+    @property
     def service_buckets(self) -> list[tuple[int, int]]:
         """Open model: µs from the actual send to the end (else empty)."""
     @property
@@ -358,6 +361,7 @@ class DrainRow:
         failed_buckets: list[tuple[int, int]] | None = None,
         service_buckets: list[tuple[int, int]] | None = None,
         lag_buckets: list[tuple[int, int]] | None = None,
+        failed_by_reason: list[tuple[str, list[tuple[int, int]]]] | None = None,
     ) -> DrainRow: ...
 
 @final

@@ -360,6 +360,8 @@ class FrameworkServer(Server):
         # (server/discover: the session machine's) as "private", the SDK's CacheHint default;
         # mcpfast's own default is "public".
         session.cache_scope = "private"
+        # Both frameworks word a -32601 the same way (their runner's), with the method as data.
+        session.not_found_message = "Method not found"
         return session
 
     def server_info(self) -> dict[str, Any]:

@@ -100,8 +100,8 @@ class Failure:
     rpc_code: str | None = None  # rpc.response.status_code: a JSON-RPC error's code
 
 
-#: Several kinds of failure of one name in one drained window: their latencies are not told apart
-#: by the engine, so they are counted under the conventions' fallback value.
+#: Several kinds of failure of one name in a window that does not tell their latencies apart (a
+#: ``DrainRow`` made without ``failed_by_reason``): counted under the conventions' fallback value.
 MIXED: Final = Failure("_OTHER", "_OTHER")
 
 
@@ -241,13 +241,19 @@ class Tables:
 
     def add_rows(self, rows: Iterable[Any]) -> None:
         """Drained native windows (``mcpfast._core.DrainRow``): every request by its latency bucket,
-        the failed ones (``failed_buckets``) under their kind of failure."""
+        the failed ones (``failed_by_reason``) under their kind of failure, each with its own latencies."""
         for row in rows:
             if not row.num_requests:
                 continue
             rtype, name = row.request_type, row.name
             failed = dict(row.failed_buckets)
-            if failed:
+            by_reason = row.failed_by_reason
+            if by_reason:
+                for reason, reason_buckets in by_reason:
+                    s = self._series(rtype, name, failure_of_reason(reason), True)
+                    for us, n in reason_buckets:
+                        s.add(us, n)
+            elif failed:  # a row made without the split: one kind, or the conventions' fallback
                 kinds = {failure_of_reason(reason) for reason, _ in row.errors}
                 failure = kinds.pop() if len(kinds) == 1 else MIXED
                 s = self._series(rtype, name, failure, True)

@@ -162,6 +162,9 @@ class ServerSession:
             the same): change notifications reach 2026 listeners only, never a handshake
             session, by the flags that era declares.
         serves_listen: whether ``subscriptions/listen`` is served (else -32601).
+        not_found_message: the ``message`` of every -32601 for a method this session does not
+            serve, which then carries the method's name as ``data`` (an adapted framework's
+            wording); ``None``: this session's own wording, naming the method and why.
 
     Attributes:
         state: the handshake-era lifecycle state.
@@ -193,8 +196,10 @@ class ServerSession:
         records: bool = True,
         stateless_capabilities: dict[str, Any] | None = None,
         serves_listen: bool = True,
+        not_found_message: str | None = None,
     ) -> None:
         self.records = records
+        self.not_found_message = not_found_message
         self.server_info = server_info
         self.capabilities = capabilities
         self.stateless_capabilities = capabilities if stateless_capabilities is None else stateless_capabilities
@@ -392,6 +397,13 @@ class ServerSession:
     def _error(self, request_id: int | str, code: int, message: str, batch: int | None, tag: Any, data: Any = None) -> None:
         self._reply(request_id, core.encode_error(request_id, code, message, data), code, batch, tag)
 
+    def _not_found(self, request_id: int | str, method: str, why: str, batch: int | None, tag: Any) -> None:
+        """-32601 for ``method``, which this session does not serve (``why``: what is missing, or empty)."""
+        if self.not_found_message is not None:
+            self._error(request_id, METHOD_NOT_FOUND, self.not_found_message, batch, tag, method)
+        else:
+            self._error(request_id, METHOD_NOT_FOUND, f"method not found: {method}{why}", batch, tag)
+
     def _receive_request(self, msg: Any, events: list[Event], batch: int | None, tag: Any) -> None:
         method: str = msg.method
         rid = msg.id
@@ -412,7 +424,7 @@ class ServerSession:
             self._initialize(msg, batch, tag)
             return
         if method not in self._methods:
-            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method}", batch, tag)
+            self._not_found(rid, method, "", batch, tag)
             return
         meta = _meta_of(msg)
         if META_PROTOCOL_VERSION in meta:
@@ -435,20 +447,20 @@ class ServerSession:
         version = self.version
         assert version is not None
         if not m.available(method, version) or method == m.SERVER_DISCOVER:
-            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method}", batch, tag)
+            self._not_found(rid, method, "", batch, tag)
             return
         if method == m.PING:
             self._reply(rid, core.encode_result(rid, {}), None, batch, tag)
             return
         needed = m.SERVER_CAPABILITY_FOR.get(method)
         if needed is not None and needed not in self.capabilities:
-            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method} (capability {needed!r} not offered)", batch, tag)
+            self._not_found(rid, method, f" (capability {needed!r} not offered)", batch, tag)
             return
         if method == m.LOGGING_SET_LEVEL:
             self._set_level(msg, batch, tag)
             return
         if method in (m.RESOURCES_SUBSCRIBE, m.RESOURCES_UNSUBSCRIBE) and not self.capabilities["resources"].get("subscribe"):
-            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method} (resource subscriptions not offered)", batch, tag)
+            self._not_found(rid, method, " (resource subscriptions not offered)", batch, tag)
             return
         request = InboundRequest(msg, version, False, self.client_capabilities, self.log_level, batch, tag)
         self._admit(request, events)
@@ -575,7 +587,7 @@ class ServerSession:
                 self._error(rid, exc.code, exc.message, batch, tag, exc.data)
                 return
         if not m.available(method, requested):
-            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method}", batch, tag)
+            self._not_found(rid, method, "", batch, tag)
             return
         caps_now = self.stateless_capabilities
         if method == m.SERVER_DISCOVER:
@@ -589,11 +601,11 @@ class ServerSession:
             return
         needed = m.SERVER_CAPABILITY_FOR.get(method)
         if needed is not None and needed not in caps_now:
-            self._error(rid, METHOD_NOT_FOUND, f"method not found: {method} (capability {needed!r} not offered)", batch, tag)
+            self._not_found(rid, method, f" (capability {needed!r} not offered)", batch, tag)
             return
         if method == m.SUBSCRIPTIONS_LISTEN:
             if not self.serves_listen:
-                self._error(rid, METHOD_NOT_FOUND, f"method not found: {method}", batch, tag)
+                self._not_found(rid, method, "", batch, tag)
                 return
             self._listen(msg, requested, caps, batch, tag)
             return

@@ -154,12 +154,6 @@ def normalise(summary: dict[str, Any], app: str) -> dict[str, Any]:
         # ``subscribe`` flags (and FastMCP an extension) for 2026-07-28. Which features are
         # offered is compared; those flags are not (a known difference of the session machine).
         out["capabilities"] = sorted(key for key in caps if key != "extensions")
-    for value in out.values():
-        error = value.get("error") if isinstance(value, dict) else None
-        if isinstance(error, dict) and error.get("code") == -32601:
-            # A method the app has no handler for (FastMCP's app: completion) is refused by
-            # mcpfast's session machine before any handler runs: same code, its own message.
-            error.pop("message", None)
     return out
 
 

@@ -119,6 +119,11 @@ def handle(msg: dict, args: argparse.Namespace, emit) -> dict | None:
             return ok(tool_result("pinged"))
         if name == "fail":
             return ok({"content": [{"type": "text", "text": "boom"}], "isError": True})
+        if name == "flaky":  # two kinds of failure, told apart by their latency: a slow tool error, a quick -32603
+            if n % 2:
+                precise_sleep(0.005)
+                return ok({"content": [{"type": "text", "text": "slow boom"}], "isError": True})
+            return err(-32603, "quick boom")
         return err(-32602, "unknown tool")
     if method == "resources/list":
         return ok({"resources": [{"uri": "mem://a", "name": "a"}]})

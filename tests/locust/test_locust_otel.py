@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _support import REPO_ROOT, child_env, free_port, refused_port, start_process, start_reference_server, stop
+from _support import FAKE, REPO_ROOT, child_env, free_port, refused_port, start_http_server, start_process, start_reference_server, stop
 
 from mcpfast._core import DrainRow
 from mcpfast.locust.histogram import Histogram
@@ -82,7 +82,13 @@ def test_mcp_attributes_of_locust_rows() -> None:
     assert mcp_attributes("xmlrpc", "tools/call:echo") is None
 
 
-def _row(name: str, buckets: dict[int, int], failed: dict[int, int] | None = None, errors: list[tuple[str, int]] | None = None) -> DrainRow:
+def _row(
+    name: str,
+    buckets: dict[int, int],
+    failed: dict[int, int] | None = None,
+    errors: list[tuple[str, int]] | None = None,
+    by_reason: list[tuple[str, list[tuple[int, int]]]] | None = None,
+) -> DrainRow:
     failed = failed or {}
     n, nf = sum(buckets.values()), sum(failed.values())
     ms = [us / 1000 for us in buckets]
@@ -100,6 +106,7 @@ def _row(name: str, buckets: dict[int, int], failed: dict[int, int] | None = Non
         1.0,
         errors or [],
         sorted(failed.items()),
+        failed_by_reason=by_reason,
     )
 
 
@@ -129,7 +136,25 @@ def test_drained_rows_become_the_prometheus_exporters_buckets() -> None:
     assert len(failed) == 1 and mcp[failed[0]][0] == 3
 
 
-def test_several_kinds_of_failure_in_one_window_count_under_other() -> None:
+def test_each_kind_of_failure_keeps_its_own_latencies() -> None:
+    tables = Tables()
+    by_reason = [("timeout", [(5_000_000, 1)]), ("http 503", [(100, 2)]), ("connect failed (refused)", [(40, 1)]), ("io error", [(60, 1)])]
+    tables.add_rows([_row("tools/call:echo", {40: 1, 60: 1, 100: 3, 5_000_000: 1}, {40: 1, 60: 1, 100: 2, 5_000_000: 1}, [], by_reason)])
+    points = _points(tables, LOCUST_DURATION)
+    kinds = {dict(attrs).get("error.type"): point for attrs, point in points.items()}
+    assert {kind: count for kind, (count, _) in kinds.items()} == {
+        None: 1,
+        "RequestTimeout": 1,
+        "HttpStatusError": 2,
+        "ConnectionFailure": 2,
+    }
+    assert kinds["RequestTimeout"][1][BUCKETS_US.index(5_000_000)] == 1  # its own latency, not the 503s'
+    assert sum(kinds["HttpStatusError"][1][: BUCKETS_US.index(100) + 1]) == 2
+    mcp = {dict(attrs).get("error.type"): count for attrs, (count, _) in _points(tables, MCP_DURATION).items()}
+    assert mcp == {None: 1, "timeout": 1, "503": 2, "connection": 2}
+
+
+def test_a_row_without_the_split_counts_several_kinds_under_other() -> None:
     tables = Tables()
     tables.add_rows([_row("tools/call:echo", {100: 4}, {100: 3}, [("timeout", 1), ("http 503", 2)])])
     points = _points(tables, LOCUST_DURATION)
@@ -353,6 +378,43 @@ def test_a_native_run_reaches_the_collector_with_the_counts_of_stats_csv(tmp_pat
         add_to_buckets(Histogram.from_dict(entry), counts)
         failure = {("error.type", "McpError")} if entry in hist["failed_histograms"] else set()
         assert received[(LOCUST_DURATION, frozenset({("name", entry["name"])} | failure))][1] == counts, entry["name"]
+
+
+@pytest.mark.slow
+def test_a_native_run_names_each_kind_of_failure_with_its_own_latencies(tmp_path: Path, collector: Collector) -> None:
+    # the fake server's flaky tool fails every call, one in two as a tool error after 5 ms, the
+    # other at once with -32603: both kinds in every drained second of one row
+    proc, url = start_http_server(FAKE, tmp_path, lifetime=60)
+    try:
+        _, prefix = run_locust(
+            tmp_path, "flaky", "tools_call.py", "--host", url, "--mcp-engine", "native", "--mcp-tool", "flaky",
+            OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{collector.grpc}",
+        )  # fmt: skip
+    finally:
+        stop(proc)
+    with open(f"{prefix}_failures.csv", newline="") as fh:
+        occurrences = {r["Error"]: int(r["Occurrences"]) for r in csv.DictReader(fh)}
+    received = collector.received()
+    kinds = {
+        dict(attrs).get("error.type"): point
+        for (metric, attrs), point in received.items()
+        if metric == LOCUST_DURATION and dict(attrs)["name"] == "tools/call:flaky"
+    }
+    assert set(kinds) == {"ToolError", "McpError"}, kinds  # no "_OTHER", no success
+    tool_errors = sum(n for reason, n in occurrences.items() if "isError" in reason)
+    rpc_errors = sum(n for reason, n in occurrences.items() if "-32603" in reason)
+    assert tool_errors > 0 and rpc_errors > 0 and tool_errors + rpc_errors == sum(occurrences.values()), occurrences
+    assert (kinds["ToolError"][0], kinds["McpError"][0]) == (tool_errors, rpc_errors)
+    # each kind's own latencies: no tool error under 5 ms, the quick errors mostly under it
+    under_5ms = BUCKETS_US.index(5_000)
+    assert sum(kinds["ToolError"][1][:under_5ms]) == 0, kinds["ToolError"]
+    assert sum(kinds["McpError"][1][:under_5ms]) > rpc_errors // 2, kinds["McpError"]
+    mcp = {
+        dict(a).get("error.type"): count
+        for (metric, a), (count, _) in received.items()
+        if metric == MCP_DURATION and dict(a).get("gen_ai.tool.name") == "flaky"
+    }
+    assert mcp == {"tool_error": tool_errors, "-32603": rpc_errors}
 
 
 @pytest.mark.slow

@@ -703,3 +703,27 @@ def test_each_era_declares_its_own_capabilities() -> None:
         h.notify("notifications/prompts/list_changed")
     _, out = send(make(serves_listen=False), modern(3, "subscriptions/listen", {"notifications": {"toolsListChanged": True}}))
     assert out[0]["error"]["code"] == -32601
+
+
+def test_a_framework_wording_of_method_not_found() -> None:
+    # Every -32601 for a method the session does not serve, in both eras and whatever is missing
+    # (the method, its capability, the version), is worded one way with the method as data.
+    wanted = {"code": -32601, "message": "Method not found"}
+    s = make(capabilities={"tools": {}, "resources": {}}, not_found_message="Method not found")
+    init(s, "2025-03-26")
+    cases = [
+        (request(1, "nope/nothing"), "nope/nothing"),  # no such method
+        (request(2, "prompts/list"), "prompts/list"),  # its capability not offered
+        (request(3, "resources/subscribe", {"uri": "a://b"}), "resources/subscribe"),  # subscriptions not offered
+        (request(4, "server/discover"), "server/discover"),  # not in this version
+    ]
+    for message, method in cases:
+        _, out = send(s, message)
+        assert out[0]["error"] == {**wanted, "data": method}, out
+    _, out = send(make(capabilities={"tools": {}}, not_found_message="Method not found"), modern(5, "prompts/list"))
+    assert out[0]["error"] == {**wanted, "data": "prompts/list"}
+    _, out = send(make(serves_listen=False, not_found_message="Method not found"), modern(6, "subscriptions/listen", {"notifications": {}}))
+    assert out[0]["error"] == {**wanted, "data": "subscriptions/listen"}
+    # without it, the session's own wording says what is missing
+    _, out = send(make(capabilities={"tools": {}}), modern(7, "prompts/list"))
+    assert out[0]["error"] == {"code": -32601, "message": "method not found: prompts/list (capability 'prompts' not offered)"}

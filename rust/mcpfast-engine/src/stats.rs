@@ -58,6 +58,9 @@ pub struct Entry {
     pub hist: Histogram<u64>,
     /// The failed requests only (a subset of `hist`), made on the first failure.
     pub failed_hist: Option<Box<Histogram<u64>>>,
+    /// The same per failure reason (the reasons of `errors`), so a dashboard can name each
+    /// kind of failure with its own latencies.
+    pub failed_by_reason: Vec<(String, Box<Histogram<u64>>)>,
     /// (epoch second of completion, requests, failures), ascending.
     pub per_second: Vec<(i64, u64, u64)>,
     pub last_ts: f64,
@@ -80,6 +83,7 @@ impl Entry {
             content_length: 0,
             hist: new_hist(),
             failed_hist: None,
+            failed_by_reason: Vec::new(),
             per_second: Vec::new(),
             last_ts: 0.0,
             errors: Vec::new(),
@@ -114,6 +118,18 @@ impl Entry {
         }
     }
 
+    fn failed_hist_of(&mut self, reason: &str) -> &mut Histogram<u64> {
+        let i = match self.failed_by_reason.iter().position(|e| e.0 == reason) {
+            Some(i) => i,
+            None => {
+                self.failed_by_reason
+                    .push((reason.to_string(), Box::new(new_hist())));
+                self.failed_by_reason.len() - 1
+            }
+        };
+        &mut self.failed_by_reason[i].1
+    }
+
     /// Merge another window's entry into this one (exact: HDR add).
     pub fn merge(&mut self, other: &Entry) {
         self.num += other.num;
@@ -130,6 +146,9 @@ impl Entry {
                 }
                 None => self.failed_hist = Some(f.clone()),
             }
+        }
+        for (reason, h) in &other.failed_by_reason {
+            let _ = self.failed_hist_of(reason).add(&**h);
         }
         for &(s, n, f) in &other.per_second {
             self.add_second(s, n, f);
@@ -214,6 +233,7 @@ impl ThreadStats {
                 .failed_hist
                 .get_or_insert_with(|| Box::new(new_hist()))
                 .record(us);
+            let _ = e.failed_hist_of(reason).record(us);
             let _ = slot(&mut self.cum_fail, name, new_hist).record(us);
         } else {
             let _ = slot(&mut self.cum_ok, name, new_hist).record(us);
@@ -263,6 +283,9 @@ impl ThreadStats {
     }
 }
 
+/// (failure reason, (µs, count) buckets of the requests that failed for it).
+pub type ReasonBuckets = Vec<(String, Vec<(u64, u64)>)>;
+
 /// One merged row of a drain, in the contract's shape.
 #[derive(Debug, Clone)]
 pub struct Row {
@@ -277,6 +300,8 @@ pub struct Row {
     pub buckets: Vec<(u64, u64)>,
     /// The same for the failed requests only (a subset of `buckets`).
     pub failed_buckets: Vec<(u64, u64)>,
+    /// (reason, its failed requests' buckets): `failed_buckets` split by the reasons of `errors`.
+    pub failed_by_reason: ReasonBuckets,
     pub per_second: Vec<(i64, u64, u64)>,
     pub last_ts: f64,
     pub errors: Vec<(String, u64)>,
@@ -328,6 +353,11 @@ pub fn merge_windows(windows: Vec<Window>) -> Vec<Row> {
                 content_length: e.content_length,
                 buckets: buckets(&e.hist),
                 failed_buckets: e.failed_hist.as_deref().map(buckets).unwrap_or_default(),
+                failed_by_reason: e
+                    .failed_by_reason
+                    .iter()
+                    .map(|(reason, h)| (reason.clone(), buckets(h)))
+                    .collect(),
                 per_second: e.per_second.clone(),
                 last_ts: e.last_ts,
                 errors: e.errors.clone(),
@@ -372,6 +402,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn each_reason_keeps_its_own_latencies() {
+        let mut a = ThreadStats::default();
+        let mut b = ThreadStats::default();
+        a.record(0, 100, Some("timeout"), 0, 1.0);
+        a.record(0, 2000, Some("http 503"), 0, 1.0);
+        b.record(0, 100, Some("timeout"), 0, 1.0);
+        b.record(0, 50, None, 0, 1.0);
+        let rows = merge_windows(vec![a.take_window(), b.take_window()]);
+        let r = &rows[0];
+        assert_eq!(r.failures, 3);
+        assert_eq!(
+            r.failed_by_reason,
+            vec![
+                ("timeout".to_string(), vec![(100, 2)]),
+                ("http 503".to_string(), vec![(2000, 1)]),
+            ]
+        );
+        let split: u64 = r
+            .failed_by_reason
+            .iter()
+            .flat_map(|(_, b)| b.iter().map(|x| x.1))
+            .sum();
+        assert_eq!(split, r.failed_buckets.iter().map(|x| x.1).sum::<u64>());
+    }
+
+    #[test]
     fn windows_merge_exactly() {
         let mut a = ThreadStats::default();
         let mut b = ThreadStats::default();
@@ -397,6 +453,10 @@ mod tests {
         assert_eq!(r.min_ms, Some(0.1));
         assert_eq!(r.max_ms, 5.0);
         assert!((r.last_ts - 1001.2).abs() < 1e-9);
+        assert_eq!(
+            r.failed_by_reason,
+            vec![("http 500".to_string(), vec![(5003, 100)])]
+        );
         // windows were taken: the next drain is empty, cumulative histograms stay
         assert!(merge_windows(vec![a.take_window(), b.take_window()]).is_empty());
         let cum = merge_cumulative(&[&a, &b]);

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use mcpfast_engine::config::{self, Config, JsonObject, MixCall, Settings};
 use mcpfast_engine::serde_json::{self, Value};
+use mcpfast_engine::stats::ReasonBuckets;
 use mcpfast_engine::Engine;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -509,6 +510,9 @@ pub struct DrainRow {
     /// The buckets of the failed requests only (a subset of `buckets`).
     #[pyo3(get)]
     failed_buckets: Py<PyList>,
+    /// (failure reason, its failed requests' buckets): `failed_buckets` split by reason.
+    #[pyo3(get)]
+    failed_by_reason: Py<PyList>,
     /// Open model: µs from the actual send to the end, and of send lag (else empty).
     #[pyo3(get)]
     service_buckets: Py<PyList>,
@@ -520,7 +524,7 @@ pub struct DrainRow {
 impl DrainRow {
     /// A window built by hand (the engine's drain makes them; tests and replays too).
     #[new]
-    #[pyo3(signature = (request_type, name, num_requests, num_failures, total_ms, min_ms, max_ms, content_length, buckets, per_second, last_ts, errors, failed_buckets = None, service_buckets = None, lag_buckets = None))]
+    #[pyo3(signature = (request_type, name, num_requests, num_failures, total_ms, min_ms, max_ms, content_length, buckets, per_second, last_ts, errors, failed_buckets = None, service_buckets = None, lag_buckets = None, failed_by_reason = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -539,6 +543,7 @@ impl DrainRow {
         failed_buckets: Option<Vec<(u64, u64)>>,
         service_buckets: Option<Vec<(u64, u64)>>,
         lag_buckets: Option<Vec<(u64, u64)>>,
+        failed_by_reason: Option<ReasonBuckets>,
     ) -> PyResult<Self> {
         if num_failures > num_requests {
             return Err(PyValueError::new_err("num_failures > num_requests"));
@@ -559,6 +564,7 @@ impl DrainRow {
             failed_buckets: PyList::new(py, failed_buckets.unwrap_or_default())?.unbind(),
             service_buckets: PyList::new(py, service_buckets.unwrap_or_default())?.unbind(),
             lag_buckets: PyList::new(py, lag_buckets.unwrap_or_default())?.unbind(),
+            failed_by_reason: PyList::new(py, failed_by_reason.unwrap_or_default())?.unbind(),
         })
     }
 
@@ -639,6 +645,7 @@ impl NativeEngine {
                 failed_buckets: PyList::new(py, r.failed_buckets)?.unbind(),
                 service_buckets: PyList::new(py, r.service_buckets)?.unbind(),
                 lag_buckets: PyList::new(py, r.lag_buckets)?.unbind(),
+                failed_by_reason: PyList::new(py, r.failed_by_reason)?.unbind(),
             };
             out.append(Bound::new(py, row)?)?;
         }
