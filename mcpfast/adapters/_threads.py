@@ -18,9 +18,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextvars
+import functools
 import os
 import queue
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -86,7 +88,8 @@ class WorkerThreads:
         self._pending = 0  # queued, not taken
         self._inboxes: dict[asyncio.AbstractEventLoop, _Inbox] = {}
         self._starters: set[asyncio.Task[None]] = set()
-        os.register_at_fork(after_in_child=self._forget)
+        # A weak reference: the fork hooks live as long as the interpreter, a pool need not.
+        os.register_at_fork(after_in_child=functools.partial(_forget, weakref.ref(self)))
 
     def _forget(self) -> None:
         # A forked child has none of the parent's threads, nor its loops.
@@ -172,6 +175,12 @@ class WorkerThreads:
             else:
                 inbox.post(future, True, value)
             del job, inbox, future, context, fn, args, kwargs
+
+
+def _forget(pool: weakref.ref[WorkerThreads]) -> None:
+    alive = pool()
+    if alive is not None:
+        alive._forget()
 
 
 def _as_raisable(exc: BaseException) -> BaseException:

@@ -130,3 +130,29 @@ def test_a_sync_tool_reaches_the_loop_through_anyio_as_on_the_sdks_own_server() 
     log, reply = tail(ours)
     assert log["method"] == "notifications/message" and log["params"]["data"] == "from a worker thread: hi"
     assert reply["result"]["structuredContent"] == {"result": "AnyIO worker thread"}
+
+
+def test_a_forked_child_starts_its_own_workers_and_a_pool_is_freed() -> None:
+    import gc
+    import os
+    import weakref
+
+    pool = WorkerThreads()
+
+    async def once(threads: WorkerThreads) -> str:
+        return await threads.run(lambda: "ran")
+
+    assert asyncio.run(once(pool)) == "ran"
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's workers are not here; a call starts one of its own
+        try:
+            ok = asyncio.run(asyncio.wait_for(once(pool), 5)) == "ran"
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    ref = weakref.ref(pool)
+    pool.stop()
+    del pool
+    gc.collect()
+    assert ref() is None  # the fork hook does not keep it
