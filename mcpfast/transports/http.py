@@ -736,8 +736,10 @@ class HttpTransport:
             return
         finally:
             stream.attached = False
-            if not stream.closed and store is not None and sess is not None:
-                for data in stream.drain():  # not yet sent: keep it for a resuming client
+            if store is not None and sess is not None:
+                # Not yet sent, the stream's last events included when they arrived with the
+                # client's going: kept for a resuming client.
+                for data in stream.drain():
                     store.append(sess.id, stream.key, data)
 
     def _get(self, headers: dict[bytes, bytes], named: bool, sess: HttpSession | None) -> Reply | Deferred:
