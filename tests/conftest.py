@@ -28,9 +28,3 @@ def redis(tmp_path: Path) -> Iterator[RedisServer]:
         yield server
     finally:
         server.stop()
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # The tests marked slow go first (in their collected order): spread over the xdist workers
-    # from the start, they no longer run alone at the end of a parallel run.
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
