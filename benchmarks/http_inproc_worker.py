@@ -177,19 +177,14 @@ class _Bench:
         """``n`` keep-alive tools/call echo requests, shared out over the connections' sessions."""
         if self.sessions is None:
             self.sessions = await self.handshake()
-        requests = [_request(b"POST", _ECHO, sid) for sid in self.sessions]
-        answers: list[bytes] = []
-        ok = done = 0
-        while done < n:
-            answers = await _send_all(self.pairs, requests)
-            ok += sum(answer.startswith(b"HTTP/1.1 200") for answer in answers)
-            done += len(answers)
-        if ok != done or b"hello from the http benchmark" not in answers[-1]:
-            raise SystemExit(f"calls: {done - ok} of {done} answers not 200; last {answers[-1][:300]!r}")
+        await self._echoes("calls", [_request(b"POST", _ECHO, sid) for sid in self.sessions], n)
 
     async def stateless(self, n: int) -> None:
         """``n`` keep-alive 2026-07-28 tools/call echo requests (no session: ``_meta`` and headers)."""
-        requests = [_request(b"POST", _STATELESS_ECHO, None, stateless=True)] * len(self.pairs)
+        await self._echoes("stateless", [_request(b"POST", _STATELESS_ECHO, None, stateless=True)] * len(self.pairs), n)
+
+    async def _echoes(self, what: str, requests: list[bytes], n: int) -> None:
+        """``requests`` (one per connection) sent until ``n`` echo answers came back, each checked for 200."""
         answers: list[bytes] = []
         ok = done = 0
         while done < n:
@@ -197,7 +192,7 @@ class _Bench:
             ok += sum(answer.startswith(b"HTTP/1.1 200") for answer in answers)
             done += len(answers)
         if ok != done or b"hello from the http benchmark" not in answers[-1]:
-            raise SystemExit(f"stateless: {done - ok} of {done} answers not 200; last {answers[-1][:300]!r}")
+            raise SystemExit(f"{what}: {done - ok} of {done} answers not 200; last {answers[-1][:300]!r}")
 
     async def handshakes(self, n: int) -> None:
         """``n`` session lifecycles (initialize, notifications/initialized, DELETE), shared out."""

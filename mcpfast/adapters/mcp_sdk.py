@@ -134,18 +134,17 @@ def _on_the_loop(tool: Any) -> Any:
     async def call_inline(*args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
 
-    return tool.model_copy(update={"fn": call_inline, "is_async": True})
+    return _as_async(tool, call_inline)
 
 
 def _in_worker_threads(tool: Any, threads: WorkerThreads) -> Any:
     """A copy of the SDK ``Tool`` whose sync function runs in a thread of ``threads``, as the SDK
     runs it in one of anyio's, for less per call; the rest of ``run`` is as for the original."""
-    fn = tool.fn
+    return _as_async(tool, functools.partial(threads.run, tool.fn))
 
-    async def call_in_thread(*args: Any, **kwargs: Any) -> Any:
-        return await threads.run(fn, *args, **kwargs)
 
-    return tool.model_copy(update={"fn": call_in_thread, "is_async": True})
+def _as_async(tool: Any, call: Any) -> Any:
+    return tool.model_copy(update={"fn": call, "is_async": True})
 
 
 def _tools_call(app: MCPServer[Any], server: FrameworkServer, generic: Any, inline_sync_tools: bool) -> Any:

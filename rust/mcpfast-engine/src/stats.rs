@@ -56,10 +56,8 @@ pub struct Entry {
     pub content_length: u64,
     /// Every request (successes and failures), as Locust's response times are.
     pub hist: Histogram<u64>,
-    /// The failed requests only (a subset of `hist`), made on the first failure.
-    pub failed_hist: Option<Box<Histogram<u64>>>,
-    /// The same per failure reason (the reasons of `errors`), so a dashboard can name each
-    /// kind of failure with its own latencies.
+    /// The failed requests only (a subset of `hist`), per failure reason (the reasons of
+    /// `errors`), so a dashboard can name each kind of failure with its own latencies.
     pub failed_by_reason: Vec<(String, Box<Histogram<u64>>)>,
     /// (epoch second of completion, requests, failures), ascending.
     pub per_second: Vec<(i64, u64, u64)>,
@@ -82,7 +80,6 @@ impl Entry {
             max_us: 0,
             content_length: 0,
             hist: new_hist(),
-            failed_hist: None,
             failed_by_reason: Vec::new(),
             per_second: Vec::new(),
             last_ts: 0.0,
@@ -139,14 +136,6 @@ impl Entry {
         self.max_us = self.max_us.max(other.max_us);
         self.content_length += other.content_length;
         let _ = self.hist.add(&other.hist);
-        if let Some(f) = &other.failed_hist {
-            match &mut self.failed_hist {
-                Some(mine) => {
-                    let _ = mine.add(&**f);
-                }
-                None => self.failed_hist = Some(f.clone()),
-            }
-        }
         for (reason, h) in &other.failed_by_reason {
             let _ = self.failed_hist_of(reason).add(&**h);
         }
@@ -229,10 +218,6 @@ impl ThreadStats {
         }
         if let Some(reason) = failure {
             e.add_error(reason, 1);
-            let _ = e
-                .failed_hist
-                .get_or_insert_with(|| Box::new(new_hist()))
-                .record(us);
             let _ = e.failed_hist_of(reason).record(us);
             let _ = slot(&mut self.cum_fail, name, new_hist).record(us);
         } else {
@@ -323,6 +308,18 @@ pub fn buckets(h: &Histogram<u64>) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// The buckets of every failed request: the reasons' histograms added up.
+fn failed_buckets(by_reason: &[(String, Box<Histogram<u64>>)]) -> Vec<(u64, u64)> {
+    let Some((_, first)) = by_reason.first() else {
+        return Vec::new();
+    };
+    let mut all = first.clone();
+    for (_, h) in &by_reason[1..] {
+        let _ = all.add(&**h);
+    }
+    buckets(&all)
+}
+
 /// Merge per-thread windows into rows, one per name that saw a request.
 pub fn merge_windows(windows: Vec<Window>) -> Vec<Row> {
     let mut merged: Vec<Option<Box<Entry>>> = Vec::new();
@@ -352,7 +349,7 @@ pub fn merge_windows(windows: Vec<Window>) -> Vec<Row> {
                 max_ms: e.max_us as f64 / 1000.0,
                 content_length: e.content_length,
                 buckets: buckets(&e.hist),
-                failed_buckets: e.failed_hist.as_deref().map(buckets).unwrap_or_default(),
+                failed_buckets: failed_buckets(&e.failed_by_reason),
                 failed_by_reason: e
                     .failed_by_reason
                     .iter()
