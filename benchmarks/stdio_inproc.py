@@ -36,12 +36,12 @@ from typing import Any
 
 from benchmarks.harness import ROOT, Record, alternate, head, pinned, ratios, write
 
-__all__ = ["WORKER", "main", "markdown", "measure", "report", "result_table"]
+__all__ = ["WORKER", "InprocWorker", "main", "markdown", "measure", "report", "result_table"]
 
 WORKER = Path(__file__).with_name("stdio_inproc_worker.py")
 
 
-class _Worker:
+class InprocWorker:
     """One worker process measuring ``tree``; ``run()`` times one burst of messages."""
 
     def __init__(
@@ -51,16 +51,25 @@ class _Worker:
         env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0", **(extra_env or {})}
         self.tree = tree
         self.proc = subprocess.Popen(argv, cwd=tree, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.dead = False
 
     def run(self) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.start()
+        return self.result()
+
+    def start(self) -> None:
+        """Start a burst (``result`` reads it): several workers' bursts may run at once."""
+        assert self.proc.stdin is not None
         try:
             self.proc.stdin.write("go\n")
             self.proc.stdin.flush()
-        except OSError:  # it died before reading
-            line = ""
-        else:
-            line = self.proc.stdout.readline()
+        except OSError:  # it died before reading: said by ``result``
+            self.dead = True
+
+    def result(self) -> dict[str, Any]:
+        """The burst ``start`` began: ``cpu_ns``, ``wall_ns``, ``core``."""
+        assert self.proc.stdout is not None
+        line = "" if self.dead else self.proc.stdout.readline()
         if not line:
             raise RuntimeError(f"the worker in {self.tree} died (exit {self.proc.wait()})")
         result: dict[str, Any] = json.loads(line)
@@ -79,7 +88,7 @@ class _Worker:
             self.proc.stdout.close()
 
 
-def _bursts_of(workers: dict[str, _Worker]) -> Callable[[str, int], dict[str, Any]]:
+def _bursts_of(workers: dict[str, InprocWorker]) -> Callable[[str, int], dict[str, Any]]:
     """What :func:`~benchmarks.harness.alternate` measures in a round: one burst of the named worker."""
     return lambda name, _burst: workers[name].run()
 
@@ -117,7 +126,7 @@ def measure(
     wall_ratios: list[float] = []
     core = ""
     for rnd in range(rounds):
-        workers = {n: _Worker(trees[n], mode, messages, cpu, worker, (envs or {}).get(n)) for n in names}
+        workers = {n: InprocWorker(trees[n], mode, messages, cpu, worker, (envs or {}).get(n)) for n in names}
         try:
             done = alternate(names, bursts, _bursts_of(workers), start=rnd)
         finally:

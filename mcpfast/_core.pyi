@@ -153,7 +153,8 @@ class HttpLane:
     it can (a ``tools/call`` of a session added with ``add_session``, whose ``Host``, ``Accept``,
     ``Content-Type`` and ``Origin`` values were ``learn``-ed and whose ``MCP-Protocol-Version``
     is absent or one of ``versions``), calling ``run_tool(name, arguments, version)`` (a result
-    dict, ``(code, message, data)``, or ``None``: not served here). ``unencodable(id, exc)``
+    dict, a str for a result of one text content, ``(code, message, data)``, or ``None``: not
+    served here). ``unencodable(id, exc)``
     returns the reply to a result JSON cannot hold; ``clock()`` the ``date`` header line.
     """
 
@@ -162,7 +163,7 @@ class HttpLane:
         path: str,
         versions: list[str],
         json_head: bytes,
-        run_tool: Callable[[str, Any, str], dict[str, Any] | tuple[int, str, Any] | None],
+        run_tool: Callable[[str, Any, str], dict[str, Any] | str | tuple[int, str, Any] | None],
         unencodable: Callable[[int | str, BaseException], bytes],
         clock: Callable[[], bytes],
         max_head: int,

@@ -148,6 +148,11 @@ def _argument_problem(tool: _Tool, args: Any) -> str | None:
     return tool.validator.problem(args) if isinstance(args, dict) else "arguments must be an object"
 
 
+def _text_result(text: str) -> dict[str, Any]:
+    """The result of a tool without an output schema that returned the str ``text``."""
+    return {"content": [{"type": "text", "text": text}]}
+
+
 def _invalid_arguments(name: str, problem: str) -> dict[str, Any]:
     """Invalid arguments as a tool error result (the versions where ``input_errors_are_tool_errors``)."""
     return {"content": [{"type": "text", "text": f"invalid arguments for tool {name}: {problem}"}], "isError": True}
@@ -861,7 +866,8 @@ class Server:
                 raise McpError(INVALID_PARAMS, f"tool {name} runs only as a task ({TASKS_EXTENSION}, 2026-07-28)")
         callable_ = tool.callable
         if tool.plain and args.keys() <= callable_.name_set:
-            return self._call_plain(tool, args, request.version)
+            value = self._call_plain(tool, args, request.version)
+            return _text_result(value) if type(value) is str else value
         if callable_.context_param is None:
             ctx = None
             binding = ""
@@ -873,20 +879,23 @@ class Server:
 
     def _call_plain(self, tool: _Tool, args: dict[str, Any], version: str) -> Any:
         """``_run`` without its two calls (the handler's and the shaping's), worth 8% of a
-        request: the same call, the same failure (``_failure``), the same result."""
+        request: the same call, the same failure (``_failure``), the same result; but a str
+        the tool returned comes back as it is, the text of a result of one text content
+        (``_text_result``), for the caller that encodes it without the dict."""
         try:
             value = tool.callable.fn(**args)
         except Exception as exc:
             return self._failure(exc, None, "", tool, self._tool_failed)
         if type(value) is str:
-            return {"content": [{"type": "text", "text": value}]}
+            return value
         return self._tool_result(tool, value, version)
 
-    def run_plain_tool(self, name: str, arguments: Any, version: str) -> dict[str, Any] | tuple[int, str, Any] | None:
+    def run_plain_tool(self, name: str, arguments: Any, version: str) -> dict[str, Any] | str | tuple[int, str, Any] | None:
         """Serve a handshake-era ``tools/call`` of a plain sync tool without a session machine
         step, as the native HTTP server's lane does for a session with nothing in flight.
 
-        Returns the result; or ``(code, message, data)``, the JSON-RPC error ``tools/call``
+        Returns the result; or a str, the result ``_text_result`` makes of it (one text
+        content); or ``(code, message, data)``, the JSON-RPC error ``tools/call``
         answers; or ``None`` when the call is not one of those (another tool, arguments the
         function does not take, tools/call served by another route): nothing ran, and the
         session machine serves it.
@@ -963,7 +972,7 @@ class Server:
 
     def _tool_result(self, tool: _Tool, value: Any, version: str) -> dict[str, Any]:
         if type(value) is str and tool.output_schema is None:
-            return {"content": [{"type": "text", "text": value}]}
+            return _text_result(value)
         if isinstance(value, ToolResult):
             result: dict[str, Any] = {"content": value.content}
             if value.structured is not None and supports(version, V2025_06_18):

@@ -260,8 +260,18 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.closing or self.ended:
             return
-        self.last_active = time.monotonic()
-        self._frame(data)
+        self.last_active = now = time.monotonic()
+        lane = self.server.lane
+        if lane is None or self.pending:
+            self._frame(data)
+            return
+        # The usual read, whole requests the lane answers: no frame more than needed.
+        fed = lane.feed(data, now, self.busy is None and not self.queue)
+        if type(fed) is bytes:
+            self.continued = False
+            self.transport.write(fed)  # type: ignore[union-attr]
+            return
+        self._framed(data, *fed)  # type: ignore[misc]
 
     def _frame(self, data: bytes) -> None:
         """Frame requests with the core's ``parse_http``: one call per read, not one per header."""

@@ -322,7 +322,7 @@ def test_a_replaced_tools_call_route_is_not_bypassed() -> None:
     def echo(text: str) -> str:
         return text
 
-    assert own.run_plain_tool("echo", {"text": "x"}, "2025-11-25") == {"content": [{"type": "text", "text": "x"}]}
+    assert own.run_plain_tool("echo", {"text": "x"}, "2025-11-25") == "x"  # the text of a one-text-content result
     own.routes["tools/call"] = lambda request, conn: {"content": [{"type": "text", "text": "routed"}]}
     assert own.run_plain_tool("echo", {"text": "x"}, "2025-11-25") is None
 

@@ -22,10 +22,10 @@ use std::collections::HashMap;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
-use mcpfast_core::envelope::{decode_bytes, Decoded, Envelope, Kind};
+use mcpfast_core::envelope::{Envelope, Kind};
 use mcpfast_core::json::Reader;
 
-use crate::lane::{members, request_of, FnvBuild};
+use crate::lane::{members, request_of, IdHash};
 
 const INITIALIZE: &[u8] = b"initialize";
 const INITIALIZED: &[u8] = b"notifications/initialized";
@@ -84,10 +84,13 @@ pub(crate) fn initialize(body: &[u8]) -> Option<Initialize<'_>> {
 }
 
 /// Whether `body` is exactly a `notifications/initialized` without params.
-pub(crate) fn is_initialized(body: &[u8]) -> bool {
-    let Ok(Decoded::Single(env)) = decode_bytes(body, mcpfast_core::DEFAULT_MAX_DEPTH) else {
-        return false;
-    };
+#[cfg(test)]
+fn is_initialized(body: &[u8]) -> bool {
+    crate::lane::single(body).is_some_and(|env| is_initialized_message(&env))
+}
+
+/// Whether the single message `env` is exactly a `notifications/initialized` without params.
+pub(crate) fn is_initialized_message(env: &Envelope<'_>) -> bool {
     env.kind == Kind::Notification
         && env.part.is_none()
         && env.method.as_ref().map(|m| m.as_bytes()) == Some(INITIALIZED)
@@ -101,7 +104,10 @@ pub(crate) struct Births {
     /// The defaults the replies were learned under.
     learned_under: Option<Py<PyAny>>,
     replies: Vec<Reply>,
-    pub(crate) born: HashMap<Vec<u8>, Born, FnvBuild>,
+    pub(crate) born: HashMap<Vec<u8>, Born, IdHash>,
+    /// Counts every removal from `born`: unchanged across a tool call, the caller's session is
+    /// still there, unlooked-up.
+    pub(crate) removals: u64,
     /// The table's own sessions (counted against `max`).
     held: Py<PyDict>,
     max: usize,
@@ -135,6 +141,7 @@ impl Births {
             learned_under: None,
             replies: Vec::new(),
             born: HashMap::default(),
+            removals: 0,
             held,
             max,
             idle,
@@ -258,6 +265,7 @@ impl Births {
         let expired = self.born.get(id).is_some_and(|b| now - b.last_seen >= idle);
         if expired {
             self.born.remove(id);
+            self.removals += 1;
             return None;
         }
         self.born.get_mut(id)
@@ -270,6 +278,7 @@ impl Births {
 
     pub(crate) fn end(&mut self, id: &[u8]) {
         self.born.remove(id);
+        self.removals += 1;
     }
 
     /// Forget the sessions idle past the timeout, at most once per sweep period.
@@ -284,12 +293,14 @@ impl Births {
         self.swept = now;
         let idle = self.idle;
         self.born.retain(|_, b| now - b.last_seen < idle);
+        self.removals += 1;
     }
 
     /// Hand session `id` over: `(initialize body, initialized, last_seen)`.
     pub(crate) fn take(&mut self, id: &[u8], now: f64) -> Option<(Vec<u8>, bool, f64)> {
         self.get(id, now)?;
         let born = self.born.remove(id)?;
+        self.removals += 1;
         Some((born.body, born.initialized, born.last_seen))
     }
 }

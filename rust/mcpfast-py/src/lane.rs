@@ -16,7 +16,8 @@
 //! - `add_session`/`drop_session`: the sessions of the table, with their in-flight table and
 //!   version (a request id in flight, or a session busy with one, goes the full path);
 //! - `run_tool(name, arguments, version)`: `None` (not a sync tool call: the full path serves
-//!   it, nothing ran), a result dict, or `(code, message, data)` for a JSON-RPC error;
+//!   it, nothing ran), a result dict, a str (the text of a result of one text content), or
+//!   `(code, message, data)` for a JSON-RPC error;
 //! - `unencodable(id, exc)`: the reply to a result JSON cannot hold.
 
 use std::collections::HashMap;
@@ -25,7 +26,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 
-use mcpfast_core::envelope::{decode_bytes, Decoded, Envelope, Kind};
+use mcpfast_core::envelope::{decode_bytes, Decoded, Envelope, Id, Kind};
 use mcpfast_core::http1::Head;
 use mcpfast_core::json::Reader;
 use mcpfast_core::write;
@@ -47,31 +48,42 @@ const LEARNED_NAMES: [&[u8]; 4] = [b"host", b"accept", b"content-type", b"origin
 
 const TOOLS_CALL: &[u8] = b"tools/call";
 
-/// FNV-1a: the keys are the server's own random session ids, put in by the server only, so a
-/// keyed hash buys nothing and SipHash costs more than the rest of a lookup.
-#[derive(Default)]
-pub(crate) struct Fnv(u64);
+/// Around the text of a result of one text content, as the result dict is encoded.
+const TEXT_RESULT: (&[u8], &[u8]) = (b"{\"content\":[{\"type\":\"text\",\"text\":", b"}]}");
 
-impl Hasher for Fnv {
+/// A word-at-a-time multiplicative hash (FxHash's step): the keys are the server's own random
+/// session ids, put in by the server only, so a keyed hash buys nothing, and SipHash or a
+/// byte-at-a-time FNV over a 43-byte id cost more than the rest of a lookup.
+#[derive(Default)]
+pub(crate) struct IdHasher(u64);
+
+const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl Hasher for IdHasher {
     fn finish(&self) -> u64 {
-        self.0
+        // The table takes its bucket from the low bits and its tag from the top seven: the
+        // last multiply leaves the entropy high, so fold it down.
+        self.0 ^ (self.0 >> 29)
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for &b in bytes {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
+        let mut h = self.0;
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
+            let w = u64::from_le_bytes(word.try_into().unwrap_or_default());
+            h = (h.rotate_left(5) ^ w).wrapping_mul(SEED);
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            h = (h.rotate_left(5) ^ u64::from_le_bytes(last)).wrapping_mul(SEED);
         }
         self.0 = h;
     }
 }
 
-pub(crate) type FnvBuild = BuildHasherDefault<Fnv>;
+pub(crate) type IdHash = BuildHasherDefault<IdHasher>;
 
 struct LaneSession {
     session: Py<PyAny>,
@@ -118,7 +130,7 @@ pub struct HttpLane {
     max_body: usize,
     /// Few values each (one or two per deployment): a scan beats hashing them.
     learned: [Vec<Vec<u8>>; 4],
-    sessions: HashMap<Vec<u8>, LaneSession, FnvBuild>,
+    sessions: HashMap<Vec<u8>, LaneSession, IdHash>,
     run_tool: Py<PyAny>,
     unencodable: Py<PyAny>,
     clock: Py<PyAny>,
@@ -132,17 +144,29 @@ pub struct HttpLane {
 /// The tools/call a body holds, if it is one the lane may serve: a single request whose params
 /// are `name` (a string) and maybe `arguments`, and nothing else (`_meta`, `task`: full path).
 struct Call<'a> {
-    env: Envelope<'a>,
+    id: Id<'a>,
     name: std::borrow::Cow<'a, str>,
     arguments: Option<&'a str>,
+}
+
+/// The single message `body` holds (decoded once for every question the lane asks of it).
+pub(crate) fn single(body: &[u8]) -> Option<Envelope<'_>> {
+    match decode_bytes(body, mcpfast_core::DEFAULT_MAX_DEPTH) {
+        Ok(Decoded::Single(env)) => Some(env),
+        _ => None,
+    }
 }
 
 /// The single request in `body`, with an id and params of few enough members to be listed,
 /// calling `method`: its envelope and its text.
 pub(crate) fn request_of<'a>(body: &'a [u8], method: &[u8]) -> Option<(Envelope<'a>, &'a str)> {
-    let Ok(Decoded::Single(env)) = decode_bytes(body, mcpfast_core::DEFAULT_MAX_DEPTH) else {
-        return None;
-    };
+    let env = single(body)?;
+    let text = request_in(&env, body, method)?;
+    Some((env, text))
+}
+
+/// `request_of` for the envelope `single` made of `body` (not moved: it is large): the text.
+fn request_in<'a>(env: &Envelope<'a>, body: &'a [u8], method: &[u8]) -> Option<&'a str> {
     if env.kind != Kind::Request || env.id.is_none() || env.members.overflow {
         return None;
     }
@@ -151,8 +175,7 @@ pub(crate) fn request_of<'a>(body: &'a [u8], method: &[u8]) -> Option<(Envelope<
     }
     env.params()?;
     // Outside strings valid JSON is ASCII, and the strings were checked by the scan.
-    let text = std::str::from_utf8(body).ok()?;
-    Some((env, text))
+    std::str::from_utf8(body).ok()
 }
 
 /// The values of params members `names` (each at most once, as written), or `None` when
@@ -173,16 +196,16 @@ pub(crate) fn members<const N: usize>(
     Some(slots)
 }
 
-fn tools_call(body: &[u8]) -> Option<Call<'_>> {
-    let (env, text) = request_of(body, TOOLS_CALL)?;
-    let [name, arguments] = members(&env, body, [b"name", b"arguments"])?;
+fn tools_call<'a>(env: &Envelope<'a>, body: &'a [u8]) -> Option<Call<'a>> {
+    let text = request_in(env, body, TOOLS_CALL)?;
+    let [name, arguments] = members(env, body, [b"name", b"arguments"])?;
     let name = Reader::new(text.get(name?)?, 1).string().ok()?;
     let arguments = match arguments {
         Some(span) => Some(text.get(span)?),
         None => None,
     };
     Some(Call {
-        env,
+        id: env.id.clone()?,
         name,
         arguments,
     })
@@ -209,26 +232,29 @@ impl HttpLane {
             owner,
             run_tool,
             unencodable,
+            call: request,
         } = plan
         else {
             return Ok(matches!(plan, Plan::Answered));
         };
-        if !call(py, &run_tool, &unencodable, body, version.bind(py), reply)? {
+        if !call(
+            py,
+            &run_tool,
+            &unencodable,
+            request,
+            version.bind(py),
+            reply,
+        )? {
             return Ok(false);
         }
-        let mut this = slf.borrow_mut();
+        let this = slf.borrow();
         let session = match owner {
             Owner::Held(session) => Some(session),
-            Owner::Born(id) => {
-                match this.births.as_mut().and_then(|b| b.get(&id, now_s)) {
-                    Some(born) => {
-                        born.last_seen = now_s;
-                        None
-                    }
-                    // taken over by the table while the tool ran
-                    None => this.sessions.get(&id).map(|e| e.session.clone_ref(py)),
-                }
-            }
+            // seen when planned; unless the table took it over while the tool ran
+            Owner::Born { id, removals } => match this.births.as_ref() {
+                Some(b) if b.removals == removals || b.born.contains_key(id) => None,
+                _ => this.sessions.get(id).map(|e| e.session.clone_ref(py)),
+            },
         };
         this.json(out, reply);
         drop(this);
@@ -242,15 +268,15 @@ impl HttpLane {
 
     /// What to do with one request: answer it here at once (into `out`), run its tool, or
     /// leave it to the full path.
-    fn plan(
+    fn plan<'a>(
         &mut self,
         py: Python<'_>,
-        head: &Head<'_>,
-        body: &[u8],
+        head: &Head<'a>,
+        body: &'a [u8],
         now: f64,
         out: &mut Vec<u8>,
         reply: &mut Vec<u8>,
-    ) -> PyResult<Plan> {
+    ) -> PyResult<Plan<'a>> {
         let delete = head.method == b"DELETE";
         if !(delete || head.method == b"POST")
             || head.target != self.path.as_slice()
@@ -285,6 +311,9 @@ impl HttpLane {
         if delete {
             return Ok(self.end_born(id, body, now, out));
         }
+        let Some(env) = single(body) else {
+            return Ok(Plan::Full);
+        };
         let (version, owner) = if let Some(entry) = self.sessions.get(id) {
             if !entry.in_flight.bind(py).is_empty() {
                 return Ok(Plan::Full);
@@ -297,10 +326,11 @@ impl HttpLane {
             let Some(births) = self.births.as_mut() else {
                 return Ok(Plan::Full);
             };
+            let removals = births.removals;
             let Some(born) = births.get(id, now) else {
                 return Ok(Plan::Full);
             };
-            if births::is_initialized(body) {
+            if births::is_initialized_message(&env) {
                 Births::mark_initialized(born, now);
                 write_empty(out, &births.accepted_head, &self.date);
                 return Ok(Plan::Answered);
@@ -308,13 +338,18 @@ impl HttpLane {
             if !born.tools {
                 return Ok(Plan::Full);
             }
-            (born.version.clone_ref(py), Owner::Born(id.to_vec()))
+            born.last_seen = now;
+            (born.version.clone_ref(py), Owner::Born { id, removals })
+        };
+        let Some(call) = tools_call(&env, body) else {
+            return Ok(Plan::Full);
         };
         Ok(Plan::Call {
             version,
             owner,
             run_tool: self.run_tool.clone_ref(py),
             unencodable: self.unencodable.clone_ref(py),
+            call,
         })
     }
 
@@ -326,7 +361,7 @@ impl HttpLane {
         now: f64,
         out: &mut Vec<u8>,
         reply: &mut Vec<u8>,
-    ) -> PyResult<Plan> {
+    ) -> PyResult<Plan<'static>> {
         let Some(births) = self.births.as_mut() else {
             return Ok(Plan::Full);
         };
@@ -355,7 +390,7 @@ impl HttpLane {
     }
 
     /// DELETE of a session the lane opened (an empty body only).
-    fn end_born(&mut self, id: &[u8], body: &[u8], now: f64, out: &mut Vec<u8>) -> Plan {
+    fn end_born(&mut self, id: &[u8], body: &[u8], now: f64, out: &mut Vec<u8>) -> Plan<'static> {
         let Some(births) = self.births.as_mut() else {
             return Plan::Full;
         };
@@ -391,7 +426,7 @@ fn end_head(out: &mut Vec<u8>, length: usize, date: &[u8]) {
 }
 
 /// What `plan` decided for a request.
-enum Plan {
+enum Plan<'a> {
     /// The full path serves it.
     Full,
     /// Answered: the reply is written.
@@ -399,16 +434,18 @@ enum Plan {
     /// A tools/call to run (with no borrow of the lane held), for a session of `version`.
     Call {
         version: Py<PyString>,
-        owner: Owner,
+        owner: Owner<'a>,
         run_tool: Py<PyAny>,
         unencodable: Py<PyAny>,
+        call: Call<'a>,
     },
 }
 
-/// Whose call it is: a session of the table's, or one the lane opened (by id).
-enum Owner {
+/// Whose call it is: a session of the table's, or one the lane opened (by id; `removals`: the
+/// births' count when it was planned).
+enum Owner<'a> {
     Held(Py<PyAny>),
-    Born(Vec<u8>),
+    Born { id: &'a [u8], removals: u64 },
 }
 
 /// Run the tools/call in `body` for a session of `version` (its JSON-RPC reply into `reply`);
@@ -417,13 +454,10 @@ fn call(
     py: Python<'_>,
     run_tool: &Py<PyAny>,
     unencodable: &Py<PyAny>,
-    body: &[u8],
+    call: Call<'_>,
     version: &Bound<'_, PyString>,
     reply: &mut Vec<u8>,
 ) -> PyResult<bool> {
-    let Some(call) = tools_call(body) else {
-        return Ok(false);
-    };
     let arguments = match call.arguments {
         Some(text) => pyjson::build_value(py, text)?,
         None => py.None().into_bound(py),
@@ -433,9 +467,7 @@ fn call(
     if outcome.is_none() {
         return Ok(false);
     }
-    let Some(id) = call.env.id.as_ref() else {
-        return Ok(false);
-    };
+    let id = &call.id;
     reply.clear();
     reply.extend_from_slice(write::HEAD);
     reply.extend_from_slice(b",\"id\":");
@@ -447,7 +479,20 @@ fn call(
         }
     } else {
         reply.extend_from_slice(b",\"result\":");
-        if let Err(exc) = pyjson::write_body(reply, &outcome) {
+        // A str is the text of a result of one text content: no dict built to be read here.
+        let text = outcome.is_exact_instance_of::<PyString>();
+        if text {
+            reply.extend_from_slice(TEXT_RESULT.0);
+        }
+        let written = if text {
+            pyjson::write_obj(reply, &outcome, 3)
+        } else {
+            pyjson::write_body(reply, &outcome)
+        };
+        if text && written.is_ok() {
+            reply.extend_from_slice(TEXT_RESULT.1);
+        }
+        if let Err(exc) = written {
             let id = pyjson::id_to_py(py, id)?;
             let written = unencodable.bind(py).call1((id, exc.value(py)))?;
             reply.clear();
@@ -748,5 +793,45 @@ impl HttpLane {
             self.date_second = second;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::hash::{BuildHasher, Hasher};
+
+    use super::IdHash;
+
+    fn hash(key: &[u8]) -> u64 {
+        let mut h = IdHash::default().build_hasher();
+        h.write(key);
+        h.finish()
+    }
+
+    #[test]
+    fn every_byte_of_an_id_counts() {
+        // A 43-byte id (what token_urlsafe(32) makes): five whole words and a remainder.
+        let id = b"Xq3v9K0pLmN2bR7tYwZ5aC8dE1fG4hJ6kS0uV2xW9yA".to_vec();
+        let base = hash(&id);
+        for i in 0..id.len() {
+            let mut other = id.clone();
+            other[i] ^= 1;
+            assert_ne!(hash(&other), base, "byte {i} is not hashed");
+        }
+        assert_ne!(hash(&id[..42]), base);
+    }
+
+    #[test]
+    fn ids_spread_over_the_low_bits() {
+        // The table picks a bucket from the low bits: 4,096 ids over 256 buckets, none crowded.
+        let mut buckets = [0u32; 256];
+        for n in 0..4096u32 {
+            let id = format!("session-{n:08}-of-a-deployment-with-ordered-ids");
+            buckets[(hash(id.as_bytes()) & 255) as usize] += 1;
+        }
+        assert!(
+            buckets.iter().all(|&c| (2..=40).contains(&c)),
+            "{buckets:?}"
+        );
     }
 }
