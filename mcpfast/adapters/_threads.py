@@ -3,8 +3,9 @@
 The frameworks hand each sync tool call to ``anyio.to_thread.run_sync``: a capacity limiter, a
 cancel scope, a checkpoint, one worker's own queue and one wake-up of the event loop per call,
 about 29 µs of CPU on this project's machines. The pool here keeps what that gives a tool (its
-own thread, so a blocking tool does not stall the loop; up to 40 at once, anyio's default; the
-caller's context variables; ``anyio.from_thread`` working inside, since each worker is started
+own thread, so a blocking tool does not stall the loop; as many at once as anyio's default
+thread limiter allows (40 unless the app changed its ``total_tokens``); the caller's context
+variables; ``anyio.from_thread`` working inside, since each worker is started
 as an anyio worker thread) and pays less: jobs go through one C queue, and the results of calls
 that end together reach the loop in one wake-up. About 2 µs a call.
 
@@ -34,7 +35,7 @@ __all__ = ["WorkerThreads"]
 _END = None
 
 MAX_THREADS = 40
-"""At most this many calls run at once (anyio's default thread limiter); more wait their turn."""
+"""anyio's default thread limit, which a pool follows unless given its own."""
 
 IDLE_SECONDS = 10.0
 """A worker with nothing to do for this long ends (as anyio's own)."""
@@ -79,8 +80,11 @@ class _Inbox:
 class WorkerThreads:
     """A pool of worker threads for sync calls made from one process's event loops."""
 
-    def __init__(self, limit: int = MAX_THREADS) -> None:
+    def __init__(self, limit: int | None = None) -> None:
         self.limit = limit
+        """At most this many calls run at once, more wait their turn; ``None``: the
+        ``total_tokens`` of anyio's default thread limiter on the caller's loop, read when a
+        thread more would start (so an app that raised it in its lifespan gets as many)."""
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._threads = 0  # started, not ended
@@ -113,7 +117,7 @@ class WorkerThreads:
         future: asyncio.Future[Any] = loop.create_future()
         with self._lock:
             self._pending += 1
-            start = self._pending > self._waiting and self._threads < self.limit
+            start = self._pending > self._waiting and self._threads < (self.limit if self.limit is not None else _default_limit())
             if start:
                 self._threads += 1
         self._jobs.put((inbox, future, contextvars.copy_context(), fn, args, kwargs))
@@ -175,6 +179,11 @@ class WorkerThreads:
             else:
                 inbox.post(future, True, value)
             del job, inbox, future, context, fn, args, kwargs
+
+
+def _default_limit() -> float:
+    """anyio's default thread limit on the running loop (an int, or ``math.inf``)."""
+    return anyio.to_thread.current_default_thread_limiter().total_tokens
 
 
 def _forget(pool: weakref.ref[WorkerThreads]) -> None:

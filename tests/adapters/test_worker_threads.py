@@ -1,5 +1,5 @@
 """Where an adapted app's plain ``def`` tools run: mcpfast's worker threads, with what the SDK's
-anyio hop gives a tool (its own thread, 40 at once, the caller's context, ``anyio.from_thread``)."""
+anyio hop gives a tool (its own thread, anyio's limit at once, the caller's context, ``anyio.from_thread``)."""
 
 import asyncio
 import contextvars
@@ -156,3 +156,23 @@ def test_a_forked_child_starts_its_own_workers_and_a_pool_is_freed() -> None:
     del pool
     gc.collect()
     assert ref() is None  # the fork hook does not keep it
+
+
+def test_the_pool_follows_a_changed_anyio_thread_limit() -> None:
+    # An app that raised (or lowered) anyio's default limiter in its lifespan gets as many
+    # threads from the pool as from anyio's own hop.
+    async def run() -> tuple[float, float]:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = 3
+        pool = WorkerThreads()
+        start = time.perf_counter()
+        await asyncio.gather(*(pool.run(time.sleep, 0.2) for _ in range(3)))
+        three = time.perf_counter() - start
+        start = time.perf_counter()
+        await asyncio.gather(*(pool.run(time.sleep, 0.2) for _ in range(4)))
+        four = time.perf_counter() - start
+        pool.stop()
+        return three, four
+
+    three, four = asyncio.run(run())
+    assert 0.2 <= three < 0.4, three  # 3 at once
+    assert 0.4 <= four < 0.8, four  # the 4th waits for a thread
