@@ -137,6 +137,8 @@ _METHODS: dict[frozenset[str], frozenset[str]] = {}
 """The method set per ``extra_methods``, shared by every session of a server."""
 _DIRECT: dict[tuple[frozenset[str], str, frozenset[str]], frozenset[str]] = {}
 """``_direct_methods`` per (methods, version, capability names): a handful of entries per process."""
+_SELF_ANSWERED_STATELESS: Final = frozenset({m.INITIALIZE, m.SERVER_DISCOVER, m.SUBSCRIPTIONS_LISTEN})
+"""2026-07-28 methods the machine answers (or refuses) itself rather than admitting them."""
 
 
 class ServerSession:
@@ -563,6 +565,32 @@ class ServerSession:
         self._reply(msg.id, core.encode_result(msg.id, {}), None, batch, tag)
 
     # ------------------------------------------------------------ stateless era
+
+    def admits_stateless(self, method: str, meta: Any) -> str | None:
+        """The version a 2026-07-28 request of ``method`` with params ``_meta`` ``meta`` is served
+        in, when this machine would admit it as it is: a method it serves as an application
+        request, a version it serves, client capabilities, no log level, the capability the
+        method needs offered. ``None`` for anything else (refused, answered by the machine
+        itself, or not a stateless request): only ``receive`` says what then.
+
+        For a transport that serves the plain case without a machine of its own per request
+        (``respond_stateless`` shapes the result): nothing here changes the machine."""
+        if type(meta) is not dict or method not in self._methods or method in _SELF_ANSWERED_STATELESS:
+            return None
+        requested = meta.get(META_PROTOCOL_VERSION)
+        if type(requested) is not str or requested not in self.stateless_versions:
+            return None
+        if type(meta.get(META_CLIENT_CAPABILITIES)) is not dict or META_LOG_LEVEL in meta or not m.available(method, requested):
+            return None
+        needed = m.SERVER_CAPABILITY_FOR.get(method)
+        if needed is not None and needed not in self.stateless_capabilities:
+            return None
+        return requested
+
+    def stateless_result(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
+        """A 2026-07-28 result of ``method`` as ``respond`` sends it (``resultType``, the cache
+        fields, ``serverInfo``): for the transport that ran an ``admits_stateless`` request."""
+        return self._decorate(method, result)
 
     def _stateless_request(self, msg: Any, meta: dict[str, Any], events: list[Event], batch: int | None, tag: Any) -> None:
         rid = msg.id

@@ -35,7 +35,7 @@ from mcpfast.sansio.rules import DEFAULT_PAGE_SIZE, completion_result, input_err
 from mcpfast.server._typeschema import function_schema, type_schema
 from mcpfast.server._validate import ArgumentValidator
 from mcpfast.server.connection import Connection, Routes
-from mcpfast.server.content import ToolResult
+from mcpfast.server.content import ToolResult, text_result
 from mcpfast.server.context import Context
 from mcpfast.server.tasks import TASK_SUPPORT, Tasks, negotiated, tasks_required
 from mcpfast.server.uri_template import UriTemplate, is_template
@@ -146,11 +146,6 @@ def _argument_problem(tool: _Tool, args: Any) -> str | None:
     if check is not None and type(args) is dict and check(args):
         return None  # the compiled check passed: jsonschema is not needed
     return tool.validator.problem(args) if isinstance(args, dict) else "arguments must be an object"
-
-
-def _text_result(text: str) -> dict[str, Any]:
-    """The result of a tool without an output schema that returned the str ``text``."""
-    return {"content": [{"type": "text", "text": text}]}
 
 
 def _invalid_arguments(name: str, problem: str) -> dict[str, Any]:
@@ -867,7 +862,7 @@ class Server:
         callable_ = tool.callable
         if tool.plain and args.keys() <= callable_.name_set:
             value = self._call_plain(tool, args, request.version)
-            return _text_result(value) if type(value) is str else value
+            return text_result(value) if type(value) is str else value
         if callable_.context_param is None:
             ctx = None
             binding = ""
@@ -881,7 +876,7 @@ class Server:
         """``_run`` without its two calls (the handler's and the shaping's), worth 8% of a
         request: the same call, the same failure (``_failure``), the same result; but a str
         the tool returned comes back as it is, the text of a result of one text content
-        (``_text_result``), for the caller that encodes it without the dict."""
+        (``text_result``), for the caller that encodes it without the dict."""
         try:
             value = tool.callable.fn(**args)
         except Exception as exc:
@@ -894,7 +889,7 @@ class Server:
         """Serve a handshake-era ``tools/call`` of a plain sync tool without a session machine
         step, as the native HTTP server's lane does for a session with nothing in flight.
 
-        Returns the result; or a str, the result ``_text_result`` makes of it (one text
+        Returns the result; or a str, the result ``text_result`` makes of it (one text
         content); or ``(code, message, data)``, the JSON-RPC error ``tools/call``
         answers; or ``None`` when the call is not one of those (another tool, arguments the
         function does not take, tools/call served by another route): nothing ran, and the
@@ -972,7 +967,7 @@ class Server:
 
     def _tool_result(self, tool: _Tool, value: Any, version: str) -> dict[str, Any]:
         if type(value) is str and tool.output_schema is None:
-            return _text_result(value)
+            return text_result(value)
         if isinstance(value, ToolResult):
             result: dict[str, Any] = {"content": value.content}
             if value.structured is not None and supports(version, V2025_06_18):

@@ -6,7 +6,7 @@ import base64
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ToolResult", "audio", "embedded_resource", "image", "resource_link", "text"]
+__all__ = ["ToolResult", "audio", "embedded_resource", "image", "resource_link", "text", "text_result"]
 
 
 def _b64(data: bytes | str) -> str:
@@ -16,6 +16,11 @@ def _b64(data: bytes | str) -> str:
 def text(value: str, **extra: Any) -> dict[str, Any]:
     """A ``text`` content block."""
     return {"type": "text", "text": value, **extra}
+
+
+def text_result(value: str) -> dict[str, Any]:
+    """The result of a tool without an output schema that returned the str ``value``: one text block."""
+    return {"content": [{"type": "text", "text": value}]}
 
 
 def image(data: bytes | str, mime_type: str, **extra: Any) -> dict[str, Any]:

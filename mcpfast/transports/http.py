@@ -47,7 +47,8 @@ from mcpfast.protocol.host import HostRules, absolute_form
 from mcpfast.protocol.http import DEFAULT_MAX_BODY, DEFAULT_MAX_HEAD
 from mcpfast.protocol.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, STATELESS_VERSIONS, V2025_11_25, supports
-from mcpfast.sansio import ERROR, Outgoing, unencodable_result
+from mcpfast.sansio import ERROR, Outgoing, ServerSession, unencodable_result
+from mcpfast.server.content import text_result
 from mcpfast.store.base import StoreUnavailable
 from mcpfast.transports.answers import OK_EMPTY, Deferred, Later, Reply, send_reply
 from mcpfast.transports.event_store import EventStore, MemoryEventStore
@@ -236,6 +237,7 @@ class HttpTransport:
         self.json_response = json_response
         self.gates: list[Gate] = []
         self._stateless: set[Connection] = set()
+        self._template: tuple[object, ServerSession] | None = None  # (the server's defaults, a machine made from them)
         self.table: SessionTable
         if store is not None and store.shared:
             from mcpfast.transports.shared_sessions import SharedSessions
@@ -853,6 +855,10 @@ class HttpTransport:
         if method == m.SERVER_DISCOVER and not isinstance(meta.get(META_CLIENT_CAPABILITIES), dict):
             refused = meta_required(META_CLIENT_CAPABILITIES)
             return _reply(400, _error_body(refused.code, refused.message, rid=rid))
+        if method == m.TOOLS_CALL and self.json_response:  # (else a handler's answer is an SSE stream)
+            answered = self._plain_stateless_call(decoded, meta)
+            if answered is not None:
+                return answered
         stream = Stream()
         conn = connect(self.server, stream)
         # Every POST is a connection of its own: tasks belong to the caller (one owner for all anonymous ones).
@@ -864,6 +870,39 @@ class HttpTransport:
             self.table.finish(conn.close_now())
             return _json_answer(stream, True)
         return functools.partial(self._respond, stream, None, (), conn)
+
+    def _plain_stateless_call(self, decoded: Any, meta: dict[str, Any]) -> Reply | None:
+        """A 2026-07-28 ``tools/call`` of a plain sync tool, answered without a connection and a
+        session machine of its own: one the machine would admit as it is
+        (``ServerSession.admits_stateless``), run by ``Server.run_plain_tool``, its result shaped
+        by the machine's rule (``stateless_result``). ``None``: nothing ran, the full path serves it."""
+        defaults = self.server.session_defaults()
+        template = self._template
+        if template is None or template[0] is not defaults:
+            template = self._template = (defaults, self.server.new_session())
+        session = template[1]
+        version = session.admits_stateless(m.TOOLS_CALL, meta)
+        if version is None:
+            return None
+        name = decoded.param("name")
+        if type(name) is not str:
+            return None
+        outcome = self.server.run_plain_tool(name, decoded.param("arguments"), version)
+        if outcome is None:
+            return None
+        rid = decoded.id
+        if isinstance(outcome, tuple):
+            code, message, data = outcome
+            try:
+                body = core.encode_error(rid, code, message, data)
+            except (TypeError, ValueError, OverflowError):
+                body = core.encode_error(rid, code, message)
+            return (wire.status_for_error(code), _JSON, body)
+        result = session.stateless_result(m.TOOLS_CALL, text_result(outcome) if isinstance(outcome, str) else outcome)
+        try:
+            return (200, _JSON, core.encode_result(rid, result))
+        except (TypeError, ValueError, OverflowError) as exc:  # the tool's bug, answered as one
+            return (wire.status_for_error(INTERNAL_ERROR), _JSON, unencodable_result(rid, exc, f"{m.TOOLS_CALL} {name!r}"))
 
 
 def _opened(opened: Reply, rid: int | str | None, kept: asyncio.Future[bool]) -> Reply:

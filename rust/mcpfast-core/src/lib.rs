@@ -17,6 +17,7 @@
 pub mod envelope;
 pub mod framer;
 pub mod http1;
+pub mod idhash;
 pub mod json;
 pub mod refused;
 pub mod sse;

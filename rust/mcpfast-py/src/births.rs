@@ -25,7 +25,9 @@ use pyo3::types::{PyDict, PyString};
 use mcpfast_core::envelope::{Envelope, Kind};
 use mcpfast_core::json::Reader;
 
-use crate::lane::{members, request_of, IdHash};
+use mcpfast_core::idhash::IdHash;
+
+use crate::lane::{members, request_of};
 
 const INITIALIZE: &[u8] = b"initialize";
 const INITIALIZED: &[u8] = b"notifications/initialized";
