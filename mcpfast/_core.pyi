@@ -194,6 +194,11 @@ class HttpLane:
         Ids are ``id_bytes`` random bytes in base64url. ``opened_head`` is an ``initialize``
         reply's head with ``id_mark`` where the id goes; ``accepted_head`` and ``ended_head``
         those of a 202 and of a ``DELETE``'s 200 (each up to its length)."""
+    def allow_stateless(self, versions: list[str], serve: Callable[[str, Any, str, int | str], tuple[bytes, bytes] | None]) -> None:
+        """Answer 2026-07-28 ``tools/call`` requests in ``versions`` whose ``Mcp-Method`` and
+        ``Mcp-Name`` agree with the body (no ``Mcp-Param-*`` header) and whose ``_meta`` is the
+        version, client capabilities and maybe client info: ``serve(name, arguments, version,
+        id)`` returns ``None`` (nothing ran: the full path serves it) or ``(head, body)``."""
     def learn_initialize(self, requested: str, version: str, result: bytes, tools: bool, defaults: object) -> None:
         """The full path answered an ``initialize`` asking for ``requested`` with ``result`` (the
         encoded result) under the server's ``defaults``: a session of ``version`` that admits

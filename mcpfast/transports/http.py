@@ -236,8 +236,13 @@ class HttpTransport:
         self.auth = auth
         self.json_response = json_response
         self.gates: list[Gate] = []
+        self.stateless_gates: set[Gate] = set()
+        """Gates that let every 2026-07-28 POST through unchanged (``stateless_only``'s): with
+        only those, the native server's lane still answers stateless calls (and nothing else)."""
         self._stateless: set[Connection] = set()
         self._template: tuple[object, ServerSession] | None = None  # (the server's defaults, a machine made from them)
+        self._lane_head: Callable[[int, Any], bytes] | None = None  # the native server's head renderer, with the lane
+        self._lane_heads: dict[int, bytes] = {}
         self.table: SessionTable
         if store is not None and store.shared:
             from mcpfast.transports.shared_sessions import SharedSessions
@@ -254,16 +259,26 @@ class HttpTransport:
         self, *, max_head: int, max_body: int, head: Callable[[int, Any], bytes], clock: Callable[[], bytes]
     ) -> core.HttpLane | None:
         """The native server's lane for this transport (``core.HttpLane``: sync tool calls of
-        sessions held here answered without the full path), or ``None`` when some request it
-        would answer could be answered otherwise: the pure-Python core, gates, authentication
-        or SSE replies (``json_response=False``). Asked once, by the server, before it serves
-        (``head(status, headers)`` renders a reply's head as the server writes it, ``clock()``
-        its current ``date`` line); gates added after that are not consulted by the lane."""
-        if not core.HAS_LANE or self.gates or self.auth is not None or not self.json_response:
+        sessions held here, and 2026-07-28 calls of plain tools, answered without the full
+        path), or ``None`` when some request it would answer could be answered otherwise: the
+        pure-Python core, gates (but for ``stateless_gates`` only: then it answers stateless
+        calls, nothing else), authentication or SSE replies (``json_response=False``). Asked
+        once, by the server, before it serves (``head(status, headers)`` renders a reply's head
+        as the server writes it, ``clock()`` its current ``date`` line); gates added after that
+        are not consulted by the lane."""
+        if not core.HAS_LANE or self.auth is not None or not self.json_response:
+            return None
+        gated = bool(self.gates)
+        if gated and not all(gate in self.stateless_gates for gate in self.gates):
             return None
         lane = core.HttpLane(
             self.path, list(HANDSHAKE_VERSIONS), head(200, _JSON), self.server.run_plain_tool, _unencodable, clock, max_head, max_body
         )
+        lane.allow_stateless(list(STATELESS_VERSIONS), self._lane_stateless)
+        self._lane_head = head
+        self.lane = lane
+        if gated:  # the gates judge the handshake era's requests: the lane serves stateless calls only
+            return lane
         table = self.table
         if table.store is None:  # sessions other processes must see are made by the full path
             lane.allow_births(
@@ -279,7 +294,6 @@ class HttpTransport:
             )
             self.server.add_session_source(table.bring_in)
         table.attach(lane)
-        self.lane = lane
         return lane
 
     @property
@@ -856,6 +870,8 @@ class HttpTransport:
             refused = meta_required(META_CLIENT_CAPABILITIES)
             return _reply(400, _error_body(refused.code, refused.message, rid=rid))
         if method == m.TOOLS_CALL and self.json_response:  # (else a handler's answer is an SSE stream)
+            if self.lane is not None:
+                self.lane.learn(headers)  # every check the lane cannot make passed for these values
             answered = self._plain_stateless_call(decoded, meta)
             if answered is not None:
                 return answered
@@ -876,6 +892,27 @@ class HttpTransport:
         session machine of its own: one the machine would admit as it is
         (``ServerSession.admits_stateless``), run by ``Server.run_plain_tool``, its result shaped
         by the machine's rule (``stateless_result``). ``None``: nothing ran, the full path serves it."""
+        answer = self._stateless_answer(decoded.param("name"), decoded.param("arguments"), meta, decoded.id)
+        return None if answer is None else (answer[0], _JSON, answer[1])
+
+    def _lane_stateless(self, name: str, arguments: Any, version: str, rid: int | str) -> tuple[bytes, bytes] | None:
+        """The lane's ``serve`` (``HttpLane.allow_stateless``): a 2026-07-28 call whose headers and
+        ``_meta`` the lane found plain, as ``_plain_stateless_call`` answers it; ``(head, body)``.
+        ``None`` (nothing ran) for a tool with ``Mcp-Param-*`` annotations: the lane saw no such
+        header, and the full path says what is missing."""
+        if _param_annotations(self.server, name):
+            return None
+        answer = self._stateless_answer(name, arguments, _plain_meta(version), rid)
+        if answer is None:
+            return None
+        status, body = answer
+        head = self._lane_heads.get(status)
+        if head is None:
+            assert self._lane_head is not None  # set with the lane
+            head = self._lane_heads[status] = self._lane_head(status, _JSON)
+        return head, body
+
+    def _stateless_answer(self, name: Any, arguments: Any, meta: dict[str, Any], rid: int | str) -> tuple[int, bytes] | None:
         defaults = self.server.session_defaults()
         template = self._template
         if template is None or template[0] is not defaults:
@@ -884,25 +921,23 @@ class HttpTransport:
         version = session.admits_stateless(m.TOOLS_CALL, meta)
         if version is None:
             return None
-        name = decoded.param("name")
         if type(name) is not str:
             return None
-        outcome = self.server.run_plain_tool(name, decoded.param("arguments"), version)
+        outcome = self.server.run_plain_tool(name, arguments, version)
         if outcome is None:
             return None
-        rid = decoded.id
         if isinstance(outcome, tuple):
             code, message, data = outcome
             try:
                 body = core.encode_error(rid, code, message, data)
             except (TypeError, ValueError, OverflowError):
                 body = core.encode_error(rid, code, message)
-            return (wire.status_for_error(code), _JSON, body)
+            return (wire.status_for_error(code), body)
         result = session.stateless_result(m.TOOLS_CALL, text_result(outcome) if isinstance(outcome, str) else outcome)
         try:
-            return (200, _JSON, core.encode_result(rid, result))
+            return (200, core.encode_result(rid, result))
         except (TypeError, ValueError, OverflowError) as exc:  # the tool's bug, answered as one
-            return (wire.status_for_error(INTERNAL_ERROR), _JSON, unencodable_result(rid, exc, f"{m.TOOLS_CALL} {name!r}"))
+            return (wire.status_for_error(INTERNAL_ERROR), unencodable_result(rid, exc, f"{m.TOOLS_CALL} {name!r}"))
 
 
 def _opened(opened: Reply, rid: int | str | None, kept: asyncio.Future[bool]) -> Reply:
@@ -952,16 +987,33 @@ _PARAM_CACHE: dict[int, tuple[dict[str, Any], list[tuple[bytes, tuple[str, ...]]
 
 def _check_param_headers(server: Server, decoded: Any, headers: dict[bytes, bytes]) -> str | None:
     """SEP-2243 ``Mcp-Param-*``: each annotated argument must match its header (-32020)."""
-    definition = server.tool_definition(decoded.param("name"))
-    if definition is None:
-        return None
-    cached = _PARAM_CACHE.get(id(definition))
-    if cached is None or cached[0] is not definition:
-        cached = _PARAM_CACHE[id(definition)] = (definition, wire.param_annotations(definition.get("inputSchema")))
-    annotations = cached[1]
+    annotations = _param_annotations(server, decoded.param("name"))
     if not annotations:
         return None
     return wire.check_param_headers(annotations, decoded.param("arguments"), headers)
+
+
+def _param_annotations(server: Server, name: object) -> list[tuple[bytes, tuple[str, ...]]]:
+    """The tool's ``Mcp-Param-*`` annotations (none for a tool the server does not define)."""
+    definition = server.tool_definition(name)
+    if definition is None:
+        return []
+    cached = _PARAM_CACHE.get(id(definition))
+    if cached is None or cached[0] is not definition:
+        cached = _PARAM_CACHE[id(definition)] = (definition, wire.param_annotations(definition.get("inputSchema")))
+    return cached[1]
+
+
+_PLAIN_META: dict[str, dict[str, Any]] = {}
+
+
+def _plain_meta(version: str) -> dict[str, Any]:
+    """The ``_meta`` the lane found plain, for ``admits_stateless`` (the client's capabilities
+    and info are not read for a plain tool): one per version."""
+    meta = _PLAIN_META.get(version)
+    if meta is None:
+        meta = _PLAIN_META[version] = {META_PROTOCOL_VERSION: version, META_CLIENT_CAPABILITIES: {}}
+    return meta
 
 
 async def _wait_disconnect(receive: Receive) -> None:

@@ -59,4 +59,5 @@ def refusal(method: str, endpoint: str | None, headers: dict[bytes, bytes], mess
 def stateless_only(transport: HttpTransport) -> HttpTransport:
     """``transport`` serving 2026-07-28 stateless requests only (see the module doc)."""
     transport.gates.append(refusal)
+    transport.stateless_gates.add(refusal)  # a 2026-07-28 POST goes on unchanged
     return transport

@@ -292,6 +292,99 @@ def test_stateless_and_other_versions_are_left_to_the_full_path(both: tuple[Serv
         assert lane.answered == before
 
 
+M2026 = "2026-07-28"
+PLAIN_META = {"io.modelcontextprotocol/protocolVersion": M2026, "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def modern(rid: Any, name: str, arguments: Any = None, *, meta: Any = None, headers: bytes | None = None) -> tuple[bytes, bytes]:
+    """A 2026-07-28 tools/call: its body and its headers (``headers`` replaces the usual ones)."""
+    params: dict[str, Any] = {"name": name, "_meta": PLAIN_META if meta is None else meta}
+    if arguments is not None:
+        params["arguments"] = arguments
+    body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}).encode()
+    usual = b"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: " + name.encode() + b"\r\n"
+    return body, usual if headers is None else headers
+
+
+# (request, whether the lane answers it)
+MODERN_CASES: list[tuple[tuple[bytes, bytes], bool]] = [
+    (modern(1, "echo", {"text": "hello"}), True),
+    (modern("a\u0041\n", "echo", {"text": 'h\u00e9 \u2603 "q"'}), True),
+    (modern(123456789012345678901234567890, "echo", {"text": "big id"}), True),
+    (modern(4, "echo", {"text": 5}), True),  # invalid arguments: a tool error in 2026
+    (modern(5, "echo"), True),  # no arguments at all
+    (modern(6, "boom", {}), True),
+    (modern(7, "refuse", {}), True),
+    (modern(8, "unencodable", {}), True),
+    (modern(9, "echo", {"text": "info"}, meta={**PLAIN_META, "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}), True),
+    (modern(10, "echo", {"text": "a", "extra": 1}), False),  # an argument the function does not take
+    (modern(11, "nope", {}), False),
+    (modern(12, "add", {"a": 1, "b": 2}), False),  # an output schema: not a plain tool
+    (modern(13, "echo", [1]), False),
+    (modern(14, "echo", {"text": "p"}, meta={**PLAIN_META, "progressToken": 1}), False),
+    (modern(15, "echo", {"text": "l"}, meta={**PLAIN_META, "io.modelcontextprotocol/logLevel": "debug"}), False),
+    (modern(16, "echo", {"text": "v"}, meta={**PLAIN_META, "io.modelcontextprotocol/protocolVersion": "2025-11-25"}), False),
+    (modern(17, "echo", {"text": "c"}, meta={**PLAIN_META, "io.modelcontextprotocol/clientCapabilities": []}), False),
+    (modern(18, "echo", {"text": "m"}, meta={"io.modelcontextprotocol/protocolVersion": M2026}), False),
+    (modern(19, "echo", {"text": "n"}, headers=b"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: add\r\n"), False),
+    (
+        modern(
+            20,
+            "echo",
+            {"text": "b64"},
+            headers=b"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: =?base64?ZWNobw==?=\r\n",
+        ),
+        False,
+    ),
+    (modern(21, "echo", {"text": "nm"}, headers=b"MCP-Protocol-Version: 2026-07-28\r\nMcp-Name: echo\r\n"), False),
+    (
+        modern(
+            22,
+            "echo",
+            {"text": "pm"},
+            headers=b"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\nMcp-Param-Text: pm\r\n",
+        ),
+        False,
+    ),
+    (
+        modern(
+            23,
+            "echo",
+            {"text": "sid"},
+            headers=b"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\nMcp-Session-Id: x\r\n",
+        ),
+        False,
+    ),
+]
+
+
+def test_every_2026_reply_equals_the_full_paths(both: tuple[Served, Served]) -> None:
+    got: list[list[tuple[int, list[bytes], bytes]]] = []
+    answered: list[int] = []
+    for served in both:
+        c = Conn(served.url)
+        try:
+            c.send(post(*modern(0, "echo", {"text": "the full path accepts these header values first"})))
+            assert c.response()[0] == 200
+            before = served.answered
+            out = []
+            for body, headers in (case for case, _ in MODERN_CASES):
+                c.send(post(body, headers))
+                status, reply_headers, reply = c.response()
+                out.append((status, sorted(k + b": " + v for k, v in reply_headers.items() if k != b"date"), reply))
+            answered.append(served.answered - before)
+            got.append(out)
+        finally:
+            c.close()
+    lane, full = got
+    for (case, _), mine, theirs in zip(MODERN_CASES, lane, full, strict=True):
+        assert mine == theirs, case[0]
+    assert answered == [sum(short for _, short in MODERN_CASES), 0]  # the lane's count; the other has none
+    first = json.loads(lane[0][2])
+    assert first["result"]["resultType"] == "complete" and first["result"]["content"] == [{"type": "text", "text": "hello"}]
+    assert json.loads(lane[7][2])["error"]["code"] == -32603  # the unencodable result, answered as the full path does
+
+
 def lane_of(transport: HttpTransport) -> core.HttpLane | None:
     return transport.open_lane(max_head=65536, max_body=1 << 20, head=_head, clock=_clock.get)
 
@@ -306,6 +399,8 @@ def test_no_lane_where_a_request_could_be_answered_otherwise(monkeypatch: pytest
     gated = asgi_app(app)
     gated.gates.append(lambda method, endpoint, headers, message: None)
     assert lane_of(gated) is None
+    gated.stateless_gates.add(gated.gates[0])  # one that lets every 2026 POST through: stateless calls only
+    assert lane_of(gated) is not None
     authed = asgi_app(app, auth=ResourceServer("http://127.0.0.1:1/jwks", "http://127.0.0.1/mcp"))
     assert lane_of(authed) is None
     # A wrapper that passes attributes on to the transport must not lend it the lane.
@@ -313,6 +408,39 @@ def test_no_lane_where_a_request_could_be_answered_otherwise(monkeypatch: pytest
     assert HttpServer(asgi_app(app), lane=False).lane is None
     monkeypatch.setattr(core, "HAS_LANE", False)
     assert lane_of(asgi_app(app)) is None
+
+
+def test_a_stateless_only_server_has_a_lane_for_stateless_calls_only() -> None:
+    from mcpfast.transports.stateless_only import stateless_only
+
+    requests = [
+        post(*modern(1, "echo", {"text": "first: the full path, which teaches the header values"})),
+        post(*modern(2, "echo", {"text": "the lane's"})),
+        post(init()),  # refused by the gate, lane or not
+        post(tool_call(3, "echo", {"text": "handshake era"})),  # no session: the transport's 400
+        b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n",  # 405
+        post(*modern(4, "echo", {"text": "the lane's again"})),
+    ]
+    got = []
+    answered = []
+    with_lane, without = stateless_only(asgi_app(app)), stateless_only(asgi_app(app))
+    with serve_in_thread(with_lane) as a, serve_in_thread(without, lane=False) as b:
+        for transport, url in ((with_lane, a), (without, b)):
+            c = Conn(url)
+            try:
+                out = []
+                for raw in requests:
+                    c.send(raw)
+                    status, headers, body = c.response()
+                    out.append((status, sorted(k + b": " + v for k, v in headers.items() if k != b"date"), body))
+                got.append(out)
+                answered.append(-1 if transport.lane is None else transport.lane.answered)
+            finally:
+                c.close()
+    assert got[0] == got[1]
+    assert [status for status, _, _ in got[0]] == [200, 200, 400, 400, 405, 200]
+    assert answered == [2, -1]
+    assert with_lane.lane is not None and with_lane.lane.born == 0
 
 
 def test_a_replaced_tools_call_route_is_not_bypassed() -> None:

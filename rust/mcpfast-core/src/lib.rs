@@ -19,6 +19,7 @@ pub mod framer;
 pub mod http1;
 pub mod idhash;
 pub mod json;
+pub mod meta;
 pub mod refused;
 pub mod sse;
 pub mod write;

@@ -1,6 +1,7 @@
 //! Request templates: each request body of a family built once with its id (and progress
 //! token) left out, the `_meta` of the 2026-07-28 era, and the SEP-2243 header value codec.
 
+use mcpfast_core::meta;
 use serde_json::{Map, Value};
 
 use crate::check::Want;
@@ -11,15 +12,15 @@ use crate::mcp::CLIENT_INFO;
 pub fn modern_meta(cfg: &Config) -> Map<String, Value> {
     let mut meta = Map::new();
     meta.insert(
-        "io.modelcontextprotocol/protocolVersion".into(),
+        meta::PROTOCOL_VERSION.into(),
         Value::String(cfg.stateless_version().to_owned()),
     );
     meta.insert(
-        "io.modelcontextprotocol/clientCapabilities".into(),
+        meta::CLIENT_CAPABILITIES.into(),
         serde_json::from_str(&cfg.client_capabilities).unwrap_or(Value::Object(Map::new())),
     );
     meta.insert(
-        "io.modelcontextprotocol/clientInfo".into(),
+        meta::CLIENT_INFO.into(),
         serde_json::from_str(CLIENT_INFO).unwrap_or(Value::Null),
     );
     meta

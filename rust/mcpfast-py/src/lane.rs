@@ -28,7 +28,8 @@ use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 use mcpfast_core::envelope::{decode_bytes, Decoded, Envelope, Id, Kind};
 use mcpfast_core::http1::Head;
 use mcpfast_core::idhash::IdHash;
-use mcpfast_core::json::Reader;
+use mcpfast_core::json::{self, Reader};
+use mcpfast_core::meta as core_meta;
 use mcpfast_core::write;
 
 use crate::births::{self, Births};
@@ -63,6 +64,10 @@ struct Seen<'a> {
     learned: [Option<&'a [u8]>; 4],
     session_id: Option<&'a [u8]>,
     version: Option<&'a [u8]>,
+    method: Option<&'a [u8]>,
+    name: Option<&'a [u8]>,
+    /// An `Mcp-Param-*` header came (the full path judges those).
+    params: bool,
 }
 
 impl<'a> Seen<'a> {
@@ -77,6 +82,12 @@ impl<'a> Seen<'a> {
                 12 if name.eq_ignore_ascii_case(b"content-type") => &mut seen.learned[CONTENT_TYPE],
                 14 if name.eq_ignore_ascii_case(b"mcp-session-id") => &mut seen.session_id,
                 20 if name.eq_ignore_ascii_case(b"mcp-protocol-version") => &mut seen.version,
+                10 if name.eq_ignore_ascii_case(b"mcp-method") => &mut seen.method,
+                8 if name.eq_ignore_ascii_case(b"mcp-name") => &mut seen.name,
+                n if n > 10 && name[..10].eq_ignore_ascii_case(b"mcp-param-") => {
+                    seen.params = true;
+                    continue;
+                }
                 _ => continue,
             };
             if slot.replace(value).is_some() {
@@ -105,6 +116,14 @@ pub struct HttpLane {
     answered: u64,
     /// Sessions the lane opens itself (`allow_births`; `None`: only the table's).
     births: Option<Births>,
+    /// 2026-07-28 calls it answers (`allow_stateless`; `None`: none).
+    stateless: Option<Stateless>,
+}
+
+/// What the lane needs to answer 2026-07-28 `tools/call` requests (see `allow_stateless`).
+struct Stateless {
+    versions: Vec<Vec<u8>>,
+    serve: Py<PyAny>,
 }
 
 /// The tools/call a body holds, if it is one the lane may serve: a single request whose params
@@ -163,18 +182,66 @@ pub(crate) fn members<const N: usize>(
 }
 
 fn tools_call<'a>(env: &Envelope<'a>, body: &'a [u8]) -> Option<Call<'a>> {
+    match call_of(env, body)? {
+        (call, None) => Some(call),
+        _ => None,
+    }
+}
+
+/// The tools/call a body holds whose params are `name`, maybe `arguments` and maybe `_meta`
+/// (its text), nothing else.
+fn call_of<'a>(env: &Envelope<'a>, body: &'a [u8]) -> Option<(Call<'a>, Option<&'a str>)> {
     let text = request_in(env, body, TOOLS_CALL)?;
-    let [name, arguments] = members(env, body, [b"name", b"arguments"])?;
+    let [name, arguments, meta] = members(env, body, [b"name", b"arguments", b"_meta"])?;
     let name = Reader::new(text.get(name?)?, 1).string().ok()?;
     let arguments = match arguments {
         Some(span) => Some(text.get(span)?),
         None => None,
     };
-    Some(Call {
+    let meta = match meta {
+        Some(span) => Some(text.get(span)?),
+        None => None,
+    };
+    let call = Call {
         id: env.id.clone()?,
         name,
         arguments,
-    })
+    };
+    Some((call, meta))
+}
+
+/// Whether a 2026-07-28 request's `_meta` is one the session machine admits as it is: exactly
+/// `protocolVersion` (`version`), `clientCapabilities` (an object) and maybe `clientInfo` (an
+/// object), each once. (A log level, or anything else, is the full path's to judge.)
+fn plain_meta(meta: &str, version: &[u8]) -> bool {
+    if meta.as_bytes().first() != Some(&b'{') {
+        return false;
+    }
+    let Ok(index) = json::member_index(meta) else {
+        return false;
+    };
+    let mut seen = [false; 3];
+    for (key, at) in index {
+        let value = &meta[at..];
+        let slot = match key.as_ref() {
+            core_meta::PROTOCOL_VERSION => {
+                if !Reader::new(value, 1)
+                    .string()
+                    .is_ok_and(|v| v.as_bytes() == version)
+                {
+                    return false;
+                }
+                0
+            }
+            core_meta::CLIENT_CAPABILITIES if value.starts_with('{') => 1,
+            core_meta::CLIENT_INFO if value.starts_with('{') => 2,
+            _ => return false,
+        };
+        if std::mem::replace(&mut seen[slot], true) {
+            return false;
+        }
+    }
+    seen[0] && seen[1]
 }
 
 impl HttpLane {
@@ -193,15 +260,21 @@ impl HttpLane {
         reply: &mut Vec<u8>,
     ) -> PyResult<bool> {
         let plan = slf.borrow_mut().plan(py, head, body, now_s, out, reply)?;
-        let Plan::Call {
-            version,
-            owner,
-            run_tool,
-            unencodable,
-            call: request,
-        } = plan
-        else {
-            return Ok(matches!(plan, Plan::Answered));
+        let (version, owner, run_tool, unencodable, request) = match plan {
+            Plan::Call {
+                version,
+                owner,
+                run_tool,
+                unencodable,
+                call,
+            } => (version, owner, run_tool, unencodable, call),
+            Plan::Stateless {
+                version,
+                serve,
+                call,
+            } => return HttpLane::serve_stateless(slf, py, &serve, call, version, out),
+            Plan::Answered => return Ok(true),
+            Plan::Full => return Ok(false),
         };
         if !call(
             py,
@@ -264,7 +337,11 @@ impl HttpLane {
         }
         if let Some(v) = seen.version {
             if !self.versions.iter().any(|known| known.as_slice() == v) {
-                return Ok(Plan::Full);
+                return Ok(if delete || seen.session_id.is_some() {
+                    Plan::Full
+                } else {
+                    self.plan_stateless(py, &seen, v, body)
+                });
             }
         }
         let Some(id) = seen.session_id else {
@@ -355,6 +432,79 @@ impl HttpLane {
         Ok(Plan::Answered)
     }
 
+    /// Run a 2026-07-28 call through `serve`: its whole reply into `out`, or false (nothing ran).
+    fn serve_stateless(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        serve: &Py<PyAny>,
+        call: Call<'_>,
+        version: &[u8],
+        out: &mut Vec<u8>,
+    ) -> PyResult<bool> {
+        let arguments = match call.arguments {
+            Some(text) => pyjson::build_value(py, text)?,
+            None => py.None().into_bound(py),
+        };
+        let id = pyjson::id_to_py(py, &call.id)?;
+        let version = PyString::new(py, std::str::from_utf8(version).unwrap_or_default());
+        let outcome =
+            serve
+                .bind(py)
+                .call1((PyString::new(py, &call.name), arguments, version, id))?;
+        if outcome.is_none() {
+            return Ok(false);
+        }
+        let (head, reply) = outcome.extract::<(Bound<'_, PyBytes>, Bound<'_, PyBytes>)>()?;
+        let reply = reply.as_bytes();
+        out.extend_from_slice(head.as_bytes());
+        end_head(out, reply.len(), &slf.borrow().date);
+        out.extend_from_slice(reply);
+        Ok(true)
+    }
+
+    /// A 2026-07-28 `tools/call` it may answer (in `version`, a header already matched against
+    /// the learned values): `Mcp-Method` and `Mcp-Name` as sent agree with the body (a name in
+    /// visible ASCII, not in the base64 form), no `Mcp-Param-*` header, params of exactly
+    /// `name`, maybe `arguments`, and `_meta` as `plain_meta` says. Anything else goes the full
+    /// path, which judges it; `serve` decides the rest (see `allow_stateless`).
+    fn plan_stateless<'a>(
+        &self,
+        py: Python<'_>,
+        seen: &Seen<'a>,
+        version: &'a [u8],
+        body: &'a [u8],
+    ) -> Plan<'a> {
+        let Some(stateless) = self.stateless.as_ref() else {
+            return Plan::Full;
+        };
+        if seen.params
+            || seen.method != Some(TOOLS_CALL)
+            || !stateless.versions.iter().any(|v| v.as_slice() == version)
+        {
+            return Plan::Full;
+        }
+        let Some(named) = seen
+            .name
+            .filter(|n| !n.starts_with(b"=?") && n.iter().all(|b| (0x20..0x7f).contains(b)))
+        else {
+            return Plan::Full;
+        };
+        let Some(env) = single(body) else {
+            return Plan::Full;
+        };
+        let Some((call, Some(meta))) = call_of(&env, body) else {
+            return Plan::Full;
+        };
+        if call.name.as_bytes() != named || !plain_meta(meta, version) {
+            return Plan::Full;
+        }
+        Plan::Stateless {
+            version,
+            serve: stateless.serve.clone_ref(py),
+            call,
+        }
+    }
+
     /// DELETE of a session the lane opened (an empty body only).
     fn end_born(&mut self, id: &[u8], body: &[u8], now: f64, out: &mut Vec<u8>) -> Plan<'static> {
         let Some(births) = self.births.as_mut() else {
@@ -403,6 +553,12 @@ enum Plan<'a> {
         owner: Owner<'a>,
         run_tool: Py<PyAny>,
         unencodable: Py<PyAny>,
+        call: Call<'a>,
+    },
+    /// A 2026-07-28 tools/call to run (with no borrow of the lane held) in `version`.
+    Stateless {
+        version: &'a [u8],
+        serve: Py<PyAny>,
         call: Call<'a>,
     },
 }
@@ -534,6 +690,7 @@ impl HttpLane {
             date_second: 0,
             answered: 0,
             births: None,
+            stateless: None,
         }
     }
 
@@ -625,6 +782,16 @@ impl HttpLane {
             ended_head.to_vec(),
         ));
         Ok(())
+    }
+
+    /// Answer 2026-07-28 `tools/call` requests in `versions` (as `plan_stateless` says):
+    /// `serve(name, arguments, version, id)` returns `None` (nothing ran: the full path serves
+    /// it) or `(head, body)`, the reply's head up to its length and its JSON body.
+    fn allow_stateless(&mut self, versions: Vec<String>, serve: Py<PyAny>) {
+        self.stateless = Some(Stateless {
+            versions: versions.into_iter().map(String::into_bytes).collect(),
+            serve,
+        });
     }
 
     /// The full path answered an `initialize` asking for `requested` with `result` (the
