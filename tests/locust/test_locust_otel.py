@@ -217,22 +217,34 @@ class Collector:
         if not os.access(OTELCOL, os.X_OK):
             pytest.fail(f"the OpenTelemetry Collector is not built ({OTELCOL}): run `make otelcol-install`")
         folder.mkdir(parents=True, exist_ok=True)
-        self.grpc, self.http = free_port(), free_port()
         self.out = folder / "metrics.jsonl"
-        config = folder / "otelcol.yaml"
-        config.write_text(
-            "receivers:\n  otlp:\n    protocols:\n"
-            f"      grpc:\n        endpoint: 127.0.0.1:{self.grpc}\n"
-            f"      http:\n        endpoint: 127.0.0.1:{self.http}\n"
-            f"exporters:\n  file:\n    path: {self.out}\n    flush_interval: 100ms\n"
-            "service:\n  telemetry:\n    metrics:\n      level: none\n    logs:\n      level: warn\n"
-            "  pipelines:\n    metrics:\n      receivers: [otlp]\n      exporters: [file]\n"
-        )
         self.log = folder / "otelcol.log"
-        with open(self.log, "wb") as log:
-            self.proc = start_process(
-                ["timeout", "120", str(OTELCOL), "--config", str(config)], self.grpc, "otelcol", stdout=log, stderr=subprocess.STDOUT
+        config = folder / "otelcol.yaml"
+        for attempt in range(3):
+            # A free port may be taken by another test's process before the collector binds it:
+            # then it says so and exits, and the next attempt takes other ports.
+            self.grpc, self.http = free_port(), free_port()
+            config.write_text(
+                "receivers:\n  otlp:\n    protocols:\n"
+                f"      grpc:\n        endpoint: 127.0.0.1:{self.grpc}\n"
+                f"      http:\n        endpoint: 127.0.0.1:{self.http}\n"
+                f"exporters:\n  file:\n    path: {self.out}\n    flush_interval: 100ms\n"
+                "service:\n  telemetry:\n    metrics:\n      level: none\n    logs:\n      level: warn\n"
+                "  pipelines:\n    metrics:\n      receivers: [otlp]\n      exporters: [file]\n"
             )
+            try:
+                with open(self.log, "wb") as log:
+                    self.proc = start_process(
+                        ["timeout", "120", str(OTELCOL), "--config", str(config)],
+                        self.grpc,
+                        "otelcol",
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                    )
+                return
+            except RuntimeError:
+                if attempt == 2 or b"address already in use" not in self.log.read_bytes():
+                    raise
 
     def received(self) -> dict[tuple[str, frozenset], tuple[int, list[int]]]:
         """Stop the collector (it flushes its file) and read back every histogram's last cumulative
