@@ -23,7 +23,15 @@ from mcpfast.sansio.events import (
     RequestReceived,
 )
 from mcpfast.sansio.request import InboundRequest
-from mcpfast.sansio.session import CapabilityError, LifecycleError, ServerSession, SessionState, State, unencodable_result
+from mcpfast.sansio.session import (
+    CapabilityError,
+    LifecycleError,
+    ServerSession,
+    SessionState,
+    State,
+    error_reply,
+    unencodable_result,
+)
 
 __all__ = [
     "BATCH",
@@ -45,6 +53,7 @@ __all__ = [
     "ServerSession",
     "SessionState",
     "State",
+    "error_reply",
     "mrtr",
     "rules",
     "unencodable_result",

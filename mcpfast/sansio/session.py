@@ -781,11 +781,7 @@ class ServerSession:
             del self._inflight[request_id]
             self._end(request_id, request)
             return False
-        try:
-            reply = core.encode_error(request_id, code, message, data)
-        except (TypeError, ValueError, OverflowError) as exc:
-            logger.error("the error data of %s cannot be encoded: %s", _describe(request), exc)
-            reply = core.encode_error(request_id, code, message)
+        reply = error_reply(request_id, code, message, data, _describe(request))
         del self._inflight[request_id]
         self._reply(request_id, reply, code, request.batch, request._tag, False)
         return True
@@ -1136,6 +1132,16 @@ def _undeclared(capabilities: dict[str, Any], method: str, needed: str | None) -
     if method.endswith("/list_changed") and not capabilities[needed].get("listChanged"):
         return f"the server did not declare {needed}.listChanged"
     return None
+
+
+def error_reply(request_id: int | str, code: int, message: str, data: Any, what: str) -> bytes:
+    """The reply to a request answered with a JSON-RPC error; ``data`` JSON cannot hold is
+    dropped, and logged (``what``: the request), the error still sent."""
+    try:
+        return core.encode_error(request_id, code, message, data)
+    except (TypeError, ValueError, OverflowError) as exc:
+        logger.error("the error data of %s cannot be encoded: %s", what, exc)
+        return core.encode_error(request_id, code, message)
 
 
 def unencodable_result(request_id: int | str, exc: BaseException, what: str) -> bytes:

@@ -47,7 +47,7 @@ from mcpfast.protocol.host import HostRules, absolute_form
 from mcpfast.protocol.http import DEFAULT_MAX_BODY, DEFAULT_MAX_HEAD
 from mcpfast.protocol.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, STATELESS_VERSIONS, V2025_11_25, supports
-from mcpfast.sansio import ERROR, Outgoing, ServerSession, unencodable_result
+from mcpfast.sansio import ERROR, Outgoing, ServerSession, error_reply, unencodable_result
 from mcpfast.server.content import text_result
 from mcpfast.store.base import StoreUnavailable
 from mcpfast.transports.answers import OK_EMPTY, Deferred, Later, Reply, send_reply
@@ -928,11 +928,7 @@ class HttpTransport:
             return None
         if isinstance(outcome, tuple):
             code, message, data = outcome
-            try:
-                body = core.encode_error(rid, code, message, data)
-            except (TypeError, ValueError, OverflowError):
-                body = core.encode_error(rid, code, message)
-            return (wire.status_for_error(code), body)
+            return (wire.status_for_error(code), error_reply(rid, code, message, data, f"{m.TOOLS_CALL} {name!r}"))
         result = session.stateless_result(m.TOOLS_CALL, text_result(outcome) if isinstance(outcome, str) else outcome)
         try:
             return (200, core.encode_result(rid, result))

@@ -122,7 +122,8 @@ pub struct HttpLane {
 
 /// What the lane needs to answer 2026-07-28 `tools/call` requests (see `allow_stateless`).
 struct Stateless {
-    versions: Vec<Vec<u8>>,
+    /// Each version as sent, and as `serve` gets it (made once, not per call).
+    versions: Vec<(Vec<u8>, Py<PyString>)>,
     serve: Py<PyAny>,
 }
 
@@ -272,7 +273,7 @@ impl HttpLane {
                 version,
                 serve,
                 call,
-            } => return HttpLane::serve_stateless(slf, py, &serve, call, version, out),
+            } => return HttpLane::serve_stateless(slf, py, &serve, call, &version, out),
             Plan::Answered => return Ok(true),
             Plan::Full => return Ok(false),
         };
@@ -438,7 +439,7 @@ impl HttpLane {
         py: Python<'_>,
         serve: &Py<PyAny>,
         call: Call<'_>,
-        version: &[u8],
+        version: &Py<PyString>,
         out: &mut Vec<u8>,
     ) -> PyResult<bool> {
         let arguments = match call.arguments {
@@ -446,11 +447,12 @@ impl HttpLane {
             None => py.None().into_bound(py),
         };
         let id = pyjson::id_to_py(py, &call.id)?;
-        let version = PyString::new(py, std::str::from_utf8(version).unwrap_or_default());
-        let outcome =
-            serve
-                .bind(py)
-                .call1((PyString::new(py, &call.name), arguments, version, id))?;
+        let outcome = serve.bind(py).call1((
+            PyString::new(py, &call.name),
+            arguments,
+            version.bind(py),
+            id,
+        ))?;
         if outcome.is_none() {
             return Ok(false);
         }
@@ -477,10 +479,14 @@ impl HttpLane {
         let Some(stateless) = self.stateless.as_ref() else {
             return Plan::Full;
         };
-        if seen.params
-            || seen.method != Some(TOOLS_CALL)
-            || !stateless.versions.iter().any(|v| v.as_slice() == version)
-        {
+        let Some((_, served)) = stateless
+            .versions
+            .iter()
+            .find(|(v, _)| v.as_slice() == version)
+        else {
+            return Plan::Full;
+        };
+        if seen.params || seen.method != Some(TOOLS_CALL) {
             return Plan::Full;
         }
         let Some(named) = seen
@@ -499,7 +505,7 @@ impl HttpLane {
             return Plan::Full;
         }
         Plan::Stateless {
-            version,
+            version: served.clone_ref(py),
             serve: stateless.serve.clone_ref(py),
             call,
         }
@@ -557,7 +563,7 @@ enum Plan<'a> {
     },
     /// A 2026-07-28 tools/call to run (with no borrow of the lane held) in `version`.
     Stateless {
-        version: &'a [u8],
+        version: Py<PyString>,
         serve: Py<PyAny>,
         call: Call<'a>,
     },
@@ -787,11 +793,12 @@ impl HttpLane {
     /// Answer 2026-07-28 `tools/call` requests in `versions` (as `plan_stateless` says):
     /// `serve(name, arguments, version, id)` returns `None` (nothing ran: the full path serves
     /// it) or `(head, body)`, the reply's head up to its length and its JSON body.
-    fn allow_stateless(&mut self, versions: Vec<String>, serve: Py<PyAny>) {
-        self.stateless = Some(Stateless {
-            versions: versions.into_iter().map(String::into_bytes).collect(),
-            serve,
-        });
+    fn allow_stateless(&mut self, py: Python<'_>, versions: Vec<String>, serve: Py<PyAny>) {
+        let versions = versions
+            .into_iter()
+            .map(|v| (v.as_bytes().to_vec(), PyString::new(py, &v).unbind()))
+            .collect();
+        self.stateless = Some(Stateless { versions, serve });
     }
 
     /// The full path answered an `initialize` asking for `requested` with `result` (the
