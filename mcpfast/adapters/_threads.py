@@ -125,6 +125,16 @@ class WorkerThreads:
             self._start(loop)
         return await future
 
+    def caller(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """An async function calling ``fn`` in this pool, with ``fn``'s name, signature and
+        annotations (a framework that reads them off the function it runs sees ``fn``'s)."""
+
+        @functools.wraps(fn)
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return await self.run(fn, *args, **kwargs)
+
+        return call
+
     def _start(self, loop: asyncio.AbstractEventLoop) -> None:
         # Started through anyio, so the thread is one of its workers for the code it runs
         # (``anyio.from_thread.run`` finds its way back to the loop); the limiter is the pool's

@@ -140,7 +140,7 @@ def _on_the_loop(tool: Any) -> Any:
 def _in_worker_threads(tool: Any, threads: WorkerThreads) -> Any:
     """A copy of the SDK ``Tool`` whose sync function runs in a thread of ``threads``, as the SDK
     runs it in one of anyio's, for less per call; the rest of ``run`` is as for the original."""
-    return _as_async(tool, functools.partial(threads.run, tool.fn))
+    return _as_async(tool, threads.caller(tool.fn))
 
 
 def _as_async(tool: Any, call: Any) -> Any:
