@@ -17,7 +17,7 @@ import contextvars
 import logging
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import mcp_types
 from mcp.server.context import ServerRequestContext
@@ -43,6 +43,7 @@ __all__ = [
     "SessionBridge",
     "era_capabilities",
     "handshake_capabilities",
+    "input_required_refused",
     "mcp_error",
     "notify",
     "refuse",
@@ -83,6 +84,13 @@ def mcp_error(exc: Exception, stateless: bool = False) -> McpError:
         logger.error("handler raised", exc_info=exc)
         return McpError(INTERNAL_ERROR, "Internal server error")
     return McpError(0, str(exc))
+
+
+def input_required_refused(method: str) -> McpError:
+    """The error for a handler that answered with an ``InputRequiredResult``: its
+    ``requestState`` must be sealed (and the retry's unsealed) by the framework's request-state
+    boundary, which is part of the pipeline left out, so it is refused, not sent in the clear."""
+    return McpError(INTERNAL_ERROR, f"{method}: multi-round-trip results (InputRequiredResult) are not carried by mcpfast")
 
 
 def wire_result(method: str, version: str, result: Any) -> dict[str, Any]:
@@ -317,6 +325,12 @@ class FrameworkServer(Server):
         """``Implementation`` fields beyond name, version and title (description, websiteUrl, icons)."""
         self._states: weakref.WeakKeyDictionary[Any, ConnectionState] = weakref.WeakKeyDictionary()
         self._lifespan_vars: tuple[tuple[contextvars.ContextVar[Any], Any], ...] = ()
+        self._entered_vars: tuple[tuple[contextvars.ContextVar[Any], Any], ...] = ()
+        self.transport_var: tuple[contextvars.ContextVar[Any], Mapping[str, Any]] | None = None
+        """A context variable of the framework naming the transport that serves it, with its
+        value for each of mcpfast's (``stdio``, ``http``): set around each handler with the
+        lifespan's variables when one transport serves the server (the framework decides
+        things by it, such as FastMCP's auth checks, skipped on stdio)."""
         self.worker_threads = WorkerThreads()
         """Where the app's plain ``def`` handlers run, when the adapter routes them here."""
         self.input_schema: Callable[[str], Mapping[str, Any] | None] | None = getattr(lowlevel, "get_tool_input_schema", None)
@@ -327,21 +341,29 @@ class FrameworkServer(Server):
             else:
                 self.routes[method] = self.route(method, entry.handler, entry.params_type)
 
-    async def start(self) -> None:
+    async def start(self, *, transport: Literal["stdio", "http"] | None = None) -> None:
         # A framework's lifespan may set context variables its handlers read (FastMCP: the
         # current server, its shared dependency context). Handlers run in tasks that do not
         # always descend from the one that started the server (the HTTP transport's), so the
-        # variables the lifespan set are kept and set again around each handler.
+        # variables the lifespan set are kept and set again around each handler. A nested start
+        # enters no lifespan: what the first one kept stays.
         before = contextvars.copy_context()
-        await super().start()
+        await super().start(transport=transport)
         after = contextvars.copy_context()
-        self._lifespan_vars = tuple((var, value) for var, value in after.items() if var not in before or before[var] is not value)
+        entered = tuple((var, value) for var, value in after.items() if var not in before or before[var] is not value)
+        if entered:
+            self._entered_vars = entered
+        kept = self._entered_vars
+        if self.transport_var is not None and len(self.transports) == 1:
+            var, names = self.transport_var
+            kept += ((var, names[next(iter(self.transports))]),)
+        self._lifespan_vars = kept
 
     async def stop(self) -> None:
         await super().stop()
         self.worker_threads.stop()
         if self.lifespan_state is None:
-            self._lifespan_vars = ()
+            self._lifespan_vars = self._entered_vars = ()
 
     def lifespan_context_vars(self) -> None:
         """Set the context variables the lifespan set, in the calling task's own context."""
@@ -417,10 +439,7 @@ class FrameworkServer(Server):
             if isinstance(result, mcp_types.ErrorData):
                 raise McpError(result.code, result.message, result.data)
             if isinstance(result, mcp_types.InputRequiredResult):
-                # Its requestState must be sealed (and the retry's unsealed) by the framework's
-                # request-state boundary, which is part of the pipeline left out: refused, not sent
-                # in the clear.
-                raise McpError(INTERNAL_ERROR, f"{method}: multi-round-trip results (InputRequiredResult) are not carried by mcpfast")
+                raise input_required_refused(method)
             return wire_result(method, request.version, result)
 
         return serve

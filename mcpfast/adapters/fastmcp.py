@@ -10,8 +10,7 @@ middleware hooks ``tools/call``, no extension, no OpenTelemetry SDK recording sp
 is looked up by FastMCP's own ``get_tool`` (versions, visibility, auth), run by its own
 ``_run`` (argument validation, result conversion) in mcpfast's worker threads rather than
 anyio's, and its result or error shaped as FastMCP's ``call_tool`` and tools/call handler do.
-Anything else (an unknown tool, a 2026-07-28 request, a tool of another kind) takes the
-handler's own way.
+Anything else (an unknown tool, a tool of another kind, a task) takes the handler's own way.
 
 Private attributes of FastMCP read here, each because FastMCP has no public way to it:
 ``FastMCP._mcp_server`` (its lowlevel server: the handlers and the lifespan),
@@ -19,7 +18,7 @@ Private attributes of FastMCP read here, each because FastMCP has no public way 
 ``_inner`` (to refuse what this adapter does not carry, naming it), and the SDK's ``Server._request_handlers`` /
 ``._notification_handlers`` for the same reason. The short ``tools/call`` reads
 ``._on_call_tool`` (to know the app kept FastMCP's handler), ``._mask_error_details`` and
-``._rebind_prefab_tool_names``, the tool's ``_run``, and the helpers FastMCP's own handler uses
+``._rebind_prefab_tool_names``, the tool's ``_run``, ``fastmcp.server.context._current_transport``, and the helpers FastMCP's own handler uses
 (``fastmcp.server.dependencies._serving_client_tool_call`` / ``_dispatching_tool_call``,
 ``fastmcp.server.server._validation_error_summary``, ``fastmcp.server.mixins.mcp_operations
 ._normalize_call_tool_result``).
@@ -36,6 +35,7 @@ import mcp_types
 from fastmcp import FastMCP
 from fastmcp.exceptions import FastMCPError, ToolError, ValidationError
 from fastmcp.server.context import Context as FastMCPContext
+from fastmcp.server.context import _current_transport as fastmcp_transport
 from fastmcp.server.dependencies import _dispatching_tool_call, _serving_client_tool_call, bind_request_context, extract_version_spec
 from fastmcp.server.middleware import Middleware
 from fastmcp.server.middleware.tool_injection import ToolInjectionMiddleware
@@ -50,6 +50,7 @@ from fastmcp.utilities.exceptions import get_http_status_code, is_timeout_error
 from fastmcp.utilities.versions import VersionSpec
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry import trace
 from pydantic import ValidationError as PydanticValidationError
 
@@ -59,6 +60,7 @@ from mcpfast.adapters._bridge import (
     era_capabilities,
     handshake_capabilities,
     implementation_extras,
+    input_required_refused,
     mcp_error,
     refuse,
     wire_result,
@@ -153,6 +155,9 @@ def adapt(app: FastMCP[Any]) -> FrameworkServer:
         instructions=app.instructions,
     )
     server.extra_server_info = implementation_extras(lowlevel.description, lowlevel.website_url, lowlevel.icons)
+    # FastMCP decides by its transport: component auth checks are skipped on stdio, and a
+    # 2026-07-28 request over HTTP has no scope for per-client state (visibility rules).
+    server.transport_var = (fastmcp_transport, {"stdio": "stdio", "http": "streamable-http"})
     entry = lowlevel.get_request_handler(m.TOOLS_CALL)
     if entry is not None and entry.handler == app._on_call_tool:  # not replaced by the app
         server.routes[m.TOOLS_CALL] = _tools_call(app, server.routes[m.TOOLS_CALL], server, server.worker_threads)
@@ -215,8 +220,11 @@ def _failed(app: FastMCP[Any], name: str, exc: Exception) -> mcp_types.CallToolR
 
 
 def _shaped(name: str, version: str, result: ToolResult) -> mcp_types.CallToolResult:
-    """A handshake-era ``tools/call`` result as FastMCP's handler shapes it."""
+    """A ``tools/call`` result as FastMCP's handler shapes it for ``version``."""
+    modern = version in MODERN_PROTOCOL_VERSIONS
     if isinstance(result, InputRequiredToolResult):
+        if modern:
+            raise input_required_refused(m.TOOLS_CALL)
         raise MCPError(
             code=mcp_types.INVALID_PARAMS,
             message=(
@@ -226,7 +234,7 @@ def _shaped(name: str, version: str, result: ToolResult) -> mcp_types.CallToolRe
             ),
         )
     structured = result.structured_content
-    if isinstance(result, RawStructuredToolResult) or (structured is not None and not isinstance(structured, dict)):
+    if not modern and (isinstance(result, RawStructuredToolResult) or (structured is not None and not isinstance(structured, dict))):
         fastmcp_meta = result.meta.get("fastmcp") if result.meta else None
         if not (isinstance(fastmcp_meta, dict) and fastmcp_meta.get("wrap_result") is True):
             meta = dict(result.meta or {})
@@ -273,8 +281,7 @@ def _tools_call(app: FastMCP[Any], generic: Any, server: FrameworkServer, thread
         if args is None:
             args = {}
         if (
-            request.stateless
-            or not isinstance(name, str)
+            not isinstance(name, str)
             or type(args) is not dict
             or not _CALL_PARAMS.issuperset(params)
             or app._extensions
@@ -297,7 +304,7 @@ def _tools_call(app: FastMCP[Any], generic: Any, server: FrameworkServer, thread
         except McpError:
             raise
         except Exception as exc:
-            raise mcp_error(exc) from None
+            raise mcp_error(exc, request.stateless) from None
         if shaped is None:  # unknown, disabled, or a tool of another kind: FastMCP's handler says what
             result = await generic(request, conn)
             return result

@@ -19,7 +19,7 @@ import re
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from types import UnionType
-from typing import Any, Final, NamedTuple, Union, get_args, get_origin, get_type_hints
+from typing import Any, Final, Literal, NamedTuple, Union, get_args, get_origin, get_type_hints
 
 import orjson
 
@@ -272,6 +272,8 @@ class Server:
         """What the lifespan yielded (``None`` before ``start`` or without a lifespan)."""
         self._lifespan_exit: contextlib.AsyncExitStack | None = None
         self._starts = 0
+        self.transports: set[Literal["stdio", "http"]] = set()
+        """The transports that started this server (``start(transport=)``)."""
         self._session_shared: SessionDefaults | None = None
         self._session_sources: list[Callable[[], object]] = []
         self._tools_call_route = self._tools_call  # one bound method: the lane checks the route is still it
@@ -519,15 +521,18 @@ class Server:
 
     # ---------------------------------------------------------------- lifespan
 
-    async def start(self) -> None:
+    async def start(self, *, transport: Literal["stdio", "http"] | None = None) -> None:
         """Enter the lifespan (if any) before serving; a nested ``start`` only counts.
 
         Every transport serving this server calls it (stdio around its session, HTTP at
         startup), so one process enters the lifespan once however many transports share it.
+        ``transport``: which one calls (``transports`` keeps them; in-process use names none).
 
         Raises:
             Exception: what the lifespan raised on entry (the server must not serve then).
         """
+        if transport is not None:
+            self.transports.add(transport)
         self._starts += 1
         if self._starts > 1 or self.lifespan is None:
             return

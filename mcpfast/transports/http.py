@@ -416,7 +416,7 @@ class HttpTransport:
     async def startup(self) -> None:
         """Start the server (enter its lifespan) before the first request: the ASGI lifespan's
         startup, or the native server's ``start``."""
-        await self.server.start()
+        await self.server.start(transport="http")
 
     async def aclose(self) -> None:
         """Close every session and stateless connection, then stop the server (server shutdown)."""

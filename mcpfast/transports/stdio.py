@@ -119,7 +119,7 @@ async def serve_stdio(
         shutdown_grace: seconds in-flight requests get to finish after EOF before they are
             cancelled.
     """
-    await server.start()
+    await server.start(transport="stdio")
     try:
         await _serve(server, reader, writer, max_in_flight, max_line, shutdown_grace)
     finally:

@@ -16,7 +16,7 @@ from _support import child_env
 
 HERE = Path(__file__).resolve().parent
 
-APPS = {"sdk": "sdk_app:mcp", "fastmcp": "fastmcp_app:mcp"}
+APPS = {"sdk": "sdk_app:mcp", "fastmcp": "fastmcp_app:mcp", "fastmcp-edges": "fastmcp_edges:served"}
 """The sample apps, by the framework they are written for."""
 
 SIDES = ("own", "mcpfast")
@@ -42,7 +42,7 @@ def env() -> dict[str, str]:
 
 
 def needs(app: str) -> None:
-    if app == "fastmcp":
+    if app.startswith("fastmcp"):
         pytest.importorskip("fastmcp", reason="the sdk extra: pip install 'mcpfast[sdk]'")
 
 

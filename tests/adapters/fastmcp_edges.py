@@ -20,114 +20,102 @@ from pydantic import BaseModel
 
 UPSTREAM = httpx2.Request("GET", "http://upstream.invalid/items")
 
-plain = FastMCP("fastmcp-edges")
-"""No middleware of its own, nothing disabled server-wide."""
-
-
-@plain.tool(name="versioned", version="1")
-def versioned_one(x: int) -> str:
-    return f"v1 got {x}"
-
-
-@plain.tool(name="versioned", version="2")
-def versioned_two(x: int) -> str:
-    return f"v2 got {x}"
-
-
-@plain.tool
-def who(ctx: Context) -> str:
-    """A plain def taking the framework's Context (it runs in a worker thread)."""
-    return f"request {ctx.request_id} of {ctx.fastmcp.name}"
-
-
-@plain.tool
-def count_up(n: int) -> Iterator[int]:
-    """A generator: its items are the result."""
-    yield from range(n)
-
-
-@plain.tool(timeout=5.0)
-def doubled(x: int) -> int:
-    return 2 * x
-
 
 class _Strict(BaseModel):
     n: int
 
 
-@plain.tool
-def body_invalid() -> str:
-    """A pydantic error raised by the body, not by the arguments."""
-    _Strict.model_validate({"n": "not a number"})
-    return "unreachable"
+def plain() -> FastMCP[Any]:
+    """No middleware of its own, nothing disabled server-wide."""
+    app = FastMCP("fastmcp-edges")
+
+    @app.tool(name="versioned", version="1")
+    def versioned_one(x: int) -> str:
+        return f"v1 got {x}"
+
+    @app.tool(name="versioned", version="2")
+    def versioned_two(x: int) -> str:
+        return f"v2 got {x}"
+
+    @app.tool
+    def who(ctx: Context) -> str:
+        """A plain def taking the framework's Context (it runs in a worker thread)."""
+        return f"request {ctx.request_id} of {ctx.fastmcp.name}"
+
+    @app.tool
+    def count_up(n: int) -> Iterator[int]:
+        """A generator: its items are the result."""
+        yield from range(n)
+
+    @app.tool(timeout=5.0)
+    def doubled(x: int) -> int:
+        return 2 * x
+
+    @app.tool
+    def body_invalid() -> str:
+        """A pydantic error raised by the body, not by the arguments."""
+        _Strict.model_validate({"n": "not a number"})
+        return "unreachable"
+
+    @app.tool
+    def rate_limited() -> str:
+        raise httpx2.HTTPStatusError("429 from upstream", request=UPSTREAM, response=httpx2.Response(429, request=UPSTREAM))
+
+    @app.tool
+    def upstream_slow() -> str:
+        raise httpx2.ReadTimeout("upstream took too long", request=UPSTREAM)
+
+    @app.tool
+    def upstream_error() -> str:
+        raise MCPError(code=-32000, message="the upstream said no")
+
+    @app.tool
+    def needs_roots() -> str:
+        raise MCPError(code=MISSING_REQUIRED_CLIENT_CAPABILITY, message="roots capability required")
+
+    @app.tool
+    def crash(reason: str) -> str:
+        raise RuntimeError(reason)
+
+    @app.tool
+    def refused(what: str) -> str:
+        raise ToolError(f"will not {what}")
+
+    @app.tool(auth=lambda _ctx: False)
+    def forbidden() -> str:
+        return "never seen"
+
+    @app.tool
+    def secret() -> str:
+        return "the secret"
+
+    @app.tool
+    async def hide_secret(ctx: Context) -> str:
+        await ctx.disable_components(names={"secret"})
+        return "secret hidden for this session"
+
+    return app
 
 
-@plain.tool
-def rate_limited() -> str:
-    raise httpx2.HTTPStatusError("429 from upstream", request=UPSTREAM, response=httpx2.Response(429, request=UPSTREAM))
+def masked() -> FastMCP[Any]:
+    """Errors masked, and one tool disabled server-wide (a server transform)."""
+    app = FastMCP("fastmcp-masked", mask_error_details=True)
 
+    @app.tool
+    def crash_masked(reason: str) -> str:
+        raise RuntimeError(reason)
 
-@plain.tool
-def upstream_slow() -> str:
-    raise httpx2.ReadTimeout("upstream took too long", request=UPSTREAM)
+    @app.tool
+    def shown(x: int) -> int:
+        return x + 1
 
+    @app.tool
+    def switched_off() -> str:
+        return "never seen"
 
-@plain.tool
-def upstream_error() -> str:
-    raise MCPError(code=-32000, message="the upstream said no")
+    app.disable(names={"switched_off"})
 
-
-@plain.tool
-def needs_roots() -> str:
-    raise MCPError(code=MISSING_REQUIRED_CLIENT_CAPABILITY, message="roots capability required")
-
-
-@plain.tool
-def crash(reason: str) -> str:
-    raise RuntimeError(reason)
-
-
-@plain.tool
-def refused(what: str) -> str:
-    raise ToolError(f"will not {what}")
-
-
-@plain.tool(auth=lambda _ctx: False)
-def forbidden() -> str:
-    return "never seen"
-
-
-@plain.tool
-def secret() -> str:
-    return "the secret"
-
-
-@plain.tool
-async def hide_secret(ctx: Context) -> str:
-    await ctx.disable_components(names={"secret"})
-    return "secret hidden for this session"
-
-
-masked = FastMCP("fastmcp-masked", mask_error_details=True)
-"""Errors masked, and one tool disabled server-wide (a server transform)."""
-
-
-@masked.tool
-def crash_masked(reason: str) -> str:
-    raise RuntimeError(reason)
-
-
-@masked.tool
-def shown(x: int) -> int:
-    return x + 1
-
-
-@masked.tool
-def switched_off() -> str:
-    return "never seen"
-
-
-masked.disable(names={"switched_off"})
+    return app
 
 
 class Tagging(Middleware):
@@ -143,10 +131,16 @@ def _injected(x: int) -> str:
     return f"injected got {x}"
 
 
-composed = FastMCP("fastmcp-composed", middleware=[ToolInjectionMiddleware([Tool.from_function(_injected, name="injected")])])
-"""An injected tool; a middleware on tools/call is added after the app is adapted (``tagging``)."""
+def composed() -> FastMCP[Any]:
+    """An injected tool beside one of its own."""
+    app = FastMCP("fastmcp-composed", middleware=[ToolInjectionMiddleware([Tool.from_function(_injected, name="injected")])])
+
+    @app.tool
+    def native(x: int) -> str:
+        return f"native got {x}"
+
+    return app
 
 
-@composed.tool
-def native(x: int) -> str:
-    return f"native got {x}"
+served = plain()
+"""The app the tests over stdio and HTTP serve (``fastmcp_edges:served``), on both servers."""
