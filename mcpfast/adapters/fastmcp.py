@@ -246,7 +246,7 @@ def _shaped(name: str, version: str, result: ToolResult) -> mcp_types.CallToolRe
 def _tools_call(app: FastMCP[Any], generic: Any, server: FrameworkServer, threads: WorkerThreads) -> Any:
     """``tools/call`` as FastMCP's handler answers it, minus what can not act on the call here
     (the module's docstring says when); the rest takes ``generic``, the handler's own way."""
-    copies: dict[str, tuple[Any, Any]] = {}  # name -> (the app's tool, the copy run in ``threads``); the app's own is left as it is
+    decided: dict[str, tuple[Any, Any]] = {}  # name -> (the app's tool, what runs for it); the app's own is left as it is
     passing: list[tuple[Middleware, ...]] = [()]  # the last middleware list seen to leave tools/call alone (no injected tools either)
 
     local = app._local_provider
@@ -261,18 +261,25 @@ def _tools_call(app: FastMCP[Any], generic: Any, server: FrameworkServer, thread
         return True
 
     def runnable(tool: Any) -> Any:
-        """The tool to run for ``tool``, or ``None`` when it takes the handler's way."""
+        """The tool to run for ``tool`` (itself, or a copy whose plain function runs in
+        ``threads``), or ``None`` when the call takes the handler's way; decided once a tool."""
+        known = decided.get(tool.name)
+        if known is not None and known[0] is tool:
+            return known[1]
         if type(tool) is not FunctionTool or tool.task_config.mode != "forbidden":
-            return None
-        fn = tool.fn
-        if not tool.run_in_thread or tool.timeout is not None or inspect.iscoroutinefunction(fn) or not inspect.isfunction(fn):
-            return tool  # runs as FastMCP runs it
-        if inspect.isgeneratorfunction(fn):
-            return tool
-        known = copies.get(tool.name)
-        if known is None or known[0] is not tool:  # a tool replaced since: copy the new one
-            known = copies[tool.name] = (tool, tool.model_copy(update={"fn": threads.caller(fn)}))
-        return known[1]
+            run = None
+        elif (
+            tool.run_in_thread
+            and tool.timeout is None
+            and inspect.isfunction(tool.fn)
+            and not inspect.iscoroutinefunction(tool.fn)
+            and not inspect.isgeneratorfunction(tool.fn)
+        ):
+            run = tool.model_copy(update={"fn": threads.caller(tool.fn)})
+        else:
+            run = tool  # as FastMCP runs it: on the loop if it asks, a coroutine, a generator, under a timeout
+        decided[tool.name] = (tool, run)  # a tool replaced since is decided anew
+        return run
 
     async def call(request: InboundRequest, conn: Any) -> dict[str, Any]:
         params = request.params
@@ -319,12 +326,17 @@ def _tools_call(app: FastMCP[Any], generic: Any, server: FrameworkServer, thread
         if app.transforms or len(providers) != 1 or providers[0] is not local:
             return await app.get_tool(name, version=version)
         tool = await local.get_tool(name, version)
-        if tool is None or not await _component_auth_allows(tool):
+        if tool is None or not await allowed(tool):
             return None
         seen = await apply_session_transforms([tool])
-        if seen and is_enabled(seen[0]) and await _component_auth_allows(seen[0]):
+        if seen and is_enabled(seen[0]) and await allowed(seen[0]):
             return seen[0]
         return None
+
+    async def allowed(tool: Any) -> bool:
+        # FastMCP's check admits a tool without ``auth`` whoever asks; it reads the request's
+        # token first, which such a tool does not need.
+        return tool.auth is None or await _component_auth_allows(tool)
 
     async def run(name: str, version: VersionSpec | None, args: dict[str, Any], protocol: str) -> mcp_types.CallToolResult | None:
         try:
