@@ -1019,6 +1019,14 @@ async def _wait_disconnect(receive: Receive) -> None:
             return
 
 
-def asgi_app(server: Server, **options: Any) -> HttpTransport:
-    """The ASGI application serving ``server`` (options: see ``HttpTransport``)."""
-    return HttpTransport(server, **options)
+def asgi_app(server: object, **options: Any) -> HttpTransport:
+    """The ASGI application serving ``server`` (options: see ``HttpTransport``): an mcpfast
+    ``Server``, or an official-SDK ``MCPServer`` or FastMCP app as ``mcpfast serve --app``
+    serves it (``mcpfast.adapters.servable``).
+
+    Raises:
+        UnsupportedApp: ``server`` is none of those, or uses what the adapter does not carry.
+    """
+    from mcpfast.adapters import servable
+
+    return HttpTransport(servable(server), **options)

@@ -5,6 +5,7 @@ generator. Served as they are by FastMCP's own server and by mcpfast in the test
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -84,6 +85,11 @@ def plain() -> FastMCP[Any]:
     @app.tool(auth=lambda _ctx: False)
     def forbidden() -> str:
         return "never seen"
+
+    @app.tool
+    def pid() -> int:
+        """The serving process (which worker answered)."""
+        return os.getpid()
 
     @app.tool
     def secret() -> str:
