@@ -7,9 +7,11 @@ and root middleware, so every component a client can list or call is FastMCP's o
 
 ``tools/call`` takes a shorter way when nothing it leaves out can act on the call (no
 middleware hooks ``tools/call``, no extension, no OpenTelemetry SDK recording spans): the tool
-is looked up by FastMCP's own ``get_tool`` (versions, visibility, auth), run by its own
-``_run`` (argument validation, result conversion) in mcpfast's worker threads rather than
-anyio's, and its result or error shaped as FastMCP's ``call_tool`` and tools/call handler do.
+is looked up by the steps of FastMCP's ``get_tool`` (its provider, versions, the session's
+visibility rules, auth; ``get_tool`` itself when the app has server transforms or providers of
+more than its own), run by its own ``_run`` (argument validation, result conversion) with a
+plain ``def`` in mcpfast's worker threads rather than anyio's, and its result or error shaped
+as FastMCP's ``call_tool`` and tools/call handler do.
 Anything else (an unknown tool, a tool of another kind, a task) takes the handler's own way.
 
 Private attributes of FastMCP read here, each because FastMCP has no public way to it:
@@ -17,11 +19,13 @@ Private attributes of FastMCP read here, each because FastMCP has no public way 
 ``._additional_http_routes``, ``._extensions``, ``._local_provider`` and a wrapped provider's
 ``_inner`` (to refuse what this adapter does not carry, naming it), and the SDK's ``Server._request_handlers`` /
 ``._notification_handlers`` for the same reason. The short ``tools/call`` reads
-``._on_call_tool`` (to know the app kept FastMCP's handler), ``._mask_error_details`` and
-``._rebind_prefab_tool_names``, the tool's ``_run``, ``fastmcp.server.context._current_transport``, and the helpers FastMCP's own handler uses
-(``fastmcp.server.dependencies._serving_client_tool_call`` / ``_dispatching_tool_call``,
-``fastmcp.server.server._validation_error_summary``, ``fastmcp.server.mixins.mcp_operations
-._normalize_call_tool_result``).
+``._on_call_tool`` (to know the app kept FastMCP's handler), ``._mask_error_details``,
+``._rebind_prefab_tool_names`` and ``._local_provider``, the tool's ``_run``, and the helpers
+FastMCP's own handler and ``get_tool`` use (``fastmcp.server.dependencies``'
+``_serving_client_tool_call`` / ``_dispatching_tool_call``, ``fastmcp.server.server``'
+``_component_auth_allows`` / ``_validation_error_summary``,
+``fastmcp.server.mixins.mcp_operations._normalize_call_tool_result``); the adapter sets
+``fastmcp.server.context._current_transport`` around each handler, as FastMCP's transports do.
 """
 
 from __future__ import annotations
