@@ -95,6 +95,16 @@ def plain() -> FastMCP[Any]:
     def secret() -> str:
         return "the secret"
 
+    @app.prompt
+    def greet(name: str, style: str = "plain") -> str:
+        return f"Greet {name}, {style}."
+
+    @app.completion
+    def complete(ref: Any, argument: Any, context: Any) -> list[str] | None:
+        if getattr(ref, "name", None) == "greet" and argument.name == "style":
+            return [style for style in ("plain", "formal", "pirate") if style.startswith(argument.value)]
+        return None
+
     @app.tool
     async def hide_secret(ctx: Context) -> str:
         await ctx.disable_components(names={"secret"})

@@ -83,6 +83,9 @@ def test_the_short_way_answers_as_fastmcp_does(era: str, by_handler: list[str]) 
         call(17, "hide_secret"),
         call(18, "secret"),  # hidden for this session now
         call(19, "versioned", {"x": 2}, _meta={"fastmcp": {"version": "9"}}),
+        request(20, "completion/complete", {"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "style", "value": "p"}}),
+        request(21, "completion/complete", {"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "name", "value": ""}}),
+        request(22, "prompts/get", {"name": "greet", "arguments": {"name": "Ada", "style": "formal"}}),
     ]
     if era == "stateless":
         # Visibility rules of a stateless request (kept per process in process, none over HTTP)
@@ -102,6 +105,8 @@ def test_the_short_way_answers_as_fastmcp_does(era: str, by_handler: list[str]) 
     assert ours[11]["error"]["code"] == -32021
     assert ours[12]["result"]["content"][0]["text"] == "Error calling tool 'crash': disk on fire"
     assert ours[16]["result"]["content"][0]["text"] == "the secret"
+    assert ours[20]["result"]["completion"]["values"] == ["plain", "pirate"]
+    assert ours[21]["result"]["completion"]["values"] == []
     # Only what the lookup turned down went to FastMCP's handler (which then says why).
     if era == "handshake":
         assert ours[18]["result"]["content"][0]["text"] == "Unknown tool: 'secret'"
