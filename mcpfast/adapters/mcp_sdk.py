@@ -33,6 +33,7 @@ from mcpfast.adapters._bridge import (
     era_capabilities,
     handshake_capabilities,
     implementation_extras,
+    input_required_refused,
     mcp_error,
     notify,
     refuse,
@@ -149,8 +150,8 @@ def _as_async(tool: Any, call: Any) -> Any:
 
 def _tools_call(app: MCPServer[Any], server: FrameworkServer, generic: Any, inline_sync_tools: bool) -> Any:
     """``tools/call`` through the tool object's ``run``: what ``MCPServer``'s handler does, minus
-    the look-ups and wrappers between them (an unknown tool, odd params or a 2026 request take
-    the handler's own way)."""
+    the look-ups and wrappers between them, in both eras (an unknown tool or odd params take the
+    handler's own way)."""
     manager = app._tool_manager
     bus = app._subscriptions
     copies: dict[str, tuple[Any, Any]] = {}  # name -> (the app's sync tool, the copy that runs it); the app's own is left as it is
@@ -163,23 +164,28 @@ def _tools_call(app: MCPServer[Any], server: FrameworkServer, generic: Any, inli
         args = params.get("arguments")
         if args is None:
             args = {}
-        if tool is None or type(args) is not dict or request.stateless:
+        if tool is None or type(args) is not dict:
             result: dict[str, Any] = await generic(request, conn)
             return result
+        # At 2026-07-28 the tool's Context answers an elicitation from the request's own params
+        # (input responses), as the SDK's handler gives them; before, nothing reads them.
+        typed = mcp_types.CallToolRequestParams.model_validate(params, by_name=False) if request.stateless else None
         if not tool.is_async:
             known = copies.get(tool.name)
             if known is None or known[0] is not tool:  # a tool replaced since: copy the new one
                 known = copies[tool.name] = (tool, _on_the_loop(tool) if inline_sync_tools else _in_worker_threads(tool, threads))
             tool = known[1]
         server.lifespan_context_vars()
-        context = SdkContext(request_context=server.request_context(request, conn), mcp_server=app, subscriptions=bus)
+        context = SdkContext(request_context=server.request_context(request, conn), mcp_server=app, input_params=typed, subscriptions=bus)
         try:
             value = await tool.run(args, context, convert_result=True)
         except MCPError as exc:
-            raise mcp_error(exc) from None  # the JSON-RPC error, as the SDK answers it
+            raise mcp_error(exc, request.stateless) from None  # the JSON-RPC error, as the SDK answers it
         except Exception as exc:
             logger.info("tool %r failed: %r", name, exc)
             value = mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=str(exc))], is_error=True)
+        if isinstance(value, mcp_types.InputRequiredResult):
+            raise input_required_refused(m.TOOLS_CALL)
         return wire_result(m.TOOLS_CALL, request.version, value)
 
     return call
