@@ -34,7 +34,6 @@ import inspect
 import logging
 from typing import Any
 
-import fastmcp as fastmcp_package
 import mcp_types
 from fastmcp import FastMCP
 from fastmcp.exceptions import FastMCPError, ToolError, ValidationError
@@ -48,6 +47,7 @@ from fastmcp.server.mixins.mcp_operations import logger as handler_logger
 from fastmcp.server.server import _component_auth_allows, _validation_error_summary
 from fastmcp.server.server import logger as fastmcp_logger
 from fastmcp.server.transforms.visibility import apply_session_transforms, is_enabled
+from fastmcp.telemetry import telemetry_mode
 from fastmcp.tools.base import InputRequiredToolResult, RawStructuredToolResult, ToolResult
 from fastmcp.tools.function_tool import FunctionTool
 from fastmcp.utilities.exceptions import get_http_status_code, is_timeout_error
@@ -171,20 +171,12 @@ def adapt(app: FastMCP[Any]) -> FrameworkServer:
 def _telemetry_acts() -> bool:
     """Whether FastMCP's span around a tool call would do anything: it records with an
     OpenTelemetry SDK set as the tracer provider (not the API's default no-op one), and attaches
-    the caller's trace context in ``propagation_only`` mode; ``off`` does nothing."""
-    mode = fastmcp_package.settings.telemetry_mode
+    the caller's trace context in ``propagation_only`` mode; ``off`` does nothing. The mode is
+    FastMCP's own reading (its setting, downgraded inside ``suppress_fastmcp_telemetry()``)."""
+    mode = telemetry_mode()
     if mode == "off":
         return False
-    if mode != "native" or _SDK_TRACING:
-        return True
-    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider | trace.NoOpTracerProvider):
-        return False
-    _SDK_TRACING.append(True)  # OpenTelemetry sets a global provider once, never back to none
-    return True
-
-
-_SDK_TRACING: list[bool] = []
-"""Not empty once a tracer provider of an OpenTelemetry SDK was seen."""
+    return mode != "native" or not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider | trace.NoOpTracerProvider)
 
 
 def _error_result(text: str) -> mcp_types.CallToolResult:

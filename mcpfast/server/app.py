@@ -273,7 +273,7 @@ class Server:
         self._lifespan_exit: contextlib.AsyncExitStack | None = None
         self._starts = 0
         self.transports: set[Literal["stdio", "http"]] = set()
-        """The transports that started this server (``start(transport=)``)."""
+        """The transports that started this server (``start(transport=)``) since it was last stopped."""
         self._session_shared: SessionDefaults | None = None
         self._session_sources: list[Callable[[], object]] = []
         self._tools_call_route = self._tools_call  # one bound method: the lane checks the route is still it
@@ -549,6 +549,8 @@ class Server:
         if self._starts == 0:
             return
         self._starts -= 1
+        if self._starts == 0:
+            self.transports.clear()  # a later start names its own
         if self._starts == 0 and self._lifespan_exit is not None:
             stack, self._lifespan_exit = self._lifespan_exit, None
             try:

@@ -165,3 +165,33 @@ def test_middleware_added_after_adapting_is_run(by_handler: list[str]) -> None:
     assert "_meta" not in replies[1]["result"] or "tagged" not in replies[1]["result"]["_meta"]
     assert replies[2]["result"]["_meta"]["tagged"] is True
     assert by_handler == ["echo"]
+
+
+def test_telemetry_that_acts_takes_fastmcps_handler(by_handler: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """An OpenTelemetry SDK set as tracer provider records FastMCP's span of each call; in
+    ``propagation_only`` mode the span attaches the caller's context. Either way the call takes
+    FastMCP's handler; with telemetry ``off`` nothing of it acts, so the short way stays."""
+    import fastmcp
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    messages = handshake("2025-11-25") + [call(1, "versioned", {"x": 1}), call(2, "who")]
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    # The global provider can be set once a process: looked up through the API's own function instead.
+    with monkeypatch.context() as patched:
+        patched.setattr(trace, "get_tracer_provider", lambda: provider)
+        served(fastmcp_edges.plain, messages, by_handler)
+        assert by_handler == ["versioned", "who"]
+        assert any(span.name == "tools/call versioned" for span in exporter.get_finished_spans())
+    with monkeypatch.context() as patched:
+        patched.setattr(fastmcp.settings, "telemetry_mode", "propagation_only")
+        served(fastmcp_edges.plain, messages, by_handler)
+        assert by_handler == ["versioned", "who"]
+    with monkeypatch.context() as patched:
+        patched.setattr(fastmcp.settings, "telemetry_mode", "off")
+        served(fastmcp_edges.plain, messages, by_handler)
+        assert by_handler == []
