@@ -156,12 +156,13 @@ conformance: install conformance-install ## The official conformance suite again
 
 LINT_PATHS := mcpfast tests benchmarks
 
-lint: install ## ruff (format check + lint), mypy on the package, the layer rules (lint-imports), stubtest of _core.pyi, cargo fmt --check and clippy
+lint: install ## ruff (format check + lint), mypy on the package (and tests/typecheck: no Any out of mcpfast.core), the layer rules (lint-imports), stubtest of _core.pyi against both cores, cargo fmt --check and clippy
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(PY) -m mypy.stubtest mcpfast._core --allowlist .mypy-stubtest-allowlist
+	$(PY) tests/typecheck/stubtest_twin.py mcpfast._core --allowlist tests/typecheck/twin-stubtest-allowlist
 	cargo fmt --all --check
 	cargo clippy --all-targets -- -D warnings
 

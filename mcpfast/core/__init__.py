@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import warnings
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mcpfast._version import __version__
 from mcpfast.core._errors import (
@@ -26,9 +26,6 @@ from mcpfast.core._errors import (
     FrameTooLarge,
     JsonRpcError,
 )
-
-if TYPE_CHECKING:
-    from mcpfast import _core
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -111,34 +108,71 @@ def _select() -> tuple[str, ModuleType]:
 
 IMPLEMENTATION, _impl = _select()
 
-DEFAULT_MAX_DEPTH: int = _impl.DEFAULT_MAX_DEPTH
-DEFAULT_MAX_EVENT: int = _impl.DEFAULT_MAX_EVENT
-DEFAULT_MAX_LINE: int = _impl.DEFAULT_MAX_LINE
-Message = _impl.Message
-SseEvent = _impl.SseEvent
-LineFramer = _impl.LineFramer
-SseDecoder = _impl.SseDecoder
-SseEncoder = _impl.SseEncoder
-decode = _impl.decode
-encode_error = _impl.encode_error
-encode_notification = _impl.encode_notification
-encode_request = _impl.encode_request
-encode_result = _impl.encode_result
-frame_lines = _impl.frame_lines
-parse_http = _impl.parse_http
-refusal = _impl.refusal
-auth_param = _impl.auth_param
-scan_reply = _impl.scan_reply
+# The names below are the loaded implementation's own objects, bound once: the hot path reads
+# these module attributes, so there is no wrapper between a caller and the core. mypy reads them
+# from mcpfast/_core.pyi, the contract both implementations honour (`make lint` runs stubtest of
+# the stub against each of them), so a call of the core is typed whichever one loads.
+if TYPE_CHECKING:
+    from mcpfast._core import (
+        DEFAULT_MAX_DEPTH,
+        DEFAULT_MAX_EVENT,
+        DEFAULT_MAX_LINE,
+        DrainRow,
+        EngineConfig,
+        HttpLane,
+        LineFramer,
+        Message,
+        MixItem,
+        NativeEngine,
+        SseDecoder,
+        SseEncoder,
+        SseEvent,
+        auth_param,
+        decode,
+        encode_error,
+        encode_notification,
+        encode_request,
+        encode_result,
+        frame_lines,
+        parse_http,
+        refusal,
+        scan_reply,
+    )
+else:
+    DEFAULT_MAX_DEPTH = _impl.DEFAULT_MAX_DEPTH
+    DEFAULT_MAX_EVENT = _impl.DEFAULT_MAX_EVENT
+    DEFAULT_MAX_LINE = _impl.DEFAULT_MAX_LINE
+    Message = _impl.Message
+    SseEvent = _impl.SseEvent
+    LineFramer = _impl.LineFramer
+    SseDecoder = _impl.SseDecoder
+    SseEncoder = _impl.SseEncoder
+    decode = _impl.decode
+    encode_error = _impl.encode_error
+    encode_notification = _impl.encode_notification
+    encode_request = _impl.encode_request
+    encode_result = _impl.encode_result
+    frame_lines = _impl.frame_lines
+    parse_http = _impl.parse_http
+    refusal = _impl.refusal
+    auth_param = _impl.auth_param
+    scan_reply = _impl.scan_reply
+    # The compiled core alone has these; with the pure-Python core they are None. They are typed
+    # as the classes: code that uses them checks HAS_NATIVE_ENGINE / HAS_LANE (or calls
+    # require_native_engine) first.
+    NativeEngine = getattr(_impl, "NativeEngine", None)
+    EngineConfig = getattr(_impl, "EngineConfig", None)
+    MixItem = getattr(_impl, "MixItem", None)
+    DrainRow = getattr(_impl, "DrainRow", None)
+    HttpLane = getattr(_impl, "HttpLane", None)
 
-NativeEngine: Any = getattr(_impl, "NativeEngine", None)
-"""The native load engine (compiled core only); None with the pure-Python core."""
-EngineConfig: Any = getattr(_impl, "EngineConfig", None)
-"""The native engine's typed config (compiled core only); None with the pure-Python core."""
-MixItem: Any = getattr(_impl, "MixItem", None)
-"""An entry of ``EngineConfig.mix`` (compiled core only); None with the pure-Python core."""
-DrainRow: Any = getattr(_impl, "DrainRow", None)
-"""A drained window of the native engine (compiled core only; None with the pure-Python core)."""
-HAS_NATIVE_ENGINE: bool = NativeEngine is not None
+HAS_NATIVE_ENGINE: bool = getattr(_impl, "NativeEngine", None) is not None
+"""Whether the native load engine (``NativeEngine``, ``EngineConfig``, ``MixItem``,
+``DrainRow``) can be used: the compiled core only."""
+HAS_LANE: bool = getattr(_impl, "HttpLane", None) is not None
+"""Whether the native HTTP server can answer sync tool calls through ``HttpLane``: the compiled
+core only. With the pure-Python core every request takes the transport's full path, with the
+same replies."""
 
 
 def require_native_engine() -> None:
@@ -147,14 +181,14 @@ def require_native_engine() -> None:
     Raises:
         RuntimeError: the compiled core is not in use (``MCPFAST_CORE=python``, or not built).
     """
-    if NativeEngine is None:
+    if not HAS_NATIVE_ENGINE:
         raise RuntimeError(
             f"the native load engine needs the compiled core, but mcpfast.core is {IMPLEMENTATION!r} "
             "(build it with `make install`, and do not set MCPFAST_CORE=python)"
         )
 
 
-def native_engine(config: _core.EngineConfig) -> _core.NativeEngine:
+def native_engine(config: EngineConfig) -> NativeEngine:
     """A :class:`mcpfast._core.NativeEngine` for ``config``.
 
     Raises:
@@ -164,14 +198,3 @@ def native_engine(config: _core.EngineConfig) -> _core.NativeEngine:
     """
     require_native_engine()
     return NativeEngine(config)
-
-
-if TYPE_CHECKING:
-    from mcpfast._core import HttpLane
-else:
-    HttpLane = getattr(_impl, "HttpLane", None)
-    """The native HTTP server's lane (compiled core only); None with the pure-Python core."""
-HAS_LANE: bool = getattr(_impl, "HttpLane", None) is not None
-"""Whether the native HTTP server can answer sync tool calls through ``HttpLane``: the compiled
-core only. With the pure-Python core every request takes the transport's full path, with the
-same replies."""

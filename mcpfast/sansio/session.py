@@ -333,6 +333,7 @@ class ServerSession:
         Protocol errors are answered here (into the outbox) and produce no event. ``tag`` comes
         back on every record answering this input or sent for a request it carried.
         """
+        decoded: core.Message | list[core.Message | core.JsonRpcError] | core.JsonRpcError
         try:
             decoded = core.decode(data)
         except core.JsonRpcError as exc:
