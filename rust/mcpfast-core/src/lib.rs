@@ -22,6 +22,7 @@ pub mod json;
 pub mod meta;
 pub mod refused;
 pub mod sse;
+pub mod versions;
 pub mod write;
 
 /// Default nesting limit for decoding (the top-level value is depth 1).

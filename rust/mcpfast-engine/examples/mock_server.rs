@@ -255,7 +255,7 @@ fn respond(
         let params = check::member(body, "params").unwrap_or(b"{}");
         let asked = check::string_member(params, "protocolVersion");
         let version = asked
-            .filter(|v| mcpfast_engine::mcp::KNOWN_VERSIONS.contains(&v.as_str()))
+            .filter(|v| mcpfast_engine::versions::HANDSHAKE.contains(&v.as_str()))
             .unwrap_or("2025-06-18".into());
         let result = format!(
             r#"{{"protocolVersion":"{version}","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"mock","version":"0"}}}}"#

@@ -7,14 +7,11 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use mcpfast_core::versions;
 use serde_json::{Map, Value};
 
 use crate::mcp::Target;
 use crate::net::{ConnectTo, TlsOptions};
-
-/// The protocol versions this engine speaks.
-pub const HANDSHAKE_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
-pub const STATELESS_VERSIONS: &[&str] = &["2026-07-28"];
 
 /// A JSON object: tool arguments, client capabilities, the params of a mix entry.
 pub type JsonObject = Map<String, Value>;
@@ -357,7 +354,7 @@ pub struct Config {
 
 impl Config {
     pub fn stateless(&self) -> bool {
-        STATELESS_VERSIONS.contains(&self.protocol_version.as_str())
+        versions::STATELESS.contains(&self.protocol_version.as_str())
     }
 
     /// The version a 2026-07-28 request carries: `protocol_version`, or (`discover`, whose
@@ -366,7 +363,7 @@ impl Config {
         if self.stateless() {
             &self.protocol_version
         } else {
-            STATELESS_VERSIONS[0]
+            versions::STATELESS[0]
         }
     }
 }
@@ -480,11 +477,15 @@ impl Settings {
             return Err(field_error("family", "hold is an HTTP family"));
         }
         let protocol_version = self.protocol_version.clone();
-        let stateless = STATELESS_VERSIONS.contains(&protocol_version.as_str());
-        if !HANDSHAKE_VERSIONS.contains(&protocol_version.as_str()) && !stateless {
+        let stateless = versions::STATELESS.contains(&protocol_version.as_str());
+        if !versions::HANDSHAKE.contains(&protocol_version.as_str()) && !stateless {
             return Err(field_error(
                 "protocol_version",
-                format!("unsupported {protocol_version:?} (known: {HANDSHAKE_VERSIONS:?}, {STATELESS_VERSIONS:?})"),
+                format!(
+                    "unsupported {protocol_version:?} (known: {:?}, {:?})",
+                    versions::HANDSHAKE,
+                    versions::STATELESS
+                ),
             ));
         }
         if family == Family::Discover && (transport != Transport::Http || stateless) {

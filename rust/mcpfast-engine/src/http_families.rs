@@ -481,7 +481,7 @@ impl HttpSession {
                     other = checked.other_messages;
                     match (checked.verdict(), checked.version) {
                         (Verdict::Ok, Some(v))
-                            if crate::mcp::KNOWN_VERSIONS.contains(&v.as_str()) =>
+                            if mcpfast_core::versions::HANDSHAKE.contains(&v.as_str()) =>
                         {
                             if p.session_id_invalid {
                                 Err(Problem::BadSessionId.reason())

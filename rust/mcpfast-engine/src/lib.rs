@@ -32,6 +32,10 @@ pub mod templates;
 /// version the engine is built with.
 pub use serde_json;
 
+/// The protocol versions the engine speaks, by era (the core's lists; the mock server of
+/// `examples/` answers with them).
+pub use mcpfast_core::versions;
+
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;

@@ -6,9 +6,6 @@ use std::time::Duration;
 use crate::check::Verdict;
 use crate::http::{Conn, ExchangeError};
 
-/// Protocol versions of the handshake era this client can speak.
-pub const KNOWN_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
-
 /// Where the MCP endpoint is, as the URL names it (resolution is [`crate::net`]'s).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
