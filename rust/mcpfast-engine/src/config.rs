@@ -10,8 +10,7 @@ use std::time::Duration;
 use mcpfast_core::versions;
 use serde_json::{Map, Value};
 
-use crate::mcp::Target;
-use crate::net::{ConnectTo, TlsOptions};
+use crate::target::{ConnectTo, Target, TlsOptions};
 
 /// A JSON object: tool arguments, client capabilities, the params of a mix entry.
 pub type JsonObject = Map<String, Value>;

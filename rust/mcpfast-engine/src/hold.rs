@@ -25,11 +25,11 @@ use tokio::task::JoinSet;
 
 use crate::http::{Conn, ResponseParser};
 use crate::http_families::{connect_held, refusal, HttpSession, REOPEN_EVERY};
-use crate::lock;
+use crate::shared::lock;
 use crate::rows::{trigger_name, FixedRow};
 use crate::runtime::{Ctx, BACKOFF, TICK};
 use crate::templates::Template;
-use crate::{Counters, Shared};
+use crate::shared::{Counters, Fanout};
 
 /// How often a user that holds all its streams, and the trigger waiting for every stream,
 /// look at their targets (retired, stopped, every stream open).
@@ -39,53 +39,11 @@ const LOOK_EVERY: Duration = Duration::from_millis(100);
 /// memory sample of it taken then sees the held streams alone).
 const SETTLE: Duration = Duration::from_secs(1);
 
-/// The fan-out rounds as this engine sees them.
-#[derive(Debug, Default)]
-pub struct Fanout {
-    /// The round now (0: none yet) and its send time (CLOCK_MONOTONIC ns).
-    pub round: u64,
-    pub sent_ns: u64,
-    /// The streams held when the round began, and how many have had its event.
-    pub expected: u64,
-    pub seen: u64,
-    /// Rounds this engine's trigger began.
-    pub triggers: u64,
-    /// (round, µs from the send to the last held stream's arrival), each complete round.
-    pub complete: Vec<(u64, u64)>,
-}
-
 /// CLOCK_MONOTONIC in ns: one clock for every process of the host.
 pub fn mono_ns() -> u64 {
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).map_or(0, |t| {
         t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
     })
-}
-
-impl Shared {
-    /// The GET streams held now, every thread.
-    pub fn streams_open(&self) -> u64 {
-        self.counters
-            .iter()
-            .map(|c| c.held.load(Ordering::Relaxed))
-            .sum()
-    }
-
-    /// The current round and its send time: from the clock file, else this engine's own.
-    fn round_now(&self, f: &Fanout) -> (u64, u64) {
-        let Some(file) = &self.hold_clock else {
-            return (f.round, f.sent_ns);
-        };
-        let mut b = [0u8; 16];
-        if file.read_exact_at(&mut b, 0).is_err() {
-            return (0, 0); // no round yet
-        }
-        let word = |i: usize| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&b[i..i + 8]);
-            u64::from_le_bytes(w)
-        };
-        (word(0), word(8))
-    }
 }
 
 /// `now` moved back by the ns between `sent_ns` and `now_ns` (both CLOCK_MONOTONIC).
@@ -319,7 +277,7 @@ pub(crate) async fn trigger(ctx: Rc<Ctx>) {
         if shared.stopping() {
             return;
         }
-        let target = shared.users.load(Ordering::Relaxed) as u64 * per_user;
+        let target = shared.users() as u64 * per_user;
         if target > 0 && shared.streams_open() >= target {
             break;
         }

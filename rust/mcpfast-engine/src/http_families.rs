@@ -6,7 +6,6 @@
 
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcpfast_core::sse::{SseDecoder, SseItem};
@@ -15,7 +14,7 @@ use tokio::sync::watch;
 use crate::check::{SseCheck, Verdict, Want};
 use crate::config::{Family, NewConnection};
 use crate::http::{Conn, ContentType, ExchangeError, ResponseParser};
-use crate::lock;
+use crate::shared::lock;
 use crate::mcp::{Problem, Session};
 use crate::rows::FixedRow;
 use crate::runtime::{Ctx, BACKOFF, TICK};
@@ -86,8 +85,8 @@ pub(crate) struct HttpSession {
 /// generation it was built from.
 fn token_line(ctx: &Ctx, slot: usize) -> (u64, Vec<u8>) {
     let shared = &ctx.shared;
-    let gen = shared.bearer_gen.load(Ordering::Acquire);
-    let tokens = Arc::clone(&crate::lock(&shared.bearer));
+    let gen = shared.bearer_gen();
+    let tokens = shared.bearer_tokens();
     let mut line = Vec::new();
     if !tokens.is_empty() {
         line.extend_from_slice(b"Authorization: Bearer ");
@@ -113,7 +112,7 @@ impl HttpSession {
         let mut conn = Conn::new(ctx.endpoint());
         conn.set_max_body(ctx.cfg().max_reply_bytes);
         conn.parser.capture_cookies = ctx.cfg().cookies;
-        let token_slot = ctx.shared.next_token.fetch_add(1, Ordering::Relaxed);
+        let token_slot = ctx.shared.next_token_slot();
         let (token_gen, token_line) = token_line(ctx, token_slot);
         HttpSession {
             conn,
@@ -154,7 +153,7 @@ impl HttpSession {
             .as_ref()
             .is_some_and(|j| j.iter_any().next().is_some())
             && self.cookies_at.elapsed() > Duration::from_secs(1);
-        if ctx.shared.bearer_gen.load(Ordering::Acquire) != self.token_gen {
+        if ctx.shared.bearer_gen() != self.token_gen {
             (self.token_gen, self.token_line) = token_line(ctx, self.token_slot);
             self.cookies_changed(ctx);
         }
@@ -665,7 +664,7 @@ fn post(out: &mut Vec<u8>, head: &[u8], t: &Template, id: i64) {
 
 /// A request in flight while this lives: a held stream is one request, sent when it opens and
 /// in flight until it ends (its future dropped at the end of its session or at the stop too).
-struct InFlight<'a>(&'a crate::Counters);
+struct InFlight<'a>(&'a crate::shared::Counters);
 
 impl<'a> InFlight<'a> {
     fn new(ctx: &'a Ctx) -> InFlight<'a> {

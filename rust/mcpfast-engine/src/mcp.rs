@@ -1,87 +1,11 @@
-//! MCP over Streamable HTTP: where the endpoint is, the requests (handshake era and 2026-07-28
+//! MCP over Streamable HTTP: the requests (handshake era and 2026-07-28
 //! stateless), and the reasons a request fails.
 
 use std::time::Duration;
 
 use crate::check::Verdict;
 use crate::http::{Conn, ExchangeError};
-
-/// Where the MCP endpoint is, as the URL names it (resolution is [`crate::net`]'s).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
-    /// `https://`: every connection is TLS.
-    pub tls: bool,
-    /// The URL's host without brackets: the TLS server name and what `--connect-to` matches.
-    pub hostname: String,
-    pub port: u16,
-    /// `Host` header value (the URL's authority).
-    pub host: String,
-    /// Request target (path and query).
-    pub path: String,
-}
-
-impl Target {
-    /// Parse `http[s]://host[:port][/path]`.
-    pub fn parse(url: &str) -> Result<Target, String> {
-        let (tls, rest) = if let Some(r) = url.strip_prefix("http://") {
-            (false, r)
-        } else if let Some(r) = url.strip_prefix("https://") {
-            (true, r)
-        } else {
-            return Err(format!("not an http:// or https:// URL: {url}"));
-        };
-        let (authority, path) = match rest.find(['/', '?', '#']) {
-            Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], &rest[i..]),
-            Some(i) => (&rest[..i], "/"),
-            None => (rest, "/"),
-        };
-        let bad = || format!("bad host in URL: {url}");
-        if authority.is_empty() || authority.contains('@') {
-            return Err(bad());
-        }
-        let default = if tls { 443 } else { 80 };
-        let (hostname, port) = split_host_port(authority, default).ok_or_else(bad)?;
-        let path = match path.find('#') {
-            Some(i) => &path[..i],
-            None => path,
-        };
-        Ok(Target {
-            tls,
-            hostname,
-            port,
-            host: authority.to_string(),
-            path: path.to_string(),
-        })
-    }
-}
-
-/// `host`, `host:port`, `[v6]` or `[v6]:port` as (host without brackets, port).
-pub fn split_host_port(s: &str, default_port: u16) -> Option<(String, u16)> {
-    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
-        let (h, after) = rest.split_once(']')?;
-        match after {
-            "" => (h, None),
-            p => (h, Some(p.strip_prefix(':')?)),
-        }
-    } else {
-        match s.split_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (s, None),
-        }
-    };
-    if host.is_empty()
-        || host.contains([' ', '/', '[', ']'])
-        || (!s.starts_with('[') && host.contains(':'))
-    {
-        return None;
-    }
-    let port = match port {
-        None => default_port,
-        Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => p.parse().ok()?,
-        Some(_) => return None,
-    };
-    Some((host.to_string(), port))
-}
+use crate::target::Target;
 
 /// The request settings shared by every session.
 #[derive(Debug, Clone)]
@@ -241,45 +165,6 @@ pub fn reply_sample(conn: &Conn) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn urls() {
-        let t = Target::parse("http://127.0.0.1:18500/mcp").expect("parsed");
-        assert_eq!(
-            (t.tls, t.hostname.as_str(), t.port),
-            (false, "127.0.0.1", 18500)
-        );
-        assert_eq!(t.host, "127.0.0.1:18500");
-        assert_eq!(t.path, "/mcp");
-        let t = Target::parse("http://127.0.0.1").expect("parsed");
-        assert_eq!(t.port, 80);
-        assert_eq!(t.path, "/");
-        let t = Target::parse("http://[::1]:9000/a?b=c#frag").expect("parsed");
-        assert_eq!((t.hostname.as_str(), t.port), ("::1", 9000));
-        assert_eq!(t.host, "[::1]:9000");
-        assert_eq!(t.path, "/a?b=c");
-        let t = Target::parse("https://mcp.example.com/mcp").expect("parsed");
-        assert_eq!(
-            (t.tls, t.hostname.as_str(), t.port),
-            (true, "mcp.example.com", 443)
-        );
-        assert_eq!(t.host, "mcp.example.com");
-        let t = Target::parse("https://h.test?x=1").expect("parsed");
-        assert_eq!(t.path, "/");
-        for bad in [
-            "ftp://h/",
-            "h:80/mcp",
-            "http:///mcp",
-            "http://u@h/",
-            "http://h:port/",
-            "http://h:/",
-            "http://[::1/",
-            "http://::1/",
-            "https://h:99999/",
-        ] {
-            assert!(Target::parse(bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn requests_are_well_formed() {

@@ -16,66 +16,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use tokio_rustls::TlsConnector;
 
-use crate::mcp::{split_host_port, Target};
-
-/// How TLS connections are verified and authenticated.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TlsOptions {
-    /// PEM files of CA certificates trusted beside the system store.
-    pub ca_files: Vec<String>,
-    /// PEM certificate chain and private key for mTLS (both or neither).
-    pub client_cert: Option<String>,
-    pub client_key: Option<String>,
-    /// Accept any server certificate (the handshake's signatures are still checked).
-    pub insecure: bool,
-}
-
-/// `HOST:PORT:ADDR:PORT`: connections meant for the URL's `HOST:PORT` go to `ADDR:PORT`; the
-/// TLS name and the `Host` header stay the URL's.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConnectTo {
-    pub host: String,
-    pub port: u16,
-    pub to_host: String,
-    pub to_port: u16,
-}
-
-impl ConnectTo {
-    pub fn parse(s: &str) -> Result<ConnectTo, String> {
-        let bad = || format!("{s:?}: not HOST:PORT:ADDR:PORT (IPv6 in brackets)");
-        let (host, port, rest) = host_port_prefix(s).ok_or_else(bad)?;
-        let rest = rest.strip_prefix(':').ok_or_else(bad)?;
-        let (to_host, to_port, rest) = host_port_prefix(rest).ok_or_else(bad)?;
-        if !rest.is_empty() {
-            return Err(bad());
-        }
-        Ok(ConnectTo {
-            host,
-            port,
-            to_host,
-            to_port,
-        })
-    }
-}
-
-/// A `host:port` (port required) at the start of `s`, and what follows it.
-fn host_port_prefix(s: &str) -> Option<(String, u16, &str)> {
-    let host_end = if s.starts_with('[') {
-        s.find(']')? + 1
-    } else {
-        s.find(':')?
-    };
-    let after = s[host_end..].strip_prefix(':')?;
-    let port_len = after
-        .bytes()
-        .position(|b| !b.is_ascii_digit())
-        .unwrap_or(after.len());
-    let (host, port) = split_host_port(&s[..host_end + 1 + port_len], 0)?;
-    if port_len == 0 {
-        return None;
-    }
-    Some((host, port, &after[port_len..]))
-}
+use crate::target::{ConnectTo, Target, TlsOptions};
 
 /// Where one engine's HTTP connections go.
 pub struct Endpoint {
@@ -318,35 +259,6 @@ impl ServerCertVerifier for NoVerification {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn connect_to_parses() {
-        let c = ConnectTo::parse("mcp.example.com:443:127.0.0.1:8443").expect("parsed");
-        assert_eq!(
-            c,
-            ConnectTo {
-                host: "mcp.example.com".into(),
-                port: 443,
-                to_host: "127.0.0.1".into(),
-                to_port: 8443
-            }
-        );
-        let c = ConnectTo::parse("[::1]:443:[fe80::1]:80").expect("parsed");
-        assert_eq!((c.host.as_str(), c.to_host.as_str()), ("::1", "fe80::1"));
-        for bad in [
-            "",
-            "h:443",
-            "h:443:a",
-            "h:443:a:",
-            "h::a:1",
-            "h:443:a:1:",
-            "h:443:a:1x",
-            "[::1:443:a:1",
-            "h:99999:a:1",
-        ] {
-            assert!(ConnectTo::parse(bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn endpoint_addresses() {

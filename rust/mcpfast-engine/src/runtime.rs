@@ -19,8 +19,9 @@ use crate::http::Conn;
 use crate::mcp::Proto;
 use crate::net::Endpoint;
 use crate::rows::{self, FixedRow};
+use crate::target::Target;
 use crate::templates::Template;
-use crate::{lock, Shared};
+use crate::shared::{lock, Shared};
 
 /// Pause after a failed session start, so a refusing server does not become a hot loop.
 pub const BACKOFF: Duration = Duration::from_millis(100);
@@ -43,7 +44,7 @@ pub fn thread_cpu_ns() -> u64 {
 
 /// What one engine thread shares among its tasks.
 pub struct Ctx {
-    pub shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     pub idx: usize,
     pub proto: Proto,
     /// The family's requests: the call (or the mix, or the stream call).
@@ -65,10 +66,10 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    pub fn new(shared: Arc<Shared>, idx: usize) -> Ctx {
+    pub(crate) fn new(shared: Arc<Shared>, idx: usize) -> Ctx {
         let cfg = &shared.cfg;
         // stdio has no target: requests over HTTP are never built there
-        let target = cfg.target.clone().unwrap_or_else(unreachable_target);
+        let target = cfg.target.clone().unwrap_or_else(Target::nowhere);
         let arguments: Value = serde_json::from_str(&cfg.arguments).unwrap_or(Value::Null);
         let mut proto = Proto::new(
             target,
@@ -201,7 +202,7 @@ impl Ctx {
         &self.shared.cfg
     }
 
-    pub fn counters(&self) -> &crate::Counters {
+    pub(crate) fn counters(&self) -> &crate::shared::Counters {
         &self.shared.counters[self.idx]
     }
 
@@ -314,7 +315,7 @@ impl Ctx {
     pub fn iteration_done(&self) {
         self.counters().iterations.fetch_add(1, Ordering::Relaxed);
         if let Some(every) = self.cfg().progress_every {
-            let done = self.shared.iterations_done.fetch_add(1, Ordering::Relaxed) + 1;
+            let done = self.shared.iteration_ended();
             if done % every == 0 {
                 self.shared.event("progress", done.to_string());
             }
@@ -342,16 +343,6 @@ impl Ctx {
     /// Wait out the stop or a change of target, at most `d`.
     pub async fn pause(&self, d: Duration) {
         tokio::time::sleep(d).await;
-    }
-}
-
-fn unreachable_target() -> crate::mcp::Target {
-    crate::mcp::Target {
-        tls: false,
-        hostname: "127.0.0.1".into(),
-        port: 9,
-        host: "127.0.0.1:9".into(),
-        path: "/".into(),
     }
 }
 
