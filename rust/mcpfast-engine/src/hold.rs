@@ -23,13 +23,13 @@ use mcpfast_core::sse::{SseDecoder, SseItem};
 use serde_json::Value;
 use tokio::task::JoinSet;
 
+use crate::context::{Ctx, BACKOFF, TICK};
 use crate::http::{Conn, ResponseParser};
 use crate::http_families::{connect_held, refusal, HttpSession, REOPEN_EVERY};
-use crate::shared::lock;
 use crate::rows::{trigger_name, FixedRow};
-use crate::runtime::{Ctx, BACKOFF, TICK};
-use crate::templates::Template;
+use crate::shared::lock;
 use crate::shared::{Counters, Fanout};
+use crate::templates::Template;
 
 /// How often a user that holds all its streams, and the trigger waiting for every stream,
 /// look at their targets (retired, stopped, every stream open).

@@ -13,11 +13,10 @@ use tokio::sync::watch;
 
 use crate::check::{SseCheck, Verdict, Want};
 use crate::config::{Family, NewConnection};
+use crate::context::{Ctx, BACKOFF, TICK};
 use crate::http::{Conn, ContentType, ExchangeError, ResponseParser};
-use crate::shared::lock;
 use crate::mcp::{Problem, Session};
 use crate::rows::FixedRow;
-use crate::runtime::{Ctx, BACKOFF, TICK};
 use crate::templates::Template;
 
 /// A held stream the server ended, or that could not be reached, is opened again at most this
@@ -503,7 +502,7 @@ impl HttpSession {
         let (version, sid) = match outcome {
             Ok((len, v, sid)) => {
                 ctx.record(FixedRow::Initialize, from, end, None, len);
-                lock(&ctx.shared.stats[ctx.idx]).negotiated(&v);
+                ctx.negotiated(&v);
                 (v, sid)
             }
             Err(reason) => {

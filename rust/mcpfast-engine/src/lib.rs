@@ -15,6 +15,7 @@
 
 pub mod check;
 pub mod config;
+mod context;
 mod engine;
 pub mod hold;
 pub mod http;

@@ -1,48 +1,13 @@
 //! The open model: a pacer per engine thread generates the thread's share of the arrivals
 //! (uniform or Poisson gaps) into a queue, by the wall clock from when the schedule began, and
-//! the sessions take them from it ([`Ctx::arrival`]). It sleeps on a µs-resolution [`Timer`].
+//! the sessions take them from it (`Ctx::arrival`). It sleeps on a µs-resolution [`Timer`].
 
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::rc::Rc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::config::Arrivals;
-use crate::runtime::{Ctx, TICK};
-
-impl Ctx {
-    pub fn open_model(&self) -> bool {
-        self.shared.thread_rate().is_some()
-    }
-
-    /// Open model: wait for the next arrival; its intended send time. None when the session
-    /// should stop or the model went closed.
-    pub async fn arrival(&self, slot: usize) -> Option<Instant> {
-        loop {
-            if !self.keep(slot) || !self.open_model() {
-                return None;
-            }
-            if let Some(t) = self.try_arrival() {
-                return Some(t);
-            }
-            let _ = tokio::time::timeout(TICK * 2, self.token_ready.notified()).await;
-        }
-    }
-
-    /// Open model: an arrival that is already due, if any (counts it late if it waited).
-    pub fn try_arrival(&self) -> Option<Instant> {
-        let t = self.tokens.borrow_mut().pop_front()?;
-        if Instant::now().saturating_duration_since(t) > self.cfg().late_after {
-            self.counters().late.fetch_add(1, Ordering::Relaxed);
-        }
-        Some(t)
-    }
-
-    /// Wait for the pacer to queue an arrival (bounded).
-    pub async fn token_notified(&self) {
-        let _ = tokio::time::timeout(TICK * 2, self.token_ready.notified()).await;
-    }
-}
+use crate::context::{Ctx, TICK};
 
 /// A monotonic timer with µs resolution (timerfd): tokio's timer has ms granularity.
 pub struct Timer {
@@ -130,7 +95,7 @@ pub(crate) async fn pacer(ctx: Rc<Ctx>) {
     while !ctx.shared.stopping() {
         let Some(rate) = ctx.shared.thread_rate() else {
             next = None;
-            ctx.tokens.borrow_mut().clear();
+            ctx.clear_arrivals();
             tokio::time::sleep(TICK).await;
             continue;
         };
@@ -165,15 +130,7 @@ fn emit(ctx: &Ctx, rate: f64, mut at: Instant, until: Instant) -> Instant {
     let max_queue = ctx.cfg().max_inflight;
     let mut due = 0u32;
     while at <= until && due < 100_000 {
-        {
-            let mut q = ctx.tokens.borrow_mut();
-            if q.len() >= max_queue {
-                ctx.counters().dropped.fetch_add(1, Ordering::Relaxed);
-            } else {
-                q.push_back(at);
-            }
-        }
-        ctx.token_ready.notify_one();
+        ctx.offer_arrival(at, max_queue);
         let gap = match ctx.cfg().arrivals {
             Arrivals::Uniform => 1.0 / rate,
             Arrivals::Poisson => -ctx.unit().ln() / rate,

@@ -24,8 +24,8 @@ use tokio::net::unix::pipe;
 
 use crate::check::{self, Verdict, Want};
 use crate::config::Family;
+use crate::context::{Ctx, BACKOFF};
 use crate::rows::FixedRow;
-use crate::runtime::{Ctx, BACKOFF};
 use crate::templates::Template;
 
 /// stderr kept for the exit report.
@@ -259,7 +259,7 @@ enum End {
 }
 
 /// One stdio user: a child process, restarted when it exits, until the slot is retired.
-pub async fn child_session(ctx: &Ctx, slot: usize) {
+pub(crate) async fn child_session(ctx: &Ctx, slot: usize) {
     ctx.counters().sessions_open.fetch_add(1, Ordering::Relaxed);
     let fresh_each_time = matches!(ctx.cfg().family, Family::Handshake | Family::SessionChurn);
     while ctx.keep(slot) {

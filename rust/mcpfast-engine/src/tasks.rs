@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::context::Ctx;
 use crate::http_families::{Failed, HttpSession};
 use crate::rows::FixedRow;
-use crate::runtime::Ctx;
 use crate::templates::Template;
 
 const TERMINAL: [&str; 3] = ["completed", "failed", "cancelled"];
