@@ -17,19 +17,18 @@ pub mod check;
 pub mod config;
 mod context;
 mod engine;
-pub mod hold;
+mod families;
+mod fanout;
 pub mod http;
-mod http_families;
 pub mod mcp;
 pub mod net;
 pub mod pacing;
 pub mod rows;
 mod runtime;
+mod session;
 mod shared;
 pub mod stats;
-pub mod stdio;
 pub mod target;
-mod tasks;
 pub mod templates;
 
 /// The JSON types of [`config::Settings`] (tool arguments, capabilities, mix params), at the

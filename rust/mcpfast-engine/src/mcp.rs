@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::check::Verdict;
-use crate::http::{Conn, ExchangeError};
+use crate::http::{Conn, ExchangeError, ResponseParser};
 use crate::target::Target;
 
 /// The request settings shared by every session.
@@ -145,6 +145,20 @@ impl Problem {
             Problem::Version(v) => format!("server chose unknown protocol version {v:?}"),
         }
     }
+}
+
+/// The failure reason of a refused reply (`http 401 invalid_token`, `http 429 rate limited
+/// (Retry-After 2 s)`) and the wait its `Retry-After` asks for.
+pub(crate) fn refusal(p: &ResponseParser) -> (String, Option<f64>) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    mcpfast_core::refused::refusal(
+        p.status,
+        p.www_authenticate.as_deref(),
+        p.retry_after.as_deref(),
+        now,
+    )
 }
 
 /// The start of a reply that failed its check, for the report's samples.

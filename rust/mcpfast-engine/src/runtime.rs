@@ -9,8 +9,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::Transport;
+use crate::config::{Family, Transport};
 use crate::context::{Ctx, TICK};
+use crate::families;
+use crate::fanout;
 use crate::shared::Shared;
 
 /// This thread's CPU time in ns (getrusage RUSAGE_THREAD).
@@ -69,7 +71,7 @@ async fn controller(ctx: Rc<Ctx>) {
     let slots = Rc::new(Slots::default());
     tokio::task::spawn_local(crate::pacing::pacer(ctx.clone()));
     if ctx.idx == 0 && ctx.cfg().hold_trigger.is_some() {
-        tokio::task::spawn_local(crate::hold::trigger(ctx.clone()));
+        tokio::task::spawn_local(fanout::trigger(ctx.clone()));
     }
     while !shared.stopping() {
         let want = shared.thread_users(ctx.idx);
@@ -86,9 +88,13 @@ async fn controller(ctx: Rc<Ctx>) {
                     let c = ctx.clone();
                     let s = slots.clone();
                     tokio::task::spawn_local(async move {
-                        match c.cfg().transport {
-                            Transport::Http => crate::http_families::http_session(&c, slot).await,
-                            Transport::Stdio => crate::stdio::child_session(&c, slot).await,
+                        match (c.cfg().transport, c.cfg().family) {
+                            (Transport::Stdio, _) => families::stdio::run(&c, slot).await,
+                            (Transport::Http, Family::Hold) => families::hold::run(&c, slot).await,
+                            (Transport::Http, Family::Tasks) => {
+                                families::tasks::run(&c, slot).await
+                            }
+                            (Transport::Http, _) => families::http::run(&c, slot).await,
                         }
                         s.running.borrow_mut()[slot] = false;
                         s.live.set(s.live.get() - 1);

@@ -11,22 +11,44 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::{user_loop, Call, PerSession};
 use crate::context::Ctx;
-use crate::http_families::{Failed, HttpSession};
 use crate::rows::FixedRow;
+use crate::session::{Failed, HttpSession};
 use crate::templates::Template;
 
 const TERMINAL: [&str; 3] = ["completed", "failed", "cancelled"];
 /// A task that never ends is a failure, not a hang.
-pub const MAX_POLLS: u32 = 10_000;
+const MAX_POLLS: u32 = 10_000;
 const MIN_POLL: Duration = Duration::from_millis(5);
 const MAX_POLL: Duration = Duration::from_secs(5);
 /// The poll interval when the server gives none.
 const DEFAULT_POLL_MS: f64 = 100.0;
 
+/// One user of the family (the runtime's entry into it): one session, a task per iteration.
+pub(crate) async fn run(ctx: &Ctx, slot: usize) {
+    let s = HttpSession::new(ctx);
+    user_loop(ctx, slot, s, PerSession::new(Task)).await;
+}
+
+/// A task: its call, polls, maybe a cancel, and its end.
+struct Task;
+
+impl Call for Task {
+    async fn call(
+        &mut self,
+        ctx: &Ctx,
+        s: &mut HttpSession,
+        from: Instant,
+        _open: Option<(Instant, Instant)>,
+    ) -> Result<(), Failed> {
+        run_task(s, ctx, from).await
+    }
+}
+
 /// The `result` of the JSON reply the session's last exchange got (Null when it has none).
 fn result_of(s: &HttpSession) -> Value {
-    serde_json::from_slice::<Value>(&s.conn.parser.body)
+    serde_json::from_slice::<Value>(s.reply_body())
         .ok()
         .and_then(|mut v| v.get_mut("result").map(Value::take))
         .unwrap_or(Value::Null)
@@ -60,7 +82,7 @@ async fn on_task(
 }
 
 /// One task: the call from `from`, its polls, maybe its cancel, and its end.
-pub(crate) async fn run_task(s: &mut HttpSession, ctx: &Ctx, from: Instant) -> Result<(), Failed> {
+async fn run_task(s: &mut HttpSession, ctx: &Ctx, from: Instant) -> Result<(), Failed> {
     let call = &ctx.items[0];
     s.one(ctx, call, from, call.name, None).await?;
     let mut result = result_of(s);

@@ -1,59 +1,53 @@
-//! The HTTP families: one task per user, with its own keep-alive connection and session
-//! (`tools_call`, `mixed`, `sse_streaming`: a session looping over requests; `handshake`,
-//! `session_churn`: a fresh session each iteration; `hold`: sessions opened and kept).
-//! An `sse_streaming` user also holds its session's long-lived stream, on a connection of its
-//! own, in a future joined with its calls in the same task ([`held_stream`]).
+//! One HTTP user's session: its keep-alive connection, its MCP session (opened by
+//! `initialize` + `notifications/initialized`, or `server/discover` in 2026-07-28), its header
+//! lines (bearer token, cookies) and the exchanges on it, each checked and recorded under its
+//! row: open, one request, a notification, DELETE. A session that holds a long-lived stream
+//! (`sse_streaming`) publishes the request that opens it ([`HeldRequest`]) for the stream's
+//! task. The families drive it; it knows no family.
 
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use mcpfast_core::sse::{SseDecoder, SseItem};
+use mcpfast_core::versions;
 use tokio::sync::watch;
 
-use crate::check::{SseCheck, Verdict, Want};
-use crate::config::{Family, NewConnection};
-use crate::context::{Ctx, BACKOFF, TICK};
-use crate::http::{Conn, ContentType, ExchangeError, ResponseParser};
-use crate::mcp::{Problem, Session};
+use crate::check::{check_json, Checked, SseCheck, Verdict, Want};
+use crate::config::NewConnection;
+use crate::context::Ctx;
+use crate::http::{Conn, ContentType};
+use crate::mcp::{refusal, Problem, Session};
 use crate::rows::FixedRow;
 use crate::templates::Template;
 
-/// A held stream the server ended, or that could not be reached, is opened again at most this
-/// often per user (a server that ends streams at once does not become a hot loop).
-pub(crate) const REOPEN_EVERY: Duration = Duration::from_secs(1);
-
-/// The acknowledgement a 2026-07-28 `subscriptions/listen` stream starts with.
-const LISTEN_ACK: &str = "notifications/subscriptions/acknowledged";
-
 /// What opens a session's held stream, as the session last built it: published by the user's
-/// calls, read by its [`held_stream`].
-struct HeldRequest {
+/// calls, read by its held stream's task.
+pub(crate) struct HeldRequest {
     /// The session it belongs to (counted per user): a new session replaces the stream; new
     /// header lines for the same session (a refreshed token, new cookies) are sent from the
     /// stream's next opening on.
-    session: u64,
+    pub(crate) session: u64,
     /// The whole request: the GET, or the `subscriptions/listen` POST.
-    bytes: Vec<u8>,
+    pub(crate) bytes: Vec<u8>,
     /// 2026-07-28: the id of the `subscriptions/listen` (None: the standalone GET stream).
-    listen: Option<i64>,
+    pub(crate) listen: Option<i64>,
 }
 
 /// The session's side of its held stream: the request to hold now, None while it holds none.
 type HeldSender = watch::Sender<Option<Rc<HeldRequest>>>;
 
+/// The held stream's side: the request to hold now, None while the session holds none.
+pub(crate) type HeldReceiver = watch::Receiver<Option<Rc<HeldRequest>>>;
+
 /// What one HTTP session keeps.
 pub(crate) struct HttpSession {
-    pub(crate) conn: Conn,
+    conn: Conn,
     sse: SseCheck,
     req: Vec<u8>,
     /// `POST` head up to the per-request headers (no Content-Length yet).
     head: Vec<u8>,
-    pub(crate) session: Option<Session>,
+    session: Option<Session>,
     next_id: i64,
-    delete_acc: f64,
-    /// The server forgot the session (404): the next open is a re-initialization.
-    lost: bool,
     /// The era the session opens in: 2026-07-28 (`server/discover`) or the handshake
     /// (`discover` alternates them).
     stateless: bool,
@@ -65,7 +59,7 @@ pub(crate) struct HttpSession {
     holding: bool,
     listen_id: i64,
     /// This user's own header lines (its bearer token, its cookies), after the shared ones.
-    pub(crate) own_headers: Vec<u8>,
+    own_headers: Vec<u8>,
     token_line: Vec<u8>,
     /// This user's turn among the bearer tokens, and the token generation its line was built from.
     token_slot: usize,
@@ -97,11 +91,11 @@ fn token_line(ctx: &Ctx, slot: usize) -> (u64, Vec<u8>) {
 
 /// Failure reason and whether the session must be opened again.
 pub(crate) struct Failed {
-    reason: String,
+    pub(crate) reason: String,
     pub(crate) lost_session: bool,
     len: usize,
     /// Nothing could be connected: pause before the next attempt (no hot loop on a dead server).
-    backoff: bool,
+    pub(crate) backoff: bool,
     /// A reply arrived (and failed its check): it is in the parser, for a sample.
     replied: bool,
 }
@@ -124,8 +118,6 @@ impl HttpSession {
             head: Vec::new(),
             session: None,
             next_id: 1,
-            delete_acc: 0.0,
-            lost: false,
             stateless: ctx.cfg().stateless(),
             held: None,
             held_session: 0,
@@ -222,8 +214,78 @@ impl HttpSession {
         post(&mut self.req, &self.head, t, id);
     }
 
+    /// Whether the session is open (its requests can go out).
+    pub(crate) fn is_open(&self) -> bool {
+        self.session.is_some()
+    }
+
+    /// Forget the session without a DELETE (abandoned, or lost: the server forgot it).
+    pub(crate) fn forget(&mut self) {
+        self.session = None;
+    }
+
+    /// Take the open session out, to keep it aside (`hold`); the next open makes a new one.
+    pub(crate) fn take_session(&mut self) -> Option<Session> {
+        self.session.take()
+    }
+
+    /// DELETE a session kept aside ([`HttpSession::take_session`]) on this connection.
+    pub(crate) async fn delete_kept(&mut self, ctx: &Ctx, session: Session) -> bool {
+        self.session = Some(session);
+        self.delete(ctx).await
+    }
+
+    /// The next session opens in the other era; true when that is 2026-07-28 (`discover`).
+    pub(crate) fn switch_era(&mut self) -> bool {
+        self.stateless = !self.stateless;
+        self.stateless
+    }
+
+    /// The session's connection (its counts go to the thread's when the user is done).
+    pub(crate) fn conn(&self) -> &Conn {
+        &self.conn
+    }
+
+    /// Close the session's connection (the next exchange opens a new one).
+    pub(crate) fn close_connection(&mut self) {
+        self.conn.close();
+    }
+
+    /// The body of the last reply.
+    pub(crate) fn reply_body(&self) -> &[u8] {
+        &self.conn.parser.body
+    }
+
+    /// The wait the last refusal's `Retry-After` asked for, once.
+    pub(crate) fn take_retry_wait(&mut self) -> Option<Duration> {
+        self.retry_wait.take()
+    }
+
+    /// The standalone GET stream of `session`, with this user's header lines.
+    pub(crate) fn get_stream_request(&self, ctx: &Ctx, session: &Session) -> Vec<u8> {
+        let mut request = Vec::with_capacity(512);
+        ctx.proto.head(&mut request, "GET", Some(session));
+        request.extend_from_slice(&self.own_headers);
+        request.extend_from_slice(b"\r\n");
+        request
+    }
+
+    /// `sse_streaming`: the session publishes the request of its held stream from now on; the
+    /// stream's task reads it from the receiver.
+    pub(crate) fn publish_held_stream(&mut self) -> HeldReceiver {
+        let (tx, rx) = watch::channel(None);
+        self.held = Some(tx);
+        rx
+    }
+
+    /// The user ends: its held stream ends before its session (not the server's doing).
+    pub(crate) fn end_held_stream(&mut self) {
+        self.unhold();
+        self.held = None;
+    }
+
     /// The session is open: hold its stream from now on, in place of the previous session's.
-    fn hold(&mut self, ctx: &Ctx) {
+    pub(crate) fn hold(&mut self, ctx: &Ctx) {
         if self.held.is_none() {
             return;
         }
@@ -237,7 +299,7 @@ impl HttpSession {
     }
 
     /// The session ended (lost, or the user stops): its held stream is dropped.
-    fn unhold(&mut self) {
+    pub(crate) fn unhold(&mut self) {
         self.holding = false;
         if let Some(tx) = &self.held {
             tx.send_replace(None);
@@ -250,15 +312,15 @@ impl HttpSession {
         else {
             return;
         };
-        let mut bytes = Vec::with_capacity(512);
         let listen = ctx.cfg().stateless().then_some(self.listen_id);
-        if let Some(id) = listen {
-            post(&mut bytes, &self.head, &ctx.listen, id);
-        } else {
-            ctx.proto.head(&mut bytes, "GET", Some(session));
-            bytes.extend_from_slice(&self.own_headers);
-            bytes.extend_from_slice(b"\r\n");
-        }
+        let bytes = match listen {
+            Some(id) => {
+                let mut bytes = Vec::with_capacity(512);
+                post(&mut bytes, &self.head, &ctx.listen, id);
+                bytes
+            }
+            None => self.get_stream_request(ctx, session),
+        };
         tx.send_replace(Some(Rc::new(HeldRequest {
             session: self.held_session,
             bytes,
@@ -335,7 +397,7 @@ impl HttpSession {
             });
         }
         let checked = match p.content_type {
-            ContentType::Json => crate::check::check_json(&p.body, id, want),
+            ContentType::Json => check_json(&p.body, id, want),
             ContentType::EventStream => {
                 if !streaming {
                     self.sse.feed(&p.body);
@@ -463,24 +525,20 @@ impl HttpSession {
                     Err(self.refused())
                 } else {
                     let checked = match p.content_type {
-                        ContentType::Json => {
-                            crate::check::check_json(&p.body, id, Want::Initialize)
-                        }
+                        ContentType::Json => check_json(&p.body, id, Want::Initialize),
                         ContentType::EventStream => {
                             self.sse.reset(id, Want::Initialize);
                             self.sse.feed(&p.body);
                             self.sse.finish()
                         }
-                        _ => crate::check::Checked {
+                        _ => Checked {
                             verdict: Some(Verdict::NotJsonRpc),
                             ..Default::default()
                         },
                     };
                     other = checked.other_messages;
                     match (checked.verdict(), checked.version) {
-                        (Verdict::Ok, Some(v))
-                            if mcpfast_core::versions::HANDSHAKE.contains(&v.as_str()) =>
-                        {
+                        (Verdict::Ok, Some(v)) if versions::HANDSHAKE.contains(&v.as_str()) => {
                             if p.session_id_invalid {
                                 Err(Problem::BadSessionId.reason())
                             } else if need_id && p.session_id.is_none() {
@@ -537,34 +595,6 @@ impl HttpSession {
                 ctx.record(FixedRow::Initialized, t0, end, Some(&f.reason), f.len);
                 false
             }
-        }
-    }
-
-    /// `discover`: one fresh start, the eras in turn (2026-07-28 first): `server/discover`, or
-    /// `initialize` + `notifications/initialized`; then the first call; `start:<era>` from
-    /// `from` to the call's result (complete starts only). A handshake session is then DELETEd.
-    async fn discover_turn(&mut self, ctx: &Ctx, from: Instant) {
-        self.stateless = !self.stateless;
-        let (call, start) = if self.stateless {
-            (&ctx.items[1], FixedRow::StartDiscover)
-        } else {
-            (&ctx.items[0], FixedRow::StartInitialize)
-        };
-        if !self.open(ctx, from, false).await {
-            ctx.pause(BACKOFF).await;
-            return;
-        }
-        if self
-            .one(ctx, call, Instant::now(), call.name, None)
-            .await
-            .is_ok()
-        {
-            ctx.record(start, from, Instant::now(), None, 0);
-        }
-        if self.stateless {
-            self.session = None;
-        } else {
-            self.delete(ctx).await;
         }
     }
 
@@ -661,440 +691,10 @@ fn post(out: &mut Vec<u8>, head: &[u8], t: &Template, id: i64) {
     t.body(id, out);
 }
 
-/// A request in flight while this lives: a held stream is one request, sent when it opens and
-/// in flight until it ends (its future dropped at the end of its session or at the stop too).
-struct InFlight<'a>(&'a crate::shared::Counters);
-
-impl<'a> InFlight<'a> {
-    fn new(ctx: &'a Ctx) -> InFlight<'a> {
-        let counters = ctx.counters();
-        counters.sent.fetch_add(1, Ordering::Relaxed);
-        counters.inflight.fetch_add(1, Ordering::Relaxed);
-        InFlight(counters)
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.0.inflight.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// How one opening of a held stream ended.
-enum Held {
-    /// The server ended the stream, or it could not be reached: open it again.
-    Ended,
-    /// The server refused it (a status other than 200, no event stream, a reply instead of the
-    /// acknowledgement): not opened again for this session.
-    Refused,
-}
-
-/// How the held stream's wait on its session ended.
-enum Watched {
-    Done(Held),
-    /// The session ended or was replaced: the stream is dropped (not a failure).
-    Replaced,
-    /// The user stopped.
-    Stopped,
-}
-
-/// `sse_streaming`: the user's held stream, beside its calls for as long as the user lives. It
-/// holds the stream of the session the calls published ([`HttpSession::hold`]) on its own
-/// connection: opened once the session is open, kept while it lives, dropped when it ends (a
-/// session lost or replaced, the user retired, the engine stopping: not a failure). A stream
-/// the server ends, or that cannot be reached, is opened again (at most once per
-/// [`REOPEN_EVERY`]); one the server refuses waits for the next session.
-async fn held_stream(ctx: &Ctx, mut rx: watch::Receiver<Option<Rc<HeldRequest>>>) {
-    let mut conn = Conn::new(ctx.endpoint());
-    conn.set_max_body(ctx.cfg().max_reply_bytes);
-    let mut last_open: Option<Instant> = None;
-    let mut refused: Option<u64> = None;
-    loop {
-        let current = rx.borrow_and_update().clone();
-        let Some(held) = current.filter(|h| refused != Some(h.session)) else {
-            if rx.changed().await.is_err() {
-                break;
-            }
-            continue;
-        };
-        if let Some(due) = last_open.map(|at| at + REOPEN_EVERY) {
-            if due > Instant::now() {
-                tokio::select! {
-                    biased;
-                    changed = rx.changed() => {
-                        if changed.is_err() {
-                            break;
-                        }
-                        continue;
-                    }
-                    () = tokio::time::sleep_until(due.into()) => {}
-                }
-            }
-        }
-        last_open = Some(Instant::now());
-        let watched = {
-            let once = hold_once(ctx, &mut conn, &held);
-            tokio::pin!(once);
-            loop {
-                tokio::select! {
-                    biased;
-                    changed = rx.changed() => {
-                        if changed.is_err() {
-                            break Watched::Stopped;
-                        }
-                        if rx.borrow().as_ref().is_none_or(|h| h.session != held.session) {
-                            break Watched::Replaced;
-                        }
-                    }
-                    ended = &mut once => break Watched::Done(ended),
-                }
-            }
-        };
-        // a stream dropped mid-response leaves its connection unusable; an ended one is not reused
-        conn.close();
-        match watched {
-            Watched::Done(Held::Ended) | Watched::Replaced => {}
-            Watched::Done(Held::Refused) => refused = Some(held.session),
-            Watched::Stopped => break,
-        }
-    }
-    ctx.tally(&conn);
-}
-
-/// Open the held stream once, on a new connection, and read it until the server ends it. The
-/// GET stream: `GET:open` (time to its first bytes: the priming event, or else the first event),
-/// `GET:event` (the gap before each event with data), `GET:405` (the server offers none); a
-/// refusal or an error fails `GET:open`. `subscriptions/listen`: `subscriptions/listen:ack`
-/// (time to the acknowledgement), failed by a refusal, an error, or a stream without it.
-async fn hold_once(ctx: &Ctx, conn: &mut Conn, held: &HeldRequest) -> Held {
-    let _inflight = InFlight::new(ctx);
-    let row = if held.listen.is_some() {
-        FixedRow::ListenAck
-    } else {
-        FixedRow::GetOpen
-    };
-    let Some(t0) = connect_held(ctx, conn, row).await else {
-        return Held::Ended;
-    };
-    let mut decoder = SseDecoder::new(
-        ctx.cfg()
-            .max_reply_bytes
-            .min(mcpfast_core::DEFAULT_MAX_EVENT),
-    );
-    let mut last: Option<Instant> = None;
-    let mut acked = false;
-    // the listen's reply (an error, or a result) where its acknowledgement should be
-    let mut answered: Option<String> = None;
-    let r = conn
-        .stream(&held.bytes, &mut |p: &ResponseParser, chunk: &[u8]| {
-            if p.status != 200 || chunk.is_empty() {
-                return; // a refusal (judged once it has ended), or only the head so far
-            }
-            let now = Instant::now();
-            match held.listen {
-                None => {
-                    if last.is_none() {
-                        ctx.record(FixedRow::GetOpen, t0, now, None, 0);
-                        last = Some(now);
-                    }
-                    decoder.feed(chunk, |item| {
-                        if let SseItem::Event { data, .. } = item {
-                            if !data.is_empty() {
-                                ctx.record(FixedRow::GetEvent, last.unwrap_or(t0), now, None, 0);
-                                last = Some(now);
-                            }
-                        }
-                    });
-                }
-                Some(id) => {
-                    if p.content_type != ContentType::EventStream {
-                        return;
-                    }
-                    decoder.feed(chunk, |item| {
-                        let SseItem::Event { data, .. } = item else {
-                            return;
-                        };
-                        if acked || answered.is_some() || data.is_empty() {
-                            return;
-                        }
-                        let message = data.as_bytes();
-                        if crate::check::string_member(message, "method").as_deref()
-                            == Some(LISTEN_ACK)
-                        {
-                            acked = true;
-                            ctx.record(FixedRow::ListenAck, t0, now, None, 0);
-                            return;
-                        }
-                        match crate::check::check_json(message, id, Want::Plain).verdict() {
-                            Verdict::NotAReply => {}
-                            Verdict::Ok => answered = Some(NO_ACK.into()),
-                            v => answered = Some(v.describe()),
-                        }
-                    });
-                }
-            }
-        })
-        .await;
-    let end = Instant::now();
-    let p = &conn.parser;
-    let (reason, refused) = if p.status == 200 {
-        match held.listen {
-            None => match &r {
-                Err(e) if last.is_none() => (e.kind(), false),
-                // the server ended a stream it had opened: not a failure
-                _ => return Held::Ended,
-            },
-            Some(_) if acked => return Held::Ended,
-            Some(_) if p.content_type != ContentType::EventStream => {
-                ("listen did not answer with an event stream".into(), true)
-            }
-            Some(_) => match answered {
-                Some(reply) => (reply, true),
-                None => (
-                    r.as_ref()
-                        .err()
-                        .map_or_else(|| NO_ACK.into(), ExchangeError::kind),
-                    false,
-                ),
-            },
-        }
-    } else if p.status == 405 && held.listen.is_none() {
-        ctx.record(FixedRow::Get405, t0, end, None, 0);
-        return Held::Refused;
-    } else {
-        match &r {
-            Ok(()) => (refusal(p).0, true),
-            Err(e) => (e.kind(), false),
-        }
-    };
-    if refused {
-        ctx.sample(row, &reason, conn);
-    }
-    ctx.record(row, t0, end, Some(&reason), 0);
-    if refused {
-        Held::Refused
-    } else {
-        Held::Ended
-    }
-}
-
-/// A new connection for a held stream, each time, so that its opening is timed apart from the
-/// stream's: the stream's start, or None when it could not be opened (a failure of `row`).
-pub(crate) async fn connect_held(ctx: &Ctx, conn: &mut Conn, row: FixedRow) -> Option<Instant> {
-    conn.close();
-    let t0 = Instant::now();
-    let connected = tokio::time::timeout(ctx.cfg().timeout, conn.connect()).await;
-    let t0 = t0 + ctx.opened(conn);
-    let failure = match connected {
-        Ok(Ok(())) => None,
-        Ok(Err(e)) => Some(e.kind()),
-        Err(_) => Some(ExchangeError::Timeout.kind()),
-    };
-    if let Some(reason) = failure {
-        conn.close();
-        ctx.record(row, t0, Instant::now(), Some(&reason), 0);
-        return None;
-    }
-    Some(t0)
-}
-
-/// The failure of a `subscriptions/listen` stream that carried no acknowledgement.
-const NO_ACK: &str = "listen stream gave no acknowledgement";
-
-/// The failure reason of a refused reply (`http 401 invalid_token`, `http 429 rate limited
-/// (Retry-After 2 s)`) and the wait its `Retry-After` asks for.
-pub(crate) fn refusal(p: &crate::http::ResponseParser) -> (String, Option<f64>) {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
-    mcpfast_core::refused::refusal(
-        p.status,
-        p.www_authenticate.as_deref(),
-        p.retry_after.as_deref(),
-        now,
-    )
-}
-
 fn report_times(ctx: &Ctx, first: FixedRow, gap: FixedRow, times: &[Instant], from: Instant) {
     let Some(&t0) = times.first() else { return };
     ctx.record(first, from, t0, None, 0);
     for w in times.windows(2) {
         ctx.record(gap, w[0], w[1], None, 0);
     }
-}
-
-/// One HTTP user: its own keep-alive connection and session, looping over the family until
-/// its slot is retired or the engine stops.
-pub(crate) async fn http_session(ctx: &Rc<Ctx>, slot: usize) {
-    let family = ctx.cfg().family;
-    if family == Family::Hold {
-        if ctx.cfg().hold_streams > 0 {
-            return crate::hold::hold_streams(ctx, slot).await;
-        }
-        return hold_session(ctx, slot).await;
-    }
-    let mut s = HttpSession::new(ctx);
-    if family == Family::SseStreaming && ctx.cfg().hold_stream {
-        let (tx, rx) = watch::channel(None);
-        s.held = Some(tx);
-        tokio::join!(user_loop(ctx, slot, s), held_stream(ctx, rx));
-    } else {
-        user_loop(ctx, slot, s).await;
-    }
-}
-
-/// The user's requests, on its session's connection, until its slot is retired or the engine
-/// stops; then its session is DELETEd (while the stop's grace lasts).
-async fn user_loop(ctx: &Ctx, slot: usize, mut s: HttpSession) {
-    let family = ctx.cfg().family;
-    let per_session = matches!(
-        family,
-        Family::ToolsCall | Family::Mixed | Family::SseStreaming | Family::Tasks
-    );
-    ctx.counters().sessions_open.fetch_add(1, Ordering::Relaxed);
-    while ctx.keep(slot) {
-        if let Some(wait) = s.retry_wait.take() {
-            if ctx.cfg().retry_after {
-                let t0 = Instant::now();
-                ctx.pause(wait).await;
-                ctx.record(FixedRow::RetryWait, t0, Instant::now(), None, 0);
-            }
-        }
-        if !ctx.shared.take_iteration() {
-            // the iterations are spent: idle until retired or stopped
-            ctx.pause(TICK).await;
-            continue;
-        }
-        let open_model = ctx.open_model();
-        let from = if open_model {
-            match ctx.arrival(slot).await {
-                Some(t) => t,
-                None => continue,
-            }
-        } else {
-            Instant::now()
-        };
-        if per_session {
-            // the actual send time (open model only: the closed model sends at `from`)
-            let sent = if open_model { Instant::now() } else { from };
-            let opened = s.session.is_none();
-            if opened {
-                if !s.open(ctx, from, false).await {
-                    ctx.iteration_done();
-                    ctx.pause(BACKOFF).await;
-                    continue;
-                }
-                if s.lost {
-                    s.lost = false;
-                    ctx.counters().reinitialized.fetch_add(1, Ordering::Relaxed);
-                }
-                s.hold(ctx);
-            }
-            let t = ctx.pick();
-            let open = open_model.then_some((from, sent));
-            // the handshake had this arrival's intended time; the call starts after it
-            let from = if opened { Instant::now() } else { from };
-            let r = if family == Family::Tasks {
-                crate::tasks::run_task(&mut s, ctx, from).await
-            } else {
-                s.one(ctx, t, from, t.name, open).await
-            };
-            ctx.iteration_done();
-            if let Err(f) = r {
-                if f.lost_session {
-                    s.session = None;
-                    s.lost = true;
-                    s.unhold();
-                }
-                if f.backoff {
-                    ctx.pause(BACKOFF / 10).await;
-                }
-            }
-            continue;
-        }
-        if family == Family::Discover {
-            s.discover_turn(ctx, from).await;
-            ctx.iteration_done();
-            continue;
-        }
-        // handshake / session_churn: a fresh session each iteration
-        if !s.open(ctx, from, false).await {
-            ctx.iteration_done();
-            ctx.pause(BACKOFF).await;
-            continue;
-        }
-        let call_ok = if ctx.cfg().handshake_call {
-            let t = &ctx.items[0];
-            s.one(ctx, t, Instant::now(), FixedRow::First.id(), None)
-                .await
-                .is_ok()
-        } else {
-            true
-        };
-        let delete = match family {
-            Family::SessionChurn => {
-                s.delete_acc += ctx.cfg().churn_delete_share;
-                if s.delete_acc >= 1.0 {
-                    s.delete_acc -= 1.0;
-                    true
-                } else {
-                    false
-                }
-            }
-            _ => true,
-        };
-        let complete = if delete {
-            s.delete(ctx).await && call_ok
-        } else {
-            s.session = None; // abandoned: the server keeps it until its own timeout
-            call_ok
-        };
-        if complete && ctx.cfg().cycle_latency {
-            ctx.record(FixedRow::Cycle, from, Instant::now(), None, 0);
-        }
-        ctx.iteration_done();
-    }
-    // the held stream ends before the session: its end is not the server's doing
-    s.unhold();
-    s.held = None;
-    if per_session && !ctx.shared.past_deadline() {
-        s.delete(ctx).await;
-    }
-    ctx.tally(&s.conn);
-    ctx.counters().sessions_open.fetch_sub(1, Ordering::Relaxed);
-}
-
-/// `hold`: one keep-alive connection that opens sessions (one per iteration, while the
-/// iterations last) and keeps them until the user is retired or the engine stops; then
-/// DELETEs them (`hold_delete`, while the stop's grace lasts).
-async fn hold_session(ctx: &Ctx, slot: usize) {
-    let mut s = HttpSession::new(ctx);
-    let mut held: Vec<Session> = Vec::new();
-    ctx.counters().sessions_open.fetch_add(1, Ordering::Relaxed);
-    while ctx.keep(slot) {
-        if !ctx.shared.take_iteration() {
-            ctx.pause(TICK).await;
-            continue;
-        }
-        if s.open(ctx, Instant::now(), true).await {
-            if let Some(session) = s.session.take() {
-                held.push(session);
-                ctx.counters().held.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        ctx.iteration_done();
-    }
-    let n = held.len() as u64;
-    if ctx.cfg().hold_delete {
-        for session in held {
-            if ctx.shared.past_deadline() {
-                break;
-            }
-            s.session = Some(session);
-            s.delete(ctx).await;
-        }
-    }
-    ctx.counters().held.fetch_sub(n, Ordering::Relaxed);
-    ctx.tally(&s.conn);
-    ctx.counters().sessions_open.fetch_sub(1, Ordering::Relaxed);
 }

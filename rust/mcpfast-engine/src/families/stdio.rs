@@ -258,8 +258,9 @@ enum End {
     Refused,
 }
 
-/// One stdio user: a child process, restarted when it exits, until the slot is retired.
-pub(crate) async fn child_session(ctx: &Ctx, slot: usize) {
+/// One stdio user (the runtime's entry into the family): a child process, restarted when it
+/// exits, until the slot is retired.
+pub(crate) async fn run(ctx: &Ctx, slot: usize) {
     ctx.counters().sessions_open.fetch_add(1, Ordering::Relaxed);
     let fresh_each_time = matches!(ctx.cfg().family, Family::Handshake | Family::SessionChurn);
     while ctx.keep(slot) {
