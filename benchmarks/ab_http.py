@@ -44,7 +44,7 @@ def tree_server(tree: Path) -> ServerProcess:
     # not procs.reference_argv: an older tree's CLI may lack the options it adds
     argv = pinned([str(python), "-m", "mcpfast", "serve", "--transport", "http", "--host", "127.0.0.1", "--port", str(port)], SERVER_CPU)
     env = {**os.environ, "MCPFAST_CORE": "rust", "PYTHONPATH": str(tree)}
-    return ServerProcess(f"mcpfast serve ({tree})", argv, "127.0.0.1", port, cpus=SERVER_CPU, env=env, cwd=tree)
+    return ServerProcess(f"mcpfast serve ({tree})", argv, "127.0.0.1", port, env=env, cwd=tree)
 
 
 def generator_args(mode: str, opts: argparse.Namespace) -> list[str]:

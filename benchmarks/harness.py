@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 # the load average, the busy rule and the process tree are the ones `mcpfast bench --soak` records too
-from mcpfast.bench.procs import loadavg, machine_info, machine_was_busy, process_tree, write_json
+from mcpfast.bench.files import write_json
+from mcpfast.bench.procs import loadavg, machine_info, machine_was_busy, process_tree
 
 __all__ = [
     "CLOCK_TICKS",

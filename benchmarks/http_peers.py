@@ -45,7 +45,8 @@ from typing import Any
 
 from benchmarks.harness import GENERATOR_CPU, ROOT, SERVER_CPU, Record, alternate, cpu_seconds, head, pinned, process_tree, results_dir
 from benchmarks.peer_servers import PEERS, PeerNotAvailable, peer_versions, start_http
-from mcpfast.bench.procs import ServerProcess, log_path, rss_kib, write_summary
+from mcpfast.bench.files import write_summary
+from mcpfast.bench.procs import ServerProcess, log_path, rss_kib
 from mcpfast.locust.argtypes import int_at_least
 from mcpfast.transports.http_runner import DEFAULT_RUNNER, RUNNERS
 

@@ -47,6 +47,7 @@ __all__ = [
     "PEERS",
     "Peer",
     "PeerNotAvailable",
+    "PeerProcess",
     "initialize_problem",
     "node_executable",
     "peer_versions",
@@ -152,6 +153,12 @@ PEERS: dict[str, Peer] = {
 # ------------------------------------------------------------------------------ running server
 
 
+class PeerProcess(procs.ServerProcess):
+    """A peer server's process, and what it does with a POST (:meth:`Peer.reply_mode`)."""
+
+    reply_mode: str | None = None
+
+
 def start_http(
     name: str,
     port: int | None = None,
@@ -162,7 +169,7 @@ def start_http(
     log_path: Path | None = None,
     ready_timeout: float = READY_TIMEOUT,
     runner: str | None = None,
-) -> procs.ServerProcess:
+) -> PeerProcess:
     """Start peer ``name`` over Streamable HTTP on ``host:port`` (a free port by default), pinned
     to the CPU list ``cpus`` (``taskset -c``), and wait until it answers ``initialize``.
     ``runner``: mcpfast's HTTP server (``native``, ``uvicorn``, ``granian``; its default when None).
@@ -174,7 +181,8 @@ def start_http(
     peer.check()
     port = port or procs.free_port(host)
     argv = pinned(peer.http_argv(port, host, json_response=json_response, runner=runner), cpus)
-    server = procs.ServerProcess(peer.name, argv, host, port, log_path=log_path, cpus=cpus, reply_mode=peer.reply_mode(json_response))
+    server = PeerProcess(peer.name, argv, host, port, log_path=log_path)
+    server.reply_mode = peer.reply_mode(json_response)
     return server.start(ready_timeout, ready=lambda: initialize_problem(host, port))
 
 

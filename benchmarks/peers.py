@@ -46,9 +46,10 @@ from typing import Any, TextIO
 from benchmarks.harness import GENERATOR_CPU, SERVER_CPU, affinity, loadavg, machine_was_busy, parse_cpus
 from benchmarks.peer_servers import PEERS, PeerNotAvailable, peer_versions, start_http
 from mcpfast.bench import plots
-from mcpfast.bench.procs import log_path, machine_info, read_json, write_summary
-from mcpfast.bench.report import generate_plots, load_histograms
-from mcpfast.bench.run import FAMILIES, SUMMARY_FORMAT, SUMMARY_VERSION, BenchConfig, main_row, run_bench
+from mcpfast.bench.files import SUMMARY_FORMAT, SUMMARY_VERSION, histograms, read_json, write_summary
+from mcpfast.bench.procs import log_path, machine_info
+from mcpfast.bench.report import generate_plots
+from mcpfast.bench.run import FAMILIES, BenchConfig, main_row, run_bench
 from mcpfast.locust.argtypes import finite_positive, int_at_least
 
 __all__ = ["PeersConfig", "main", "ratio_rows", "render_readme", "run_peers"]
@@ -521,17 +522,38 @@ def render_readme(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _bar_plot(
+    groups: list[str],
+    series: dict[str, list[float | None]],
+    path: Path,
+    title: str,
+    ylabel: str,
+    reference: float | None = None,
+    value_format: str | None = None,
+) -> Path:
+    """One group of bars per scenario, one bar per series (log axis), with an optional horizontal
+    ``reference`` line (a ratio of 1)."""
+    width = max(7.0, 0.78 * len(groups) * max(len(series), 1) + 2.0)
+    fig, axes = plots.subplots(1, 1, (width, 5))
+    ax = axes[0][0]
+    if plots.bars(ax, groups, series, value_format=value_format, rotation=20):
+        if reference is not None:
+            ax.axhline(reference, color="0.3", linewidth=1.0, linestyle="--")
+        ax.set_ylabel(ylabel)
+    return plots.save(fig, path, title)
+
+
 def draw_plots(out: Path, summary: dict[str, Any]) -> list[Path]:
     servers = summary["config"]["servers"]
     peers = [s for s in servers if s != REFERENCE]
     scenarios = summary["scenarios"]
     groups = [f"{sc['family']}/{sc['transport']}" for sc in scenarios]
     made = [
-        plots.grouped_bar_plot(
+        _bar_plot(
             groups, {s: [(sc["servers"].get(s) or {}).get("rps") for sc in scenarios] for s in servers},
             out / "throughput.png", "main request per second, per scenario and server", "requests/s (log)",
         ),
-        plots.grouped_bar_plot(
+        _bar_plot(
             groups, {f"mcpfast ÷ {p}": [(sc["ratios"].get(p) or {}).get("rps") for sc in scenarios] for p in peers},
             out / "ratios.png", "throughput ratio mcpfast ÷ peer (above 1: mcpfast faster)", "ratio (log)",
             reference=1.0, value_format="{:.2f}",
@@ -543,7 +565,7 @@ def draw_plots(out: Path, summary: dict[str, Any]) -> list[Path]:
             d = sc["servers"].get(s) or {}
             if not d.get("request"):
                 continue
-            hists = load_histograms(out / s / f"{sc['family']}-{sc['transport']}")
+            hists = histograms(out / s / f"{sc['family']}-{sc['transport']}")
             h = next((h for (_t, name), h in hists.items() if name == d["request"]), None)
             if h is not None and h.total_count:
                 curves[s] = h

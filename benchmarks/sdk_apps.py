@@ -75,7 +75,7 @@ def measure(label: tuple[str, str], rnd: int, opts: argparse.Namespace, out: Pat
     port = free_port(HOST)
     argv = pinned(server_argv(side, framework, opts.python, port), SERVER_CPU)
     name = f"{framework}-{side.replace(' --', '-')}"
-    server = ServerProcess(name, argv, HOST, port, log_path=log_path(out, f"server-{name}.log"), cpus=SERVER_CPU)
+    server = ServerProcess(name, argv, HOST, port, log_path=log_path(out, f"server-{name}.log"))
     try:
         with server.start(READY_TIMEOUT, ready=lambda: initialize_problem(HOST, port)):
             return measure_server(server, opts, f"[sdk_apps] {tag}")

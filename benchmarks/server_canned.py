@@ -130,7 +130,7 @@ def start(side: str, opts: argparse.Namespace, out: Path, *, workers: int = 0, s
     cpus = BOTH_CPUS if workers else SERVER_CPU
     argv = pinned(server_argv(side, opts.python, port, workers=workers, store=store), cpus)
     tag = f"{side}-workers{workers}" if workers else side
-    server = ServerProcess(tag, argv, HOST, port, log_path=log_path(out, f"server-{tag}.log"), cpus=cpus)
+    server = ServerProcess(tag, argv, HOST, port, log_path=log_path(out, f"server-{tag}.log"))
 
     def every_worker() -> str | None:
         n = _listeners(port)

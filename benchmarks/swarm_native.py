@@ -63,7 +63,7 @@ def reference_server(python: str) -> ServerProcess:
     """``mcpfast serve --transport http`` on the server core, started."""
     port = free_port()
     argv = [python, "-m", "mcpfast", "serve", "--transport", "http", "--host", "127.0.0.1", "--port", str(port)]
-    return ServerProcess("mcpfast serve", pinned(argv, SERVER_CPU), "127.0.0.1", port, cpus=SERVER_CPU).start()
+    return ServerProcess("mcpfast serve", pinned(argv, SERVER_CPU), "127.0.0.1", port).start()
 
 
 def mock_server(delay_us: int) -> ServerProcess:
@@ -73,7 +73,7 @@ def mock_server(delay_us: int) -> ServerProcess:
     subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "mcpfast-engine", "--example", "mock_server"], cwd=ROOT, check=True)
     port = free_port()
     argv = pinned([str(MOCK), "--port", str(port), "--delay-us", str(delay_us)], SERVER_CPU)
-    return ServerProcess("mock_server", argv, "127.0.0.1", port, cpus=SERVER_CPU).start()
+    return ServerProcess("mock_server", argv, "127.0.0.1", port).start()
 
 
 def open_session(url: str) -> str:

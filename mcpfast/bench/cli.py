@@ -1,12 +1,6 @@
-"""The ``bench``, ``report`` and ``compare`` subcommands of ``mcpfast``.
-
-``mcpfast/cli.py`` wires them in with :func:`add_subcommands` (on its subparsers) and
-:func:`run_subcommand` (for ``args.command`` in :data:`COMMANDS`).  Standalone::
-
-    python -m mcpfast.bench.cli bench --quick --transport stdio --out bench_results/quick
-    python -m mcpfast.bench.cli report bench_results/quick
-    python -m mcpfast.bench.cli compare bench_results/a bench_results/b
-    python -m mcpfast.bench.cli bench --soak 20 --out bench_results/soak
+"""The ``bench``, ``report`` and ``compare`` subcommands of ``mcpfast``: ``mcpfast/cli.py`` wires
+them in with :func:`add_subcommands` (on its subparsers) and :func:`run_subcommand` (for
+``args.command`` in :data:`COMMANDS`).
 
 Importing this module is cheap: Locust and matplotlib are imported only when a command runs.
 """
@@ -21,7 +15,7 @@ from typing import Any
 
 from mcpfast.locust.argtypes import finite_positive, int_at_least, positive_share, rate, share
 
-__all__ = ["COMMANDS", "add_subcommands", "main", "run_subcommand"]
+__all__ = ["COMMANDS", "add_subcommands", "run_subcommand"]
 
 COMMANDS = ("bench", "report", "compare")
 
@@ -58,10 +52,7 @@ def add_subcommands(subparsers: Any) -> None:
     )  # fmt: skip
     bench.add_argument("--loadtests", metavar="DIR", help="the loadtests/ directory (default: the repository's)")
     bench.add_argument(
-        "--engine",
-        choices=("native", "python"),
-        default=None,
-        help="the swarm's engine (--mcp-engine; default native when the core has it)",
+        "--engine", choices=("native", "python"), help="the swarm's engine (--mcp-engine; default native when the core has it)"
     )
     bench.add_argument("--locust-arg", action="append", default=[], metavar="ARG", help="extra argument for every locust run")
     bench.add_argument("--no-plots", action="store_true", help="skip the PNG plots (run `mcpfast report` later)")
@@ -123,8 +114,13 @@ _NOT_WITH_SOAK: tuple[tuple[str, Any, str], ...] = (
 )
 
 
+def _given(**values: Any) -> dict[str, Any]:
+    """The options given on the command line (the rest keep the config's defaults)."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
 def _soak(args: argparse.Namespace) -> int:
-    from mcpfast.bench.soak import DEFAULT_CAPACITY_S, DEFAULT_INTERVAL_S, DEFAULT_OUT, DEFAULT_SHARE, DEFAULT_USERS, SoakConfig, run_soak
+    from mcpfast.bench.soak import DEFAULT_OUT, SoakConfig, run_soak
 
     refused = [flag for attr, unset, flag in _NOT_WITH_SOAK if getattr(args, attr) != unset]
     if args.transport not in (None, "http"):
@@ -137,16 +133,17 @@ def _soak(args: argparse.Namespace) -> int:
     cfg = SoakConfig(
         out=(Path(args.out) if args.out else DEFAULT_OUT).resolve(),
         minutes=args.soak,
-        share=DEFAULT_SHARE if args.soak_share is None else args.soak_share,
-        interval_s=args.soak_interval or DEFAULT_INTERVAL_S,
-        capacity_s=args.duration or DEFAULT_CAPACITY_S,
-        users=args.users or DEFAULT_USERS,
-        churn_delete_share=1.0 if args.churn_delete_share is None else args.churn_delete_share,
         target=args.target,
         server_pid=args.server_pid,
         protocol_version=args.protocol_version,
-        command_line=list(sys.argv),
         make_plots=not args.no_plots,
+        **_given(
+            share=args.soak_share,
+            interval_s=args.soak_interval,
+            capacity_s=args.duration,
+            users=args.users,
+            churn_delete_share=args.churn_delete_share,
+        ),
     )
     return run_soak(cfg)
 
@@ -157,80 +154,56 @@ def _bench(args: argparse.Namespace) -> int:
     if args.soak_share is not None or args.soak_interval is not None:
         print("mcpfast bench: --soak-share and --soak-interval need --soak MINUTES", file=sys.stderr)
         return 2
-    from mcpfast.bench.run import (
-        DEFAULT_DURATION,
-        DEFAULT_USERS,
-        FAMILIES,
-        QUICK_DURATION,
-        QUICK_USERS,
-        BenchConfig,
-        default_loadtests,
-        run_bench,
-    )
+    from mcpfast.bench.run import FAMILIES, QUICK_DURATION, QUICK_USERS, TRANSPORTS, BenchConfig, run_bench
 
-    if args.transport is None:
-        if args.target and not args.target_command:
-            transports: tuple[str, ...] = ("http",)
-        elif args.target_command and not args.target:
-            transports = ("stdio",)
-        else:
-            transports = ("stdio", "http")
-        explicit = False
+    if args.transport is not None:
+        transports = TRANSPORTS if args.transport == "both" else (args.transport,)
+    elif bool(args.target) != bool(args.target_command):  # a target says which transport
+        transports = ("http",) if args.target else ("stdio",)
     else:
-        transports = ("stdio", "http") if args.transport == "both" else (args.transport,)
-        explicit = True
+        transports = TRANSPORTS
     out = Path(args.out) if args.out else Path("bench_results") / _dt.datetime.now(_dt.UTC).strftime("%Y%m%d-%H%M%S")
-    families = tuple(f for f in FAMILIES if f in args.family) if args.family else FAMILIES
-    loadtests = Path(args.loadtests).resolve() if args.loadtests else default_loadtests()
-    if not (loadtests / "handshake.py").is_file():
-        print(f"mcpfast bench: no loadtests in {loadtests} (use --loadtests DIR)", file=sys.stderr)
-        return 2
     cfg = BenchConfig(
         out=out.resolve(),
         transports=transports,
-        users=args.users or (QUICK_USERS if args.quick else DEFAULT_USERS),
-        duration=args.duration or (QUICK_DURATION if args.quick else DEFAULT_DURATION),
         rate=args.rate,
         target=args.target,
         target_command=args.target_command,
         server_pid=args.server_pid,
-        families=families,
+        families=tuple(f for f in FAMILIES if f in args.family) if args.family else FAMILIES,
         protocol_version=args.protocol_version,
-        churn_delete_share=0.5 if args.churn_delete_share is None else args.churn_delete_share,
         quick=args.quick,
-        loadtests=loadtests,
-        command_line=list(sys.argv),
         locust_args=tuple(args.locust_arg),
-        transport_explicit=explicit,
         engine=args.engine,
         thresholds=tuple(args.threshold),
+        **_given(
+            users=args.users or (QUICK_USERS if args.quick else None),
+            duration=args.duration or (QUICK_DURATION if args.quick else None),
+            churn_delete_share=args.churn_delete_share,
+            loadtests=Path(args.loadtests).resolve() if args.loadtests else None,
+        ),
     )
+    if not (cfg.loadtests / "handshake.py").is_file():
+        print(f"mcpfast bench: no loadtests in {cfg.loadtests} (use --loadtests DIR)", file=sys.stderr)
+        return 2
     return run_bench(cfg, make_plots=not args.no_plots)
 
 
 def _report(args: argparse.Namespace) -> int:
-    import json
-
-    from mcpfast.bench.report import generate_plots, load_summary
-    from mcpfast.bench.run import format_summary
+    from mcpfast.bench import files
+    from mcpfast.bench.report import format_summary, generate_plots
 
     run = Path(args.run)
-    from mcpfast.bench.soak import is_soak, redraw
+    if files.is_soak(run):
+        from mcpfast.bench.soak import redraw
 
-    if is_soak(run):
-        made_soak = redraw(run)
-        print(f"{len(made_soak)} plots written to {run} (a soak: results.md rewritten)")
+        print(f"{len(redraw(run))} plots written to {run} (a soak: results.md rewritten)")
         return 0
-    summary = load_summary(run)
-    made = generate_plots(run, summary)
-    summary["plots"] = [p.name for p in made]
-    tmp = run / "summary.json.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(summary, fh, indent=2)
-        fh.write("\n")
-    tmp.replace(run / "summary.json")
+    summary = files.load_summary(run)
+    summary["plots"] = [p.name for p in generate_plots(run, summary)]
+    files.write_summary(run, summary)
     print(format_summary(summary))
-    print(f"{len(made)} plots written to {run}")
+    print(f"{len(summary['plots'])} plots written to {run}")
     return 0
 
 
@@ -245,23 +218,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 def run_subcommand(args: argparse.Namespace) -> int:
     """Run ``args.command`` (one of :data:`COMMANDS`); returns the exit code."""
-    command = getattr(args, "command", None)
-    if command == "bench":
-        return _bench(args)
-    if command == "report":
-        return _report(args)
-    if command == "compare":
-        return _compare(args)
-    raise ValueError(f"not a bench subcommand: {command!r}")
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="mcpfast", description="mcpfast bench / report / compare")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_subcommands(sub)
-    args = parser.parse_args(argv)
-    return run_subcommand(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    run = {"bench": _bench, "report": _report, "compare": _compare}.get(getattr(args, "command", None) or "")
+    if run is None:
+        raise ValueError(f"not a bench subcommand: {args.command!r}")
+    return run(args)

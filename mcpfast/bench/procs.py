@@ -1,44 +1,34 @@
-"""The process helpers of ``mcpfast bench``: machine info, RSS, free ports, server processes, logs.
-
-``mcpfast bench`` and the maintainer benchmarks (``benchmarks/``, which add pinning and CPU
-time on top) measure processes the same way, so the figures they print are comparable:
-
-* :func:`machine_info`: where the numbers were taken (CPU, memory, load, versions);
-* :func:`rss_kib` (the client's): ``VmRSS`` from ``/proc/<pid>/status``; :func:`child_pids`,
-  :func:`process_tree` and :func:`tree_rss_kib` (a server and the workers it forks);
-* :func:`loadavg` and :func:`machine_was_busy`: whether other work shared the machine;
-* :func:`free_port`, :func:`port_open`, :func:`wait_port`; :func:`stop_process`;
-* :func:`log_path` (logs go to an ignored ``logs/`` folder beside the results) and :func:`log_tail`;
-* :func:`write_json` / :func:`write_summary` / :func:`read_json`: every benchmark's results file,
-  written the same way (atomically, indented, paths and dataclasses as JSON) and read back;
-* :class:`ServerProcess`: a server process on a port (started, waited for, stopped), the one
-  class for it; :func:`reference_server` is the embedded reference server over Streamable HTTP.
+"""Processes and the machine, measured the same way by ``mcpfast bench`` and the maintainer
+benchmarks (``benchmarks/``, which add pinning and CPU time on top), so that the figures they
+print compare: where the numbers were taken (:func:`machine_info`, :func:`machine_was_busy`),
+RSS of a process tree, ports, a sampling thread, logs beside the results, and
+:class:`ServerProcess`, the one class that starts a server and waits for it.
 """
 
 from __future__ import annotations
 
-import json
+import math
 import os
 import platform
 import shlex
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Self, TextIO
 
 from mcpfast.client.base import rss_kib  # the swarm measures it too; one definition
 
 __all__ = [
     "BUSY_START_SHARE",
     "REFERENCE_SERVER",
+    "Sampler",
     "ServerProcess",
     "child_env",
     "child_pids",
-    "cpu_model",
     "cpus_available",
     "free_port",
     "least_squares",
@@ -49,32 +39,27 @@ __all__ = [
     "machine_was_busy",
     "port_open",
     "process_tree",
-    "read_json",
     "reference_argv",
     "reference_server",
-    "repo_root",
     "rss_kib",
     "stop_process",
     "tree_rss_kib",
     "wait_port",
-    "write_json",
-    "write_summary",
 ]
 
 SERVER_START_TIMEOUT = 20.0
+ROOT = Path(__file__).resolve().parents[2]
+"""This checkout (or the folder the package is installed in): first on a child's ``PYTHONPATH``."""
 LOGS = "logs"
 """The folder (beside a run's results) that takes its logs; ``.gitignore`` keeps it out of git."""
-
-
-def repo_root() -> Path:
-    return Path(__file__).resolve().parents[2]
+BUSY_START_SHARE = 0.5
+"""A 1-minute load average above this share of the CPUs before a run: other work was running."""
 
 
 def child_env() -> dict[str, str]:
     """The environment of a benchmark's child process: this checkout first on ``PYTHONPATH``."""
     env = dict(os.environ)
-    root = str(repo_root())
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
 
@@ -82,24 +67,14 @@ def child_env() -> dict[str, str]:
 # ------------------------------------------------------------------------------------ machine
 
 
-def cpu_model() -> str | None:
+def _proc_field(path: str, key: str) -> str | None:
+    """The value after ``key`` on the first line of a ``/proc`` file that starts with it."""
     try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+        with open(path, encoding="utf-8", errors="replace") as fh:
             for line in fh:
-                if line.lower().startswith("model name"):
+                if line.startswith(key):
                     return line.split(":", 1)[1].strip()
     except OSError:
-        pass
-    return platform.processor() or None
-
-
-def _mem_total_kib() -> int | None:
-    try:
-        with open("/proc/meminfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
         pass
     return None
 
@@ -110,10 +85,6 @@ def cpus_available() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover
         return os.cpu_count() or 1
-
-
-BUSY_START_SHARE = 0.5
-"""A 1-minute load average above this share of the CPUs before a run: other work was running."""
 
 
 def loadavg() -> list[float]:
@@ -134,28 +105,27 @@ def machine_info(modules: Sequence[str] = ("locust", "gevent")) -> dict[str, Any
 
     ``modules``: distributions whose versions are recorded (as ``<name>_version``).
     """
-    try:
-        load: list[float] | None = [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        load = None
+    from importlib.metadata import PackageNotFoundError, version
+
+    from mcpfast._version import __version__
+
+    memory = _proc_field("/proc/meminfo", "MemTotal:")
     info: dict[str, Any] = {
         "nproc": cpus_available(),
         "cpu_count": os.cpu_count(),
-        "cpu_model": cpu_model(),
-        "mem_total_kib": _mem_total_kib(),
+        "cpu_model": _proc_field("/proc/cpuinfo", "model name") or platform.processor() or None,
+        "mem_total_kib": int(memory.split()[0]) if memory else None,
         "platform": platform.platform(),
         "kernel": platform.release(),
         "hostname": platform.node(),
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
         "python_executable": sys.executable,
-        "loadavg": load,
-        "loadavg_at_start": load,
+        "loadavg": loadavg(),
+        "mcpfast_version": __version__,
+        "mcpfast_core_env": os.environ.get("MCPFAST_CORE") or None,
     }
-    from mcpfast._version import __version__
-
-    info["mcpfast_version"] = __version__
-    info["mcpfast_core_env"] = os.environ.get("MCPFAST_CORE") or None
+    info["loadavg_at_start"] = info["loadavg"]
     try:
         import warnings
 
@@ -166,14 +136,30 @@ def machine_info(modules: Sequence[str] = ("locust", "gevent")) -> dict[str, Any
         info["mcpfast_core"] = IMPLEMENTATION
     except Exception as exc:  # pragma: no cover - broken core
         info["mcpfast_core"] = f"unavailable: {exc}"
-    from importlib.metadata import PackageNotFoundError, version
-
     for mod in modules:
         try:
             info[f"{mod}_version"] = version(mod)
         except PackageNotFoundError:
             info[f"{mod}_version"] = None
     return info
+
+
+def least_squares(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float | None] | None:
+    """The least-squares line ``y = a + b x``: ``(a, b, the standard error of b)`` (None for two
+    points, which always make a perfect line); None below 2 points or when x does not vary."""
+    n = len(xs)
+    if n < 2 or n != len(ys):
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx <= 0:
+        return None
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    a = my - b * mx
+    if n == 2:
+        return a, b, None
+    ssr = sum((y - (a + b * x)) ** 2 for x, y in zip(xs, ys, strict=True))
+    return a, b, math.sqrt(ssr / (n - 2) / sxx)
 
 
 # ---------------------------------------------------------------------------------- processes
@@ -260,6 +246,38 @@ def stop_process(proc: subprocess.Popen[Any], timeout: float = 5.0) -> int | Non
     return proc.returncode
 
 
+class Sampler(threading.Thread):
+    """Calls ``sample()`` every ``interval`` seconds until stopped and keeps each row it returns
+    (``None``: nothing to keep) behind its time, ``clock()``: ``(t, *row)``."""
+
+    def __init__(self, sample: Callable[[], tuple[Any, ...] | None], interval: float, clock: Callable[[], float] = time.time) -> None:
+        super().__init__(daemon=True, name="mcpfast-bench-sampler")
+        self.sample = sample
+        self.interval = interval
+        self.clock = clock
+        self.rows: list[tuple[Any, ...]] = []
+        self._lock = threading.Lock()
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            row = self.sample()
+            if row is not None:
+                with self._lock:
+                    self.rows.append((self.clock(), *row))
+            self._stop_event.wait(self.interval)
+
+    def between(self, start: float, end: float) -> list[tuple[Any, ...]]:
+        """The rows taken from ``start`` to ``end`` (on ``clock``), while it runs."""
+        with self._lock:
+            return [r for r in self.rows if start <= r[0] <= end]
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        if self.is_alive():
+            self.join(timeout=5.0)
+
+
 # --------------------------------------------------------------------------------------- logs
 
 
@@ -281,58 +299,17 @@ def log_tail(path: Path | None, lines: int = 6, sep: str = "\n") -> str:
     return sep.join(text.strip().splitlines()[-lines:])
 
 
-# ----------------------------------------------------------------------------------- results
-
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, Path):
-        return str(obj)
-    if hasattr(obj, "__dataclass_fields__"):
-        return asdict(obj)
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Write a results file atomically (a reader never sees half of it): indented, newline-ended."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, default=_json_default)
-        fh.write("\n")
-    os.replace(tmp, path)
-
-
-def write_summary(out: Path, summary: dict[str, Any]) -> None:
-    """``<out>/summary.json``."""
-    write_json(out / "summary.json", summary)
-
-
-def read_json(path: Path) -> Any:
-    """A results file's data; None when it is missing or not JSON."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return None
-
-
 # ------------------------------------------------------------------------------ the server
 
 
 class ServerProcess:
     """A server process listening on ``host:port``: the one class the benchmarks start servers with.
 
-    Its output goes to ``log_path`` (first line: the command; ``None``: discarded). ``start``
-    waits until ``ready`` says so (by default: the port accepts) and raises ``RuntimeError``,
-    having stopped it, when the process exits first or the wait times out; ``stop`` terminates,
-    waits and kills. A context manager: leaving the block stops it.
-
-    Attributes:
-        name: what to call it in messages (a peer's name, the reference server's command).
-        argv: the command (behind ``taskset`` when the caller pinned it to ``cpus``).
-        cpus: the CPU list it is pinned to (``None``: not pinned).
-        reply_mode: how it answers HTTP POSTs (``json+sse``, ``json``, ``sse``), when known.
-        cwd: its working directory (default: this checkout; ``python -m`` imports from there first).
-        proc: the process, once started.
+    Its output goes to ``log_path`` (first line: the command; ``None``: discarded), its working
+    directory is ``cwd`` (default: :data:`ROOT`, which ``python -m`` imports from first) and its environment ``env`` (default:
+    :func:`child_env`). ``start`` waits until ``ready`` says so (by default: the port accepts)
+    and raises ``RuntimeError``, having stopped it, when the process exits first or the wait
+    times out; ``stop`` terminates, waits and kills. A context manager: leaving the block stops it.
     """
 
     def __init__(
@@ -343,20 +320,16 @@ class ServerProcess:
         port: int,
         *,
         log_path: Path | None = None,
-        cpus: str | None = None,
-        reply_mode: str | None = None,
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
     ) -> None:
-        self.name = name
+        self.name = name  # what to call it in messages
         self.argv = list(argv)
         self.host = host
         self.port = port
         self.log_path = log_path
-        self.cpus = cpus
-        self.reply_mode = reply_mode
         self.env = env
-        self.cwd = cwd if cwd is not None else repo_root()
+        self.cwd = cwd if cwd is not None else ROOT
         self.proc: subprocess.Popen[Any] | None = None
         self._log: TextIO | None = None
 
@@ -368,17 +341,13 @@ class ServerProcess:
     def pid(self) -> int:
         return self.proc.pid if self.proc is not None else 0
 
-    def _port_ready(self) -> str | None:
-        return None if port_open(self.host, self.port) else f"{self.host}:{self.port} not open"
-
-    def start(self, timeout: float = SERVER_START_TIMEOUT, ready: Callable[[], str | None] | None = None) -> ServerProcess:
+    def start(self, timeout: float = SERVER_START_TIMEOUT, ready: Callable[[], str | None] | None = None) -> Self:
         """Start it and wait until ``ready()`` returns ``None`` (else it says what is missing).
 
         Raises:
             RuntimeError: the process exited, or was not ready within ``timeout`` seconds
                 (it is stopped first).
         """
-        check = ready if ready is not None else self._port_ready
         out: Any = subprocess.DEVNULL
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -386,7 +355,7 @@ class ServerProcess:
             self._log.write("$ " + shlex.join(self.argv) + "\n")
             self._log.flush()
         env = self.env if self.env is not None else child_env()
-        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=str(self.cwd), env=env)
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=self.cwd, env=env)
         deadline = time.monotonic() + timeout
         last = "not started"
         try:
@@ -394,7 +363,7 @@ class ServerProcess:
                 if self.proc.poll() is not None:
                     raise RuntimeError(f"{self.name} exited with code {self.proc.returncode}: {self.log_tail()}")
                 try:
-                    problem = check()
+                    problem = ready() if ready is not None else (None if port_open(self.host, self.port) else "port not open")
                 except OSError as exc:
                     problem = f"{type(exc).__name__}: {exc}"
                 if problem is None:
@@ -405,6 +374,10 @@ class ServerProcess:
         except BaseException:
             self.stop()
             raise
+
+    def exited(self) -> int | None:
+        """Its exit code once it has exited (None while it runs, or never started)."""
+        return self.proc.poll() if self.proc is not None else None
 
     def log_tail(self, lines: int = 8) -> str:
         """The last lines of its output, on one line."""
@@ -420,7 +393,7 @@ class ServerProcess:
             self._log = None
         return code
 
-    def __enter__(self) -> ServerProcess:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -431,42 +404,12 @@ REFERENCE_SERVER = "`mcpfast serve --transport http`"
 
 
 def reference_argv(python: str, host: str, port: int) -> list[str]:
-    """The command of the embedded reference server over Streamable HTTP (what ``mcpfast bench`` measures)."""
-    argv = [python, "-m", "mcpfast", "serve", "--transport", "http", "--host", host, "--port", str(port)]
-    # Churn abandons sessions on purpose: lift the session cap when the CLI has the option.
-    if "--max-sessions" in _serve_help(python):
-        argv += ["--max-sessions", "1000000"]
-    return argv
+    """The command of the embedded reference server over Streamable HTTP (what ``mcpfast bench``
+    measures); churn abandons sessions on purpose, so the session cap is lifted."""
+    return [python, "-m", "mcpfast", "serve", "--transport", "http", "--host", host, "--port", str(port), "--max-sessions", "1000000"]
 
 
-def reference_server(python: str, log_path: Path | None, host: str = "127.0.0.1", port: int | None = None) -> ServerProcess:
-    """The embedded reference server on ``host:port`` (a free port by default), not started yet."""
-    port = port or free_port(host)
-    return ServerProcess(REFERENCE_SERVER, reference_argv(python, host, port), host, port, log_path=log_path, reply_mode="json+sse")
-
-
-_HELP_CACHE: dict[str, str] = {}
-
-
-def _serve_help(python: str) -> str:
-    if python not in _HELP_CACHE:
-        try:
-            out = subprocess.run([python, "-m", "mcpfast", "serve", "--help"], capture_output=True, text=True, timeout=30, env=child_env())
-            _HELP_CACHE[python] = out.stdout + out.stderr
-        except (OSError, subprocess.TimeoutExpired):
-            _HELP_CACHE[python] = ""
-    return _HELP_CACHE[python]
-
-
-def least_squares(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float] | None:
-    """Least squares ``y = a + b x``: ``(a, b, the spread of x)`` (the sum of its squared
-    deviations); None below 2 points or when x does not vary."""
-    n = len(xs)
-    if n < 2 or n != len(ys):
-        return None
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    if sxx <= 0:
-        return None
-    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
-    return my - b * mx, b, sxx
+def reference_server(python: str, log_path: Path | None, *extra: str, host: str = "127.0.0.1") -> ServerProcess:
+    """The embedded reference server on a free port of ``host`` (with ``extra`` options), not started yet."""
+    port = free_port(host)
+    return ServerProcess(REFERENCE_SERVER, [*reference_argv(python, host, port), *extra], host, port, log_path=log_path)

@@ -1,33 +1,53 @@
-"""``mcpfast report RUN`` and ``mcpfast compare RUN_A RUN_B``: plots and ratio tables from the
-files a bench run saved (``summary.json``, ``<family>-<transport>_histograms.json``,
-``_stats_history.csv``, ``_memory.csv``, ``_churn.json``); nothing is measured again."""
+"""What a bench run shows: its table and summary text, ``mcpfast report RUN`` (every plot again)
+and ``mcpfast compare RUN_A RUN_B`` (ratio table and one percentile plot), all from the files
+the run saved (:mod:`mcpfast.bench.files`); nothing is measured again."""
 
 from __future__ import annotations
 
-import bisect
-import csv
-import json
-import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mcpfast.bench import plots
-from mcpfast.bench.procs import read_json
+from mcpfast.bench import files, plots
 
 __all__ = [
+    "GENERATOR_BOUND_NOTE",
     "compare_rows",
     "compare_runs",
+    "format_summary",
     "generate_plots",
+    "generator_label",
     "handshake_phases",
-    "load_histograms",
-    "load_summary",
     "memory_series",
+    "ms",
     "render_compare",
+    "render_table",
+    "table",
 ]
 
 HANDSHAKE_ORDER = ("initialize", "notifications/initialized", "server/discover", "first call", "DELETE")
-
 GENERATOR_BOUND_NOTE = "generator-bound: this figure is a floor"
+
+
+def ms(us: Any) -> str:
+    """µs as ms with µs resolution; ``-`` for no value."""
+    return "-" if us is None else f"{us / 1000.0:.3f}"
+
+
+def table(header: Sequence[str], body: Sequence[Sequence[str]], left: int, groups: int = 0) -> str:
+    """Aligned text columns: the first ``left`` left-aligned, the rest right-aligned; a blank line
+    where the first ``groups`` cells change from one row to the next."""
+    widths = [max([len(header[i])] + [len(b[i]) for b in body]) for i in range(len(header))]
+
+    def fmt(cells: Sequence[str]) -> str:
+        return "  ".join(c.ljust(widths[i]) if i < left else c.rjust(widths[i]) for i, c in enumerate(cells)).rstrip()
+
+    lines = [fmt(header), fmt(["-" * w for w in widths])]
+    for i, b in enumerate(body):
+        if groups and i and b[:groups] != body[i - 1][:groups]:
+            lines.append("")
+        lines.append(fmt(b))
+    return "\n".join(lines)
 
 
 def generator_label(fam: dict[str, Any]) -> str:
@@ -40,43 +60,65 @@ def generator_label(fam: dict[str, Any]) -> str:
     return f"{text}, {GENERATOR_BOUND_NOTE}" if gen.get("bound") else text
 
 
-def load_summary(run: Path) -> dict[str, Any]:
-    path = Path(run) / "summary.json"
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except FileNotFoundError:
-        raise SystemExit(f"mcpfast: {path} not found (is {run} a bench run directory?)") from None
-    except ValueError as exc:
-        raise SystemExit(f"mcpfast: {path} is not valid JSON: {exc}") from None
-    if data.get("format") != "mcpfast-bench":
-        raise SystemExit(f"mcpfast: {path} is not an mcpfast bench summary")
-    return data
+def render_table(summary: dict[str, Any]) -> str:
+    """The summary table: one line per (family, transport, request name); latencies in ms (µs
+    resolution, from the HDR histograms)."""
+    header = ["family", "transport", "request", "count", "fail", "rps", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "gen cpu"]
+    body: list[list[str]] = []
+    for fam in summary.get("families", []):
+        rows = [r for r in summary.get("rows", []) if r["family"] == fam["family"] and r["transport"] == fam["transport"]]
+        gen = fam.get("generator") or {}
+        gen_cell = "-" if not gen else f"{100 * gen['cpu_share']:.0f}%{' BOUND' if gen.get('bound') else ''}"
+        if not rows:
+            body.append([fam["family"], fam["transport"], f"({fam.get('status')})", "0", "0", "-", "-", "-", "-", "-", gen_cell])
+        for i, r in enumerate(rows):
+            rps = "-" if r["rps"] is None else f"{r['rps']:.1f}"
+            latencies = [ms(r.get(f"p{p}_us")) for p in ("50", "90", "99", "99.9")]
+            body.append(
+                [r["family"], r["transport"], r["name"], str(r["count"]), str(r["failures"]), rps, *latencies, gen_cell if not i else ""]
+            )
+    return table(header, body, left=3, groups=2)
 
 
-def _prefix(run: Path, fam: dict[str, Any]) -> Path:
-    return Path(run) / (fam.get("prefix") or f"{fam['family']}-{fam['transport']}")
+def format_summary(summary: dict[str, Any]) -> str:
+    """What ``mcpfast bench`` and ``mcpfast report`` print: the run, the machine, the table, the
+    generator and churn lines, the notes, and OK or the problems."""
+    cfg = summary.get("config", {})
+    m = summary.get("machine", {})
+    lines = [
+        f"mcpfast bench {summary.get('run')}: {cfg.get('users')} users, {cfg.get('duration_s'):g} s per family, "
+        f"{cfg.get('model')} model{' at ' + format(cfg.get('rate'), 'g') + '/s' if cfg.get('rate') else ''}; "
+        f"transports run: {', '.join(cfg.get('transports_run') or []) or 'none'}",
+        f"machine: {m.get('nproc')} cpus ({m.get('cpu_model')}), Python {m.get('python')}, "
+        f"mcpfast {m.get('mcpfast_version')} ({m.get('mcpfast_core')} core)",
+        "",
+        render_table(summary),
+        "",
+    ]
+    families = summary.get("families", [])
+    lines += [f"{f['family']}/{f['transport']} ({f.get('engine')} engine): {generator_label(f)}" for f in families if f.get("generator")]
+    for fam in families:
+        churn = fam.get("churn") or {}
+        if churn:
+            per = churn.get("server_rss_kib_per_abandoned_session")
+            rss = churn.get("server_rss_kib_start"), churn.get("server_rss_kib_end")
+            lines.append(
+                f"session churn/{fam['transport']}: {churn.get('sessions_opened')} opened ({churn.get('opened_per_s')}/s), "
+                f"{churn.get('sessions_deleted')} deleted, {churn.get('sessions_abandoned')} abandoned"
+                + ("" if per is None else f", server RSS {rss[0]} -> {rss[1]} KiB ({per} KiB per abandoned session)")
+            )
+    lines += [f"note: {note}" for note in summary.get("notes", [])]
+    if summary.get("plots"):
+        lines.append(f"plots: {', '.join(summary['plots'])}")
+    lines.append(f"wall time {summary.get('wall_time_s')} s; results in {summary.get('run')}/summary.json")
+    if summary.get("problems"):
+        lines += ["FAILED:", *(f"  - {p}" for p in summary["problems"])]
+    else:
+        lines.append("OK: every family ran with requests and without failures")
+    return "\n".join(lines)
 
 
-def load_histograms(prefix: Path, failed: bool = False) -> dict[tuple[str, str], Any]:
-    """``{(type, name): Histogram}`` from ``<prefix>_histograms.json`` (empty when missing)."""
-    from mcpfast.locust.histogram import Histogram
-
-    try:
-        with open(f"{prefix}_histograms.json", encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
-        return {}
-    key = "failed_histograms" if failed else "histograms"
-    return {(e["type"], e["name"]): Histogram.from_dict(e) for e in data.get(key) or []}
-
-
-def _read_csv(path: Path) -> list[dict[str, str]]:
-    try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            return list(csv.DictReader(fh))
-    except OSError:
-        return []
+# ------------------------------------------------------------------------------------------ plots
 
 
 def handshake_phases(rows: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -88,44 +130,8 @@ def handshake_phases(rows: list[dict[str, Any]]) -> list[tuple[str, dict[str, An
             return "first call"
         return name if name in HANDSHAKE_ORDER else None
 
-    found: dict[str, tuple[str, dict[str, Any]]] = {}
-    for r in rows:
-        p = phase(r["name"])
-        if p is not None and r.get("count"):
-            found[p] = (r["name"], r)
+    found = {phase(r["name"]): (r["name"], r) for r in rows if r.get("count")}
     return [found[p] for p in HANDSHAKE_ORDER if p in found]
-
-
-def _cumulative(history: list[dict[str, str]], name: str) -> tuple[list[float], list[float]]:
-    """(timestamps, cumulative request counts) of one name; 0 at the history's first row (a name
-    appears in Locust's history only once it has requests)."""
-    ts: list[float] = []
-    counts: list[float] = []
-    starts = [float(r["Timestamp"]) for r in history[:1] if r.get("Timestamp")]
-    for row in history:
-        if row.get("Name") != name:
-            continue
-        try:
-            ts.append(float(row["Timestamp"]))
-            counts.append(float(row["Total Request Count"]))
-        except (KeyError, ValueError):
-            continue
-    if ts and starts and starts[0] < ts[0]:
-        ts.insert(0, starts[0])
-        counts.insert(0, 0.0)
-    return ts, counts
-
-
-def _interp(ts: list[float], vs: list[float], t: float) -> float:
-    if not ts:
-        return 0.0
-    if t <= ts[0]:
-        return vs[0]
-    if t >= ts[-1]:
-        return vs[-1]
-    i = bisect.bisect_right(ts, t)
-    t0, t1, v0, v1 = ts[i - 1], ts[i], vs[i - 1], vs[i]
-    return v0 if t1 == t0 else v0 + (v1 - v0) * (t - t0) / (t1 - t0)
 
 
 def memory_series(run: Path, fam: dict[str, Any]) -> dict[str, Any] | None:
@@ -135,22 +141,26 @@ def memory_series(run: Path, fam: dict[str, Any]) -> dict[str, Any] | None:
     DELETEd so far (cumulative counts of Locust's history, interpolated).  stdio: a session is a
     server process; x = live server processes, y = their summed RSS.
     """
-    prefix = _prefix(run, fam)
-    samples = _read_csv(Path(f"{prefix}_memory.csv"))
+    prefix = files.prefix(run, fam)
+    samples = files.read_csv(Path(f"{prefix}_memory.csv"))
     if not samples:
         return None
-    churn = fam.get("churn") or read_json(Path(f"{prefix}_churn.json")) or {}
-    ts = [float(s["timestamp"]) for s in samples]
     rss = [int(s["rss_kib"]) for s in samples]
     if fam["transport"] == "http":
-        history = _read_csv(Path(f"{prefix}_stats_history.csv"))
-        ti, ci = _cumulative(history, "initialize")
-        td, cd = _cumulative(history, "DELETE")
-        sessions = [max(_interp(ti, ci, t) - _interp(td, cd, t), 0.0) for t in ts]
-        per = churn.get("server_rss_kib_per_abandoned_session")
+        import numpy
+
+        history = files.history(prefix)
+        ts = [float(s["timestamp"]) for s in samples]
+
+        def counted(name: str) -> Any:
+            pts = [(t, n) for t, n, _ in history.get(name, []) if n is not None]
+            return numpy.interp(ts, [t for t, _ in pts], [n for _, n in pts]) if pts else numpy.zeros(len(ts))
+
+        sessions = [float(n) for n in numpy.maximum(counted("initialize") - counted("DELETE"), 0.0)]
+        churn = fam.get("churn") or files.read_json(Path(f"{prefix}_churn.json")) or {}
         note = (
             f"{churn.get('sessions_abandoned')} sessions abandoned, {churn.get('sessions_deleted')} deleted; "
-            f"{per} KiB per abandoned session (start->end RSS)"
+            f"{churn.get('server_rss_kib_per_abandoned_session')} KiB per abandoned session (start->end RSS)"
             if churn
             else ""
         )
@@ -162,59 +172,47 @@ def memory_series(run: Path, fam: dict[str, Any]) -> dict[str, Any] | None:
         if per_proc
         else ""
     )
-    steady = _steady_per_process(Path(run) / "tools_call-stdio_memory.csv")
-    if steady is not None:
-        note += f"\nsteady (tools_call, long-lived processes): median {steady / 1024:.1f} MiB per process"
+    steady = sorted(
+        int(s["rss_kib"]) / int(s["processes"]) for s in files.read_csv(run / "tools_call-stdio_memory.csv") if int(s["processes"] or 0)
+    )
+    if steady:
+        note += f"\nsteady (tools_call, long-lived processes): median {steady[len(steady) // 2] / 1024:.1f} MiB per process"
     return {"sessions": procs, "rss_kib": rss, "xlabel": "open sessions (live server processes)", "note": note, "fit": False}
-
-
-def _steady_per_process(path: Path) -> float | None:
-    samples = _read_csv(path)
-    values = sorted(int(s["rss_kib"]) / int(s["processes"]) for s in samples if int(s["processes"] or 0) > 0)
-    return values[len(values) // 2] if values else None
 
 
 def generate_plots(run: Path, summary: dict[str, Any] | None = None) -> list[Path]:
     """(Re)draw every plot of a run from its saved files; returns the PNG paths."""
     run = Path(run)
-    summary = summary if summary is not None else load_summary(run)
+    summary = summary if summary is not None else files.load_summary(run)
     made: list[Path] = []
-    families = [f for f in summary.get("families", []) if f.get("family") != "*" and f.get("status") != "not run"]
     handshake: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     sse: dict[str, dict[str, dict[str, Any]]] = {}
     memory: dict[str, dict[str, Any]] = {}
+    families = [f for f in summary.get("families", []) if f.get("family") != "*" and f.get("status") != "not run"]
     for fam in families:
         family, transport = fam["family"], fam["transport"]
-        prefix = _prefix(run, fam)
-        hists = load_histograms(prefix)
-        curves = {name: h for (_t, name), h in hists.items()}
+        prefix = files.prefix(run, fam)
+        curves = {name: h for (_t, name), h in files.histograms(prefix).items()}
         gen = generator_label(fam)
-        title = f"{family} over {transport}: latency by percentile (µs HDR histograms)" + (f"\n{gen}" if gen else "")
+        gen = f"\n{gen}" if gen else ""
+        title = f"{family} over {transport}: latency by percentile (µs HDR histograms){gen}"
         made.append(plots.percentile_plot(curves, run / f"latency-{family}-{transport}.png", title))
-        history = _read_csv(Path(f"{prefix}_stats_history.csv"))
-        made.append(
-            plots.timeline_plot(
-                history,
-                run / f"timeline-{family}-{transport}.png",
-                f"{family} over {transport}: throughput and p99" + (f"\n{gen}" if gen else ""),
-            )
-        )
-        rows = [r for r in summary.get("rows", []) if r["family"] == family and r["transport"] == transport]
+        title = f"{family} over {transport}: throughput and p99{gen}"
+        made.append(plots.timeline_plot(files.history(prefix), run / f"timeline-{family}-{transport}.png", title))
         if family == "handshake":
-            handshake[transport] = [(label, row) for label, row in handshake_phases(rows)]
+            handshake[transport] = handshake_phases(
+                [r for r in summary.get("rows", []) if (r["family"], r["transport"]) == (family, transport)]
+            )
         elif family == "sse_streaming":
             sse[transport] = {
                 "first": {n: h for n, h in curves.items() if n.endswith("first-event")},
                 "gap": {n: h for n, h in curves.items() if n.endswith(":gap")},
             }
-        elif family == "session_churn":
-            series = memory_series(run, fam)
-            if series is not None:
-                memory[transport] = series
+        elif family == "session_churn" and (series := memory_series(run, fam)) is not None:
+            memory[transport] = series
     if handshake:
-        made.append(
-            plots.handshake_plot(handshake, run / "handshake-phases.png", "handshake: initialize / initialized / first call / DELETE")
-        )
+        title = "handshake: initialize / initialized / first call / DELETE"
+        made.append(plots.handshake_plot(handshake, run / "handshake-phases.png", title))
     if sse:
         made.append(plots.sse_plot(sse, run / "sse.png", "streaming: time to first event and gap between events"))
     if any(f["family"] == "session_churn" for f in families):
@@ -225,21 +223,9 @@ def generate_plots(run: Path, summary: dict[str, Any] | None = None) -> list[Pat
 # ---------------------------------------------------------------------------------------- compare
 
 
-def _ratio(b: Any, a: Any) -> float | None:
-    if a is None or b is None:
-        return None
-    try:
-        a, b = float(a), float(b)
-    except (TypeError, ValueError):
-        return None
-    if a == 0:
-        return None
-    return b / a
-
-
 def compare_rows(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
     """One entry per (family, transport, type, name) present in both summaries: rps, p50 and
-    p99 of each run and the ratios B/A."""
+    p99 of each run and the ratios B/A (None where A has no value or 0)."""
     index_a = {(r["family"], r["transport"], r["type"], r["name"]): r for r in a.get("rows", [])}
     out = []
     for r in b.get("rows", []):
@@ -249,48 +235,31 @@ def compare_rows(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         entry: dict[str, Any] = {"family": key[0], "transport": key[1], "type": key[2], "name": key[3]}
         for field in ("rps", "p50_us", "p99_us"):
-            entry[f"{field}_a"] = ra.get(field)
-            entry[f"{field}_b"] = r.get(field)
-            entry[f"{field}_ratio"] = _ratio(r.get(field), ra.get(field))
+            va, vb = ra.get(field), r.get(field)
+            entry.update({f"{field}_a": va, f"{field}_b": vb, f"{field}_ratio": vb / va if va and vb is not None else None})
         out.append(entry)
     return out
 
 
-def _fmt_ratio(x: float | None) -> str:
-    return "-" if x is None or not math.isfinite(x) else f"{x:.2f}"
-
-
-def _fmt_num(x: Any, scale: float = 1.0, digits: int = 1) -> str:
-    return "-" if x is None else f"{float(x) / scale:.{digits}f}"
-
-
 def render_compare(entries: list[dict[str, Any]], label_a: str, label_b: str) -> str:
     header = ["family", "transport", "request", "rps A", "rps B", "B/A", "p50 A ms", "p50 B ms", "B/A", "p99 A ms", "p99 B ms", "B/A"]
+
+    def ratio(x: float | None) -> str:
+        return "-" if x is None else f"{x:.2f}"
+
     body = [
         [
             e["family"],
             e["transport"],
             e["name"],
-            _fmt_num(e["rps_a"]),
-            _fmt_num(e["rps_b"]),
-            _fmt_ratio(e["rps_ratio"]),
-            _fmt_num(e["p50_us_a"], 1000.0, 3),
-            _fmt_num(e["p50_us_b"], 1000.0, 3),
-            _fmt_ratio(e["p50_us_ratio"]),
-            _fmt_num(e["p99_us_a"], 1000.0, 3),
-            _fmt_num(e["p99_us_b"], 1000.0, 3),
-            _fmt_ratio(e["p99_us_ratio"]),
+            "-" if e["rps_a"] is None else f"{e['rps_a']:.1f}",
+            "-" if e["rps_b"] is None else f"{e['rps_b']:.1f}",
         ]
+        + [ratio(e["rps_ratio"])]
+        + [cell for p in ("p50", "p99") for cell in (ms(e[f"{p}_us_a"]), ms(e[f"{p}_us_b"]), ratio(e[f"{p}_us_ratio"]))]
         for e in entries
     ]
-    widths = [max([len(header[i])] + [len(b[i]) for b in body]) for i in range(len(header))]
-
-    def fmt(cells: list[str]) -> str:
-        return "  ".join(c.ljust(widths[i]) if i < 3 else c.rjust(widths[i]) for i, c in enumerate(cells)).rstrip()
-
-    lines = [f"A = {label_a}, B = {label_b}; ratios are B/A (rps > 1: B faster; latency < 1: B faster)", fmt(header)]
-    lines.append(fmt(["-" * w for w in widths]))
-    lines.extend(fmt(b) for b in body)
+    lines = [f"A = {label_a}, B = {label_b}; ratios are B/A (rps > 1: B faster; latency < 1: B faster)", table(header, body, left=3)]
     if not body:
         lines.append("(no request name in common)")
     return "\n".join(lines)
@@ -300,25 +269,19 @@ def compare_runs(run_a: Path, run_b: Path, out: Path | None = None) -> tuple[str
     """Ratio table text, the comparison PNG (``compare-<a>-vs-<b>.png`` in ``out`` or RUN_B) and
     the entries (also saved next to the PNG as JSON)."""
     run_a, run_b = Path(run_a), Path(run_b)
-    sa, sb = load_summary(run_a), load_summary(run_b)
+    sa, sb = files.load_summary(run_a), files.load_summary(run_b)
     label_a, label_b = run_a.resolve().name, run_b.resolve().name
     entries = compare_rows(sa, sb)
-    text = render_compare(entries, label_a, label_b)
     panels: dict[str, dict[str, tuple[Any, Any]]] = {}
     fams_a = {(f["family"], f["transport"]): f for f in sa.get("families", []) if f.get("family") != "*"}
     for fb in sb.get("families", []):
-        key = (fb.get("family"), fb.get("transport"))
-        fa = fams_a.get(key)
-        if fa is None:
-            continue
-        ha, hb = load_histograms(_prefix(run_a, fa)), load_histograms(_prefix(run_b, fb))
-        shared = sorted(set(ha) & set(hb))
-        if shared:
-            panels[f"{key[0]}/{key[1]}"] = {name: (ha[(t, name)], hb[(t, name)]) for t, name in shared}
+        fa = fams_a.get((fb.get("family"), fb.get("transport")))
+        if fa is not None:
+            ha, hb = files.histograms(files.prefix(run_a, fa)), files.histograms(files.prefix(run_b, fb))
+            if shared := sorted(set(ha) & set(hb)):
+                panels[f"{fb['family']}/{fb['transport']}"] = {name: (ha[(t, name)], hb[(t, name)]) for t, name in shared}
     target = Path(out) if out is not None else run_b
     target.mkdir(parents=True, exist_ok=True)
     png = plots.compare_plot(panels, target / f"compare-{label_a}-vs-{label_b}.png", label_a, label_b)
-    with open(target / f"compare-{label_a}-vs-{label_b}.json", "w", encoding="utf-8") as fh:
-        json.dump({"a": str(run_a), "b": str(run_b), "entries": entries}, fh, indent=2)
-        fh.write("\n")
-    return text, png, entries
+    files.write_json(target / f"compare-{label_a}-vs-{label_b}.json", {"a": str(run_a), "b": str(run_b), "entries": entries})
+    return render_compare(entries, label_a, label_b), png, entries

@@ -1,45 +1,24 @@
-"""``mcpfast bench --soak MINUTES``: a long open-model run at a share of the measured capacity.
+"""``mcpfast bench --soak MINUTES``: a long open-model run at a share of the measured capacity,
+reported per interval, with a slope check on the server's RSS and on the tools/call latency
+(``mcpfast/bench/README.md`` has the steps, the traffic, where each figure comes from and the
+finding rule).
 
-A leak or a slow drift does not show in a 30 s bench; it shows as a line that keeps rising over
-many minutes. The soak therefore:
-
-1. **measures capacity** first: a short closed-model run (``--duration``, default 15 s, its first
-   fifth dropped as warm-up) of the same traffic against the same server, giving tools/call per
-   second and churn cycles per second;
-2. **soaks** for MINUTES with both parts of the traffic in the open model at ``--soak-share`` of
-   those rates (each arrival timed from its intended send time, so a stall shows as latency and
-   not as fewer samples: no coordinated omission);
-3. **reports per interval** (``--soak-interval``, default 60 s): requests and their rate,
-   failures, p50/p99 of tools/call, churn cycles, open sessions, server RSS;
-4. **looks for slopes**: a least-squares line over the intervals after the first (warm-up) one,
-   for the server's RSS and for the tools/call p50 and p99; see :func:`find_slope` for the rule.
-
-The traffic (HTTP only; the generator is the native load engine, driven in this process, two
-engines side by side):
-
-* ``tools_call``: ``--users`` long-lived sessions (default 8), each on its own keep-alive
-  connection, sending ``tools/call`` ``echo``;
-* ``session_churn``: one more user opening a session (``initialize``,
-  ``notifications/initialized``, a first ``tools/call``) and closing it with ``DELETE``
-  (``--churn-delete-share``, default 1.0 here: every session is closed, so a server that keeps
-  memory per closed session shows it as an RSS slope; below 1 the rest are abandoned and RSS
-  grows by design).
-
-Server RSS is the summed ``VmRSS`` of the server's process tree (``/proc``), sampled every second.
-Open sessions come from the server's own ``mcpfast_sessions_open`` gauge (``/metrics``; the
-embedded server is started with ``--metrics``); a target without it is counted from the
-generator's side instead (sessions it holds plus those it abandoned), and the results say which.
+The generator is the native load engine, driven in this process: two engines side by side
+(:class:`_Traffic`), ``tools_call`` on long-lived sessions and ``session_churn`` from one more
+user. Server RSS is the summed ``VmRSS`` of its process tree, open sessions the server's own
+``mcpfast_sessions_open`` gauge at ``/metrics`` (else the generator's count), both sampled every
+second.
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import math
 import shlex
 import socket
 import statistics
 import sys
-import threading
 import time
 import urllib.error
 import urllib.parse
@@ -49,36 +28,39 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
+from mcpfast.bench import files
 from mcpfast.bench.procs import (
+    Sampler,
     ServerProcess,
-    free_port,
     least_squares,
     loadavg,
     log_path,
     machine_info,
     machine_was_busy,
     process_tree,
-    reference_argv,
+    reference_server,
     tree_rss_kib,
-    write_json,
 )
+from mcpfast.bench.report import ms
+from mcpfast.locust.argtypes import finite_positive, int_at_least, positive_share, share
+from mcpfast.locust.histogram import Histogram
 
 if TYPE_CHECKING:
-    from mcpfast._core import EngineFamily
+    from mcpfast._core import EngineFamily, NativeEngine
 
 __all__ = [
     "DEFAULT_CAPACITY_S",
     "DEFAULT_INTERVAL_S",
     "DEFAULT_OUT",
     "DEFAULT_SHARE",
+    "DEFAULT_USERS",
     "LATENCY_SLOPE_THRESHOLD",
     "RSS_SLOPE_THRESHOLD",
     "SoakConfig",
     "SoakError",
     "check_config",
     "find_slope",
-    "fit_line",
-    "is_soak",
+    "parse_sessions_gauge",
     "redraw",
     "render_markdown",
     "run_soak",
@@ -90,8 +72,6 @@ DEFAULT_SHARE = 0.5
 DEFAULT_INTERVAL_S = 60.0
 DEFAULT_CAPACITY_S = 15.0
 DEFAULT_USERS = 8
-CHURN_USERS = 1
-DEFAULT_CHURN_DELETE_SHARE = 1.0
 CAPACITY_WARMUP_SHARE = 0.2  # of the capacity run: connections, sessions and the server's caches settle
 SAMPLE_S = 1.0  # RSS and the sessions gauge are sampled this often
 STOP_GRACE_S = 2.0
@@ -132,8 +112,8 @@ class SoakConfig:
     interval_s: float = DEFAULT_INTERVAL_S
     capacity_s: float = DEFAULT_CAPACITY_S
     users: int = DEFAULT_USERS
-    churn_users: int = CHURN_USERS
-    churn_delete_share: float = DEFAULT_CHURN_DELETE_SHARE
+    churn_users: int = 1
+    churn_delete_share: float = 1.0  # every churned session closed: memory kept per closed session shows as a slope
     target: str | None = None
     server_pid: int = 0
     protocol_version: str | None = None
@@ -146,25 +126,27 @@ class SoakConfig:
 
 
 def check_config(cfg: SoakConfig) -> None:
-    """Refuse what cannot run, before anything starts.
+    """Refuse what cannot run, before anything starts, by the rules the command line's own
+    checks apply (:mod:`mcpfast.locust.argtypes`), so a config made in code is held to them too.
 
     Raises:
         SoakError: MINUTES not above 0, a share outside (0, 1], an interval or capacity run not
             above 0, no users, a target URL that is not http(s)://host[:port]/path, a target
             without a live ``--server-pid``.
     """
-    if not (cfg.minutes > 0 and math.isfinite(cfg.minutes)):
-        raise SoakError(f"--soak MINUTES must be a finite number > 0, got {cfg.minutes!r}")
-    if not 0.0 < cfg.share <= 1.0:
-        raise SoakError(f"--soak-share must be within (0, 1], got {cfg.share!r}")
-    if not (cfg.interval_s > 0 and math.isfinite(cfg.interval_s)):
-        raise SoakError(f"--soak-interval must be a finite number of seconds > 0, got {cfg.interval_s!r}")
-    if not (cfg.capacity_s > 0 and math.isfinite(cfg.capacity_s)):
-        raise SoakError(f"the capacity run (--duration) must last > 0 s, got {cfg.capacity_s!r}")
-    if cfg.users < 1 or cfg.churn_users < 1:
-        raise SoakError("--users must be at least 1")
-    if not 0.0 <= cfg.churn_delete_share <= 1.0:
-        raise SoakError(f"--churn-delete-share must be within 0..1, got {cfg.churn_delete_share!r}")
+    checks = (
+        ("--soak MINUTES", finite_positive, cfg.minutes),
+        ("--soak-share", positive_share, cfg.share),
+        ("--soak-interval", finite_positive, cfg.interval_s),
+        ("the capacity run (--duration)", finite_positive, cfg.capacity_s),
+        ("--users", int_at_least(1), min(cfg.users, cfg.churn_users)),
+        ("--churn-delete-share", share, cfg.churn_delete_share),
+    )
+    for flag, check, value in checks:
+        try:
+            check(str(value))
+        except argparse.ArgumentTypeError as exc:
+            raise SoakError(f"{flag} {exc}") from None
     if cfg.target is not None:
         _host_port(cfg.target)
         if cfg.server_pid <= 0:
@@ -178,24 +160,9 @@ def _host_port(url: str) -> tuple[str, int]:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise SoakError(f"--target must be an http(s)://host[:port]/path URL, got {url!r}")
     try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
+        return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError as exc:
         raise SoakError(f"--target {url!r}: {exc}") from None
-    return parts.hostname, port
-
-
-def check_reachable(url: str, timeout: float = 3.0) -> None:
-    """A TCP connect to the target's host and port.
-
-    Raises:
-        SoakError: nothing accepts the connection.
-    """
-    host, port = _host_port(url)
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return
-    except OSError as exc:
-        raise SoakError(f"cannot reach the target {url} ({host}:{port}): {exc.strerror or exc}") from None
 
 
 # ------------------------------------------------------------------------- sessions gauge
@@ -212,15 +179,12 @@ def parse_sessions_gauge(text: str) -> float | None:
     in multiprocess mode); None when the page has none."""
     total: float | None = None
     for line in text.splitlines():
-        if not line.startswith("mcpfast_sessions_open"):
-            continue
         name, _, rest = line.partition(" ")
-        if name != "mcpfast_sessions_open" and not name.startswith("mcpfast_sessions_open{"):
-            continue
-        try:
-            total = (total or 0.0) + float(rest.split()[0])
-        except (ValueError, IndexError):
-            continue
+        if name == "mcpfast_sessions_open" or name.startswith("mcpfast_sessions_open{"):
+            try:
+                total = (total or 0.0) + float(rest.split()[0])
+            except (ValueError, IndexError):
+                continue
     return total
 
 
@@ -233,58 +197,7 @@ def read_sessions_gauge(url: str, timeout: float = 2.0) -> float | None:
         return None
 
 
-class Sampler(threading.Thread):
-    """Every :data:`SAMPLE_S`: the server tree's RSS, its process count and (when the server has
-    the gauge) its open sessions, stamped with ``time.monotonic()``."""
-
-    def __init__(self, pid: int, sessions_url: str | None) -> None:
-        super().__init__(daemon=True, name="mcpfast-soak-sampler")
-        self.pid = pid
-        self.sessions_url = sessions_url
-        self.rows: list[tuple[float, int | None, int, float | None]] = []
-        self._lock = threading.Lock()
-        self._stop_event = threading.Event()
-
-    def run(self) -> None:
-        while not self._stop_event.is_set():
-            self.sample()
-            self._stop_event.wait(SAMPLE_S)
-
-    def sample(self) -> None:
-        rss = tree_rss_kib(self.pid)
-        procs = len(process_tree(self.pid)) if rss is not None else 0
-        sessions = read_sessions_gauge(self.sessions_url) if self.sessions_url else None
-        with self._lock:
-            self.rows.append((time.monotonic(), rss, procs, sessions))
-
-    def between(self, start: float, end: float) -> list[tuple[float, int | None, int, float | None]]:
-        with self._lock:
-            return [r for r in self.rows if start <= r[0] <= end]
-
-    def stop(self) -> None:
-        self._stop_event.set()
-        if self.is_alive():
-            self.join(timeout=5.0)
-
-
 # ------------------------------------------------------------------------------- engines
-
-
-def _engine(cfg: SoakConfig, url: str, family: str, rate: float | None) -> Any:
-    from mcpfast.core import EngineConfig, native_engine
-
-    return native_engine(
-        EngineConfig(
-            transport="http",
-            url=url,
-            family=cast("EngineFamily", family),
-            protocol_version=cfg.protocol_version or PROTOCOL_VERSION,
-            tool=TOOL,
-            arguments=dict(TOOL_ARGUMENTS),
-            churn_delete_share=cfg.churn_delete_share,
-            rate=rate,
-        )
-    )
 
 
 @dataclass
@@ -316,23 +229,72 @@ class _Window:
     def by_name(self) -> dict[str, int]:
         return {f"{p}:{n}": v[0] for (p, n), v in sorted(self.rows.items())}
 
-    def percentiles(self, part: str, name: str, ps: Sequence[float]) -> list[int] | None:
-        from mcpfast.locust.histogram import Histogram
-
-        entry = self.rows.get((part, name))
-        if entry is None:
-            return None
+    def p50_p99(self, part: str, name: str) -> tuple[int | None, int | None]:
         h = Histogram()
-        for us, n in entry[2].items():
+        for us, n in self.rows.get((part, name), [0, 0, {}])[2].items():
             if n > 0:
                 h.record(us, n)
-        return h.percentiles(ps) if h.total_count else None
+        if not h.total_count:
+            return None, None
+        p50, p99 = h.percentiles((50.0, 99.0))
+        return p50, p99
 
 
-def _cumulative_total(engine: Any) -> int:
-    """Every MCP request the engine completed since start, from its cumulative histograms (a
-    source independent of the drained windows: the per-interval counts must add up to it)."""
-    return sum(n for _rtype, name, buckets in engine.histograms() if name.split(" (failed)")[0] not in CONNECTION_ROWS for _, n in buckets)
+class _Traffic:
+    """The two engines side by side: ``tools_call`` on ``cfg.users`` long-lived sessions (one
+    keep-alive connection each, ``tools/call`` :data:`TOOL`) and ``session_churn`` from
+    ``cfg.churn_users`` more; in the open model at ``rates`` (calls/s, churn cycles/s), else
+    closed (as fast as they go)."""
+
+    def __init__(self, cfg: SoakConfig, url: str, rates: tuple[float, float] | None = None) -> None:
+        from mcpfast.core import EngineConfig, native_engine
+
+        def engine(family: str, rate: float | None) -> NativeEngine:
+            return native_engine(
+                EngineConfig(
+                    transport="http",
+                    url=url,
+                    family=cast("EngineFamily", family),
+                    protocol_version=cfg.protocol_version or PROTOCOL_VERSION,
+                    tool=TOOL,
+                    arguments=dict(TOOL_ARGUMENTS),
+                    churn_delete_share=cfg.churn_delete_share,
+                    rate=rate,
+                )
+            )
+
+        call_rate, churn_rate = rates or (None, None)
+        self.calls, self.churn = engine("tools_call", call_rate), engine("session_churn", churn_rate)
+        self.users = cfg.users, cfg.churn_users
+
+    def start(self) -> None:
+        for engine, users in zip((self.calls, self.churn), self.users, strict=True):
+            engine.start()
+            engine.set_users(users)
+
+    def drain(self, window: _Window) -> _Window:
+        window.add("calls", self.calls.drain())
+        window.add("churn", self.churn.drain())
+        return window
+
+    def stop(self) -> None:
+        self.calls.stop(STOP_GRACE_S)
+        self.churn.stop(STOP_GRACE_S)
+
+    def status(self, key: str) -> int:
+        """A counter of both engines' ``status()`` added up (``sent``, ``late``, ``dropped``...)."""
+        return sum(int(e.status()[key]) for e in (self.calls, self.churn))
+
+    def cumulative(self) -> int:
+        """Every MCP request the engines completed since start, from their cumulative histograms
+        (a count kept apart from the drained windows: the per-interval counts must add up to it)."""
+        return sum(
+            n
+            for e in (self.calls, self.churn)
+            for _rtype, name, buckets in e.histograms()
+            if name.split(" (failed)")[0] not in CONNECTION_ROWS
+            for _, n in buckets
+        )
 
 
 def measure_capacity(cfg: SoakConfig, url: str, stream: TextIO) -> dict[str, Any]:
@@ -342,32 +304,25 @@ def measure_capacity(cfg: SoakConfig, url: str, stream: TextIO) -> dict[str, Any
         RuntimeError: requests failed, or nothing completed.
     """
     warmup = min(max(cfg.capacity_s * CAPACITY_WARMUP_SHARE, 0.0), 3.0)
-    calls, churn = _engine(cfg, url, "tools_call", None), _engine(cfg, url, "session_churn", None)
-    window = _Window()
+    traffic = _Traffic(cfg, url)
     try:
-        calls.start()
-        churn.start()
-        calls.set_users(cfg.users)
-        churn.set_users(cfg.churn_users)
+        traffic.start()
         stream.write(f"soak: measuring capacity (closed model, {cfg.capacity_s:g} s, {warmup:g} s of it warm-up)\n")
         stream.flush()
         time.sleep(warmup)
-        calls.drain()
-        churn.drain()
+        traffic.drain(_Window())
         t0 = time.monotonic()
         time.sleep(cfg.capacity_s - warmup)
-        window.add("calls", calls.drain())
-        window.add("churn", churn.drain())
+        window = traffic.drain(_Window())
         elapsed = time.monotonic() - t0
     finally:
-        calls.stop(STOP_GRACE_S)
-        churn.stop(STOP_GRACE_S)
+        traffic.stop()
     calls_n, cycles_n = window.count("calls", CALL_ROW), window.count("churn", "initialize")
     if window.failures():
         raise RuntimeError(f"the capacity run had {window.failures()} failed requests: {window.by_name()}")
     if not calls_n or not cycles_n:
         raise RuntimeError(f"the capacity run completed no tools/call or no churn cycle: {window.by_name()}")
-    p50, p99 = window.percentiles("calls", CALL_ROW, (50.0, 99.0)) or (None, None)
+    p50, p99 = window.p50_p99("calls", CALL_ROW)
     return {
         "model": "closed",
         "duration_s": cfg.capacity_s,
@@ -385,17 +340,6 @@ def measure_capacity(cfg: SoakConfig, url: str, stream: TextIO) -> dict[str, Any
 
 
 # ------------------------------------------------------------------------------- slopes
-
-
-def fit_line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float] | None:
-    """``least_squares`` with the standard error of the slope: ``(a, b, standard error of b)``;
-    None below 3 points or when x does not vary. A perfect line has a standard error of 0."""
-    fit = least_squares(xs, ys) if len(xs) >= 3 else None
-    if fit is None:
-        return None
-    a, b, sxx = fit
-    ssr = sum((y - (a + b * x)) ** 2 for x, y in zip(xs, ys, strict=True))
-    return a, b, math.sqrt(ssr / (len(xs) - 2) / sxx)
 
 
 def find_slope(
@@ -425,11 +369,12 @@ def find_slope(
         "min_rise": min_rise,
         "finding": False,
     }
-    fit = fit_line([p[0] for p in pts], [p[1] for p in pts]) if len(pts) >= MIN_FIT_POINTS else None
+    fit = least_squares([p[0] for p in pts], [p[1] for p in pts]) if len(pts) >= MIN_FIT_POINTS else None
     if fit is None or not reference or reference <= 0:
         out["text"] = f"{series}: too few intervals after the warm-up to fit a line ({len(pts)}; {MIN_FIT_POINTS} needed)"
         return out
     a, b, se = fit
+    se = se or 0.0
     relative = b / reference
     t = math.inf if se == 0 and b > 0 else (b / se if se > 0 else 0.0)
     rise = b * (pts[-1][0] - pts[0][0]) / reference
@@ -473,23 +418,16 @@ def soak_findings(intervals: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------------- run
 
 
-def _embedded_server(cfg: SoakConfig) -> ServerProcess:
-    port = free_port()
-    # --metrics: the server's own count of open sessions, read once a second
-    argv = [*reference_argv(cfg.python, "127.0.0.1", port), "--metrics"]
-    return ServerProcess(
-        "`mcpfast serve --transport http --metrics`", argv, "127.0.0.1", port, log_path=log_path(cfg.out, "server-http.log")
-    )
-
-
 def _interval_row(
-    index: int, start: float, end: float, t0: float, window: _Window, samples: list[Any], gen_sessions: int, late: int, dropped: int
+    index: int, start: float, end: float, t0: float, window: _Window, samples: list[Any], *, gen_sessions: int, late: int, dropped: int
 ) -> dict[str, Any]:
+    """One interval's figures; ``samples`` are the sampler's ``(t, RSS KiB, processes, sessions)``
+    rows of the interval, the rest the generator's counts (open sessions, late and dropped arrivals)."""
     length = end - start
     rss = [s[1] for s in samples if s[1] is not None]
     sessions = [s[3] for s in samples if s[3] is not None]
-    p50, p99 = window.percentiles("calls", CALL_ROW, (50.0, 99.0)) or (None, None)
-    init = window.percentiles("churn", "initialize", (50.0, 99.0)) or (None, None)
+    p50, p99 = window.p50_p99("calls", CALL_ROW)
+    init_p50, init_p99 = window.p50_p99("churn", "initialize")
     requests = window.count()
     return {
         "index": index,
@@ -503,8 +441,8 @@ def _interval_row(
         "churn_cycles": window.count("churn", "initialize"),
         "call_p50_us": p50,
         "call_p99_us": p99,
-        "initialize_p50_us": init[0],
-        "initialize_p99_us": init[1],
+        "initialize_p50_us": init_p50,
+        "initialize_p99_us": init_p99,
         "rss_kib": rss[-1] if rss else None,
         "rss_max_kib": max(rss) if rss else None,
         "server_processes": samples[-1][2] if samples else None,
@@ -517,17 +455,67 @@ def _interval_row(
     }
 
 
-def _progress(row: dict[str, Any], count: int, stream: TextIO) -> None:
-    def ms(us: Any) -> str:
-        return "-" if us is None else f"{us / 1000:.3f}"
+class _ServerGone(RuntimeError):
+    pass
 
-    rss = row.get("rss_kib")
-    stream.write(
-        f"soak {row['index'] + 1}/{count}  {row['end_s'] / 60:6.2f} min  {row['requests_per_s']}/s  "
-        f"fail {row['failures']}  p50 {ms(row['call_p50_us'])} ms  p99 {ms(row['call_p99_us'])} ms  "
-        f"RSS {'-' if rss is None else f'{rss / 1024:.1f}'} MiB  sessions {row['sessions_open']}\n"
-    )
-    stream.flush()
+
+def _soak_intervals(
+    cfg: SoakConfig, traffic: _Traffic, sampler: Sampler, server: ServerProcess | None, problems: list[str]
+) -> list[dict[str, Any]]:
+    """Run the open-model traffic for ``cfg.minutes`` and read it out at every interval's end; a
+    Ctrl-C ends the interval it falls in, which is reported as the last one."""
+    duration = cfg.minutes * 60.0
+    n_intervals = max(math.ceil(duration / cfg.interval_s - 1e-9), 1)
+    intervals: list[dict[str, Any]] = []
+    deletes = late_seen = dropped_seen = 0
+    t0 = time.monotonic()
+    traffic.start()
+    for k in range(n_intervals):
+        start = t0 + k * cfg.interval_s
+        end = min(t0 + (k + 1) * cfg.interval_s, t0 + duration)
+        interrupted = False
+        try:
+            while (left := end - time.monotonic()) > 0:
+                time.sleep(min(left, 0.5))
+                if server is not None and (code := server.exited()) is not None:
+                    raise _ServerGone(f"the server exited ({code}) during the soak: {server.log_tail(3)}")
+        except KeyboardInterrupt:
+            interrupted = True
+            end = time.monotonic()
+            problems.append("interrupted (Ctrl-C): the intervals so far are reported, the last one cut short")
+        window = traffic.drain(_Window())
+        held = int(traffic.calls.status()["sessions_open"])  # before a stop closes them
+        last = interrupted or k == n_intervals - 1
+        if last:
+            # requests in flight at the end complete within the grace: they belong to the last interval
+            traffic.stop()
+            traffic.drain(window)
+        late, dropped = traffic.status("late"), traffic.status("dropped")
+        deletes += window.count("churn", "DELETE")
+        gen_sessions = held + int(traffic.churn.status()["established"]) - deletes
+        samples = sampler.between(start, end)
+        row = _interval_row(
+            k,
+            start,
+            time.monotonic() if last else end,
+            t0,
+            window,
+            samples,
+            gen_sessions=gen_sessions,
+            late=late - late_seen,
+            dropped=dropped - dropped_seen,
+        )
+        late_seen, dropped_seen = late, dropped
+        intervals.append(row)
+        rss = "-" if row["rss_kib"] is None else f"{row['rss_kib'] / 1024:.1f}"
+        sys.stderr.write(
+            f"soak {k + 1}/{n_intervals}  {row['end_s'] / 60:6.2f} min  {row['requests_per_s']}/s  fail {row['failures']}  "
+            f"p50 {ms(row['call_p50_us'])} ms  p99 {ms(row['call_p99_us'])} ms  RSS {rss} MiB  sessions {row['sessions_open']}\n"
+        )
+        sys.stderr.flush()
+        if interrupted:
+            break
+    return intervals
 
 
 def run_soak(cfg: SoakConfig, stream: TextIO | None = None) -> int:
@@ -545,7 +533,11 @@ def run_soak(cfg: SoakConfig, stream: TextIO | None = None) -> int:
 
         require_native_engine()
         if cfg.target:
-            check_reachable(cfg.target)
+            host, port = _host_port(cfg.target)
+            try:
+                socket.create_connection((host, port), timeout=3.0).close()
+            except OSError as exc:
+                raise SoakError(f"cannot reach the target {cfg.target} ({host}:{port}): {exc.strerror or exc}") from None
     except (SoakError, RuntimeError) as exc:
         sys.stderr.write(f"mcpfast bench --soak: {exc}\n")
         return 2
@@ -557,7 +549,8 @@ def run_soak(cfg: SoakConfig, stream: TextIO | None = None) -> int:
     if cfg.target:
         url, pid, server_desc = cfg.target, cfg.server_pid, f"target {cfg.target} (pid {cfg.server_pid})"
     else:
-        server = _embedded_server(cfg)
+        # --metrics: the server's own count of open sessions, read once a second
+        server = reference_server(cfg.python, log_path(cfg.out, "server-http.log"), "--metrics")
         try:
             server.start()
         except RuntimeError as exc:
@@ -583,100 +576,49 @@ def run_soak(cfg: SoakConfig, stream: TextIO | None = None) -> int:
             return 1
         call_rate = cfg.share * capacity["calls_per_s"]
         churn_rate = cfg.share * capacity["churn_cycles_per_s"]
-        duration = cfg.minutes * 60.0
-        n_intervals = max(math.ceil(duration / cfg.interval_s - 1e-9), 1)
+        n_intervals = max(math.ceil(cfg.minutes * 60.0 / cfg.interval_s - 1e-9), 1)
         out.write(
             f"soak: capacity {capacity['calls_per_s']:g} tools/call/s + {capacity['churn_cycles_per_s']:g} churn cycles/s; "
             f"soaking {cfg.minutes:g} min at {cfg.share:g} of it: {call_rate:.1f} calls/s + {churn_rate:.2f} cycles/s (open model), "
             f"{n_intervals} interval(s) of {cfg.interval_s:g} s\n"
         )
         out.flush()
-        sampler = Sampler(pid, gauge_url if has_gauge else None)
+
+        def sample() -> tuple[int | None, int, float | None]:
+            rss = tree_rss_kib(pid)
+            sessions = read_sessions_gauge(gauge_url) if has_gauge else None
+            return rss, (len(process_tree(pid)) if rss is not None else 0), sessions
+
+        sampler = Sampler(sample, SAMPLE_S, clock=time.monotonic)
         sampler.start()
-        calls, churn = _engine(cfg, url, "tools_call", call_rate), _engine(cfg, url, "session_churn", churn_rate)
+        traffic = _Traffic(cfg, url, (call_rate, churn_rate))
         intervals: list[dict[str, Any]] = []
-        totals_drained = 0
-        deletes = 0
-        late_seen = dropped_seen = 0
         try:
-            t0 = time.monotonic()
-            calls.start()
-            churn.start()
-            calls.set_users(cfg.users)
-            churn.set_users(cfg.churn_users)
-            for k in range(n_intervals):
-                start = t0 + k * cfg.interval_s
-                end = min(t0 + (k + 1) * cfg.interval_s, t0 + duration)
-                interrupted = False
-                try:
-                    while (left := end - time.monotonic()) > 0:
-                        time.sleep(min(left, 0.5))
-                        if server is not None and server.proc is not None and server.proc.poll() is not None:
-                            raise _ServerGone(f"the server exited ({server.proc.returncode}) during the soak: {server.log_tail(3)}")
-                except KeyboardInterrupt:
-                    # Ctrl-C: this interval ends now and is the last, so what was sent is still reported
-                    interrupted = True
-                    end = time.monotonic()
-                    problems.append("interrupted (Ctrl-C): the intervals so far are reported, the last one cut short")
-                window = _Window()
-                window.add("calls", calls.drain())
-                window.add("churn", churn.drain())
-                held = int(calls.status()["sessions_open"])  # before a stop closes them
-                last = interrupted or k == n_intervals - 1
-                if last:
-                    # requests in flight at the end complete within the grace: they belong to the last interval
-                    calls.stop(STOP_GRACE_S)
-                    churn.stop(STOP_GRACE_S)
-                    window.add("calls", calls.drain())
-                    window.add("churn", churn.drain())
-                status = [calls.status(), churn.status()]
-                late = sum(int(s["late"]) for s in status)
-                dropped = sum(int(s["dropped"]) for s in status)
-                deletes += window.count("churn", "DELETE")
-                gen_sessions = held + int(status[1]["established"]) - deletes
-                row = _interval_row(
-                    k,
-                    start,
-                    time.monotonic() if last else end,
-                    t0,
-                    window,
-                    sampler.between(start, end),
-                    gen_sessions,
-                    late - late_seen,
-                    dropped - dropped_seen,
-                )
-                late_seen, dropped_seen = late, dropped
-                totals_drained += row["requests"]
-                intervals.append(row)
-                _progress(row, n_intervals, sys.stderr)
-                if interrupted:
-                    break
+            intervals = _soak_intervals(cfg, traffic, sampler, server, problems)
         except _ServerGone as exc:
             problems.append(str(exc))
         except KeyboardInterrupt:  # a second Ctrl-C while the last interval was being read
             problems.append("interrupted (Ctrl-C) twice: the intervals so far are reported")
         finally:
-            calls.stop(STOP_GRACE_S)
-            churn.stop(STOP_GRACE_S)
+            traffic.stop()
             sampler.stop()
-        cumulative = _cumulative_total(calls) + _cumulative_total(churn)
-        status = [calls.status(), churn.status()]
+        cumulative = traffic.cumulative()
     finally:
         if server is not None:
             server.stop()
     load_end = loadavg()
+    drained = sum(r["requests"] for r in intervals)
     failures = sum(r["failures"] for r in intervals)
     if failures:
         problems.append(f"{failures} requests failed")
-    if totals_drained != cumulative:
-        problems.append(f"the per-interval counts add up to {totals_drained}, the engines counted {cumulative}")
-    dropped_total = sum(int(s["dropped"]) for s in status)
-    if dropped_total:
-        notes.append(f"{dropped_total} arrivals were dropped (the generator's queue was full): the server fell behind the schedule")
+    if drained != cumulative:
+        problems.append(f"the per-interval counts add up to {drained}, the engines counted {cumulative}")
+    if dropped := traffic.status("dropped"):
+        notes.append(f"{dropped} arrivals were dropped (the generator's queue was full): the server fell behind the schedule")
     findings = soak_findings(intervals) if intervals else []
     soak_s = intervals[-1]["end_s"] if intervals else 0.0
     results: dict[str, Any] = {
-        "format": "mcpfast-soak",
+        "format": files.SOAK_FORMAT,
         "format_version": 1,
         "command": _command(cfg.command_line),
         "command_line": cfg.command_line,
@@ -709,15 +651,15 @@ def run_soak(cfg: SoakConfig, stream: TextIO | None = None) -> int:
             "calls_rate": round(call_rate, 3),
             "churn_cycles_rate": round(churn_rate, 3),
             "duration_s": soak_s,
-            "requests": totals_drained,
+            "requests": drained,
             "requests_engine_total": cumulative,
-            "counts_consistent": totals_drained == cumulative,
-            "requests_per_s": round(totals_drained / soak_s, 2) if soak_s else None,
+            "counts_consistent": drained == cumulative,
+            "requests_per_s": round(drained / soak_s, 2) if soak_s else None,
             "failures": failures,
-            "sent": sum(int(s["sent"]) for s in status),
-            "late": sum(int(s["late"]) for s in status),
-            "dropped": dropped_total,
-            "generator_cpu_s": round(sum(float(s["cpu_s"]) for s in status), 2),
+            "sent": traffic.status("sent"),
+            "late": traffic.status("late"),
+            "dropped": dropped,
+            "generator_cpu_s": round(sum(float(e.status()["cpu_s"]) for e in (traffic.calls, traffic.churn)), 2),
         },
         "sessions_source": sessions_source,
         "rss_source": f"summed VmRSS of the server's process tree (/proc/{pid} and its descendants), sampled every {SAMPLE_S:g} s",
@@ -739,22 +681,14 @@ def run_soak(cfg: SoakConfig, stream: TextIO | None = None) -> int:
     }
     if cfg.make_plots and intervals:
         try:
-            from mcpfast.bench.plots import soak_plot
-
-            results["plots"] = [soak_plot(intervals, findings, cfg.out / "soak.png", _plot_title(results)).name]
+            results["plots"] = [p.name for p in _draw(results, cfg.out)]
         except Exception as exc:  # a plotting bug must not lose the measurements
             problems.append(f"plot: {type(exc).__name__}: {exc}")
             results["ok"] = False
-    write_json(cfg.out / "results.json", results)
-    text = render_markdown(results)
-    (cfg.out / "results.md").write_text(text, encoding="utf-8")
+    _write(results, cfg.out)
     out.write(_summary_lines(results) + "\n")
     out.flush()
     return 0 if results["ok"] else 1
-
-
-class _ServerGone(RuntimeError):
-    pass
 
 
 def _command(argv: Sequence[str]) -> str:
@@ -762,8 +696,6 @@ def _command(argv: Sequence[str]) -> str:
     args = list(argv)
     if args and (args[0].endswith(("__main__.py", "mcpfast")) or args[0] == "-m"):
         return shlex.join(["python", "-m", "mcpfast", *args[1:]])
-    if args and args[0].endswith("cli.py"):
-        return shlex.join(["python", "-m", "mcpfast.bench.cli", *args[1:]])
     return shlex.join(args)
 
 
@@ -778,15 +710,6 @@ def _traffic_text(cfg: SoakConfig) -> str:
         f"from {cfg.churn_users} user: initialize, notifications/initialized, a first tools/call, DELETE ({closed}); "
         f"both in the open model at {cfg.share:g} of the rates the closed-model capacity run reached"
     )
-
-
-def _plot_title(results: dict[str, Any]) -> str:
-    cfg = results["config"]
-    return f"soak: {cfg['minutes']:g} min at {cfg['share']:g} of capacity ({results['soak']['calls_rate']:.0f} calls/s)"
-
-
-def _ms(us: Any) -> str:
-    return "-" if us is None else f"{us / 1000:.3f}"
 
 
 def _mib(kib: Any) -> str:
@@ -814,7 +737,7 @@ def render_markdown(results: dict[str, Any]) -> str:
         "",
         f"Capacity (closed model, {cap['duration_s']:g} s, the first {cap['warmup_s']:g} s dropped): "
         f"{cap['calls_per_s']:g} tools/call/s and {cap['churn_cycles_per_s']:g} churn cycles/s "
-        f"({cap['requests_per_s']:g} requests/s; tools/call p50 {_ms(cap['call_p50_us'])} ms, p99 {_ms(cap['call_p99_us'])} ms).",
+        f"({cap['requests_per_s']:g} requests/s; tools/call p50 {ms(cap['call_p50_us'])} ms, p99 {ms(cap['call_p99_us'])} ms).",
         "",
         f"Soak (open model): {soak['calls_rate']:g} tools/call/s + {soak['churn_cycles_rate']:g} churn cycles/s for "
         f"{soak['duration_s']:g} s: {soak['requests']} requests ({soak['requests_per_s']}/s), {soak['failures']} failed, "
@@ -833,8 +756,8 @@ def render_markdown(results: dict[str, Any]) -> str:
     for r in results["intervals"]:
         lines.append(
             f"| {r['index'] + 1}{' (warm-up)' if r['index'] == 0 else ''} | {r['end_s'] / 60:.2f} | {r['requests']} | "
-            f"{r['requests_per_s']} | {r['failures']} | {r['late']} | {r['dropped']} | {r['calls']} | {r['churn_cycles']} | {_ms(r['call_p50_us'])} | "
-            f"{_ms(r['call_p99_us'])} | {_ms(r['initialize_p99_us'])} | {_mib(r['rss_kib'])} | {_mib(r['rss_max_kib'])} | "
+            f"{r['requests_per_s']} | {r['failures']} | {r['late']} | {r['dropped']} | {r['calls']} | {r['churn_cycles']} | {ms(r['call_p50_us'])} | "
+            f"{ms(r['call_p99_us'])} | {ms(r['initialize_p99_us'])} | {_mib(r['rss_kib'])} | {_mib(r['rss_max_kib'])} | "
             f"{'-' if r['sessions_open'] is None else r['sessions_open']} | {r['sessions_open_generator']} |"
         )
     th = results["thresholds"]
@@ -863,27 +786,28 @@ def render_markdown(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def is_soak(run: Path) -> bool:
-    """Whether ``run`` holds a soak's ``results.json``."""
-    from mcpfast.bench.procs import read_json
+def _draw(results: dict[str, Any], run: Path) -> list[Path]:
+    from mcpfast.bench.plots import soak_plot
 
-    data = read_json(run / "results.json")
-    return isinstance(data, dict) and data.get("format") == "mcpfast-soak"
+    cfg = results["config"]
+    title = f"soak: {cfg['minutes']:g} min at {cfg['share']:g} of capacity ({results['soak']['calls_rate']:.0f} calls/s)"
+    return [soak_plot(results["intervals"], results["findings"], run / "soak.png", title)] if results["intervals"] else []
+
+
+def _write(results: dict[str, Any], run: Path) -> None:
+    files.write_json(run / "results.json", results)
+    (run / "results.md").write_text(render_markdown(results), encoding="utf-8")
 
 
 def redraw(run: Path) -> list[Path]:
     """``mcpfast report`` on a soak: ``soak.png`` and ``results.md`` again from ``results.json``
     (the findings recomputed with the current rule)."""
-    from mcpfast.bench.plots import soak_plot
-    from mcpfast.bench.procs import read_json
-
-    results = read_json(run / "results.json")
+    results = files.read_json(run / "results.json")
     results["findings"] = soak_findings(results["intervals"]) if results["intervals"] else []
     results["slope_found"] = any(f["finding"] for f in results["findings"])
-    made = [soak_plot(results["intervals"], results["findings"], run / "soak.png", _plot_title(results))] if results["intervals"] else []
+    made = _draw(results, run)
     results["plots"] = [p.name for p in made]
-    write_json(run / "results.json", results)
-    (run / "results.md").write_text(render_markdown(results), encoding="utf-8")
+    _write(results, run)
     return made
 
 

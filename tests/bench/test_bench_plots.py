@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from mcpfast.bench import plots, procs, report, run
+from mcpfast.bench import files, plots, procs, report, run
 from mcpfast.bench.cli import COMMANDS, add_subcommands, run_subcommand
 from mcpfast.bench.procs import least_squares
 from mcpfast.locust.histogram import Histogram
@@ -164,17 +164,17 @@ def test_family_result_without_files_is_empty(tmp_path: Path) -> None:
 
 
 def test_table_and_summary_text(synthetic_run: Path) -> None:
-    summary = report.load_summary(synthetic_run)
-    table = run.render_table(summary)
+    summary = files.load_summary(synthetic_run)
+    table = report.render_table(summary)
     lines = table.splitlines()
     assert lines[0].split()[:3] == ["family", "transport", "request"]
     assert any(line.split()[:3] == ["tools_call", "http", "tools/call:echo"] for line in lines)
     echo = next(line for line in lines if line.split()[:3] == ["tools_call", "http", "tools/call:echo"])
     assert echo.split()[3] == "2000"
-    text = run.format_summary(summary)
+    text = report.format_summary(summary)
     assert "OK: every family ran" in text
     summary["problems"] = ["tools_call/http: no requests"]
-    assert "FAILED" in run.format_summary(summary) and "no requests" in run.format_summary(summary)
+    assert "FAILED" in report.format_summary(summary) and "no requests" in report.format_summary(summary)
 
 
 def test_main_row_is_the_characteristic_request() -> None:
@@ -226,15 +226,9 @@ def test_each_plot_function_writes_a_png(tmp_path: Path) -> None:
         plots.percentile_plot({"a": h, "b": _hist([5, 6, 7]), "empty": Histogram()}, tmp_path / "p.png", "t"),
         plots.percentile_plot({}, tmp_path / "p0.png", "nothing"),
         plots.timeline_plot(
-            [
-                {"Timestamp": "1", "Name": "Aggregated", "Total Request Count": "0", "99%": "N/A"},
-                {"Timestamp": "2", "Name": "Aggregated", "Total Request Count": "10", "99%": "4"},
-                {"Timestamp": "2", "Name": "x", "Total Request Count": "10", "99%": "4"},
-            ],
-            tmp_path / "t.png",
-            "t",
+            {"Aggregated": [(1.0, 0.0, None), (2.0, 10.0, 4.0)], "x": [(1.0, 0.0, None), (2.0, 10.0, 4.0)]}, tmp_path / "t.png", "t"
         ),
-        plots.timeline_plot([], tmp_path / "t0.png", "empty"),
+        plots.timeline_plot({}, tmp_path / "t0.png", "empty"),
         plots.handshake_plot(
             {"http": [("initialize", {"p50_us": 100, "p90_us": 200, "p99_us": 900, "count": 3})], "stdio": []}, tmp_path / "h.png", "t"
         ),
@@ -287,10 +281,10 @@ def test_compare_rows_match_by_family_transport_and_name() -> None:
 
 def test_load_summary_rejects_other_directories(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
-        report.load_summary(tmp_path)
+        files.load_summary(tmp_path)
     (tmp_path / "summary.json").write_text('{"format": "other"}')
     with pytest.raises(SystemExit):
-        report.load_summary(tmp_path)
+        files.load_summary(tmp_path)
 
 
 # -- command line and server probe ---------------------------------------------------------------
@@ -346,3 +340,12 @@ def test_progress_lines_without_a_terminal() -> None:
     p.update("a/stdio", "running 1s")  # not a terminal: no repeated lines
     p.update("a/stdio", "done", final=True)
     assert stream.getvalue().splitlines() == ["a/stdio                  starting", "a/stdio                  done"]
+
+
+def test_history_starts_every_name_at_the_first_second(synthetic_run: Path) -> None:
+    series = files.history(synthetic_run / "tools_call-http")
+    assert set(series) == {"Aggregated", "tools/call:echo"}
+    # the name appears in Locust's history a second after the aggregate row: its count was 0 before
+    assert series["tools/call:echo"][0] == (1_000_000.0, 0.0, None) and series["Aggregated"][0] == (1_000_000.0, 0.0, None)
+    assert series["tools/call:echo"][-1] == (1_000_010.0, 2000.0, 3.0)
+    assert files.history(synthetic_run / "nothing-here") == {}

@@ -2,7 +2,7 @@
 about 20 s), then ``report`` and ``compare`` on
 its output; a short HTTP run when the installed CLI serves HTTP; the non-zero exit on failures.
 
-Every bench runs as a child process (``python -m mcpfast.bench.cli``), which itself runs one
+Every bench runs as a child process (``python -m mcpfast``), which itself runs one
 ``locust`` child per family: Locust's monkey-patching never reaches pytest.
 """
 
@@ -35,7 +35,7 @@ def _env() -> dict[str, str]:
 
 def _cli(*args: str, timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "mcpfast.bench.cli", *args],
+        [sys.executable, "-m", "mcpfast", *args],
         capture_output=True, text=True, timeout=timeout, env=_env(), cwd=ROOT,
     )  # fmt: skip
 

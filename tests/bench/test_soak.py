@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from mcpfast.bench.procs import free_port
+from mcpfast.bench.procs import free_port, least_squares
 from mcpfast.bench.soak import (
     LATENCY_SLOPE_THRESHOLD,
     RSS_MIN_RISE,
@@ -25,7 +25,6 @@ from mcpfast.bench.soak import (
     SoakError,
     check_config,
     find_slope,
-    fit_line,
     parse_sessions_gauge,
     run_soak,
     soak_findings,
@@ -189,8 +188,8 @@ def test_a_falling_series_and_too_few_points_are_no_finding() -> None:
     assert soak_findings(_rows(falling, [200.0] * 10, [900.0] * 10))[0]["finding"] is False
     few = find_slope("server RSS", "KiB", [0.1, 0.2], [1.0, 2.0], 1.0, 0.1)
     assert few["finding"] is False and "too few intervals" in few["text"]
-    assert fit_line([1.0, 2.0, 3.0], [2.0, 4.0, 6.0]) == pytest.approx((0.0, 2.0, 0.0))
-    assert fit_line([1.0, 1.0, 1.0], [1.0, 2.0, 3.0]) is None
+    assert least_squares([1.0, 2.0, 3.0], [2.0, 4.0, 6.0]) == pytest.approx((0.0, 2.0, 0.0))
+    assert least_squares([1.0, 1.0, 1.0], [1.0, 2.0, 3.0]) is None
 
 
 def test_the_sessions_gauge_is_read_from_prometheus_text() -> None:
