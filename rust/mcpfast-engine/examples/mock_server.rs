@@ -109,7 +109,7 @@ async fn connection(mut stream: TcpStream, shared: &Shared) -> std::io::Result<(
     let mut len = 0;
     let mut out = Vec::with_capacity(4096);
     let mut served = 0u64;
-    let mut timer: Option<mcpfast_engine::pacing::Timer> = None;
+    let mut timer: Option<mcpfast_engine::Timer> = None;
     loop {
         // read one whole request (head + Content-Length body)
         let (head_len, method, session, body_len) = loop {
@@ -193,7 +193,7 @@ async fn connection(mut stream: TcpStream, shared: &Shared) -> std::io::Result<(
         if shared.opts.delay_us > 0 && shared.calls.get() != calls_before {
             // a tools/call: answer after the delay (a timerfd: µs resolution, not tokio's ms)
             timer
-                .get_or_insert_with(mcpfast_engine::pacing::Timer::new)
+                .get_or_insert_with(mcpfast_engine::Timer::new)
                 .sleep(std::time::Duration::from_micros(shared.opts.delay_us))
                 .await;
         }

@@ -8,7 +8,7 @@ use mcpfast_core::DEFAULT_MAX_DEPTH;
 
 /// The outcome of checking a reply body against the id we sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// A result for our id.
     Ok,
     /// A JSON-RPC error for our id (or with a null id); the code when it is an integer.
@@ -31,7 +31,7 @@ pub enum Verdict {
 
 impl Verdict {
     /// A short, low-cardinality reason.
-    pub fn describe(self) -> String {
+    pub(crate) fn describe(self) -> String {
         match self {
             Verdict::Ok => "ok".into(),
             Verdict::RpcError(Some(code)) => format!("jsonrpc error {code}"),
@@ -50,7 +50,7 @@ impl Verdict {
 /// The integer `id` of a JSON-RPC message from the first bytes of it (the head of a line too
 /// large to keep): the top-level members before `id` must be complete in `head`, and the id
 /// followed by `,` or `}` (so a cut through its digits reads as unknown, never as another id).
-pub fn head_id(head: &[u8]) -> Option<i64> {
+pub(crate) fn head_id(head: &[u8]) -> Option<i64> {
     let text = match std::str::from_utf8(head) {
         Ok(t) => t,
         Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
@@ -77,7 +77,7 @@ pub fn head_id(head: &[u8]) -> Option<i64> {
 
 /// What the caller wants read out of a successful result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Want {
+pub(crate) enum Want {
     /// Only the verdict.
     Plain,
     /// tools/call: also whether `isError` is true.
@@ -88,18 +88,18 @@ pub enum Want {
 
 /// A checked reply.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Checked {
-    pub verdict: Option<Verdict>,
+pub(crate) struct Checked {
+    pub(crate) verdict: Option<Verdict>,
     /// `result.isError` was `true` (Want::ToolCall).
-    pub tool_error: bool,
+    pub(crate) tool_error: bool,
     /// `result.protocolVersion` (Want::Initialize).
-    pub version: Option<String>,
+    pub(crate) version: Option<String>,
     /// Server requests and notifications seen before the reply (SSE only).
-    pub other_messages: u32,
+    pub(crate) other_messages: u32,
 }
 
 impl Checked {
-    pub fn verdict(&self) -> Verdict {
+    pub(crate) fn verdict(&self) -> Verdict {
         self.verdict.unwrap_or(Verdict::NoReply)
     }
 }
@@ -127,7 +127,7 @@ pub fn member<'a>(obj: &'a [u8], key: &str) -> Option<&'a [u8]> {
 }
 
 /// `"isError": true` at the top level of a tools/call result.
-pub fn is_tool_error(result: &[u8]) -> bool {
+pub(crate) fn is_tool_error(result: &[u8]) -> bool {
     member(result, "isError") == Some(b"true")
 }
 
@@ -173,7 +173,7 @@ fn classify(msg: &[u8], want: i64, what: Want, out: &mut Checked) -> Match {
 }
 
 /// Check an `application/json` body: one JSON-RPC reply for id `want`.
-pub fn check_json(body: &[u8], want: i64, what: Want) -> Checked {
+pub(crate) fn check_json(body: &[u8], want: i64, what: Want) -> Checked {
     let mut out = Checked::default();
     out.verdict = Some(match classify(body, want, what, &mut out) {
         Match::Mine(v) => v,
@@ -188,19 +188,19 @@ pub fn check_json(body: &[u8], want: i64, what: Want) -> Checked {
 /// Incremental check of a `text/event-stream` reply: feed body bytes as they arrive; the
 /// verdict is set once the event carrying the reply has been seen.
 #[derive(Debug)]
-pub struct SseCheck {
+pub(crate) struct SseCheck {
     decoder: SseDecoder,
     want: i64,
     what: Want,
-    pub out: Checked,
+    pub(crate) out: Checked,
     mismatch: bool,
     bad: Option<Verdict>,
     /// Events dispatched so far (any kind).
-    pub events: u32,
+    pub(crate) events: u32,
 }
 
 impl SseCheck {
-    pub fn new(max_event: usize) -> SseCheck {
+    pub(crate) fn new(max_event: usize) -> SseCheck {
         SseCheck {
             decoder: SseDecoder::new(max_event),
             want: 0,
@@ -213,7 +213,7 @@ impl SseCheck {
     }
 
     /// Get ready for the reply to request `want`.
-    pub fn reset(&mut self, want: i64, what: Want) {
+    pub(crate) fn reset(&mut self, want: i64, what: Want) {
         self.decoder.close(|_| {});
         self.decoder = SseDecoder::new(self.decoder.max_event_size());
         self.want = want;
@@ -224,12 +224,8 @@ impl SseCheck {
         self.events = 0;
     }
 
-    pub fn done(&self) -> bool {
-        self.out.verdict.is_some()
-    }
-
     /// Feed bytes; returns the number of events (with data) dispatched by this chunk.
-    pub fn feed(&mut self, data: &[u8]) -> u32 {
+    pub(crate) fn feed(&mut self, data: &[u8]) -> u32 {
         let (want, what) = (self.want, self.what);
         let out = &mut self.out;
         let mismatch = &mut self.mismatch;
@@ -265,7 +261,7 @@ impl SseCheck {
     }
 
     /// The body is complete: the verdict, NoReply (or what went wrong) if none was found.
-    pub fn finish(&mut self) -> Checked {
+    pub(crate) fn finish(&mut self) -> Checked {
         if self.out.verdict.is_none() {
             let bad = &mut self.bad;
             self.decoder.close(|item| {
@@ -283,19 +279,19 @@ impl SseCheck {
     }
 }
 
-/// Check a whole `text/event-stream` body.
-pub fn check_sse(body: &[u8], want: i64, what: Want, max_event: usize) -> Checked {
-    let mut c = SseCheck::new(max_event);
-    c.reset(want, what);
-    c.feed(body);
-    c.finish()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const MAX: usize = 1 << 20;
+
+    /// Check a whole `text/event-stream` body.
+    fn check_sse(body: &[u8], want: i64, what: Want, max_event: usize) -> Checked {
+        let mut c = SseCheck::new(max_event);
+        c.reset(want, what);
+        c.feed(body);
+        c.finish()
+    }
 
     #[test]
     fn the_id_of_a_reply_from_its_head() {

@@ -155,7 +155,7 @@ pub struct MixRequest {
 impl MixRequest {
     /// Stats name as the Python users report it: `tools/call:echo`, `prompts/get:greet`,
     /// `resources/read` (the uri is not in the name), `tools/list`.
-    pub fn stat_name(&self) -> String {
+    pub(crate) fn stat_name(&self) -> String {
         match &self.name {
             Some(n) if self.method != "resources/read" => format!("{}:{}", self.method, n),
             _ => self.method.clone(),
@@ -352,13 +352,13 @@ pub struct Config {
 }
 
 impl Config {
-    pub fn stateless(&self) -> bool {
+    pub(crate) fn stateless(&self) -> bool {
         versions::STATELESS.contains(&self.protocol_version.as_str())
     }
 
     /// The version a 2026-07-28 request carries: `protocol_version`, or (`discover`, whose
     /// `protocol_version` is the handshake era's) the stateless era's own.
-    pub fn stateless_version(&self) -> &str {
+    pub(crate) fn stateless_version(&self) -> &str {
         if self.stateless() {
             &self.protocol_version
         } else {
@@ -369,7 +369,7 @@ impl Config {
 
 /// Bearer tokens as the `Authorization` line carries them: each non-empty, without a space or
 /// a byte that would break the header.
-pub fn check_bearer_tokens(tokens: &[String]) -> Result<(), String> {
+pub(crate) fn check_bearer_tokens(tokens: &[String]) -> Result<(), String> {
     match tokens
         .iter()
         .position(|t| t.is_empty() || !header_safe(t) || t.contains(' '))

@@ -53,14 +53,7 @@ impl Ctx {
         let cfg = &shared.cfg;
         // stdio has no target: requests over HTTP are never built there
         let target = cfg.target.clone().unwrap_or_else(Target::nowhere);
-        let arguments: Value = serde_json::from_str(&cfg.arguments).unwrap_or(Value::Null);
-        let mut proto = Proto::new(
-            target,
-            cfg.protocol_version.clone(),
-            cfg.timeout,
-            &cfg.tool,
-            &arguments,
-        );
+        let mut proto = Proto::new(target, cfg.protocol_version.clone());
         for (k, v) in &cfg.headers {
             proto.add_header(k, v);
         }
@@ -188,7 +181,7 @@ impl Ctx {
     }
 
     /// xorshift64*: the mix and Poisson gaps.
-    pub(crate) fn random(&self) -> u64 {
+    fn random(&self) -> u64 {
         let mut x = self.rng.get();
         x ^= x >> 12;
         x ^= x << 25;

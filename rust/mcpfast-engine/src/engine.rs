@@ -313,7 +313,7 @@ impl Drop for Engine {
 }
 
 /// One socket per session: lift the soft limit on open files to the hard limit.
-pub fn raise_open_files_limit() {
+fn raise_open_files_limit() {
     use nix::sys::resource::{getrlimit, setrlimit, Resource};
     if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
         if soft < hard {

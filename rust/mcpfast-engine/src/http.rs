@@ -24,10 +24,10 @@ const MAX_HEADERS: usize = 64;
 /// A connection idle longer than this is checked for a close by the server before reuse.
 const IDLE_CHECK: Duration = Duration::from_millis(500);
 /// Largest response body accepted.
-pub const MAX_BODY: usize = 64 * 1024 * 1024;
+pub(crate) const MAX_BODY: usize = 64 * 1024 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ContentType {
+pub(crate) enum ContentType {
     None,
     Json,
     EventStream,
@@ -35,7 +35,7 @@ pub enum ContentType {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HttpError {
+pub(crate) enum HttpError {
     Head(String),
     HeadTooLarge,
     BadContentLength,
@@ -92,27 +92,27 @@ enum State {
 
 /// Incremental parser of one HTTP/1.1 response; reset and reused for the next.
 #[derive(Debug)]
-pub struct ResponseParser {
+pub(crate) struct ResponseParser {
     state: State,
     started: bool,
     capture_session: bool,
-    pub status: u16,
-    pub content_type: ContentType,
+    pub(crate) status: u16,
+    pub(crate) content_type: ContentType,
     /// The connection may carry another request after this response.
-    pub keep_alive: bool,
+    keep_alive: bool,
     /// The `Mcp-Session-Id` header, when asked for with `reset(true)`.
-    pub session_id: Option<String>,
+    pub(crate) session_id: Option<String>,
     /// More than one `Mcp-Session-Id` header, or a value outside visible ASCII.
-    pub session_id_invalid: bool,
+    pub(crate) session_id_invalid: bool,
     /// A refusal's `WWW-Authenticate` and `Retry-After` values (statuses of 400 and above only).
-    pub www_authenticate: Option<Vec<u8>>,
-    pub retry_after: Option<Vec<u8>>,
+    pub(crate) www_authenticate: Option<Vec<u8>>,
+    pub(crate) retry_after: Option<Vec<u8>>,
     /// Keep the `Set-Cookie` values (a user with a cookie jar).
-    pub capture_cookies: bool,
-    pub set_cookies: Vec<Vec<u8>>,
-    pub body: Vec<u8>,
+    pub(crate) capture_cookies: bool,
+    pub(crate) set_cookies: Vec<Vec<u8>>,
+    pub(crate) body: Vec<u8>,
     /// Largest body accepted (default [`MAX_BODY`]).
-    pub max_body: usize,
+    max_body: usize,
 }
 
 impl Default for ResponseParser {
@@ -121,13 +121,13 @@ impl Default for ResponseParser {
     }
 }
 
-pub struct Fed {
-    pub consumed: usize,
-    pub done: bool,
+struct Fed {
+    consumed: usize,
+    done: bool,
 }
 
 impl ResponseParser {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         ResponseParser {
             state: State::Head,
             started: false,
@@ -147,7 +147,7 @@ impl ResponseParser {
     }
 
     /// Get ready for the next response; `capture_session` keeps its `Mcp-Session-Id`.
-    pub fn reset(&mut self, capture_session: bool) {
+    pub(crate) fn reset(&mut self, capture_session: bool) {
         self.state = State::Head;
         self.started = false;
         self.capture_session = capture_session;
@@ -166,12 +166,8 @@ impl ResponseParser {
         }
     }
 
-    pub fn is_done(&self) -> bool {
-        self.state == State::Done
-    }
-
     /// Feed the bytes received so far (not yet consumed). Consumes what it can.
-    pub fn feed(&mut self, input: &[u8]) -> Result<Fed, HttpError> {
+    fn feed(&mut self, input: &[u8]) -> Result<Fed, HttpError> {
         if !input.is_empty() {
             self.started = true;
         }
@@ -237,7 +233,7 @@ impl ResponseParser {
 
     /// The connection reached end of file. Completes a close-delimited body; anything else
     /// unfinished is an error.
-    pub fn eof(&mut self) -> Result<(), HttpError> {
+    fn eof(&mut self) -> Result<(), HttpError> {
         match self.state {
             State::Done => Ok(()),
             State::Body(Framing::UntilClose) => {
@@ -440,7 +436,7 @@ fn starts_with_ci(v: &[u8], prefix: &[u8]) -> bool {
 
 /// Why an exchange failed.
 #[derive(Debug)]
-pub enum ExchangeError {
+pub(crate) enum ExchangeError {
     Connect(io::Error),
     /// The TLS handshake failed (the reason as rustls gives it).
     Tls(io::Error),
@@ -451,7 +447,7 @@ pub enum ExchangeError {
 
 impl ExchangeError {
     /// A short, stable name for counting.
-    pub fn kind(&self) -> String {
+    pub(crate) fn kind(&self) -> String {
         match self {
             ExchangeError::Connect(e) => format!("connect failed ({:?})", e.kind()),
             ExchangeError::Tls(e) => format!("tls handshake failed: {}", crate::net::tls_reason(e)),
@@ -462,7 +458,7 @@ impl ExchangeError {
     }
 
     /// Nothing could be connected (TCP or TLS): the caller pauses before trying again.
-    pub fn is_connect(&self) -> bool {
+    pub(crate) fn is_connect(&self) -> bool {
         matches!(self, ExchangeError::Connect(_) | ExchangeError::Tls(_))
     }
 }
@@ -470,16 +466,16 @@ impl ExchangeError {
 /// How a new connection was opened: the TCP connect (start, end, failure) and, over TLS, the
 /// handshake (end, failure). Reported as rows of their own, never inside a request's latency.
 #[derive(Debug, Clone)]
-pub struct Opening {
-    pub began: Instant,
-    pub connected: Instant,
-    pub connect_failure: Option<String>,
-    pub tls: Option<(Instant, Option<String>)>,
+pub(crate) struct Opening {
+    pub(crate) began: Instant,
+    pub(crate) connected: Instant,
+    pub(crate) connect_failure: Option<String>,
+    pub(crate) tls: Option<(Instant, Option<String>)>,
 }
 
 impl Opening {
     /// Time spent opening, from the connect's start to the last phase's end.
-    pub fn spent(&self) -> Duration {
+    pub(crate) fn spent(&self) -> Duration {
         let end = self.tls.as_ref().map_or(self.connected, |t| t.0);
         end.saturating_duration_since(self.began)
     }
@@ -531,27 +527,27 @@ impl Stream {
 }
 
 /// One keep-alive connection to the server, reconnected on demand.
-pub struct Conn {
+pub(crate) struct Conn {
     endpoint: Arc<Endpoint>,
     stream: Option<Stream>,
     buf: Vec<u8>,
     start: usize,
     end: usize,
-    pub parser: ResponseParser,
+    pub(crate) parser: ResponseParser,
     /// Connections opened, and those the server closed (an error, a `Connection: close`, or EOF).
-    pub connects: u64,
-    pub server_closes: u64,
+    pub(crate) connects: u64,
+    pub(crate) server_closes: u64,
     /// Idle connections found closed by the server before reuse (then reopened; not failures).
-    pub idle_closes: u64,
+    pub(crate) idle_closes: u64,
     /// Server requests and notifications seen on SSE replies before the reply itself.
-    pub sse_other_messages: u64,
+    pub(crate) sse_other_messages: u64,
     last_used: Option<Instant>,
     /// The connection the last exchange opened, if it opened one ([`Conn::take_opening`]).
     opening: Option<Opening>,
 }
 
 impl Conn {
-    pub fn new(endpoint: Arc<Endpoint>) -> Self {
+    pub(crate) fn new(endpoint: Arc<Endpoint>) -> Self {
         Conn {
             endpoint,
             stream: None,
@@ -569,15 +565,11 @@ impl Conn {
     }
 
     /// Largest reply body accepted on this connection.
-    pub fn set_max_body(&mut self, max: usize) {
+    pub(crate) fn set_max_body(&mut self, max: usize) {
         self.parser.max_body = max;
     }
 
-    pub fn is_connected(&self) -> bool {
-        self.stream.is_some()
-    }
-
-    pub fn close(&mut self) {
+    pub(crate) fn close(&mut self) {
         self.stream = None;
         self.start = 0;
         self.end = 0;
@@ -585,7 +577,7 @@ impl Conn {
     }
 
     /// How the connection made by the last exchange was opened (taken once).
-    pub fn take_opening(&mut self) -> Option<Opening> {
+    pub(crate) fn take_opening(&mut self) -> Option<Opening> {
         self.opening.take()
     }
 
@@ -611,7 +603,7 @@ impl Conn {
 
     /// Open a new connection to the endpoint's next address (TLS over it for `https`); how it
     /// went is kept for [`Conn::take_opening`].
-    pub async fn connect(&mut self) -> Result<(), ExchangeError> {
+    pub(crate) async fn connect(&mut self) -> Result<(), ExchangeError> {
         self.close();
         let began = Instant::now();
         let tcp = TcpStream::connect(self.endpoint.pick())
@@ -674,7 +666,7 @@ impl Conn {
 
     /// Send `request` (a whole HTTP request) and read the response into `self.parser`,
     /// within `timeout`. On any error the connection is dropped; the next exchange reconnects.
-    pub async fn exchange(
+    pub(crate) async fn exchange(
         &mut self,
         request: &[u8],
         capture_session: bool,
@@ -686,7 +678,7 @@ impl Conn {
 
     /// [`Conn::exchange`], handing each piece of the body to `observe` as it arrives (for
     /// streaming replies: event arrival times).
-    pub async fn exchange_observed(
+    pub(crate) async fn exchange_observed(
         &mut self,
         request: &[u8],
         capture_session: bool,
@@ -710,7 +702,7 @@ impl Conn {
     /// head, and is not kept (a refusal's body is, for its sample). `observe` also gets an empty
     /// piece once, as soon as the head is read (the stream is open). Dropping the future leaves
     /// the connection mid-response: close it before reusing it.
-    pub async fn stream(
+    pub(crate) async fn stream(
         &mut self,
         request: &[u8],
         observe: &mut dyn FnMut(&ResponseParser, &[u8]),

@@ -7,11 +7,15 @@
 //! users and of the rate, and its own statistics ([`stats`]); the caller's thread only flips
 //! atomics, swaps windows under a short per-thread mutex, and joins at `stop`.
 //!
-//! Modules: [`http`] (HTTP/1.1 client, keep-alive), [`mcp`] (requests of both eras, reply
-//! checks), [`check`] (replies on the core's envelope scanner and SSE decoder), [`rows`] (the
-//! stats rows and their names), [`templates`] (request bodies built once), [`runtime`] (the
-//! engine threads), [`pacing`] (the open model), `http_families` and [`stdio`] (the families
-//! over HTTP and over child processes), [`hold`] (held GET streams and their fan-out).
+//! The modules are layers, each using only the ones below it (`tests/layers.rs` holds the
+//! order and checks it), bottom up: `target` (the URL, `connect_to`, TLS options), [`config`],
+//! [`rows`], [`stats`], [`check`] (replies on the core's scanner), `net` (addresses, TLS),
+//! `shared` (what the caller's thread and the engine threads share), `http` (HTTP/1.1 client),
+//! `mcp` (requests, failure reasons), `templates` (request bodies built once), `context` (what a
+//! thread's tasks share), `pacing` (the open model), `session` (one HTTP user's session),
+//! `fanout` (the `hold` trigger's rounds), `families` (what a user does: `http`, `tasks`,
+//! `hold`, `stdio`), `runtime` (the threads; picks the family), `engine` (the handle), and this
+//! facade.
 
 pub mod check;
 pub mod config;
@@ -19,17 +23,24 @@ mod context;
 mod engine;
 mod families;
 mod fanout;
-pub mod http;
-pub mod mcp;
-pub mod net;
-pub mod pacing;
+mod http;
+mod mcp;
+mod net;
+mod pacing;
 pub mod rows;
 mod runtime;
 mod session;
 mod shared;
 pub mod stats;
-pub mod target;
-pub mod templates;
+mod target;
+mod templates;
+
+pub use config::Config;
+pub use engine::{Cumulative, Engine, Status};
+/// A µs-resolution timer (timerfd), the open model's; the mock server of `examples/` sleeps on
+/// it too.
+pub use pacing::Timer;
+pub use target::{ConnectTo, Target, TlsOptions};
 
 /// The JSON types of [`config::Settings`] (tool arguments, capabilities, mix params), at the
 /// version the engine is built with.
@@ -38,6 +49,3 @@ pub use serde_json;
 /// The protocol versions the engine speaks, by era (the core's lists; the mock server of
 /// `examples/` answers with them).
 pub use mcpfast_core::versions;
-
-pub use config::Config;
-pub use engine::{Cumulative, Engine, Status};

@@ -1,46 +1,27 @@
 //! MCP over Streamable HTTP: the requests (handshake era and 2026-07-28
 //! stateless), and the reasons a request fails.
 
-use std::time::Duration;
-
-use crate::check::Verdict;
 use crate::http::{Conn, ExchangeError, ResponseParser};
 use crate::target::Target;
 
 /// The request settings shared by every session.
 #[derive(Debug, Clone)]
-pub struct Proto {
-    pub target: Target,
-    pub version: String,
-    pub timeout: Duration,
-    /// `tools/call` body around the id: `{"jsonrpc":"2.0","id":` .. id .. `,"method":...}`
-    pub call_suffix: Vec<u8>,
+pub(crate) struct Proto {
+    pub(crate) target: Target,
+    pub(crate) version: String,
     /// Extra header lines (each `Name: value\r\n`) sent on every request.
-    pub extra_headers: Vec<u8>,
+    extra_headers: Vec<u8>,
     /// JSON text of the client capabilities sent in `initialize`.
-    pub capabilities: String,
+    pub(crate) capabilities: String,
     /// Largest reply body accepted.
-    pub max_reply: usize,
+    pub(crate) max_reply: usize,
 }
 
 impl Proto {
-    pub fn new(
-        target: Target,
-        version: String,
-        timeout: Duration,
-        tool: &str,
-        arguments: &serde_json::Value,
-    ) -> Proto {
-        let name = serde_json::to_string(tool).unwrap_or_default();
-        let args = serde_json::to_string(arguments).unwrap_or_default();
-        let call_suffix =
-            format!(r#","method":"tools/call","params":{{"name":{name},"arguments":{args}}}}}"#)
-                .into_bytes();
+    pub(crate) fn new(target: Target, version: String) -> Proto {
         Proto {
             target,
             version,
-            timeout,
-            call_suffix,
             extra_headers: Vec::new(),
             capabilities: "{}".into(),
             max_reply: crate::http::MAX_BODY,
@@ -48,14 +29,14 @@ impl Proto {
     }
 
     /// Add a header line sent on every request (the value checked for CR/LF by the caller).
-    pub fn add_header(&mut self, name: &str, value: &str) {
+    pub(crate) fn add_header(&mut self, name: &str, value: &str) {
         self.extra_headers.extend_from_slice(name.as_bytes());
         self.extra_headers.extend_from_slice(b": ");
         self.extra_headers.extend_from_slice(value.as_bytes());
         self.extra_headers.extend_from_slice(b"\r\n");
     }
 
-    pub fn head(&self, out: &mut Vec<u8>, method: &str, session: Option<&Session>) {
+    pub(crate) fn head(&self, out: &mut Vec<u8>, method: &str, session: Option<&Session>) {
         out.extend_from_slice(method.as_bytes());
         out.push(b' ');
         out.extend_from_slice(self.target.path.as_bytes());
@@ -76,7 +57,7 @@ impl Proto {
     }
 
     /// The `initialize` request, with `own` (this user's header lines) after the shared ones.
-    pub fn initialize_request(&self, out: &mut Vec<u8>, id: i64, own: &[u8]) {
+    pub(crate) fn initialize_request(&self, out: &mut Vec<u8>, id: i64, own: &[u8]) {
         let body = format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize","params":{{"protocolVersion":{},"capabilities":{},"clientInfo":{CLIENT_INFO}}}}}"#,
             serde_json::to_string(&self.version).unwrap_or_default(),
@@ -93,7 +74,7 @@ impl Proto {
 }
 
 /// The `clientInfo` this client sends.
-pub const CLIENT_INFO: &str = concat!(
+pub(crate) const CLIENT_INFO: &str = concat!(
     r#"{"name":"mcpfast-engine","version":""#,
     env!("CARGO_PKG_VERSION"),
     r#""}"#
@@ -101,30 +82,22 @@ pub const CLIENT_INFO: &str = concat!(
 
 /// One open MCP session: its id (if the server minted one) and the negotiated version.
 #[derive(Debug, Clone)]
-pub struct Session {
-    pub id: Option<String>,
-    pub version: String,
-    /// Next JSON-RPC id.
-    pub next_id: i64,
+pub(crate) struct Session {
+    pub(crate) id: Option<String>,
+    pub(crate) version: String,
 }
 
 impl Session {
-    pub fn new(id: Option<String>, version: String, next_id: i64) -> Session {
-        Session {
-            id,
-            version,
-            next_id,
-        }
+    pub(crate) fn new(id: Option<String>, version: String) -> Session {
+        Session { id, version }
     }
 }
 
 /// Why one request failed.
 #[derive(Debug)]
-pub enum Problem {
+pub(crate) enum Problem {
     Exchange(ExchangeError),
-    Status(u16),
     ContentType,
-    Reply(Verdict),
     ToolError,
     NoSessionId,
     BadSessionId,
@@ -133,12 +106,10 @@ pub enum Problem {
 
 impl Problem {
     /// A short, low-cardinality reason, e.g. `http 404`, `timeout`, `jsonrpc error -32602`.
-    pub fn reason(&self) -> String {
+    pub(crate) fn reason(&self) -> String {
         match self {
             Problem::Exchange(e) => e.kind(),
-            Problem::Status(s) => format!("http {s}"),
             Problem::ContentType => "reply neither application/json nor text/event-stream".into(),
-            Problem::Reply(v) => v.describe(),
             Problem::ToolError => "result has isError: true".into(),
             Problem::NoSessionId => "no Mcp-Session-Id in the reply".into(),
             Problem::BadSessionId => "invalid Mcp-Session-Id".into(),
@@ -163,7 +134,7 @@ pub(crate) fn refusal(p: &ResponseParser) -> (String, Option<f64>) {
 
 /// The start of a reply that failed its check, for the report's samples.
 #[cold]
-pub fn reply_sample(conn: &Conn) -> String {
+pub(crate) fn reply_sample(conn: &Conn) -> String {
     const KEEP: usize = 300;
     let p = &conn.parser;
     let body = &p.body[..p.body.len().min(KEEP)];
@@ -183,14 +154,7 @@ mod tests {
     #[test]
     fn requests_are_well_formed() {
         let target = Target::parse("http://127.0.0.1:1/mcp").expect("parsed");
-        let args = serde_json::json!({"text": "hi \"there\""});
-        let mut proto = Proto::new(
-            target,
-            "2025-11-25".into(),
-            Duration::from_secs(1),
-            "echo",
-            &args,
-        );
+        let mut proto = Proto::new(target, "2025-11-25".into());
         proto.add_header("x-api-key", "k1");
         let mut out = Vec::new();
         proto.initialize_request(&mut out, 1, b"Authorization: Bearer t1\r\n");
@@ -203,13 +167,7 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(body).expect("json");
         assert_eq!(v["params"]["protocolVersion"], "2025-11-25");
 
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":2{}"#,
-            String::from_utf8_lossy(&proto.call_suffix)
-        );
-        let v: serde_json::Value = serde_json::from_str(&body).expect("call body is json");
-        assert_eq!(v["params"]["arguments"]["text"], "hi \"there\"");
-        let session = Session::new(Some("s1".into()), "2025-06-18".into(), 2);
+        let session = Session::new(Some("s1".into()), "2025-06-18".into());
         let mut head = Vec::new();
         proto.head(&mut head, "DELETE", Some(&session));
         let head = String::from_utf8(head).expect("utf8");

@@ -19,7 +19,7 @@ use tokio_rustls::TlsConnector;
 use crate::target::{ConnectTo, Target, TlsOptions};
 
 /// Where one engine's HTTP connections go.
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     addrs: Vec<SocketAddr>,
     next: AtomicUsize,
     tls: Option<(TlsConnector, ServerName<'static>)>,
@@ -37,7 +37,7 @@ impl std::fmt::Debug for Endpoint {
 }
 
 impl Endpoint {
-    pub fn new(
+    pub(crate) fn new(
         target: &Target,
         connect_to: &[ConnectTo],
         tls: &TlsOptions,
@@ -87,27 +87,23 @@ impl Endpoint {
     }
 
     /// The address of the next new connection: each in turn, so users spread over the records.
-    pub fn pick(&self) -> SocketAddr {
+    pub(crate) fn pick(&self) -> SocketAddr {
         self.addrs[self.next.fetch_add(1, Ordering::Relaxed) % self.addrs.len()]
     }
 
-    pub fn addrs(&self) -> &[SocketAddr] {
-        &self.addrs
-    }
-
-    pub fn tls(&self) -> Option<&(TlsConnector, ServerName<'static>)> {
+    pub(crate) fn tls(&self) -> Option<&(TlsConnector, ServerName<'static>)> {
         self.tls.as_ref()
     }
 
     /// TLS without verification of the server's certificate.
-    pub fn insecure(&self) -> bool {
+    pub(crate) fn insecure(&self) -> bool {
         self.insecure
     }
 }
 
 /// The run's one client config: the system roots (`SSL_CERT_FILE` and `SSL_CERT_DIR` honoured)
 /// plus the CA files, or no verification; the client certificate; ALPN `http/1.1`.
-pub fn client_config(o: &TlsOptions) -> Result<ClientConfig, String> {
+fn client_config(o: &TlsOptions) -> Result<ClientConfig, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -156,7 +152,7 @@ pub fn client_config(o: &TlsOptions) -> Result<ClientConfig, String> {
 
 /// Why a handshake failed, in few words and without the times or names rustls adds, so that
 /// each cause is one entry of the failures table.
-pub fn tls_reason(e: &std::io::Error) -> String {
+pub(crate) fn tls_reason(e: &std::io::Error) -> String {
     use rustls::{CertificateError as C, Error as E};
     let Some(inner) = e.get_ref().and_then(|i| i.downcast_ref::<E>()) else {
         return match e.kind() {
@@ -264,14 +260,17 @@ mod tests {
     fn endpoint_addresses() {
         let t = Target::parse("http://localhost:9/mcp").expect("url");
         let e = Endpoint::new(&t, &[], &TlsOptions::default()).expect("resolved");
-        assert!(e.addrs().iter().all(|a| a.ip().is_loopback()));
-        let picks: Vec<_> = (0..e.addrs().len() * 2).map(|_| e.pick()).collect();
-        for a in e.addrs() {
+        assert!(e.addrs.iter().all(|a| a.ip().is_loopback()));
+        let picks: Vec<_> = (0..e.addrs.len() * 2).map(|_| e.pick()).collect();
+        for a in &e.addrs {
             assert_eq!(picks.iter().filter(|p| *p == a).count(), 2);
         }
         let aim = ConnectTo::parse("localhost:9:127.0.0.2:7").expect("parsed");
         let e = Endpoint::new(&t, &[aim], &TlsOptions::default()).expect("aimed");
-        assert_eq!(e.addrs(), &["127.0.0.2:7".parse().expect("addr")]);
+        assert_eq!(
+            e.addrs,
+            ["127.0.0.2:7".parse::<SocketAddr>().expect("addr")]
+        );
         let other = ConnectTo::parse("elsewhere:9:127.0.0.2:7").expect("parsed");
         let err = Endpoint::new(&t, &[other], &TlsOptions::default()).expect_err("no match");
         assert!(err.contains("matches no URL"), "{err}");

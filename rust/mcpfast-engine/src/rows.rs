@@ -163,18 +163,18 @@ impl From<FixedRow> for usize {
 }
 
 /// Whether the row with this id times a request (every mix row does).
-pub fn is_request(id: usize) -> bool {
+pub(crate) fn is_request(id: usize) -> bool {
     FixedRow::from_id(id).is_none_or(FixedRow::is_request)
 }
 
 /// The row name of the `hold` trigger's call (a mix row's, when a mix entry calls it too).
-pub fn trigger_name(tool: &str) -> String {
+pub(crate) fn trigger_name(tool: &str) -> String {
     format!("tools/call:{tool}")
 }
 
 /// The names of a config's rows, indexed by id: the fixed rows, then each distinct mix entry
 /// (fixed at construction: statistics are indexed by them).
-pub fn names(cfg: &Config) -> Vec<String> {
+pub(crate) fn names(cfg: &Config) -> Vec<String> {
     let mut names: Vec<String> = FixedRow::ALL.iter().map(|row| row.name(cfg)).collect();
     let trigger = cfg.hold_trigger.as_ref().map(|t| trigger_name(t));
     for n in cfg

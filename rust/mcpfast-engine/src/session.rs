@@ -485,11 +485,8 @@ impl HttpSession {
                 Ok((len, _)) => {
                     ctx.record(FixedRow::Discover, from, end, None, len);
                     ctx.counters().established.fetch_add(1, Ordering::Relaxed);
-                    self.session = Some(Session::new(
-                        None,
-                        ctx.cfg().stateless_version().to_owned(),
-                        self.next_id,
-                    ));
+                    self.session =
+                        Some(Session::new(None, ctx.cfg().stateless_version().to_owned()));
                     self.set_head(ctx);
                     true
                 }
@@ -571,7 +568,7 @@ impl HttpSession {
                 return false;
             }
         };
-        self.session = Some(Session::new(sid, version, self.next_id));
+        self.session = Some(Session::new(sid, version));
         self.set_head(ctx);
         let t0 = Instant::now();
         let r = self

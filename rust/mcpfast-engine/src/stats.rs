@@ -10,7 +10,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use hdrhistogram::Histogram;
 
 /// Histogram range: 1 µs .. 1 h, 3 significant digits (values above are clamped).
-pub const HIST_MAX_US: u64 = 3_600_000_000;
+const HIST_MAX_US: u64 = 3_600_000_000;
 const SIGFIG: u8 = 3;
 
 pub fn new_hist() -> Histogram<u64> {
@@ -19,7 +19,7 @@ pub fn new_hist() -> Histogram<u64> {
 
 /// Monotonic time to wall-clock epoch seconds, with one offset.
 #[derive(Debug, Clone, Copy)]
-pub struct Clock {
+pub(crate) struct Clock {
     mono0: Instant,
     wall0: f64,
 }
@@ -31,7 +31,7 @@ impl Default for Clock {
 }
 
 impl Clock {
-    pub fn new() -> Clock {
+    pub(crate) fn new() -> Clock {
         let mono0 = Instant::now();
         let wall0 = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -40,34 +40,34 @@ impl Clock {
         Clock { mono0, wall0 }
     }
 
-    pub fn wall(&self, at: Instant) -> f64 {
+    pub(crate) fn wall(&self, at: Instant) -> f64 {
         self.wall0 + at.saturating_duration_since(self.mono0).as_secs_f64()
     }
 }
 
 /// One (request_type, name) row of a window.
 #[derive(Debug, Clone)]
-pub struct Entry {
-    pub num: u64,
-    pub failures: u64,
-    pub total_us: u64,
-    pub min_us: u64,
-    pub max_us: u64,
-    pub content_length: u64,
+struct Entry {
+    num: u64,
+    failures: u64,
+    total_us: u64,
+    min_us: u64,
+    max_us: u64,
+    content_length: u64,
     /// Every request (successes and failures), as Locust's response times are.
-    pub hist: Histogram<u64>,
+    hist: Histogram<u64>,
     /// The failed requests only (a subset of `hist`), per failure reason (the reasons of
     /// `errors`), so a dashboard can name each kind of failure with its own latencies.
-    pub failed_by_reason: Vec<(String, Box<Histogram<u64>>)>,
+    failed_by_reason: Vec<(String, Box<Histogram<u64>>)>,
     /// (epoch second of completion, requests, failures), ascending.
-    pub per_second: Vec<(i64, u64, u64)>,
-    pub last_ts: f64,
+    per_second: Vec<(i64, u64, u64)>,
+    last_ts: f64,
     /// (reason, count): few distinct reasons, so a list.
-    pub errors: Vec<(String, u64)>,
+    errors: Vec<(String, u64)>,
     /// Open model only (made on the first such request): the service time (from the actual
     /// send to the end) and the send lag (actual send minus intended send time), µs.
-    pub service: Option<Box<Histogram<u64>>>,
-    pub lag: Option<Box<Histogram<u64>>>,
+    service: Option<Box<Histogram<u64>>>,
+    lag: Option<Box<Histogram<u64>>>,
 }
 
 impl Entry {
@@ -128,7 +128,7 @@ impl Entry {
     }
 
     /// Merge another window's entry into this one (exact: HDR add).
-    pub fn merge(&mut self, other: &Entry) {
+    fn merge(&mut self, other: &Entry) {
         self.num += other.num;
         self.failures += other.failures;
         self.total_us += other.total_us;
@@ -163,25 +163,25 @@ fn merge_opt(mine: &mut Option<Box<Histogram<u64>>>, other: &Option<Box<Histogra
 }
 
 /// How many failure samples one thread keeps (the first per (name, reason)).
-pub const MAX_SAMPLES: usize = 64;
+const MAX_SAMPLES: usize = 64;
 
 /// One thread's counts since the last drain, indexed by name id.
 #[derive(Debug, Default)]
-pub struct Window {
-    pub entries: Vec<Option<Box<Entry>>>,
+pub(crate) struct Window {
+    entries: Vec<Option<Box<Entry>>>,
 }
 
 /// Everything one engine thread records.
 #[derive(Debug, Default)]
-pub struct ThreadStats {
-    pub window: Window,
+pub(crate) struct ThreadStats {
+    pub(crate) window: Window,
     /// Cumulative µs histograms since start or reset: successes, and failures.
-    pub cum_ok: Vec<Option<Box<Histogram<u64>>>>,
-    pub cum_fail: Vec<Option<Box<Histogram<u64>>>>,
+    pub(crate) cum_ok: Vec<Option<Box<Histogram<u64>>>>,
+    pub(crate) cum_fail: Vec<Option<Box<Histogram<u64>>>>,
     /// The start of the first reply that failed its check, per (name, reason), since start.
-    pub samples: Vec<(usize, String, String)>,
+    pub(crate) samples: Vec<(usize, String, String)>,
     /// Protocol versions the server chose (handshake era), with how many sessions each.
-    pub versions: Vec<(String, u64)>,
+    pub(crate) versions: Vec<(String, u64)>,
 }
 
 fn slot<T>(v: &mut Vec<Option<Box<T>>>, i: usize, make: impl FnOnce() -> T) -> &mut T {
@@ -194,7 +194,7 @@ fn slot<T>(v: &mut Vec<Option<Box<T>>>, i: usize, make: impl FnOnce() -> T) -> &
 impl ThreadStats {
     /// Record one completed request: `latency_us`, failure reason if it failed, reply length,
     /// and its wall-clock completion time.
-    pub fn record(
+    pub(crate) fn record(
         &mut self,
         name: usize,
         latency_us: u64,
@@ -227,7 +227,7 @@ impl ThreadStats {
 
     /// Open model: the service time and send lag of one completed request of row `name`
     /// (recorded with `record`, which has its latency from the intended send time).
-    pub fn record_open(&mut self, name: usize, service_us: u64, lag_us: u64) {
+    pub(crate) fn record_open(&mut self, name: usize, service_us: u64, lag_us: u64) {
         let e = slot(&mut self.window.entries, name, Entry::new);
         let _ = e
             .service
@@ -240,29 +240,29 @@ impl ThreadStats {
     }
 
     /// Has a sample for (`name`, `reason`) been kept (or is the list full)?
-    pub fn has_sample(&self, name: usize, reason: &str) -> bool {
+    pub(crate) fn has_sample(&self, name: usize, reason: &str) -> bool {
         self.samples.len() >= MAX_SAMPLES
             || self.samples.iter().any(|s| s.0 == name && s.1 == reason)
     }
 
-    pub fn add_sample(&mut self, name: usize, reason: &str, sample: String) {
+    pub(crate) fn add_sample(&mut self, name: usize, reason: &str, sample: String) {
         if !self.has_sample(name, reason) {
             self.samples.push((name, reason.to_string(), sample));
         }
     }
 
-    pub fn negotiated(&mut self, version: &str) {
+    pub(crate) fn negotiated(&mut self, version: &str) {
         match self.versions.iter_mut().find(|v| v.0 == version) {
             Some(v) => v.1 += 1,
             None => self.versions.push((version.to_string(), 1)),
         }
     }
 
-    pub fn take_window(&mut self) -> Window {
+    pub(crate) fn take_window(&mut self) -> Window {
         std::mem::take(&mut self.window)
     }
 
-    pub fn reset_cumulative(&mut self) {
+    pub(crate) fn reset_cumulative(&mut self) {
         self.cum_ok.clear();
         self.cum_fail.clear();
     }
@@ -297,7 +297,7 @@ pub struct Row {
 }
 
 /// (value µs, count) for every non-empty bucket.
-pub fn buckets(h: &Histogram<u64>) -> Vec<(u64, u64)> {
+pub(crate) fn buckets(h: &Histogram<u64>) -> Vec<(u64, u64)> {
     h.iter_recorded()
         .map(|v| {
             (
@@ -321,7 +321,7 @@ fn failed_buckets(by_reason: &[(String, Box<Histogram<u64>>)]) -> Vec<(u64, u64)
 }
 
 /// Merge per-thread windows into rows, one per name that saw a request.
-pub fn merge_windows(windows: Vec<Window>) -> Vec<Row> {
+pub(crate) fn merge_windows(windows: Vec<Window>) -> Vec<Row> {
     let mut merged: Vec<Option<Box<Entry>>> = Vec::new();
     for w in windows {
         for (i, e) in w.entries.into_iter().enumerate() {
@@ -366,7 +366,7 @@ pub fn merge_windows(windows: Vec<Window>) -> Vec<Row> {
 }
 
 /// Merge cumulative histograms across threads: (name id, failed, histogram).
-pub fn merge_cumulative(all: &[&ThreadStats]) -> Vec<(usize, bool, Histogram<u64>)> {
+pub(crate) fn merge_cumulative(all: &[&ThreadStats]) -> Vec<(usize, bool, Histogram<u64>)> {
     let mut out: Vec<(usize, bool, Histogram<u64>)> = Vec::new();
     for (failed, pick) in [(false, 0), (true, 1)] {
         let mut acc: Vec<Option<Histogram<u64>>> = Vec::new();

@@ -51,7 +51,7 @@ impl Target {
     }
 
     /// Where a stdio engine's (unused) HTTP side points: an address nothing connects to.
-    pub fn nowhere() -> Target {
+    pub(crate) fn nowhere() -> Target {
         Target {
             tls: false,
             hostname: "127.0.0.1".into(),
@@ -63,7 +63,7 @@ impl Target {
 }
 
 /// `host`, `host:port`, `[v6]` or `[v6]:port` as (host without brackets, port).
-pub fn split_host_port(s: &str, default_port: u16) -> Option<(String, u16)> {
+fn split_host_port(s: &str, default_port: u16) -> Option<(String, u16)> {
     let (host, port) = if let Some(rest) = s.strip_prefix('[') {
         let (h, after) = rest.split_once(']')?;
         match after {

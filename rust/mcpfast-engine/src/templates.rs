@@ -9,7 +9,7 @@ use crate::config::Config;
 use crate::mcp::CLIENT_INFO;
 
 /// The `_meta` every 2026-07-28 request carries.
-pub fn modern_meta(cfg: &Config) -> Map<String, Value> {
+fn modern_meta(cfg: &Config) -> Map<String, Value> {
     let mut meta = Map::new();
     meta.insert(
         meta::PROTOCOL_VERSION.into(),
@@ -30,23 +30,22 @@ const ID_MARK: &str = "\u{1}mcpfast-id\u{1}";
 
 /// A request body with the id (and maybe the progress token) left out: `parts` joined by the id.
 #[derive(Debug, Clone)]
-pub struct Template {
-    pub method: String,
+pub(crate) struct Template {
     /// Stats name id.
-    pub name: usize,
-    pub parts: Vec<Vec<u8>>,
+    pub(crate) name: usize,
+    parts: Vec<Vec<u8>>,
     /// Per-request headers (2026-07-28: `Mcp-Method`, `Mcp-Name`).
-    pub headers: Vec<u8>,
-    pub want: Want,
-    pub weight: u32,
+    pub(crate) headers: Vec<u8>,
+    pub(crate) want: Want,
+    pub(crate) weight: u32,
     /// A progress token (= the id) in `_meta`.
-    pub progress: bool,
+    pub(crate) progress: bool,
 }
 
 impl Template {
     /// A request of `method` in the era given: `stateless` (2026-07-28: `_meta` and the
     /// `Mcp-*` headers; usually `cfg.stateless()`) or the handshake era's.
-    pub fn new(
+    pub(crate) fn new(
         stateless: bool,
         cfg: &Config,
         method: &str,
@@ -96,7 +95,6 @@ impl Template {
             }
         }
         Template {
-            method: method.into(),
             name,
             parts,
             headers,
@@ -111,7 +109,7 @@ impl Template {
     }
 
     /// The body for request `id`.
-    pub fn body(&self, id: i64, out: &mut Vec<u8>) {
+    pub(crate) fn body(&self, id: i64, out: &mut Vec<u8>) {
         let mut digits = itoa::Buffer::new();
         let digits = digits.format(id).as_bytes();
         for (i, p) in self.parts.iter().enumerate() {
@@ -122,7 +120,7 @@ impl Template {
         }
     }
 
-    pub fn body_len(&self, id: i64) -> usize {
+    pub(crate) fn body_len(&self, id: i64) -> usize {
         let mut digits = itoa::Buffer::new();
         let n = digits.format(id).len();
         self.parts.iter().map(Vec::len).sum::<usize>() + n * (self.parts.len() - 1)
@@ -131,7 +129,7 @@ impl Template {
 
 /// SEP-2243 header values: visible ASCII without surrounding spaces as is, anything else as
 /// `=?base64?<base64 of the UTF-8>?=`.
-pub fn encode_header_value(v: &str) -> String {
+fn encode_header_value(v: &str) -> String {
     let safe = !v.is_empty()
         && v.bytes().all(|b| (0x20..0x7f).contains(&b))
         && !v.starts_with(' ')

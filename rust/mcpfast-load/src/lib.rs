@@ -11,9 +11,6 @@
 pub mod cli;
 pub mod stats;
 
-/// The HTTP client and the MCP requests and reply checks are the engine's (on mcpfast-core).
-pub use mcpfast_engine::{http, mcp};
-
 use std::io::Write;
 use std::time::{Duration, Instant};
 
