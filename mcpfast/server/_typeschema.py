@@ -13,12 +13,13 @@ import enum
 import inspect
 import types
 import typing
-from collections.abc import Callable
 from typing import Any, get_args, get_origin, get_type_hints
+
+from mcpfast.server.types import JSONObject, UserFunction
 
 __all__ = ["function_schema", "type_schema"]
 
-_PRIMITIVES: dict[Any, dict[str, Any]] = {
+_PRIMITIVES: dict[object, JSONObject] = {
     str: {"type": "string"},
     int: {"type": "integer"},
     float: {"type": "number"},
@@ -29,8 +30,9 @@ _PRIMITIVES: dict[Any, dict[str, Any]] = {
 }
 
 
-def type_schema(tp: Any) -> dict[str, Any]:
-    """The JSON Schema of one type hint.
+def type_schema(tp: Any) -> JSONObject:
+    """The JSON Schema of one type hint (``Any``: whatever a hint can be, a class, a typing form, a
+    string left unresolved; it is told apart at run time).
 
     Raises:
         TypeError: a type with no JSON representation.
@@ -54,7 +56,7 @@ def type_schema(tp: Any) -> dict[str, Any]:
     if origin is typing.Literal:
         return {"enum": list(args)}
     if origin in (list, set, frozenset, typing.Sequence) or tp in (list, set, frozenset):
-        schema: dict[str, Any] = {"type": "array"}
+        schema: JSONObject = {"type": "array"}
         if args:
             schema["items"] = type_schema(args[0])
         return schema
@@ -77,7 +79,7 @@ def type_schema(tp: Any) -> dict[str, Any]:
         return _object({k: type_schema(v) for k, v in hints.items()}, required, tp.__name__)
     if dataclasses.is_dataclass(tp) and inspect.isclass(tp):
         hints = get_type_hints(tp, include_extras=True)
-        props: dict[str, Any] = {}
+        props: JSONObject = {}
         required = []
         for f in dataclasses.fields(tp):
             props[f.name] = type_schema(hints[f.name])
@@ -87,8 +89,8 @@ def type_schema(tp: Any) -> dict[str, Any]:
     raise TypeError(f"no JSON Schema for type {tp!r}")
 
 
-def _object(props: dict[str, Any], required: list[str], title: str | None = None) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": props}
+def _object(props: JSONObject, required: list[str], title: str | None = None) -> JSONObject:
+    schema: JSONObject = {"type": "object", "properties": props}
     if required:
         schema["required"] = required
     if title:
@@ -96,7 +98,7 @@ def _object(props: dict[str, Any], required: list[str], title: str | None = None
     return schema
 
 
-def function_schema(fn: Callable[..., Any], skip: frozenset[str]) -> tuple[dict[str, Any], list[str]]:
+def function_schema(fn: UserFunction, skip: frozenset[str]) -> tuple[JSONObject, list[str]]:
     """The object schema of a function's parameters, and their names in order.
 
     Args:
@@ -107,7 +109,7 @@ def function_schema(fn: Callable[..., Any], skip: frozenset[str]) -> tuple[dict[
         TypeError: ``*args``/``**kwargs`` or a parameter type with no JSON Schema.
     """
     hints = get_type_hints(fn, include_extras=True)
-    props: dict[str, Any] = {}
+    props: JSONObject = {}
     required: list[str] = []
     names: list[str] = []
     for name, param in inspect.signature(fn).parameters.items():
@@ -122,11 +124,11 @@ def function_schema(fn: Callable[..., Any], skip: frozenset[str]) -> tuple[dict[
             schema["default"] = param.default
         props[name] = schema
         names.append(name)
-    out: dict[str, Any] = {"type": "object", "properties": props}
+    out: JSONObject = {"type": "object", "properties": props}
     if required:
         out["required"] = required
     return out, names
 
 
-def _jsonable(value: Any) -> bool:
+def _jsonable(value: object) -> bool:
     return value is None or isinstance(value, str | int | float | bool)

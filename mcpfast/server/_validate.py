@@ -14,12 +14,41 @@ be asked, so error messages are the same with or without the fast path.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol
 
-__all__ = ["ArgumentValidator", "compile_check"]
+from mcpfast.server.types import JSONObject
 
-Check = Callable[[Any], bool]
+__all__ = ["ArgumentValidator", "SchemaError", "SchemaValidator", "compile_check", "schema_validator"]
+
+Check = Callable[[object], bool]
+"""A predicate on a JSON value: true when the value is valid."""
+
+
+class SchemaError(Protocol):
+    """What the server reads of one jsonschema ``ValidationError``."""
+
+    @property
+    def message(self) -> str: ...
+    @property
+    def path(self) -> Sequence[str | int]:
+        """Where in the instance (keys and indexes from the root)."""
+
+
+class SchemaValidator(Protocol):
+    """What the server uses of a jsonschema validator."""
+
+    def iter_errors(self, instance: object) -> Iterator[SchemaError]: ...
+
+
+def schema_validator(schema: JSONObject) -> SchemaValidator:
+    """jsonschema's validator for ``schema``: its ``$schema`` dialect, 2020-12 when it names none."""
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    validator: SchemaValidator = cls(schema)
+    return validator
+
 
 # Keywords that never affect validity (annotations; format is not asserted by default).
 _ANNOTATIONS = frozenset(
@@ -36,7 +65,7 @@ _DIALECTS = frozenset(
 _HANDLED = frozenset({"type", "properties", "required", "additionalProperties", "items", "anyOf", "enum"})
 
 
-def _is_integer(value: Any) -> bool:
+def _is_integer(value: object) -> bool:
     t = type(value)
     if t is int:
         return True
@@ -47,7 +76,7 @@ def _is_integer(value: Any) -> bool:
     return isinstance(value, float) and value.is_integer()
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> bool:
     t = type(value)
     if t is float or t is int:
         return True
@@ -65,7 +94,7 @@ _TYPE_CHECKS: dict[str, Check] = {
 }
 
 
-def compile_check(schema: Any, *, top: bool = True) -> Check | None:
+def compile_check(schema: object, *, top: bool = True) -> Check | None:
     """A predicate equivalent to jsonschema validity for ``schema``, or ``None`` if it is not simple.
 
     Args:
@@ -101,7 +130,7 @@ def compile_check(schema: Any, *, top: bool = True) -> Check | None:
         else:
             alternatives = tuple(_TYPE_CHECKS[n] for n in names)
 
-            def any_of(v: Any, alts: tuple[Callable[[Any], bool], ...] = alternatives) -> bool:
+            def any_of(v: object, alts: tuple[Check, ...] = alternatives) -> bool:
                 return any(check(v) for check in alts)
 
             checks.append(any_of)
@@ -135,7 +164,7 @@ def compile_check(schema: Any, *, top: bool = True) -> Check | None:
     if object_check is False:
         return None
     if object_check is not None:
-        checks.append(object_check)  # type: ignore[arg-type]
+        checks.append(object_check)  # type: ignore[arg-type]  # a check: _object_check never returns True
     elif object_only:
         checks.append(_TYPE_CHECKS["object"])
 
@@ -150,7 +179,7 @@ def compile_check(schema: Any, *, top: bool = True) -> Check | None:
     return lambda v: all(check(v) for check in all_checks)
 
 
-def _object_check(schema: dict[str, Any], must_be_object: bool) -> Check | bool | None:
+def _object_check(schema: JSONObject, must_be_object: bool) -> Check | bool | None:
     """The check of properties/required/additionalProperties; False when not simple.
 
     With ``must_be_object`` (``"type": "object"``) a non-object fails; otherwise the keywords
@@ -180,7 +209,7 @@ def _object_check(schema: dict[str, Any], must_be_object: bool) -> Check | bool 
 
     if extra_check is _always:
 
-        def check_object(v: Any) -> bool:
+        def check_object(v: object) -> bool:
             if not isinstance(v, dict):
                 return not_object
             for key in needed:
@@ -193,7 +222,7 @@ def _object_check(schema: dict[str, Any], must_be_object: bool) -> Check | bool 
 
         return check_object
 
-    def check_object_strict(v: Any) -> bool:
+    def check_object_strict(v: object) -> bool:
         if not isinstance(v, dict):
             return not_object
         for key in needed:
@@ -211,11 +240,11 @@ def _object_check(schema: dict[str, Any], must_be_object: bool) -> Check | bool 
     return check_object_strict
 
 
-def _always(_: Any) -> bool:
+def _always(_: object) -> bool:
     return True
 
 
-def _never(_: Any) -> bool:
+def _never(_: object) -> bool:
     return False
 
 
@@ -229,11 +258,11 @@ class ArgumentValidator:
 
     __slots__ = ("_check", "_schema", "_validator", "fast")
 
-    def __init__(self, schema: dict[str, Any]) -> None:
+    def __init__(self, schema: JSONObject) -> None:
         self._schema = schema
         self._check = compile_check(schema)
         self.fast = self._check is not None
-        self._validator: Any = None
+        self._validator: SchemaValidator | None = None
 
     @property
     def check(self) -> Check | None:
@@ -241,16 +270,13 @@ class ArgumentValidator:
         return self._check
 
     @property
-    def jsonschema(self) -> Any:
+    def jsonschema(self) -> SchemaValidator:
         """The jsonschema validator (built on first use)."""
         if self._validator is None:
-            import jsonschema
-
-            cls = jsonschema.validators.validator_for(self._schema, default=jsonschema.Draft202012Validator)
-            self._validator = cls(self._schema)
+            self._validator = schema_validator(self._schema)
         return self._validator
 
-    def problem(self, args: Any) -> str | None:
+    def problem(self, args: object) -> str | None:
         """``None`` when ``args`` is valid, else a short description of what is wrong."""
         check = self._check
         if check is not None and check(args):
@@ -260,7 +286,7 @@ class ArgumentValidator:
             return None
         return "; ".join(f"{'/'.join(map(str, e.path)) or 'arguments'}: {e.message}" for e in errors[:5])
 
-    def iter_errors(self, instance: Any) -> Any:
+    def iter_errors(self, instance: object) -> Iterator[SchemaError]:
         """jsonschema's ``iter_errors`` (kept so callers of the old validator object still work)."""
         check = self._check
         if check is not None and check(instance):

@@ -16,10 +16,10 @@ import functools
 import inspect
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from types import UnionType
-from typing import Any, Final, Literal, NamedTuple, Union, get_args, get_origin, get_type_hints
+from typing import Any, Final, Literal, NamedTuple, TypeAlias, TypeGuard, TypeVar, Union, get_args, get_origin, get_type_hints
 
 import orjson
 
@@ -33,11 +33,12 @@ from mcpfast.sansio import InboundRequest, NotificationReceived, ServerSession
 from mcpfast.sansio.mrtr import InputRequired, StateSealer, input_required_result
 from mcpfast.sansio.rules import DEFAULT_PAGE_SIZE, completion_result, input_errors_are_tool_errors, paginate
 from mcpfast.server._typeschema import function_schema, type_schema
-from mcpfast.server._validate import ArgumentValidator
+from mcpfast.server._validate import ArgumentValidator, SchemaValidator, schema_validator
 from mcpfast.server.connection import Connection, Routes
 from mcpfast.server.content import ToolResult, text_result
 from mcpfast.server.context import Context
-from mcpfast.server.tasks import TASK_SUPPORT, Tasks, negotiated, tasks_required
+from mcpfast.server.tasks import TASK_SUPPORT, Tasks, _Run, negotiated, tasks_required
+from mcpfast.server.types import JSONObject, JSONValue, RouteResult, UserFunction, UserFunctionT
 from mcpfast.server.uri_template import UriTemplate, is_template
 from mcpfast.store.tasks import TaskStore
 
@@ -49,10 +50,16 @@ _TOOLS_CALL: Final = m.TOOLS_CALL
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 _CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"})
 
-Finish = Callable[[Any, Any, str], Any]
-"""``finish(subject, value, version)``: a handler's value shaped as the result of its request."""
-Failed = Callable[[Any, Exception], Any]
+_Subject = TypeVar("_Subject")
+Finish: TypeAlias = Callable[[_Subject, object, str], JSONObject]
+"""``finish(subject, value, version)``: a handler's value shaped as the result of its request
+(``subject``: what was called, e.g. the tool)."""
+Failed: TypeAlias = Callable[[_Subject, Exception], JSONObject]
 """``failed(subject, exc)``: the result of a handler that raised (a tool's ``isError`` result)."""
+CompletionValue: TypeAlias = JSONObject | Iterable[object] | None
+"""What a completion handler returns: the values (each made a str), or a full ``{"completion": ...}``."""
+CompletionHandler: TypeAlias = Callable[[JSONObject, JSONObject, JSONValue], CompletionValue | Awaitable[CompletionValue]]
+"""``fn(ref, argument, context arguments)`` (see ``Server.completion``)."""
 
 
 class _Callable:
@@ -65,7 +72,7 @@ class _Callable:
 
     __slots__ = ("blocking", "context_param", "fn", "inline", "is_async", "name_set", "names", "schema")
 
-    def __init__(self, fn: Callable[..., Any], *, describe: bool = True, blocking: bool = False) -> None:
+    def __init__(self, fn: UserFunction, *, describe: bool = True, blocking: bool = False) -> None:
         self.fn = fn
         self.is_async = inspect.iscoroutinefunction(fn)
         if blocking and self.is_async:
@@ -81,7 +88,7 @@ class _Callable:
             self.schema, self.names = {}, [n for n in inspect.signature(fn).parameters if n not in skip]
         self.name_set = frozenset(self.names)
 
-    def kwargs(self, args: dict[str, Any], ctx: Context | None) -> dict[str, Any]:
+    def kwargs(self, args: JSONObject, ctx: Context | None) -> dict[str, object]:
         """The keyword arguments of one call: the known arguments, and the Context if wanted."""
         if self.context_param is None:
             if args.keys() <= self.name_set:
@@ -91,7 +98,7 @@ class _Callable:
         kwargs[self.context_param] = ctx
         return kwargs
 
-    async def call(self, args: dict[str, Any], ctx: Context | None, executor: concurrent.futures.Executor | None = None) -> Any:
+    async def call(self, args: JSONObject, ctx: Context | None, executor: concurrent.futures.Executor | None = None) -> object:
         """Call the function however it must run: awaited, in a worker thread, or inline."""
         kwargs = self.kwargs(args, ctx)
         if self.is_async:
@@ -103,7 +110,7 @@ class _Callable:
         return self.fn(**kwargs)
 
 
-def _is_context(hint: Any) -> bool:
+def _is_context(hint: object) -> bool:
     if hint is Context:
         return True
     return get_origin(hint) in (Union, UnionType) and Context in get_args(hint)
@@ -116,7 +123,7 @@ class _Tool:
     )  # fmt: skip
 
     def __init__(
-        self, callable_: _Callable, definition: dict[str, Any], output_schema: dict[str, Any] | None, wrap: bool,
+        self, callable_: _Callable, definition: JSONObject, output_schema: JSONObject | None, wrap: bool,
         task: str | None = None, defer_task: bool = False,
     ) -> None:  # fmt: skip
         self.callable = callable_
@@ -127,20 +134,13 @@ class _Tool:
         self.wrap_output = wrap
         self.validator = ArgumentValidator(definition["inputSchema"])
         self.check = self.validator.check
-        self.output_validator = _validator(output_schema) if output_schema is not None else None
+        self.output_validator: SchemaValidator | None = schema_validator(output_schema) if output_schema is not None else None
         # Decided once here: a plain sync function with no Context, no task and no output schema
         # is called straight from tools/call (``Server._tools_call``), the hottest method.
         self.plain = callable_.inline and callable_.context_param is None and task is None and output_schema is None
 
 
-def _validator(schema: dict[str, Any]) -> Any:
-    import jsonschema
-
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return cls(schema)
-
-
-def _argument_problem(tool: _Tool, args: Any) -> str | None:
+def _argument_problem(tool: _Tool, args: object) -> str | None:
     """What is wrong with a tool call's arguments (``None``: nothing)."""
     check = tool.check
     if check is not None and type(args) is dict and check(args):
@@ -148,7 +148,7 @@ def _argument_problem(tool: _Tool, args: Any) -> str | None:
     return tool.validator.problem(args) if isinstance(args, dict) else "arguments must be an object"
 
 
-def _invalid_arguments(name: str, problem: str) -> dict[str, Any]:
+def _invalid_arguments(name: str, problem: str) -> JSONObject:
     """Invalid arguments as a tool error result (the versions where ``input_errors_are_tool_errors``)."""
     return {"content": [{"type": "text", "text": f"invalid arguments for tool {name}: {problem}"}], "isError": True}
 
@@ -156,7 +156,7 @@ def _invalid_arguments(name: str, problem: str) -> dict[str, Any]:
 class _Resource:
     __slots__ = ("callable", "definition", "mime_type", "template")
 
-    def __init__(self, callable_: _Callable, definition: dict[str, Any], template: UriTemplate | None) -> None:
+    def __init__(self, callable_: _Callable, definition: JSONObject, template: UriTemplate | None) -> None:
         self.callable = callable_
         self.definition = definition
         self.mime_type: str | None = definition.get("mimeType")
@@ -166,7 +166,7 @@ class _Resource:
 class _Prompt:
     __slots__ = ("callable", "definition", "required")
 
-    def __init__(self, callable_: _Callable, definition: dict[str, Any], required: frozenset[str]) -> None:
+    def __init__(self, callable_: _Callable, definition: JSONObject, required: frozenset[str]) -> None:
         self.callable = callable_
         self.definition = definition
         self.required = required
@@ -175,12 +175,12 @@ class _Prompt:
 class SessionDefaults(NamedTuple):
     """What a server's new session machines are made from (``Server.session_defaults``)."""
 
-    key: tuple[Any, ...]
+    key: tuple[object, ...]
     """What they were built from: a new object is made when it changes."""
-    server_info: dict[str, Any]
-    capabilities: dict[str, Any]
+    server_info: JSONObject
+    capabilities: JSONObject
     instructions: str | None
-    stateless_capabilities: dict[str, Any] | None
+    stateless_capabilities: JSONObject | None
     """The 2026 era's, when they differ (``Server.stateless_capabilities``)."""
     serves_listen: bool
 
@@ -240,7 +240,7 @@ class Server:
         max_tasks: int = 10_000,
         max_tasks_per_session: int = 100,
         task_store: TaskStore | None = None,
-        lifespan: Callable[[Server], AbstractAsyncContextManager[Any]] | None = None,
+        lifespan: Callable[[Server], AbstractAsyncContextManager[object]] | None = None,
     ) -> None:
         self.name = name
         self.version = version
@@ -253,23 +253,24 @@ class Server:
         self.validate_output = validate_output
         self.blocking_workers = blocking_workers
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
-        self._roots_changed: Callable[..., Any] | None = None
+        self._roots_changed: Callable[[Connection], object] | None = None
         self._tools: dict[str, _Tool] = {}
         self._task_tools: set[str] = set()  # names of the tools registered with task=
         self._resources: dict[str, _Resource] = {}
         self._templates: list[_Resource] = []
         self._prompts: dict[str, _Prompt] = {}
-        self._completion: Callable[..., Any] | None = None
+        self._completion: CompletionHandler | None = None
         self.sealer = StateSealer()
         self.tasks = Tasks(
             task_store, ttl=task_ttl, poll_interval=task_poll_interval, max_tasks=max_tasks,
             max_tasks_per_session=max_tasks_per_session,
         )  # fmt: skip
-        self._list_cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._list_cache: dict[tuple[str, str], list[JSONObject]] = {}
         self._connections: set[Connection] = set()
         self.lifespan = lifespan
         self.lifespan_state: Any = None
-        """What the lifespan yielded (``None`` before ``start`` or without a lifespan)."""
+        """What the lifespan yielded (``None`` before ``start`` or without a lifespan): the application's
+        own object (``Any``: its handlers use it as the type they know it has)."""
         self._lifespan_exit: contextlib.AsyncExitStack | None = None
         self._starts = 0
         self.transports: set[Literal["stdio", "http"]] = set()
@@ -305,16 +306,16 @@ class Server:
         *,
         title: str | None = None,
         description: str | None = None,
-        annotations: dict[str, Any] | None = None,
+        annotations: JSONObject | None = None,
         structured_output: bool | None = None,
-        input_schema: dict[str, Any] | None = None,
-        output_schema: dict[str, Any] | None = None,
-        icons: list[dict[str, Any]] | None = None,
-        meta: dict[str, Any] | None = None,
+        input_schema: JSONObject | None = None,
+        output_schema: JSONObject | None = None,
+        icons: list[JSONObject] | None = None,
+        meta: JSONObject | None = None,
         blocking: bool = False,
         task: bool | str = False,
         defer_task: bool = False,
-    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    ) -> Callable[[UserFunctionT], UserFunctionT]:
         """Register a sync or async function as a tool.
 
         The ``inputSchema`` comes from the parameter type hints (or ``input_schema``). A typed
@@ -356,7 +357,7 @@ class Server:
         if defer_task and support is None:
             raise ValueError("defer_task=True needs task=")
 
-        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def register(fn: UserFunctionT) -> UserFunctionT:
             tool_name = name or fn.__name__
             if not _TOOL_NAME.match(tool_name):
                 raise ValueError(f"invalid tool name {tool_name!r}: use 1-128 of A-Z a-z 0-9 _ . -")
@@ -365,7 +366,7 @@ class Server:
             callable_ = _Callable(fn, describe=input_schema is None, blocking=blocking)
             if defer_task and callable_.context_param is None:
                 raise ValueError(f"tool {tool_name!r}: defer_task=True needs a Context parameter (it calls ctx.start_task())")
-            definition: dict[str, Any] = {"name": tool_name}
+            definition: JSONObject = {"name": tool_name}
             if title is not None:
                 definition["title"] = title
             doc = description if description is not None else inspect.getdoc(fn)
@@ -400,10 +401,10 @@ class Server:
         description: str | None = None,
         mime_type: str | None = None,
         size: int | None = None,
-        annotations: dict[str, Any] | None = None,
-        icons: list[dict[str, Any]] | None = None,
+        annotations: JSONObject | None = None,
+        icons: list[JSONObject] | None = None,
         blocking: bool = False,
-    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    ) -> Callable[[UserFunctionT], UserFunctionT]:
         """Register a resource (a fixed URI) or a resource template (an RFC 6570 URI template).
 
         A template's variables are passed to the function by name. The function returns
@@ -414,9 +415,9 @@ class Server:
             ValueError: a duplicate URI or an unsupported template expression.
         """
 
-        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def register(fn: UserFunctionT) -> UserFunctionT:
             callable_ = _Callable(fn, describe=False, blocking=blocking)
-            definition: dict[str, Any] = {"name": name or fn.__name__}
+            definition: JSONObject = {"name": name or fn.__name__}
             if title is not None:
                 definition["title"] = title
             doc = description if description is not None else inspect.getdoc(fn)
@@ -452,9 +453,9 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         arguments: dict[str, str] | None = None,
-        icons: list[dict[str, Any]] | None = None,
+        icons: list[JSONObject] | None = None,
         blocking: bool = False,
-    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    ) -> Callable[[UserFunctionT], UserFunctionT]:
         """Register a prompt; its parameters (all strings) are the prompt's arguments.
 
         The function returns ``str`` (one user message), a message dict, a content block, a
@@ -472,16 +473,16 @@ class Server:
             ValueError: a duplicate name.
         """
 
-        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def register(fn: UserFunctionT) -> UserFunctionT:
             prompt_name = name or fn.__name__
             if prompt_name in self._prompts:
                 raise ValueError(f"prompt {prompt_name!r} is already registered")
             callable_ = _Callable(fn, describe=False, blocking=blocking)
             params = inspect.signature(fn).parameters
-            args: list[dict[str, Any]] = []
+            args: list[JSONObject] = []
             required = set()
             for arg in callable_.names:
-                entry: dict[str, Any] = {"name": arg}
+                entry: JSONObject = {"name": arg}
                 if arguments and arg in arguments:
                     entry["description"] = arguments[arg]
                 is_required = params[arg].default is inspect.Parameter.empty
@@ -489,7 +490,7 @@ class Server:
                 if is_required:
                     required.add(arg)
                 args.append(entry)
-            definition: dict[str, Any] = {"name": prompt_name}
+            definition: JSONObject = {"name": prompt_name}
             if title is not None:
                 definition["title"] = title
             doc = description if description is not None else inspect.getdoc(fn)
@@ -505,7 +506,7 @@ class Server:
 
         return register
 
-    def completion(self) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def completion(self) -> Callable[[UserFunctionT], UserFunctionT]:
         """Register the ``completion/complete`` handler.
 
         It is called as ``fn(ref, argument, context)`` with the request's ``ref`` and
@@ -513,7 +514,7 @@ class Server:
         a list of strings (cut to 100) or a full ``{"completion": ...}`` dict.
         """
 
-        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def register(fn: UserFunctionT) -> UserFunctionT:
             self._completion = fn
             return fn
 
@@ -560,9 +561,9 @@ class Server:
 
     # ----------------------------------------------------------------- sessions
 
-    def capabilities(self) -> dict[str, Any]:
+    def capabilities(self) -> JSONObject:
         """The server capabilities this registry offers."""
-        caps: dict[str, Any] = {}
+        caps: JSONObject = {}
         if self._tools:
             caps["tools"] = {"listChanged": True}
         if self._resources or self._templates:
@@ -577,9 +578,9 @@ class Server:
             caps["extensions"] = {TASKS_EXTENSION: {}}
         return caps
 
-    def server_info(self) -> dict[str, Any]:
+    def server_info(self) -> JSONObject:
         """The ``Implementation`` object of this server."""
-        info: dict[str, Any] = {"name": self.name, "version": self.version}
+        info: JSONObject = {"name": self.name, "version": self.version}
         if self.title is not None:
             info["title"] = self.title
         return info
@@ -610,7 +611,7 @@ class Server:
             )
         return shared
 
-    def stateless_capabilities(self) -> dict[str, Any] | None:
+    def stateless_capabilities(self) -> JSONObject | None:
         """The capabilities of the 2026 era when they differ from ``capabilities()`` (``None``:
         the same; a server of ours declares one set)."""
         return None
@@ -684,7 +685,7 @@ class Server:
         """
         return sum(conn.session.elicitation_complete(elicitation_id) for conn in list(self._connections))
 
-    def tool_definition(self, name: object) -> dict[str, Any] | None:
+    def tool_definition(self, name: object) -> JSONObject | None:
         """The ``Tool`` definition ``tools/list`` gives for ``name`` (``None``: no such tool)."""
         tool = self._tools.get(name) if isinstance(name, str) else None
         return tool.definition if tool is not None else None
@@ -717,7 +718,7 @@ class Server:
 
     # ----------------------------------------------------------------- dispatch
 
-    def handle(self, request: InboundRequest, conn: Any) -> Any:
+    def handle(self, request: InboundRequest, conn: Connection) -> RouteResult:
         """Serve one request the session machine admitted, as far as it can go without waiting.
 
         Returns:
@@ -730,18 +731,18 @@ class Server:
         """
         return self.routes[request.method](request, conn)
 
-    async def dispatch(self, request: InboundRequest, conn: Any) -> Any:
+    async def dispatch(self, request: InboundRequest, conn: Connection) -> JSONObject:
         """Serve one request the session machine admitted; returns the result (``handle``, awaited).
 
         Raises:
             McpError: the JSON-RPC error to answer with.
         """
         outcome = self.handle(request, conn)
-        if type(outcome) is not dict and inspect.isawaitable(outcome):
-            outcome = await outcome
-        return outcome
+        if type(outcome) is dict or not inspect.isawaitable(outcome):
+            return outcome
+        return await outcome
 
-    def on_roots_changed(self) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def on_roots_changed(self) -> Callable[[UserFunctionT], UserFunctionT]:
         """Register the handler of ``notifications/roots/list_changed`` (handshake-era clients).
 
         It is called as ``fn(conn)`` (sync, or ``async def`` run in a task of that connection)
@@ -750,7 +751,7 @@ class Server:
         travel inside ``InputRequiredResult`` rounds there).
         """
 
-        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def register(fn: UserFunctionT) -> UserFunctionT:
             self._roots_changed = fn
             return fn
 
@@ -765,14 +766,14 @@ class Server:
     def _run(
         self,
         callable_: _Callable,
-        args: dict[str, Any],
+        args: JSONObject,
         ctx: Context | None,
         binding: str,
-        finish: Finish,
-        subject: Any,
+        finish: Finish[_Subject],
+        subject: _Subject,
         version: str,
-        failed: Failed | None = None,
-    ) -> Any:
+        failed: Failed[_Subject] | None = None,
+    ) -> RouteResult:
         """Call a handler and shape its value: the result at once for a plain sync one (inline,
         no task), else an awaitable of it.
 
@@ -791,7 +792,7 @@ class Server:
         running = callable_.call(args, ctx, self.executor() if callable_.blocking else None)
         return _later(running, lambda value: finish(subject, value, version), lambda exc: self._failure(exc, ctx, binding, subject, failed))
 
-    def _failure(self, exc: Exception, ctx: Context | None, binding: str, subject: Any, failed: Failed | None) -> Any:
+    def _failure(self, exc: Exception, ctx: Context | None, binding: str, subject: _Subject, failed: Failed[_Subject] | None) -> JSONObject:
         """A handler raised: a question it asked (2026 MRTR) is an ``InputRequiredResult``; an
         ``McpError`` is raised on (the JSON-RPC error), as is anything else unless ``failed``
         makes it a result (``failed(subject, exc)``: a tool's ``isError`` result)."""
@@ -801,23 +802,23 @@ class Server:
             raise exc
         return failed(subject, exc)
 
-    def _listing(self, kind: str, version: str, definition: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _listing(self, kind: str, version: str, definition: str, items: list[JSONObject]) -> list[JSONObject]:
         key = (kind, version)
         cached = self._list_cache.get(key)
         if cached is None:
             cached = self._list_cache[key] = [_shape(item, version, definition) for item in items]
         return cached
 
-    def _page(self, request: InboundRequest, kind: str, definition: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+    def _page(self, request: InboundRequest, kind: str, definition: str, items: list[JSONObject]) -> JSONObject:
         listing = self._listing(kind, request.version, definition, items)
         cursor = request.params.get("cursor") if request.raw_params is not None else None
         page, next_cursor = paginate(listing, cursor, self.page_size)
-        result: dict[str, Any] = {kind: list(page)}
+        result: JSONObject = {kind: list(page)}
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
         return result
 
-    def _context(self, conn: Any, request: InboundRequest, callable_: _Callable, binding: str) -> Context | None:
+    def _context(self, conn: Connection, request: InboundRequest, callable_: _Callable, binding: str) -> Context | None:
         if callable_.context_param is None:
             return None
         if not request.stateless:
@@ -825,7 +826,7 @@ class Server:
         # A 2026 retry: answers of earlier rounds come sealed in requestState, this round's in
         # inputResponses.
         params = request.params
-        responses: dict[str, Any] = {}
+        responses: JSONObject = {}
         resumed = "requestState" in params
         if resumed:
             responses.update(self.sealer.open(binding, params["requestState"]))  # -32602 when forged
@@ -836,14 +837,14 @@ class Server:
             responses.update(given)
         return Context(conn, request, responses, resumed=resumed)
 
-    def _input_required(self, ctx: Context | None, need: InputRequired, binding: str) -> dict[str, Any]:
+    def _input_required(self, ctx: Context | None, need: InputRequired, binding: str) -> JSONObject:
         assert ctx is not None
         return input_required_result(need.requests, self.sealer.seal(binding, ctx._responses))
 
-    def _tools_list(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+    def _tools_list(self, request: InboundRequest, conn: Connection) -> JSONObject:
         return self._page(request, "tools", "Tool", [t.definition for t in self._tools.values()])
 
-    def _tools_call(self, request: InboundRequest, conn: Any) -> Any:
+    def _tools_call(self, request: InboundRequest, conn: Connection) -> RouteResult:
         params = request.params
         name = params.get("name")
         if not isinstance(name, str):
@@ -869,7 +870,8 @@ class Server:
         callable_ = tool.callable
         if tool.plain and args.keys() <= callable_.name_set:
             value = self._call_plain(tool, args, request.version)
-            return text_result(value) if type(value) is str else value
+            # a str here is exactly a str (_call_plain): mypy does not narrow the else of type() is
+            return text_result(value) if type(value) is str else value  # type: ignore[return-value]
         if callable_.context_param is None:
             ctx = None
             binding = ""
@@ -879,7 +881,7 @@ class Server:
         # A tool failure is a result the model can see (_tool_failed), not a protocol error.
         return self._run(callable_, args, ctx, binding, self._tool_result, tool, request.version, self._tool_failed)
 
-    def _call_plain(self, tool: _Tool, args: dict[str, Any], version: str) -> Any:
+    def _call_plain(self, tool: _Tool, args: JSONObject, version: str) -> JSONObject | str:
         """``_run`` without its two calls (the handler's and the shaping's), worth 8% of a
         request: the same call, the same failure (``_failure``), the same result; but a str
         the tool returned comes back as it is, the text of a result of one text content
@@ -892,7 +894,7 @@ class Server:
             return value
         return self._tool_result(tool, value, version)
 
-    def run_plain_tool(self, name: str, arguments: Any, version: str) -> dict[str, Any] | str | tuple[int, str, Any] | None:
+    def run_plain_tool(self, name: str, arguments: JSONValue, version: str) -> JSONObject | str | tuple[int, str, JSONValue] | None:
         """Serve a handshake-era ``tools/call`` of a plain sync tool without a session machine
         step, as the native HTTP server's lane does for a session with nothing in flight.
 
@@ -924,12 +926,12 @@ class Server:
             logger.exception("handler for %s failed", _TOOLS_CALL)
             return (INTERNAL_ERROR, "internal error", None)
 
-    async def _tools_call_task(self, tool: _Tool, args: dict[str, Any], request: InboundRequest, conn: Any) -> Any:
+    async def _tools_call_task(self, tool: _Tool, args: JSONObject, request: InboundRequest, conn: Connection) -> JSONObject:
         """A tools/call that may become a task (the client declared the extension)."""
         callable_ = tool.callable
         name = tool.definition["name"]
         binding = f"tools/call:{name}"
-        given: dict[str, Any] = {}  # answers this request carries (MRTR rounds before the task)
+        given: JSONObject = {}  # answers this request carries (MRTR rounds before the task)
         resumed = False
         if callable_.context_param is not None:
             first = self._context(conn, request, callable_, binding)  # -32602 for a forged requestState
@@ -938,14 +940,14 @@ class Server:
         tasks = self.tasks
         executor = self.executor() if callable_.blocking else None
 
-        async def invoke(run: Any, answers: dict[str, Any]) -> Any:
+        async def invoke(run: _Run, answers: JSONObject) -> object:
             ctx = None
             if callable_.context_param is not None:
                 ctx = Context(conn, request, {**given, **answers}, resumed=resumed)
                 ctx._start_task = functools.partial(tasks.start, run)
             return await callable_.call(args, ctx, executor)
 
-        def ask(answers: dict[str, Any], need: InputRequired) -> dict[str, Any]:
+        def ask(answers: JSONObject, need: InputRequired) -> JSONObject:
             return input_required_result(need.requests, self.sealer.seal(binding, {**given, **answers}))
 
         return await tasks.run(
@@ -953,7 +955,7 @@ class Server:
             functools.partial(self._tool_result, tool, version=request.version), functools.partial(self._tool_failed, tool), ask,
         )  # fmt: skip
 
-    def _tasks_method(self, request: InboundRequest, conn: Any) -> Any:
+    def _tasks_method(self, request: InboundRequest, conn: Connection) -> RouteResult:
         """``tasks/get``, ``tasks/update`` and ``tasks/cancel`` (-32021 unless the request declares the extension)."""
         if not negotiated(request):
             raise tasks_required(request.method)
@@ -968,15 +970,15 @@ class Server:
         return self.tasks.cancel(owner, params)
 
     @staticmethod
-    def _tool_failed(tool: _Tool, exc: Exception) -> dict[str, Any]:
+    def _tool_failed(tool: _Tool, exc: Exception) -> JSONObject:
         logger.info("tool %s failed: %r", tool.definition["name"], exc)
         return {"content": [{"type": "text", "text": str(exc) or type(exc).__name__}], "isError": True}
 
-    def _tool_result(self, tool: _Tool, value: Any, version: str) -> dict[str, Any]:
+    def _tool_result(self, tool: _Tool, value: object, version: str) -> JSONObject:
         if type(value) is str and tool.output_schema is None:
             return text_result(value)
         if isinstance(value, ToolResult):
-            result: dict[str, Any] = {"content": value.content}
+            result: JSONObject = {"content": value.content}
             if value.structured is not None and supports(version, V2025_06_18):
                 result["structuredContent"] = value.structured
             if value.is_error:
@@ -1001,10 +1003,10 @@ class Server:
             return result
         return {"content": _content(value)}
 
-    def _resources_list(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+    def _resources_list(self, request: InboundRequest, conn: Connection) -> JSONObject:
         return self._page(request, "resources", "Resource", [r.definition for r in self._resources.values()])
 
-    def _templates_list(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+    def _templates_list(self, request: InboundRequest, conn: Connection) -> JSONObject:
         return self._page(request, "resourceTemplates", "ResourceTemplate", [t.definition for t in self._templates])
 
     def _find_resource(self, uri: object, version: str) -> tuple[_Resource, dict[str, str]]:
@@ -1020,7 +1022,7 @@ class Server:
                 return template, variables
         raise McpError(resource_not_found_code(version), "Resource not found", {"uri": uri})
 
-    def _resources_read(self, request: InboundRequest, conn: Any) -> Any:
+    def _resources_read(self, request: InboundRequest, conn: Connection) -> RouteResult:
         uri = request.params.get("uri")
         resource, variables = self._find_resource(uri, request.version)
         assert isinstance(uri, str)
@@ -1028,23 +1030,24 @@ class Server:
         ctx = self._context(conn, request, resource.callable, binding)
         return self._run(resource.callable, variables, ctx, binding, _resource_result, (uri, resource.mime_type), request.version)
 
-    def _subscribe(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+    def _subscribe(self, request: InboundRequest, conn: Connection) -> JSONObject:
         uri = request.params.get("uri")
         self._find_resource(uri, request.version)
+        assert isinstance(uri, str)  # _find_resource refused any other
         conn.session.subscribe(uri)
         return {}
 
-    def _unsubscribe(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+    def _unsubscribe(self, request: InboundRequest, conn: Connection) -> JSONObject:
         uri = request.params.get("uri")
         if not isinstance(uri, str):
             raise McpError(INVALID_PARAMS, "uri must be a string")
         conn.session.unsubscribe(uri)
         return {}
 
-    def _prompts_list(self, request: InboundRequest, conn: Any) -> dict[str, Any]:
+    def _prompts_list(self, request: InboundRequest, conn: Connection) -> JSONObject:
         return self._page(request, "prompts", "Prompt", [p.definition for p in self._prompts.values()])
 
-    def _prompts_get(self, request: InboundRequest, conn: Any) -> Any:
+    def _prompts_get(self, request: InboundRequest, conn: Connection) -> RouteResult:
         params = request.params
         name = params.get("name")
         prompt = self._prompts.get(name) if isinstance(name, str) else None
@@ -1060,7 +1063,7 @@ class Server:
         ctx = self._context(conn, request, prompt.callable, binding)
         return self._run(prompt.callable, args, ctx, binding, _prompt_result, prompt, request.version)
 
-    def _complete(self, request: InboundRequest, conn: Any) -> Any:
+    def _complete(self, request: InboundRequest, conn: Connection) -> RouteResult:
         params = request.params
         ref = params.get("ref")
         argument = params.get("argument")
@@ -1070,7 +1073,7 @@ class Server:
             raise McpError(INVALID_PARAMS, "argument needs string name and value")
         kind = ref.get("type")
         if kind == "ref/prompt":
-            prompt = self._prompts.get(ref.get("name"))  # type: ignore[arg-type]
+            prompt = self._prompts.get(ref.get("name"))  # type: ignore[arg-type]  # a name that is no str finds no prompt
             if prompt is None:
                 raise McpError(INVALID_PARAMS, f"unknown prompt: {ref.get('name')}")
         elif kind == "ref/resource":
@@ -1089,7 +1092,9 @@ class Server:
         return _completion_value(value)
 
 
-async def _later(running: Awaitable[Any], done: Callable[[Any], Any], failure: Callable[[Exception], Any]) -> Any:
+async def _later(
+    running: Awaitable[object], done: Callable[[object], JSONObject], failure: Callable[[Exception], JSONObject]
+) -> JSONObject:
     """A handler that must wait, awaited: ``done(value)``, or ``failure(exc)`` if it raised."""
     try:
         value = await running
@@ -1098,25 +1103,25 @@ async def _later(running: Awaitable[Any], done: Callable[[Any], Any], failure: C
     return done(value)
 
 
-async def _completion_later(value: Awaitable[Any]) -> dict[str, Any]:
+async def _completion_later(value: Awaitable[CompletionValue]) -> JSONObject:
     return _completion_value(await value)
 
 
-def _completion_value(value: Any) -> dict[str, Any]:
+def _completion_value(value: CompletionValue) -> JSONObject:
     if isinstance(value, dict) and "completion" in value:
         return value
     return completion_result([str(v) for v in value or ()])
 
 
-def _resource_result(subject: tuple[str, str | None], value: Any, version: str) -> dict[str, Any]:
+def _resource_result(subject: tuple[str, str | None], value: object, version: str) -> JSONObject:
     uri, mime_type = subject
     return {"contents": _contents(value, uri, mime_type)}
 
 
-def _prompt_result(prompt: _Prompt, value: Any, version: str) -> dict[str, Any]:
+def _prompt_result(prompt: _Prompt, value: object, version: str) -> JSONObject:
     if isinstance(value, dict) and "messages" in value:
         return value
-    result: dict[str, Any] = {"messages": _messages(value)}
+    result: JSONObject = {"messages": _messages(value)}
     if "description" in prompt.definition:
         result["description"] = prompt.definition["description"]
     return result
@@ -1125,7 +1130,7 @@ def _prompt_result(prompt: _Prompt, value: Any, version: str) -> dict[str, Any]:
 # ------------------------------------------------------------------- helpers
 
 
-def _shape(item: dict[str, Any], version: str, definition: str) -> dict[str, Any]:
+def _shape(item: JSONObject, version: str, definition: str) -> JSONObject:
     # Fields added in later revisions are dropped for older clients (their schemas are the list).
     fields = known_fields(version, definition)
     if not fields or all(k in fields for k in item):
@@ -1139,7 +1144,7 @@ def _shape(item: dict[str, Any], version: str, definition: str) -> dict[str, Any
     return shaped
 
 
-def _output_schema(fn: Callable[..., Any], *, forced: bool) -> tuple[dict[str, Any] | None, bool]:
+def _output_schema(fn: UserFunction, *, forced: bool) -> tuple[JSONObject | None, bool]:
     hints = get_type_hints(fn, include_extras=True)
     if "return" not in hints:
         return None, False
@@ -1160,17 +1165,17 @@ def _output_schema(fn: Callable[..., Any], *, forced: bool) -> tuple[dict[str, A
     return {"type": "object", "properties": {"result": schema}, "required": ["result"]}, True
 
 
-def _jsonify(value: Any) -> Any:
+def _jsonify(value: object) -> JSONValue:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)
     return value
 
 
-def _is_block(value: Any) -> bool:
+def _is_block(value: object) -> TypeGuard[JSONObject]:
     return isinstance(value, dict) and value.get("type") in _CONTENT_TYPES
 
 
-def _content(value: Any) -> list[dict[str, Any]]:
+def _content(value: object) -> list[JSONObject]:
     if value is None:
         return []
     if isinstance(value, str):
@@ -1182,7 +1187,7 @@ def _content(value: Any) -> list[dict[str, Any]]:
     return [{"type": "text", "text": orjson.dumps(_jsonify(value)).decode()}]
 
 
-def _contents(value: Any, uri: str, mime_type: str | None) -> list[dict[str, Any]]:
+def _contents(value: object, uri: str, mime_type: str | None) -> list[JSONObject]:
     if isinstance(value, str):
         return [{"uri": uri, "mimeType": mime_type or "text/plain", "text": value}]
     if isinstance(value, bytes | bytearray):
@@ -1196,9 +1201,9 @@ def _contents(value: Any, uri: str, mime_type: str | None) -> list[dict[str, Any
     raise McpError(INTERNAL_ERROR, f"resource handler returned {type(value).__name__}, not str, bytes or contents")
 
 
-def _messages(value: Any) -> list[dict[str, Any]]:
+def _messages(value: object) -> list[JSONObject]:
     items = value if isinstance(value, list) else [value]
-    out = []
+    out: list[JSONObject] = []
     for item in items:
         if isinstance(item, str):
             out.append({"role": "user", "content": {"type": "text", "text": item}})

@@ -8,12 +8,12 @@ from __future__ import annotations
 import asyncio
 import struct
 import zlib
-from typing import Any
 
 from mcpfast.protocol.errors import INTERNAL_ERROR, McpError
 from mcpfast.server.app import Server
 from mcpfast.server.content import ToolResult, audio, embedded_resource, image, text
 from mcpfast.server.context import Context
+from mcpfast.server.types import JSONObject, JSONValue
 
 __all__ = ["PNG_1X1", "WAV_SILENCE", "app"]
 
@@ -55,19 +55,19 @@ def test_simple_text() -> str:
 
 
 @app.tool()
-def test_image_content() -> dict[str, Any]:
+def test_image_content() -> JSONObject:
     """Returns a 1x1 PNG image block."""
     return image(PNG_1X1, "image/png")
 
 
 @app.tool()
-def test_audio_content() -> dict[str, Any]:
+def test_audio_content() -> JSONObject:
     """Returns a short WAV audio block."""
     return audio(WAV_SILENCE, "audio/wav")
 
 
 @app.tool()
-def test_embedded_resource() -> dict[str, Any]:
+def test_embedded_resource() -> JSONObject:
     """Returns an embedded text resource."""
     return embedded_resource("test://embedded-resource", text="This is an embedded resource content.", mime_type="text/plain")
 
@@ -222,23 +222,23 @@ async def test_elicitation_sep1330_enums(ctx: Context) -> str:
         "additionalProperties": False,
     }
 )
-def json_schema_2020_12_tool(name: str | None = None, address: dict[str, Any] | None = None) -> str:
+def json_schema_2020_12_tool(name: str | None = None, address: JSONObject | None = None) -> str:
     """Declares a JSON Schema 2020-12 inputSchema ($schema, $defs, $ref) to be listed verbatim."""
     return f"name={name}, address={address}"
 
 
 # ------------------------------------------------- 2026-07-28 (pre-release suite) fixtures
 
-_NAME_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+_NAME_SCHEMA: JSONObject = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
 
-def _content_of(answer: Any, field: str) -> Any:
+def _content_of(answer: JSONValue, field: str) -> JSONValue:
     """``content[field]`` of an ``ElicitResult`` (None when declined or absent)."""
     content = answer.get("content") if isinstance(answer, dict) else None
     return content.get(field) if isinstance(content, dict) else None
 
 
-def _sampled_text(answer: Any) -> Any:
+def _sampled_text(answer: JSONValue) -> JSONValue:
     """The text of a ``CreateMessageResult`` (its content is a block or a list of blocks)."""
     content = answer.get("content") if isinstance(answer, dict) else None
     if isinstance(content, list):
@@ -317,7 +317,7 @@ async def test_input_required_result_tampered_state(ctx: Context) -> str:
 async def test_input_required_result_capabilities(ctx: Context) -> str:
     """Asks only for what the client declared (sampling and/or elicitation, in the request's _meta)."""
     declared = ctx.request.client_capabilities
-    wanted: dict[str, tuple[str, dict[str, Any] | None]] = {}
+    wanted: dict[str, tuple[str, JSONObject | None]] = {}
     if "sampling" in declared:
         wanted["sample"] = ("sampling/createMessage", {
             "messages": [{"role": "user", "content": {"type": "text", "text": "Say hello"}}], "maxTokens": 20,
@@ -331,7 +331,7 @@ async def test_input_required_result_capabilities(ctx: Context) -> str:
 
 
 @app.prompt()
-async def test_input_required_result_prompt(ctx: Context) -> list[dict[str, Any]]:
+async def test_input_required_result_prompt(ctx: Context) -> list[JSONObject]:
     """A prompt that first asks the user for context (key user_context)."""
     answer = await ctx.elicit(
         "What context should the prompt use?",
@@ -441,7 +441,7 @@ def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
 
 
 @app.prompt(arguments={"resourceUri": "URI of the resource to embed"})
-def test_prompt_with_embedded_resource(resourceUri: str) -> list[dict[str, Any]]:  # the suite's name
+def test_prompt_with_embedded_resource(resourceUri: str) -> list[JSONObject]:  # the suite's name
     """A prompt that embeds a resource."""
     return [
         {"role": "user", "content": embedded_resource(resourceUri, text="Embedded resource content for testing.", mime_type="text/plain")},
@@ -450,7 +450,7 @@ def test_prompt_with_embedded_resource(resourceUri: str) -> list[dict[str, Any]]
 
 
 @app.prompt()
-def test_prompt_with_image() -> list[dict[str, Any]]:
+def test_prompt_with_image() -> list[JSONObject]:
     """A prompt that carries an image."""
     return [
         {"role": "user", "content": image(PNG_1X1, "image/png")},
@@ -459,7 +459,7 @@ def test_prompt_with_image() -> list[dict[str, Any]]:
 
 
 @app.completion()
-def complete(ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None) -> list[str]:
+def complete(ref: JSONObject, argument: JSONObject, context: JSONObject | None) -> list[str]:
     if ref.get("name") == "test_prompt_with_arguments":
         candidates = {"arg1": ["paris", "park", "party", "test-value"], "arg2": ["value1", "value2"]}.get(argument["name"], [])
         return [c for c in candidates if c.startswith(argument["value"])] or candidates

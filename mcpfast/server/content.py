@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
-from typing import Any
+
+from mcpfast.server.types import JSONObject, JSONValue
 
 __all__ = ["ToolResult", "audio", "embedded_resource", "image", "resource_link", "text", "text_result"]
 
@@ -13,31 +14,29 @@ def _b64(data: bytes | str) -> str:
     return data if isinstance(data, str) else base64.b64encode(data).decode("ascii")
 
 
-def text(value: str, **extra: Any) -> dict[str, Any]:
+def text(value: str, **extra: JSONValue) -> JSONObject:
     """A ``text`` content block."""
     return {"type": "text", "text": value, **extra}
 
 
-def text_result(value: str) -> dict[str, Any]:
+def text_result(value: str) -> JSONObject:
     """The result of a tool without an output schema that returned the str ``value``: one text block."""
     return {"content": [{"type": "text", "text": value}]}
 
 
-def image(data: bytes | str, mime_type: str, **extra: Any) -> dict[str, Any]:
+def image(data: bytes | str, mime_type: str, **extra: JSONValue) -> JSONObject:
     """An ``image`` block; bytes are base64-encoded, a str is taken as base64 already."""
     return {"type": "image", "data": _b64(data), "mimeType": mime_type, **extra}
 
 
-def audio(data: bytes | str, mime_type: str, **extra: Any) -> dict[str, Any]:
+def audio(data: bytes | str, mime_type: str, **extra: JSONValue) -> JSONObject:
     """An ``audio`` block (2025-03-26+); bytes are base64-encoded."""
     return {"type": "audio", "data": _b64(data), "mimeType": mime_type, **extra}
 
 
-def embedded_resource(
-    uri: str, *, text: str | None = None, blob: bytes | str | None = None, mime_type: str | None = None
-) -> dict[str, Any]:
+def embedded_resource(uri: str, *, text: str | None = None, blob: bytes | str | None = None, mime_type: str | None = None) -> JSONObject:
     """A ``resource`` block embedding text or binary contents."""
-    contents: dict[str, Any] = {"uri": uri}
+    contents: JSONObject = {"uri": uri}
     if mime_type is not None:
         contents["mimeType"] = mime_type
     if blob is not None:
@@ -47,7 +46,7 @@ def embedded_resource(
     return {"type": "resource", "resource": contents}
 
 
-def resource_link(uri: str, name: str, **extra: Any) -> dict[str, Any]:
+def resource_link(uri: str, name: str, **extra: JSONValue) -> JSONObject:
     """A ``resource_link`` block (2025-06-18+)."""
     return {"type": "resource_link", "uri": uri, "name": name, **extra}
 
@@ -63,7 +62,7 @@ class ToolResult:
         meta: ``_meta`` of the result.
     """
 
-    content: list[dict[str, Any]]
-    structured: Any = None
+    content: list[JSONObject]
+    structured: JSONValue = None
     is_error: bool = False
-    meta: dict[str, Any] | None = None
+    meta: JSONObject | None = None

@@ -6,19 +6,23 @@ import asyncio
 import concurrent.futures
 import threading
 import uuid
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, NoReturn, TypeVar, TypeVarTuple
 
 from mcpfast.protocol import methods as m
 from mcpfast.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, McpError
 from mcpfast.protocol.schema import SchemaError, validate_result
 from mcpfast.sansio import InboundRequest
 from mcpfast.sansio.mrtr import InputRequired
+from mcpfast.server.types import JSONObject, JSONValue
 
 if TYPE_CHECKING:
     from mcpfast.server.connection import Connection
 
 __all__ = ["Context"]
+
+_T = TypeVar("_T")
+_Args = TypeVarTuple("_Args")
 
 
 class Context:
@@ -41,15 +45,13 @@ class Context:
 
     __slots__ = ("_asked", "_conn", "_loop", "_responses", "_start_task", "_thread", "request", "resumed")
 
-    def __init__(
-        self, conn: Connection, request: InboundRequest, responses: dict[str, Any] | None = None, *, resumed: bool = False
-    ) -> None:
+    def __init__(self, conn: Connection, request: InboundRequest, responses: JSONObject | None = None, *, resumed: bool = False) -> None:
         self._conn = conn
         self.request = request
         self._responses = responses or {}
         self.resumed = resumed  # (2026) this round carried a requestState whose seal the server verified
         self._asked = 0
-        self._start_task: Callable[[], Any] | None = None  # set when this call may become a task
+        self._start_task: Callable[[], Awaitable[str]] | None = None  # set when this call may become a task
         # A blocking=True handler runs in a worker thread: its progress/log calls are handed
         # to the event loop's thread (the session machine is not thread-safe).
         self._thread = threading.get_ident()
@@ -58,11 +60,11 @@ class Context:
         except RuntimeError:
             self._loop = None
 
-    def _on_loop(self, fn: Callable[..., Any], *args: Any) -> Any:
+    def _on_loop(self, fn: Callable[[*_Args], _T], *args: *_Args) -> _T:
         """Run ``fn(*args)`` on the event loop's thread and return its value (or raise its error)."""
         if threading.get_ident() == self._thread or self._loop is None:
             return fn(*args)
-        done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        done: concurrent.futures.Future[_T] = concurrent.futures.Future()
 
         def run() -> None:
             try:
@@ -84,7 +86,7 @@ class Context:
         return self.request.version
 
     @property
-    def client_capabilities(self) -> dict[str, Any]:
+    def client_capabilities(self) -> JSONObject:
         """The client capabilities that apply to this request."""
         return self.request.client_capabilities
 
@@ -115,7 +117,7 @@ class Context:
         """
         return self._on_loop(self._conn.session.progress, self.request.id, progress, total, message)
 
-    def log(self, level: str, data: Any, logger: str | None = None) -> bool:
+    def log(self, level: str, data: JSONValue, logger: str | None = None) -> bool:
         """Send ``notifications/message`` at ``level`` if the client's level lets it through.
 
         Returns:
@@ -123,28 +125,28 @@ class Context:
         """
         return self._on_loop(self._log, level, data, logger)
 
-    def _log(self, level: str, data: Any, logger: str | None) -> bool:
+    def _log(self, level: str, data: JSONValue, logger: str | None) -> bool:
         return self._conn.session.log(level, data, logger, request_id=self.request.id)
 
-    def debug(self, data: Any, logger: str | None = None) -> bool:
+    def debug(self, data: JSONValue, logger: str | None = None) -> bool:
         """``log("debug", ...)``."""
         return self.log("debug", data, logger)
 
-    def info(self, data: Any, logger: str | None = None) -> bool:
+    def info(self, data: JSONValue, logger: str | None = None) -> bool:
         """``log("info", ...)``."""
         return self.log("info", data, logger)
 
-    def warning(self, data: Any, logger: str | None = None) -> bool:
+    def warning(self, data: JSONValue, logger: str | None = None) -> bool:
         """``log("warning", ...)``."""
         return self.log("warning", data, logger)
 
-    def error(self, data: Any, logger: str | None = None) -> bool:
+    def error(self, data: JSONValue, logger: str | None = None) -> bool:
         """``log("error", ...)``."""
         return self.log("error", data, logger)
 
     async def send_request(
-        self, method: str, params: dict[str, Any] | None = None, timeout: float | None = None, *, key: str | None = None
-    ) -> Any:
+        self, method: str, params: JSONObject | None = None, timeout: float | None = None, *, key: str | None = None
+    ) -> JSONValue:
         """Send a request to the client and wait for its result.
 
         ``key`` (2026 only): the ``inputRequests`` key it is asked under; by default the n-th
@@ -162,7 +164,7 @@ class Context:
             return self._input(method, params, key)
         return await self._conn.request_client(method, params, related=self.request.id, timeout=timeout)
 
-    async def ask(self, requests: Mapping[str, tuple[str, dict[str, Any] | None]], timeout: float | None = None) -> dict[str, Any]:
+    async def ask(self, requests: Mapping[str, tuple[str, JSONObject | None]], timeout: float | None = None) -> JSONObject:
         """Several requests to the client, by key: ``{key: (method, params)}`` -> ``{key: result}``.
 
         2026: the ones not answered yet are asked for together, in one ``InputRequiredResult``
@@ -180,7 +182,7 @@ class Context:
             raise InputRequired(missing)
         return {key: self._answer(key, method) for key, (method, _params) in requests.items()}
 
-    def _answer(self, key: str, method: str) -> Any:
+    def _answer(self, key: str, method: str) -> JSONValue:
         """The client's answer under ``key``, checked against the result schema of ``method``.
 
         Raises:
@@ -193,7 +195,7 @@ class Context:
             raise McpError(INVALID_PARAMS, f"inputResponses[{key!r}] does not answer {method}: {exc.errors[0]}") from None
         return answer
 
-    def _embedded(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+    def _embedded(self, method: str, params: JSONObject | None) -> JSONObject:
         """The request as it goes in ``inputRequests`` (checked against the client's capabilities)."""
         needed = m.CLIENT_CAPABILITY_FOR.get(method)
         if needed is None:
@@ -204,12 +206,12 @@ class Context:
                 f"this request needs the client capability {needed!r}",
                 {"requiredCapabilities": {needed: {}}},
             )
-        request: dict[str, Any] = {"method": method}
+        request: JSONObject = {"method": method}
         if params is not None:
             request["params"] = params
         return request
 
-    def _input(self, method: str, params: dict[str, Any] | None, key: str | None) -> Any:
+    def _input(self, method: str, params: JSONObject | None, key: str | None) -> JSONValue:
         request = self._embedded(method, params)
         if key is None:
             key = f"{m.CLIENT_CAPABILITY_FOR[method]}-{self._asked}"  # known: _embedded checked it
@@ -220,15 +222,15 @@ class Context:
 
     async def sample(
         self,
-        messages: str | list[dict[str, Any]],
+        messages: str | list[JSONObject],
         *,
         max_tokens: int = 100,
         system_prompt: str | None = None,
         temperature: float | None = None,
         timeout: float | None = None,
         key: str | None = None,
-        **extra: Any,
-    ) -> dict[str, Any]:
+        **extra: JSONValue,
+    ) -> JSONObject:
         """Ask the client's LLM for a message (``sampling/createMessage``).
 
         Args:
@@ -245,7 +247,7 @@ class Context:
         """
         if isinstance(messages, str):
             messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
-        params: dict[str, Any] = {"messages": messages, "maxTokens": max_tokens, **extra}
+        params: JSONObject = {"messages": messages, "maxTokens": max_tokens, **extra}
         if system_prompt is not None:
             params["systemPrompt"] = system_prompt
         if temperature is not None:
@@ -253,8 +255,8 @@ class Context:
         return await self.send_request(m.SAMPLING_CREATE_MESSAGE, params, timeout, key=key)
 
     async def elicit(
-        self, message: str, requested_schema: dict[str, Any], timeout: float | None = None, *, key: str | None = None
-    ) -> dict[str, Any]:
+        self, message: str, requested_schema: JSONObject, timeout: float | None = None, *, key: str | None = None
+    ) -> JSONObject:
         """Ask the user for structured input (``elicitation/create``, form mode).
 
         ``key``: (2026) the ``inputRequests`` key (see ``send_request``).
@@ -265,9 +267,7 @@ class Context:
         params = {"message": message, "requestedSchema": requested_schema}
         return await self.send_request(m.ELICITATION_CREATE, params, timeout, key=key)
 
-    async def elicit_url(
-        self, message: str, url: str, *, elicitation_id: str | None = None, timeout: float | None = None
-    ) -> dict[str, Any]:
+    async def elicit_url(self, message: str, url: str, *, elicitation_id: str | None = None, timeout: float | None = None) -> JSONObject:
         """Ask the user to complete an interaction at ``url`` (``elicitation/create``, URL mode).
 
         2025-11-25 sessions whose client declared ``elicitation.url``. The result's ``action``
@@ -298,7 +298,7 @@ class Context:
         item = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id or uuid.uuid4().hex}
         raise self._on_loop(self._conn.session.url_elicitation_required, [item])
 
-    async def list_roots(self, timeout: float | None = None, *, key: str | None = None) -> list[dict[str, Any]]:
+    async def list_roots(self, timeout: float | None = None, *, key: str | None = None) -> list[JSONObject]:
         """The client's roots (``roots/list``); ``key``: (2026) the ``inputRequests`` key."""
         result = await self.send_request(m.ROOTS_LIST, None, timeout, key=key)
         roots = result.get("roots") if isinstance(result, dict) else None

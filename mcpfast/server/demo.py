@@ -29,7 +29,7 @@ def add(a: float, b: float) -> Sum:
 
 
 @app.tool()
-async def stream(n: Annotated[int, "How many progress steps"] = 3, delay: float = 0.0, ctx: Context = None) -> str:  # type: ignore[assignment]
+async def stream(n: Annotated[int, "How many progress steps"] = 3, delay: float = 0.0, ctx: Context = None) -> str:  # type: ignore[assignment]  # the server passes the Context
     """Send n progress notifications (when asked for progress), then a result."""
     for i in range(1, n + 1):
         if delay:

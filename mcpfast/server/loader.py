@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 __all__ = ["load_app"]
 
 
-def load_app(spec: str) -> Any:
-    """Import ``module:attribute`` (or ``module``, meaning its ``app``) and return the Server.
+def load_app(spec: str) -> object:
+    """Import ``module:attribute`` (or ``module``, meaning its ``app``) and return it: a Server, or an
+    app of a framework ``mcpfast.adapters.servable`` adapts.
 
     Raises:
         SystemExit: the module or attribute cannot be found.
@@ -19,7 +19,7 @@ def load_app(spec: str) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise SystemExit(f"mcpfast: cannot import {module_name!r}: {exc}") from exc
-    obj: Any = module
+    obj: object = module
     for part in (attr or "app").split("."):
         try:
             obj = getattr(obj, part)

@@ -24,7 +24,7 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from mcpfast.protocol.errors import (
     INVALID_PARAMS,
@@ -37,6 +37,7 @@ from mcpfast.protocol.schema import SchemaError, validate_result
 from mcpfast.protocol.versions import V2026_07_28
 from mcpfast.sansio import InboundRequest
 from mcpfast.sansio.mrtr import InputRequired
+from mcpfast.server.types import JSONObject
 from mcpfast.store.tasks import (
     CANCELLED,
     COMPLETED,
@@ -48,6 +49,9 @@ from mcpfast.store.tasks import (
     TaskRecord,
     TaskStore,
 )
+
+if TYPE_CHECKING:
+    from mcpfast.server.connection import Connection
 
 __all__ = ["TASK_SUPPORT", "Tasks", "negotiated", "open_task_store", "tasks_required", "wire_task"]
 
@@ -66,7 +70,7 @@ def open_task_store(url: str, **options: object) -> TaskStore:
     if url.startswith(("redis://", "rediss://", "unix://")):
         from mcpfast.store.redis_tasks import RedisTaskStore
 
-        return RedisTaskStore(url, **options)  # type: ignore[arg-type]
+        return RedisTaskStore(url, **options)  # type: ignore[arg-type]  # the store's keyword arguments, checked by its call
     raise ValueError(f"unknown task store {url!r}: use 'memory' or 'redis://HOST:PORT/DB'")
 
 
@@ -91,9 +95,9 @@ def _iso(t: float) -> str:
     return datetime.datetime.fromtimestamp(t, datetime.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def wire_task(record: TaskRecord, detailed: bool) -> dict[str, Any]:
+def wire_task(record: TaskRecord, detailed: bool) -> JSONObject:
     """The ``Task`` object of a record; ``detailed``: the ``tasks/get`` shape (result/error/inputRequests)."""
-    out: dict[str, Any] = {
+    out: JSONObject = {
         "taskId": record.id,
         "status": record.status,
         "createdAt": _iso(record.created),
@@ -121,8 +125,10 @@ class _Run:
     def __init__(self, owner: str) -> None:
         self.owner = owner
         self.record: TaskRecord | None = None  # set once the run became a task
-        self.created: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.created: asyncio.Future[JSONObject] = asyncio.get_running_loop().create_future()
         self.answered = asyncio.Event()
+        # The handler's run: the request's result, or None once it became a task (Any: asyncio.wait
+        # takes it with ``created``, a future of another result type).
         self.task: asyncio.Task[Any] | None = None
 
 
@@ -159,7 +165,7 @@ class Tasks:
         self._last_sweep = 0.0
 
     @staticmethod
-    def owner_of(conn: Any) -> str:
+    def owner_of(conn: Connection) -> str:
         """Who owns the tasks a connection creates (``conn.task_owner``; one per connection by default)."""
         owner = getattr(conn, "task_owner", None)
         if owner is None:
@@ -172,11 +178,11 @@ class Tasks:
         self,
         owner: str,
         immediate: bool,
-        invoke: Callable[[_Run, dict[str, Any]], Awaitable[Any]],
-        finish: Callable[[Any], dict[str, Any]],
-        failed: Callable[[Exception], dict[str, Any]],
-        ask: Callable[[dict[str, Any], InputRequired], dict[str, Any]],
-    ) -> dict[str, Any]:
+        invoke: Callable[[_Run, JSONObject], Awaitable[object]],
+        finish: Callable[[object], JSONObject],
+        failed: Callable[[Exception], JSONObject],
+        ask: Callable[[JSONObject, InputRequired], JSONObject],
+    ) -> JSONObject:
         """Run a handler that may become a task; the request's result.
 
         Args:
@@ -228,12 +234,12 @@ class Tasks:
     async def _drive(
         self,
         run: _Run,
-        invoke: Callable[[_Run, dict[str, Any]], Awaitable[Any]],
-        finish: Callable[[Any], dict[str, Any]],
-        failed: Callable[[Exception], dict[str, Any]],
-        ask: Callable[[dict[str, Any], InputRequired], dict[str, Any]],
-    ) -> dict[str, Any] | None:
-        answers: dict[str, Any] = {}
+        invoke: Callable[[_Run, JSONObject], Awaitable[object]],
+        finish: Callable[[object], JSONObject],
+        failed: Callable[[Exception], JSONObject],
+        ask: Callable[[JSONObject, InputRequired], JSONObject],
+    ) -> JSONObject | None:
+        answers: JSONObject = {}
         try:
             while True:
                 try:
@@ -269,7 +275,7 @@ class Tasks:
             if run.record is not None:
                 self._runs.pop(run.record.id, None)
 
-    async def _wait_for_input(self, run: _Run, requests: dict[str, Any]) -> dict[str, Any]:
+    async def _wait_for_input(self, run: _Run, requests: JSONObject) -> JSONObject:
         """Park the task until every request is answered (here or in another process); the answers."""
         assert run.record is not None
         record = await self.store.load(run.record.id)
@@ -299,8 +305,8 @@ class Tasks:
         run: _Run,
         status: str,
         *,
-        result: dict[str, Any] | None = None,
-        error: dict[str, Any] | None = None,
+        result: JSONObject | None = None,
+        error: JSONObject | None = None,
         message: str | None = None,
     ) -> None:
         assert run.record is not None
@@ -313,7 +319,7 @@ class Tasks:
 
     # ------------------------------------------------------------ the methods
 
-    async def _find(self, owner: str, params: dict[str, Any]) -> TaskRecord:
+    async def _find(self, owner: str, params: JSONObject) -> TaskRecord:
         task_id = params.get("taskId")
         if not isinstance(task_id, str):
             raise McpError(INVALID_PARAMS, "taskId must be a string")
@@ -323,11 +329,11 @@ class Tasks:
             raise McpError(INVALID_PARAMS, f"unknown task: {task_id}")
         return record
 
-    async def get(self, owner: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def get(self, owner: str, params: JSONObject) -> JSONObject:
         """``tasks/get``: the ``DetailedTask`` (-32602 for an unknown id)."""
         return wire_task(await self._find(owner, params), detailed=True)
 
-    async def update(self, owner: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def update(self, owner: str, params: JSONObject) -> JSONObject:
         """``tasks/update``: record the answers to outstanding input requests; an empty ack.
 
         Answers to keys that are not outstanding are ignored, and so is an update to a task that
@@ -357,7 +363,7 @@ class Tasks:
                     run.answered.set()
         return {}
 
-    async def cancel(self, owner: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def cancel(self, owner: str, params: JSONObject) -> JSONObject:
         """``tasks/cancel``: stop the handler and mark the task ``cancelled``; an empty ack (a finished task stays as it is)."""
         record = await self._find(owner, params)
         if record.status not in TERMINAL:
@@ -391,13 +397,13 @@ class Tasks:
         await asyncio.gather(*running, return_exceptions=True)
 
 
-def _error_object(exc: McpError) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": exc.code, "message": exc.message}
+def _error_object(exc: McpError) -> JSONObject:
+    error: JSONObject = {"code": exc.code, "message": exc.message}
     if exc.data is not None:
         error["data"] = exc.data
     return error
 
 
-def _log_crash(task: asyncio.Task[Any]) -> None:
+def _log_crash(task: asyncio.Task[object]) -> None:
     if not task.cancelled() and task.exception() is not None:
         logger.error("task handler crashed", exc_info=task.exception())
