@@ -24,7 +24,7 @@ from typing import Any
 
 TARGETS = (3.0, 5.0)
 
-# The groups the issue sets a target for (python median / rust median at least this).
+# The groups with a speed-up target: python median / rust median at least this.
 GROUP_TARGETS = {
     "tools/call small: decode + encode_result": 3.0,
     "tools/call 64KB: decode + encode_result": 3.0,
