@@ -12,6 +12,7 @@ import os
 import platform
 import shlex
 import socket
+import statistics
 import subprocess
 import sys
 import threading
@@ -62,9 +63,6 @@ def child_env() -> dict[str, str]:
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
-
-
-# ------------------------------------------------------------------------------------ machine
 
 
 def _proc_field(path: str, key: str) -> str | None:
@@ -147,22 +145,15 @@ def machine_info(modules: Sequence[str] = ("locust", "gevent")) -> dict[str, Any
 def least_squares(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float | None] | None:
     """The least-squares line ``y = a + b x``: ``(a, b, the standard error of b)`` (None for two
     points, which always make a perfect line); None below 2 points or when x does not vary."""
-    n = len(xs)
-    if n < 2 or n != len(ys):
+    try:
+        b, a = statistics.linear_regression(xs, ys)
+    except statistics.StatisticsError:
         return None
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    if sxx <= 0:
-        return None
-    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
-    a = my - b * mx
-    if n == 2:
+    if len(xs) == 2:
         return a, b, None
+    mx = statistics.fmean(xs)
     ssr = sum((y - (a + b * x)) ** 2 for x, y in zip(xs, ys, strict=True))
-    return a, b, math.sqrt(ssr / (n - 2) / sxx)
-
-
-# ---------------------------------------------------------------------------------- processes
+    return a, b, math.sqrt(ssr / (len(xs) - 2) / sum((x - mx) ** 2 for x in xs))
 
 
 def child_pids(pid: int) -> list[int]:
@@ -278,9 +269,6 @@ class Sampler(threading.Thread):
             self.join(timeout=5.0)
 
 
-# --------------------------------------------------------------------------------------- logs
-
-
 def log_path(out: Path, name: str) -> Path:
     """Where a run's log ``name`` goes: ``<out>/logs/<name>`` (ignored by git), the folder made."""
     folder = out / LOGS
@@ -297,9 +285,6 @@ def log_tail(path: Path | None, lines: int = 6, sep: str = "\n") -> str:
     except OSError:
         return ""
     return sep.join(text.strip().splitlines()[-lines:])
-
-
-# ------------------------------------------------------------------------------ the server
 
 
 class ServerProcess:

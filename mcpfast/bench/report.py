@@ -118,9 +118,6 @@ def format_summary(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-# ------------------------------------------------------------------------------------------ plots
-
-
 def handshake_phases(rows: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     """The handshake family's rows in phase order: initialize, initialized (or discover),
     first call, DELETE."""
@@ -218,9 +215,6 @@ def generate_plots(run: Path, summary: dict[str, Any] | None = None) -> list[Pat
     if any(f["family"] == "session_churn" for f in families):
         made.append(plots.memory_plot(memory, run / "churn-memory.png", "session churn: server memory against open sessions"))
     return made
-
-
-# ---------------------------------------------------------------------------------------- compare
 
 
 def compare_rows(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:

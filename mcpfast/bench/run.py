@@ -326,7 +326,8 @@ def main_row(family: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _skipped_family(family: str, transport: str, why: str) -> dict[str, Any]:
-    return {"family": family, "transport": transport, "status": "not run", "problems": [why], "exit_code": None}
+    counts = {"requests": 0, "failures": 0, "files": [], "churn": None}
+    return {"family": family, "transport": transport, "status": "not run", "problems": [why], "exit_code": None, **counts}
 
 
 def run_bench(cfg: BenchConfig, stream: TextIO | None = None, make_plots: bool = True) -> int:
@@ -348,7 +349,7 @@ def run_bench(cfg: BenchConfig, stream: TextIO | None = None, make_plots: bool =
     stdio_command = cfg.target_command or f"{shlex.quote(cfg.python)} -m mcpfast serve --transport stdio"
     for transport in (t for t in TRANSPORTS if t in cfg.transports):
         server: ServerProcess | None = None
-        host, pid = cfg.target, cfg.server_pid
+        host, pid = (cfg.target, cfg.server_pid) if transport == "http" else (None, 0)
         if transport == "http" and not cfg.target:
             server = reference_server(cfg.python, log_path(cfg.out, "server-http.log"))
             progress.update("server/http", f"starting on 127.0.0.1:{server.port}")

@@ -121,8 +121,10 @@ class SoakConfig:
     command_line: list[str] = field(default_factory=lambda: list(sys.argv))
     make_plots: bool = True
 
-
-# ------------------------------------------------------------------------------- checks
+    @property
+    def intervals(self) -> int:
+        """How many intervals MINUTES makes (the last one may be shorter)."""
+        return max(math.ceil(self.minutes * 60.0 / self.interval_s - 1e-9), 1)
 
 
 def check_config(cfg: SoakConfig) -> None:
@@ -165,9 +167,6 @@ def _host_port(url: str) -> tuple[str, int]:
         raise SoakError(f"--target {url!r}: {exc}") from None
 
 
-# ------------------------------------------------------------------------- sessions gauge
-
-
 def metrics_url(url: str) -> str:
     """``/metrics`` beside the MCP endpoint (where ``mcpfast serve --metrics`` answers)."""
     parts = urllib.parse.urlsplit(url)
@@ -195,9 +194,6 @@ def read_sessions_gauge(url: str, timeout: float = 2.0) -> float | None:
             return parse_sessions_gauge(reply.read().decode("utf-8", "replace"))
     except (OSError, urllib.error.URLError, ValueError):
         return None
-
-
-# ------------------------------------------------------------------------------- engines
 
 
 @dataclass
@@ -339,9 +335,6 @@ def measure_capacity(cfg: SoakConfig, url: str, stream: TextIO) -> dict[str, Any
     }
 
 
-# ------------------------------------------------------------------------------- slopes
-
-
 def find_slope(
     series: str,
     unit: str,
@@ -415,9 +408,6 @@ def soak_findings(intervals: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-# --------------------------------------------------------------------------------- run
-
-
 def _interval_row(
     index: int, start: float, end: float, t0: float, window: _Window, samples: list[Any], *, gen_sessions: int, late: int, dropped: int
 ) -> dict[str, Any]:
@@ -460,13 +450,12 @@ class _ServerGone(RuntimeError):
 
 
 def _soak_intervals(
-    cfg: SoakConfig, traffic: _Traffic, sampler: Sampler, server: ServerProcess | None, problems: list[str]
-) -> list[dict[str, Any]]:
-    """Run the open-model traffic for ``cfg.minutes`` and read it out at every interval's end; a
-    Ctrl-C ends the interval it falls in, which is reported as the last one."""
-    duration = cfg.minutes * 60.0
-    n_intervals = max(math.ceil(duration / cfg.interval_s - 1e-9), 1)
-    intervals: list[dict[str, Any]] = []
+    cfg: SoakConfig, traffic: _Traffic, sampler: Sampler, server: ServerProcess | None, intervals: list[dict[str, Any]], problems: list[str]
+) -> None:
+    """Run the open-model traffic for ``cfg.minutes`` and read it out into ``intervals`` at every
+    interval's end (so that what ran is kept when the server exits); a Ctrl-C ends the interval
+    it falls in, which is reported as the last one."""
+    duration, n_intervals = cfg.minutes * 60.0, cfg.intervals
     deletes = late_seen = dropped_seen = 0
     t0 = time.monotonic()
     traffic.start()
@@ -515,7 +504,6 @@ def _soak_intervals(
         sys.stderr.flush()
         if interrupted:
             break
-    return intervals
 
 
 def run_soak(cfg: SoakConfig, stream: TextIO | None = None) -> int:
@@ -576,11 +564,10 @@ def run_soak(cfg: SoakConfig, stream: TextIO | None = None) -> int:
             return 1
         call_rate = cfg.share * capacity["calls_per_s"]
         churn_rate = cfg.share * capacity["churn_cycles_per_s"]
-        n_intervals = max(math.ceil(cfg.minutes * 60.0 / cfg.interval_s - 1e-9), 1)
         out.write(
             f"soak: capacity {capacity['calls_per_s']:g} tools/call/s + {capacity['churn_cycles_per_s']:g} churn cycles/s; "
             f"soaking {cfg.minutes:g} min at {cfg.share:g} of it: {call_rate:.1f} calls/s + {churn_rate:.2f} cycles/s (open model), "
-            f"{n_intervals} interval(s) of {cfg.interval_s:g} s\n"
+            f"{cfg.intervals} interval(s) of {cfg.interval_s:g} s\n"
         )
         out.flush()
 
@@ -594,7 +581,7 @@ def run_soak(cfg: SoakConfig, stream: TextIO | None = None) -> int:
         traffic = _Traffic(cfg, url, (call_rate, churn_rate))
         intervals: list[dict[str, Any]] = []
         try:
-            intervals = _soak_intervals(cfg, traffic, sampler, server, problems)
+            _soak_intervals(cfg, traffic, sampler, server, intervals, problems)
         except _ServerGone as exc:
             problems.append(str(exc))
         except KeyboardInterrupt:  # a second Ctrl-C while the last interval was being read

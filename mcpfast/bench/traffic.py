@@ -21,17 +21,12 @@ __all__ = [
     "REPLY",
     "SMALL_RESULT",
     "SSE_CHUNKS",
-    "SSE_STREAM",
     "STDIO_CHUNKS",
-    "STDIO_STREAM",
     "TOOLS_LIST",
-    "chunks",
     "handle_eager",
     "handle_lazy",
     "route",
 ]
-
-# ---------------------------------------------------------------------------------- traffic
 
 # What the TypeScript SDK client (protocol 2025-11-25) writes: JSON.stringify of
 # {...request, jsonrpc: "2.0", id}, so "method" and "params" come first; ids count from 0.
@@ -171,11 +166,8 @@ SSE_CHUNKS = chunks(SSE_STREAM, SSE_CHUNK)
 STDIO_CHUNKS = chunks(STDIO_STREAM, STDIO_CHUNK)
 
 
-# ------------------------------------------------------------------ what a server does per call
-# Plain functions in the package (not in a test module, whose asserts pytest rewrites into slower
-# code): the same Python around both implementations, as a router would write it.
-
-
+# What a server does per call: plain functions in the package (not in a test module, whose asserts
+# pytest rewrites into slower code), the same Python around both implementations, as a router would.
 def _tools_call(core: ModuleType, data: bytes) -> Any:
     m = core.decode(data)
     if m.kind != "request" or m.method != "tools/call":

@@ -35,7 +35,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ("README.md", "_common.py", "tools_call.py", "handshake.py", "session_churn.py", "sse_streaming.py", "scenario.py")
-PRODUCT_BENCH = ("__init__.py", "cli.py", "core_demo.py", "files.py", "plots.py", "procs.py", "report.py", "run.py", "soak.py", "traffic.py")
+PRODUCT_BENCH = (
+    "__init__.py",
+    "cli.py",
+    "core_demo.py",
+    "files.py",
+    "plots.py",
+    "procs.py",
+    "report.py",
+    "run.py",
+    "soak.py",
+    "traffic.py",
+)
 """The Python modules of ``mcpfast/bench/`` in the wheel: the product commands (``--soak`` included)
 and ``make demo``'s table."""
 BENCH_MAX_LINES = 3600
