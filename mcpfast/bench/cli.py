@@ -22,7 +22,8 @@ COMMANDS = ("bench", "report", "compare")
 
 def add_subcommands(subparsers: Any) -> None:
     """Register ``bench``, ``report`` and ``compare`` on an ``add_subparsers()`` object."""
-    from mcpfast.bench.run import FAMILIES
+    from mcpfast.bench import soak
+    from mcpfast.bench.run import DEFAULT_DURATION, DEFAULT_USERS, FAMILIES, QUICK_DURATION, QUICK_USERS, BenchConfig
 
     bench = subparsers.add_parser(
         "bench",
@@ -31,7 +32,9 @@ def add_subcommands(subparsers: Any) -> None:
         "(one locust subprocess per family and transport) against the embedded reference server or a target; "
         "write summary.json, Locust CSV/HTML, µs histograms and PNG plots to --out.",
     )
-    bench.add_argument("--quick", action="store_true", help="short run: 8 s per family, 4 users (under 2 minutes)")
+    bench.add_argument(
+        "--quick", action="store_true", help=f"short run: {QUICK_DURATION:g} s per family, {QUICK_USERS} users (under 2 minutes)"
+    )
     target = bench.add_argument_group("target (default: the embedded reference server)")
     target.add_argument("--target", metavar="URL", help="Streamable HTTP endpoint to measure (e.g. http://127.0.0.1:8000/mcp)")
     target.add_argument("--target-command", metavar="COMMAND", help='stdio server command (e.g. "node server.js")')
@@ -41,14 +44,19 @@ def add_subcommands(subparsers: Any) -> None:
         help="default: both (http only with --target, stdio only with --target-command)",
     )  # fmt: skip
     bench.add_argument("--out", metavar="DIR", help="result directory (default bench_results/<UTC timestamp>)")
-    bench.add_argument("--users", type=int_at_least(1), help="concurrent users per family (default 8; --quick 4)")
-    bench.add_argument("--duration", type=finite_positive, help="seconds per family (default 30; --quick 8)")
+    bench.add_argument(
+        "--users", type=int_at_least(1), help=f"concurrent users per family (default {DEFAULT_USERS}; --quick {QUICK_USERS})"
+    )
+    bench.add_argument(
+        "--duration", type=finite_positive, help=f"seconds per family (default {DEFAULT_DURATION:g}; --quick {QUICK_DURATION:g})"
+    )
     bench.add_argument("--rate", type=rate, default=0.0, help="open model: target requests/s per family (default 0: closed)")
     bench.add_argument("--family", action="append", choices=FAMILIES, help="run only this family (repeatable)")
     bench.add_argument("--protocol-version", help="MCP revision the swarm speaks (default: the swarm's, 2025-11-25)")
     bench.add_argument(
         "--churn-delete-share", type=share, default=None,
-        help="session churn: share of sessions ended with DELETE, the rest abandoned (default 0.5; --soak 1.0)",
+        help=f"session churn: share of sessions ended with DELETE, the rest abandoned (default {BenchConfig.churn_delete_share:g}; "
+        f"--soak {soak.SoakConfig.churn_delete_share:g})",
     )  # fmt: skip
     bench.add_argument("--loadtests", metavar="DIR", help="the loadtests/ directory (default: the repository's)")
     bench.add_argument(
@@ -70,19 +78,19 @@ def add_subcommands(subparsers: Any) -> None:
         "'fail_ratio<0.001', 'initialize rps>500' (a failing gate: exit code 1)",
     )
 
-    soak = bench.add_argument_group(
+    soaking = bench.add_argument_group(
         "soak (an open-model run at a share of the capacity measured first; HTTP only)",
-        "--duration is then the closed-model capacity run (default 15 s), --users the tools/call sessions "
-        "(default 8); --target needs --server-pid; --out defaults to bench_results/soak",
+        f"--duration is then the closed-model capacity run (default {soak.DEFAULT_CAPACITY_S:g} s), --users the tools/call sessions "
+        f"(default {soak.DEFAULT_USERS}); --target needs --server-pid; --out defaults to {soak.DEFAULT_OUT}",
     )
-    soak.add_argument("--soak", type=_soak_minutes, metavar="MINUTES", help="soak for MINUTES (fractions allowed, e.g. 0.5)")
-    soak.add_argument(
+    soaking.add_argument("--soak", type=_soak_minutes, metavar="MINUTES", help="soak for MINUTES (fractions allowed, e.g. 0.5)")
+    soaking.add_argument(
         "--soak-share", type=positive_share, default=None, metavar="SHARE",
-        help="share of the measured capacity the soak runs at, within (0, 1] (default 0.5)",
+        help=f"share of the measured capacity the soak runs at, within (0, 1] (default {soak.DEFAULT_SHARE:g})",
     )  # fmt: skip
-    soak.add_argument(
+    soaking.add_argument(
         "--soak-interval", type=finite_positive, default=None, metavar="SECONDS",
-        help="report (and fit slopes over) intervals of this many seconds (default 60)",
+        help=f"report (and fit slopes over) intervals of this many seconds (default {soak.DEFAULT_INTERVAL_S:g})",
     )  # fmt: skip
 
     report = subparsers.add_parser("report", help="redraw the plots of a bench run from its saved data")
