@@ -34,6 +34,8 @@ mod shared;
 pub mod stats;
 mod target;
 mod templates;
+#[cfg(test)]
+mod testing;
 
 pub use config::Config;
 pub use engine::{Cumulative, Engine, Status};

@@ -695,3 +695,396 @@ fn report_times(ctx: &Ctx, first: FixedRow, gap: FixedRow, times: &[Instant], fr
         ctx.record(gap, w[0], w[1], None, 0);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Settings;
+    use crate::testing::{self, count, mcp, reasons, response, Answer, Server};
+
+    fn settings(server: &Server) -> Settings {
+        Settings {
+            url: Some(server.url()),
+            timeout_s: 2.0,
+            ..Settings::default()
+        }
+    }
+
+    #[test]
+    fn a_session_opens_calls_and_is_deleted_on_one_connection() {
+        let server = Server::start(|seen| mcp(seen, "s-1"));
+        let ctx = testing::ctx(settings(&server));
+        testing::run(async {
+            let mut s = HttpSession::new(&ctx);
+            assert!(!s.is_open());
+            assert!(s.open(&ctx, Instant::now(), false).await);
+            assert!(s.is_open());
+            let call = &ctx.items[0];
+            assert!(s
+                .one(&ctx, call, Instant::now(), call.name, None)
+                .await
+                .is_ok());
+            assert!(s.delete(&ctx).await);
+            assert!(!s.is_open());
+            // nothing left to delete
+            assert!(!s.delete(&ctx).await);
+            assert_eq!(s.conn().connects, 1);
+        });
+        let seen = server.seen();
+        let whats: Vec<String> = seen.iter().map(testing::Seen::what).collect();
+        assert_eq!(
+            whats,
+            [
+                "initialize",
+                "notifications/initialized",
+                "tools/call",
+                "DELETE"
+            ]
+        );
+        assert!(
+            seen.iter().all(|r| r.conn == 0),
+            "one keep-alive connection"
+        );
+        assert_eq!(seen[0].header("Mcp-Session-Id"), None);
+        for r in &seen[1..] {
+            assert_eq!(r.header("Mcp-Session-Id"), Some("s-1"), "{}", r.what());
+            assert_eq!(r.header("MCP-Protocol-Version"), Some("2025-11-25"));
+        }
+        assert_eq!((seen[0].id(), seen[2].id()), (1.into(), 2.into()));
+        let rows = testing::rows(&ctx);
+        for name in [
+            "initialize",
+            "notifications/initialized",
+            "tools/call:echo",
+            "DELETE",
+        ] {
+            assert_eq!(count(&rows, name), (1, 0), "{name}");
+        }
+        let c = ctx.counters();
+        assert_eq!(c.established.load(Ordering::Relaxed), 1);
+        assert_eq!(c.sent.load(Ordering::Relaxed), 4);
+        assert_eq!(
+            lock_versions(&ctx),
+            vec![("2025-11-25".to_string(), 1)],
+            "the negotiated version is kept"
+        );
+    }
+
+    fn lock_versions(ctx: &Ctx) -> Vec<(String, u64)> {
+        crate::shared::lock(&ctx.shared.stats[ctx.idx])
+            .versions
+            .clone()
+    }
+
+    /// How the server answers, whether a session id is needed, the row that fails, its reason.
+    type Case = (
+        Box<dyn Fn(&testing::Seen) -> Answer + Send>,
+        bool,
+        &'static str,
+        &'static str,
+    );
+
+    #[test]
+    fn an_open_that_fails_names_why() {
+        let cases: Vec<Case> = vec![
+            (
+                Box::new(|seen| {
+                    let body = testing::result(
+                        seen,
+                        serde_json::json!({"protocolVersion": "1999-01-01", "capabilities": {}}),
+                    );
+                    Answer::Reply(response(200, "Mcp-Session-Id: s\r\n", &body))
+                }),
+                false,
+                "initialize",
+                "server chose unknown protocol version \"1999-01-01\"",
+            ),
+            (
+                Box::new(|seen| mcp(seen, "")),
+                true,
+                "initialize",
+                "no Mcp-Session-Id in the reply",
+            ),
+            (
+                Box::new(|seen| mcp(seen, "bad id")),
+                false,
+                "initialize",
+                "invalid Mcp-Session-Id",
+            ),
+            (
+                Box::new(|_| {
+                    Answer::Reply(response(
+                        401,
+                        "WWW-Authenticate: Bearer error=\"invalid_token\"\r\n",
+                        "",
+                    ))
+                }),
+                false,
+                "initialize",
+                "http 401 invalid_token",
+            ),
+            (
+                Box::new(|seen| {
+                    let body = serde_json::json!({"jsonrpc": "2.0", "id": seen.id(), "error": {"code": -32602, "message": "no"}});
+                    Answer::Reply(response(200, "", &body.to_string()))
+                }),
+                false,
+                "initialize",
+                "jsonrpc error -32602",
+            ),
+            (
+                Box::new(|_| Answer::Close),
+                false,
+                "initialize",
+                "connection closed by server",
+            ),
+            (
+                Box::new(|seen| {
+                    if seen.what() == "initialize" {
+                        mcp(seen, "s")
+                    } else {
+                        Answer::Reply(response(400, "", ""))
+                    }
+                }),
+                false,
+                "notifications/initialized",
+                "http 400",
+            ),
+        ];
+        for (answer, need_id, row, reason) in cases {
+            let server = Server::start(answer);
+            let ctx = testing::ctx(settings(&server));
+            let opened = testing::run(async {
+                let mut s = HttpSession::new(&ctx);
+                let opened = s.open(&ctx, Instant::now(), need_id).await;
+                (opened, s.is_open() && row == "initialize")
+            });
+            assert_eq!(opened, (false, false), "{reason}");
+            let rows = testing::rows(&ctx);
+            assert_eq!(count(&rows, row), (1, 1), "{reason}: {rows:?}");
+            assert_eq!(reasons(&rows, row), [reason]);
+            assert_eq!(
+                ctx.counters().established.load(Ordering::Relaxed),
+                0,
+                "{reason}"
+            );
+        }
+    }
+
+    #[test]
+    fn refusals_name_their_cause_and_a_404_loses_the_session() {
+        let server = Server::start(|seen| {
+            let n = seen.id().as_i64().unwrap_or(0);
+            match (seen.what().as_str(), n) {
+                ("tools/call", 2) => Answer::Reply(response(429, "Retry-After: 2\r\n", "")),
+                ("tools/call", 3) => Answer::Reply(response(
+                    403,
+                    "WWW-Authenticate: Bearer error=\"insufficient_scope\"\r\n",
+                    "",
+                )),
+                ("tools/call", 4) => Answer::Reply(response(404, "", "")),
+                _ => mcp(seen, "s-1"),
+            }
+        });
+        let ctx = testing::ctx(settings(&server));
+        let failures = testing::run(async {
+            let mut s = HttpSession::new(&ctx);
+            assert!(s.open(&ctx, Instant::now(), false).await);
+            let call = &ctx.items[0];
+            let mut out = Vec::new();
+            for _ in 0..3 {
+                let f = s
+                    .one(&ctx, call, Instant::now(), call.name, None)
+                    .await
+                    .expect_err("refused");
+                out.push((f.reason, f.lost_session, f.backoff, s.take_retry_wait()));
+            }
+            // the wait is taken once
+            assert_eq!(s.take_retry_wait(), None);
+            out
+        });
+        assert_eq!(
+            failures,
+            [
+                (
+                    "http 429 rate limited (Retry-After 2 s)".to_string(),
+                    false,
+                    false,
+                    Some(Duration::from_secs(2))
+                ),
+                (
+                    "http 403 insufficient_scope".to_string(),
+                    false,
+                    false,
+                    None
+                ),
+                ("http 404".to_string(), true, false, None),
+            ]
+        );
+        let rows = testing::rows(&ctx);
+        assert_eq!(count(&rows, "tools/call:echo"), (3, 3));
+        // the first reply of each (row, reason) is kept as a sample
+        let samples = crate::shared::lock(&ctx.shared.stats[0]).samples.clone();
+        assert_eq!(samples.len(), 3, "{samples:?}");
+        assert!(samples[0].2.starts_with("HTTP 429 "), "{samples:?}");
+    }
+
+    #[test]
+    fn a_connection_the_server_closes_is_opened_again() {
+        let server = Server::start(|seen| match (seen.what().as_str(), seen.conn) {
+            // a graceful close after the reply, then a close without one
+            ("tools/call", 0) => match mcp(seen, "s-1") {
+                Answer::Reply(bytes) => Answer::ReplyClose(
+                    String::from_utf8_lossy(&bytes)
+                        .replacen(
+                            "HTTP/1.1 200 X\r\n",
+                            "HTTP/1.1 200 X\r\nConnection: close\r\n",
+                            1,
+                        )
+                        .into_bytes(),
+                ),
+                other => other,
+            },
+            ("tools/call", 1) => Answer::Close,
+            _ => mcp(seen, "s-1"),
+        });
+        let ctx = testing::ctx(settings(&server));
+        let results = testing::run(async {
+            let mut s = HttpSession::new(&ctx);
+            assert!(s.open(&ctx, Instant::now(), false).await);
+            let call = &ctx.items[0];
+            let mut out = Vec::new();
+            for _ in 0..3 {
+                let r = s.one(&ctx, call, Instant::now(), call.name, None).await;
+                out.push(r.map_err(|f| (f.reason, f.lost_session, f.backoff)));
+            }
+            assert!(s.is_open(), "a lost connection is not a lost session");
+            (out, s.conn().connects, s.conn().server_closes)
+        });
+        assert_eq!(
+            results.0,
+            [
+                Ok(()),
+                Err(("connection closed by server".to_string(), false, false)),
+                Ok(())
+            ]
+        );
+        // connections: the first (closed after its reply), the second (closed unanswered), a third
+        assert_eq!((results.1, results.2), (3, 2));
+        let conns: Vec<(String, usize)> =
+            server.seen().iter().map(|r| (r.what(), r.conn)).collect();
+        assert_eq!(
+            conns,
+            [
+                ("initialize".to_string(), 0),
+                ("notifications/initialized".to_string(), 0),
+                ("tools/call".to_string(), 0),
+                ("tools/call".to_string(), 1),
+                ("tools/call".to_string(), 2),
+            ]
+        );
+        // every request on a reopened connection still carries the session
+        assert!(server.seen()[3..]
+            .iter()
+            .all(|r| r.header("Mcp-Session-Id") == Some("s-1")));
+        let rows = testing::rows(&ctx);
+        assert_eq!(count(&rows, "connect"), (3, 0));
+    }
+
+    #[test]
+    fn nothing_listening_backs_off() {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            l.local_addr().expect("address").port()
+        };
+        let ctx = testing::ctx(Settings {
+            url: Some(format!("http://127.0.0.1:{port}/mcp")),
+            ..Settings::default()
+        });
+        testing::run(async {
+            let mut s = HttpSession::new(&ctx);
+            assert!(!s.open(&ctx, Instant::now(), false).await);
+            // an open session's call that cannot connect asks for a pause
+            s.session = Some(Session::new(Some("s".into()), "2025-11-25".into()));
+            let call = &ctx.items[0];
+            let f = s
+                .one(&ctx, call, Instant::now(), call.name, None)
+                .await
+                .expect_err("nothing listens");
+            assert!(f.backoff && !f.lost_session);
+            assert!(f.reason.starts_with("connect failed"), "{}", f.reason);
+        });
+        let rows = testing::rows(&ctx);
+        assert_eq!(count(&rows, "initialize"), (1, 1));
+        assert_eq!(count(&rows, "connect"), (2, 2));
+    }
+
+    #[test]
+    fn cookies_set_by_the_server_go_with_the_next_requests() {
+        let server = Server::start(|seen| match mcp(seen, "s-1") {
+            Answer::Reply(bytes) if seen.what() == "initialize" => Answer::Reply(
+                String::from_utf8_lossy(&bytes)
+                    .replacen(
+                        "HTTP/1.1 200 X\r\n",
+                        "HTTP/1.1 200 X\r\nSet-Cookie: lb=a1; Path=/\r\n",
+                        1,
+                    )
+                    .into_bytes(),
+            ),
+            other => other,
+        });
+        let ctx = testing::ctx(Settings {
+            bearer_tokens: vec!["t1".into()],
+            ..settings(&server)
+        });
+        testing::run(async {
+            let mut s = HttpSession::new(&ctx);
+            assert!(s.open(&ctx, Instant::now(), false).await);
+            assert!(s.delete(&ctx).await);
+        });
+        let seen = server.seen();
+        assert_eq!(seen[0].header("Cookie"), None);
+        for r in &seen {
+            assert_eq!(r.header("Authorization"), Some("Bearer t1"), "{}", r.what());
+        }
+        for r in &seen[1..] {
+            assert_eq!(r.header("Cookie"), Some("lb=a1"), "{}", r.what());
+        }
+    }
+
+    #[test]
+    fn a_stateless_session_opens_with_discover_and_has_nothing_to_delete() {
+        let server = Server::start(|seen| mcp(seen, "ignored"));
+        let ctx = testing::ctx(Settings {
+            protocol_version: "2026-07-28".into(),
+            ..settings(&server)
+        });
+        testing::run(async {
+            let mut s = HttpSession::new(&ctx);
+            assert!(s.open(&ctx, Instant::now(), false).await);
+            let call = &ctx.items[0];
+            assert!(s
+                .one(&ctx, call, Instant::now(), call.name, None)
+                .await
+                .is_ok());
+            assert!(!s.delete(&ctx).await, "no session id: no DELETE");
+        });
+        let seen = server.seen();
+        assert_eq!(
+            seen.iter().map(testing::Seen::what).collect::<Vec<_>>(),
+            ["server/discover", "tools/call"]
+        );
+        for r in &seen {
+            assert_eq!(r.header("MCP-Protocol-Version"), Some("2026-07-28"));
+            assert_eq!(r.header("Mcp-Session-Id"), None);
+            assert_eq!(r.header("Mcp-Method"), Some(r.what().as_str()));
+            assert_eq!(
+                r.body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+                "2026-07-28"
+            );
+        }
+        let rows = testing::rows(&ctx);
+        assert_eq!(count(&rows, "server/discover"), (1, 0));
+        assert_eq!(count(&rows, "initialize"), (0, 0));
+    }
+}

@@ -18,6 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["mcp"],
     &["templates"],
     &["context"],
+    &["testing"],
     &["pacing", "session"],
     &["fanout"],
     &["families"],

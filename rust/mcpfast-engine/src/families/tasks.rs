@@ -146,3 +146,124 @@ async fn run_task(s: &mut HttpSession, ctx: &Ctx, from: Instant) -> Result<(), F
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::config::{Family, Settings};
+    use crate::families::Iteration;
+    use crate::testing::{
+        self, count, mcp, reasons, response, result, Answer, Recorded, Seen, Server,
+    };
+
+    /// A 2026-07-28 server whose tool answers `call` and whose `tasks/get` answers the statuses
+    /// of `polls` in turn (each a task's result); `tasks/cancel` is acknowledged.
+    fn tasks(call: Value, polls: Vec<Value>) -> impl FnMut(&Seen) -> Answer + Send {
+        let mut polled = 0;
+        move |seen| match seen.what().as_str() {
+            "tools/call" => Answer::Reply(response(200, "", &result(seen, call.clone()))),
+            "tasks/get" => {
+                let r = polls[polled.min(polls.len() - 1)].clone();
+                polled += 1;
+                Answer::Reply(response(200, "", &result(seen, r)))
+            }
+            "tasks/cancel" => Answer::Reply(response(200, "", &result(seen, json!({})))),
+            _ => mcp(seen, ""),
+        }
+    }
+
+    fn task(status: &str) -> Value {
+        json!({"resultType": "task", "taskId": "t-1", "status": status, "pollIntervalMs": 5})
+    }
+
+    /// One iteration of the family against `server`: (what was asked, the rows).
+    fn one_task(server: &Server, cancel_share: f64) -> Vec<Recorded> {
+        let ctx = testing::ctx(Settings {
+            url: Some(server.url()),
+            protocol_version: "2026-07-28".into(),
+            family: Family::Tasks,
+            tasks_cancel_share: cancel_share,
+            timeout_s: 2.0,
+            ..Settings::default()
+        });
+        testing::run(async {
+            let mut s = HttpSession::new(&ctx);
+            PerSession::new(Task)
+                .iterate(&ctx, &mut s, Instant::now(), false)
+                .await;
+        });
+        testing::rows(&ctx)
+    }
+
+    #[test]
+    fn a_task_is_polled_until_it_ends() {
+        let done = json!({"resultType": "task", "taskId": "t-1", "status": "completed", "result": {"content": []}});
+        let server = Server::start(tasks(task("working"), vec![task("working"), done]));
+        let rows = one_task(&server, 0.0);
+        assert_eq!(
+            server.whats(),
+            ["server/discover", "tools/call", "tasks/get", "tasks/get"]
+        );
+        // each poll names its task
+        let seen = server.seen();
+        assert!(seen[2..]
+            .iter()
+            .all(|r| r.body["params"]["taskId"] == "t-1" && r.header("Mcp-Name") == Some("t-1")));
+        assert_eq!(count(&rows, "tasks/get"), (2, 0));
+        assert_eq!(count(&rows, "task:completed"), (1, 0));
+    }
+
+    #[test]
+    fn a_task_is_cancelled_after_its_first_poll_when_drawn() {
+        let server = Server::start(tasks(
+            task("working"),
+            vec![task("working"), task("cancelled")],
+        ));
+        let rows = one_task(&server, 1.0);
+        assert_eq!(
+            server.whats(),
+            [
+                "server/discover",
+                "tools/call",
+                "tasks/get",
+                "tasks/cancel",
+                "tasks/get"
+            ]
+        );
+        assert_eq!(count(&rows, "tasks/cancel"), (1, 0));
+        assert_eq!(count(&rows, "task:cancelled"), (1, 0));
+    }
+
+    #[test]
+    fn how_a_task_fails_is_named() {
+        let failed_with_error = json!({"resultType": "task", "taskId": "t-1", "status": "completed", "result": {"isError": true}});
+        for (call, polls, row, reason) in [
+            (
+                json!({"content": []}),
+                vec![],
+                "task:not-a-task",
+                "the server answered without a task",
+            ),
+            (task("failed"), vec![], "task:failed", "task failed"),
+            (
+                task("working"),
+                vec![failed_with_error],
+                "task:failed",
+                "task completed with isError",
+            ),
+        ] {
+            let polls = if polls.is_empty() {
+                vec![call.clone()]
+            } else {
+                polls
+            };
+            let server = Server::start(tasks(call, polls));
+            let rows = one_task(&server, 0.0);
+            assert_eq!(count(&rows, row), (1, 1), "{reason}: {rows:?}");
+            assert_eq!(reasons(&rows, row), [reason]);
+            assert_eq!(count(&rows, "tools/call:echo"), (1, 0), "{reason}");
+        }
+    }
+}
