@@ -10,17 +10,28 @@
 //! - [`http1`]: HTTP/1.1 request framing for the server (strict, on `httparse`; chunked
 //!   bodies too): the one judge of a connection's bytes;
 //! - [`refused`]: a refused request as a client reports it (`WWW-Authenticate` error codes,
-//!   `Retry-After`).
+//!   `Retry-After`);
+//! - [`admit`]: the shapes of request a server's short path may answer (a plain `tools/call`,
+//!   the members of params, a plain 2026-07-28 `_meta`);
+//! - [`reply`]: the replies the short path writes itself (HTTP framing, JSON-RPC bodies);
+//! - [`births`]: the sessions the short path opens itself (a plain `initialize`, session ids,
+//!   the table of sessions not yet taken over);
+//! - [`lane`]: the short path's rules over HTTP: what it was told, and its verdict on a
+//!   request.
 //!
 //! The Python binding (`mcpfast-py`) is a thin layer over these modules.
 
+pub mod admit;
+pub mod births;
 pub mod envelope;
 pub mod framer;
 pub mod http1;
 pub mod idhash;
 pub mod json;
+pub mod lane;
 pub mod meta;
 pub mod refused;
+pub mod reply;
 pub mod sse;
 pub mod versions;
 pub mod write;
