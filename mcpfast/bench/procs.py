@@ -291,10 +291,11 @@ class ServerProcess:
     """A server process listening on ``host:port``: the one class the benchmarks start servers with.
 
     Its output goes to ``log_path`` (first line: the command; ``None``: discarded), its working
-    directory is ``cwd`` (default: :data:`ROOT`, which ``python -m`` imports from first) and its environment ``env`` (default:
-    :func:`child_env`). ``start`` waits until ``ready`` says so (by default: the port accepts)
-    and raises ``RuntimeError``, having stopped it, when the process exits first or the wait
-    times out; ``stop`` terminates, waits and kills. A context manager: leaving the block stops it.
+    directory is ``cwd`` (default: :data:`ROOT`, which ``python -m`` imports from first), its
+    environment ``env`` (default: :func:`child_env`). ``start`` waits until ``ready`` says so (by
+    default: the port accepts) and raises ``RuntimeError``, having stopped it, when the process
+    exits first or the wait times out; ``stop`` terminates, waits and kills. A context manager:
+    leaving the block stops it.
     """
 
     def __init__(

@@ -169,9 +169,7 @@ def family_result(prefix: Path) -> dict[str, Any]:
         "latency_origin": hist.get("latency_origin"),
         "validation": hist.get("validation"),
         "pacer": {k: v for k, v in (hist.get("pacer") or {}).items() if k != "lag"},
-        "histograms_complete": hist.get("complete"),
         "have_histograms": bool(hist),
-        "have_locust_json": loc is not None,
         "generator": hist.get("generator"),
     }
 

@@ -49,7 +49,7 @@ PRODUCT_BENCH = (
 )
 """The Python modules of ``mcpfast/bench/`` in the wheel: the product commands (``--soak`` included)
 and ``make demo``'s table."""
-BENCH_MAX_LINES = 3600
+BENCH_MAX_LINES = 3000
 MAINTAINER_ONLY = (b"from benchmarks", b"import benchmarks", b"from tests", b"import tests", b'"cargo"')
 """What no shipped bench module may hold: imports of the repository's tools or tests, a cargo build."""
 HEAVY = ("locust", "gevent", "geventhttpclient", "matplotlib", "numpy", "uvicorn", "httptools")
