@@ -1,12 +1,9 @@
 //! The exceptions are Python classes (`mcpfast._errors`) shared with the pure-Python twin,
 //! so `except JsonRpcError` catches both implementations' errors.
 
-use mcpfast_core::envelope::RpcError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
-
-use crate::pyjson::id_to_py;
 
 static JSON_RPC_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static FRAME_TOO_LARGE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
@@ -30,16 +27,6 @@ pub fn json_rpc_error(
         Ok(inst) => PyErr::from_value(inst),
         Err(e) => e,
     }
-}
-
-/// The Python `JsonRpcError` for a core verdict.
-pub fn from_rpc(py: Python<'_>, e: &RpcError<'_>) -> PyErr {
-    let id = match e.id.as_ref().map(|id| id_to_py(py, id)) {
-        Some(Ok(id)) => Some(id),
-        Some(Err(err)) => return err,
-        None => None,
-    };
-    json_rpc_error(py, e.code, &e.message, id)
 }
 
 /// A `FrameTooLarge` instance, reported in a list rather than raised.

@@ -1,17 +1,22 @@
-//! Python objects to JSON through the C API: the encoder's hot path.
+//! Python objects to JSON through the C API (the encoder's hot path), and JSON to Python
+//! objects through it (the decoder's builder).
 //!
 //! The safe PyO3 API wraps every object it touches (reference counting, type checks, error
 //! plumbing) and made the serialiser slower than orjson. Here exact built-in types are
 //! recognised by their type pointer and read in place; anything else (subclasses, `enum.Enum`,
-//! `uuid.UUID`) goes to the safe path in `pyjson`.
+//! `uuid.UUID`) goes to the safe path (`write_other`), which recurses through the hot path
+//! again, so both live here.
 #![allow(unsafe_code)]
 
 use std::os::raw::c_int;
 use std::ptr::addr_of_mut;
 
+use mcpfast_core::json::{self, Builder, Number};
 use mcpfast_core::write;
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 
 use crate::errors::{enter, type_error, INT_RANGE, KEY_NOT_STR, NOT_UTF8};
 
@@ -72,7 +77,7 @@ unsafe fn write_slow(
     // SAFETY: the caller's contract; a strong reference for the slow path, which may run
     // Python code.
     let bound = unsafe { Bound::from_borrowed_ptr(py, obj) };
-    crate::pyjson::write_other(out, &bound, depth)
+    write_other(out, &bound, depth)
 }
 
 /// The UTF-8 text of a str, borrowed from the object: read in place for a compact ASCII str
@@ -379,6 +384,98 @@ unsafe fn write_tuple(
     }
 }
 
+// The safe path.
+
+/// Appends `obj` as JSON, with the types and limits orjson has.
+pub fn write_obj(out: &mut Vec<u8>, obj: &Bound<'_, PyAny>, depth: u32) -> PyResult<()> {
+    // SAFETY: `obj` is a live object borrowed for this call and the GIL is held.
+    unsafe { write(obj.py(), out, obj.as_ptr(), depth) }
+}
+
+/// The UTF-8 text of a str (subclasses too), or the encoder's error.
+pub fn str_of<'a>(s: &'a Bound<'_, PyString>) -> PyResult<&'a str> {
+    s.to_str().map_err(|_| type_error(NOT_UTF8))
+}
+
+fn write_int(out: &mut Vec<u8>, obj: &Bound<'_, PyAny>) -> PyResult<()> {
+    if let Ok(v) = obj.extract::<i64>() {
+        write::write_i64(out, v);
+    } else if let Ok(v) = obj.extract::<u64>() {
+        write::write_u64(out, v);
+    } else {
+        return Err(type_error(INT_RANGE));
+    }
+    Ok(())
+}
+
+static ENUM_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static UUID_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// The slow path: subclasses of the JSON types, `enum.Enum`, `uuid.UUID`.
+fn write_other(out: &mut Vec<u8>, obj: &Bound<'_, PyAny>, depth: u32) -> PyResult<()> {
+    let py = obj.py();
+    if let Ok(s) = obj.cast::<PyString>() {
+        write::write_str(out, str_of(s)?);
+    } else if let Ok(d) = obj.cast::<PyDict>() {
+        write_dict_slow(out, d, depth)?;
+    } else if let Ok(l) = obj.cast::<PyList>() {
+        write_seq_slow(out, l.iter(), depth)?;
+    } else if let Ok(t) = obj.cast::<PyTuple>() {
+        write_seq_slow(out, t.iter(), depth)?;
+    } else if obj.cast::<PyInt>().is_ok() {
+        write_int(out, obj)?;
+    } else if let Ok(f) = obj.cast::<PyFloat>() {
+        write::write_f64(out, f.value());
+    } else if obj.is_instance(ENUM_TYPE.import(py, "enum", "Enum")?)? {
+        write_obj(out, &obj.getattr("value")?, depth)?;
+    } else if obj.is_instance(UUID_TYPE.import(py, "uuid", "UUID")?)? {
+        write::write_str(out, &obj.str()?.to_cow()?);
+    } else {
+        return Err(type_error(format!(
+            "Type is not JSON serializable: {}",
+            obj.get_type().name()?
+        )));
+    }
+    Ok(())
+}
+
+fn write_dict_slow(out: &mut Vec<u8>, d: &Bound<'_, PyDict>, depth: u32) -> PyResult<()> {
+    let depth = enter(depth)?;
+    out.push(b'{');
+    let mut first = true;
+    for (k, v) in d.iter() {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        let key = k.cast::<PyString>().map_err(|_| type_error(KEY_NOT_STR))?;
+        write::write_str(out, str_of(key)?);
+        out.push(b':');
+        write_obj(out, &v, depth)?;
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+fn write_seq_slow<'py>(
+    out: &mut Vec<u8>,
+    items: impl Iterator<Item = Bound<'py, PyAny>>,
+    depth: u32,
+) -> PyResult<()> {
+    let depth = enter(depth)?;
+    out.push(b'[');
+    let mut first = true;
+    for item in items {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        write_obj(out, &item, depth)?;
+    }
+    out.push(b']');
+    Ok(())
+}
+
 /// An owned reference, released on drop.
 pub struct Obj(std::ptr::NonNull<ffi::PyObject>);
 
@@ -414,8 +511,23 @@ impl Drop for Obj {
     }
 }
 
-use crate::pyjson::BuildError;
-use mcpfast_core::json::{Builder, Number};
+/// Why a value could not be built: the JSON, or Python.
+pub enum BuildError {
+    Json(json::Error),
+    Py(PyErr),
+}
+
+impl From<json::Error> for BuildError {
+    fn from(e: json::Error) -> Self {
+        BuildError::Json(e)
+    }
+}
+
+impl From<PyErr> for BuildError {
+    fn from(e: PyErr) -> Self {
+        BuildError::Py(e)
+    }
+}
 
 /// Builds Python values straight through the C API.
 pub struct RawBuilder<'a, 'py> {

@@ -2,17 +2,18 @@
 //! called on a session this process holds.
 //!
 //! The server hands a connection's bytes to `feed` instead of `parse_http`. Each complete
-//! request is framed by the same parser; one that is a `tools/call` of a session the lane
-//! knows, with header values the transport has already accepted once, is answered here: the
-//! tool runs through the application's `run_tool` (its only crossing into Python), and the reply
-//! is encoded and framed here, so the request makes no header dict, no message object, no
-//! session-machine step and no reply tuple. Every other request comes back in `parse_http`'s
-//! form for the transport's full path, which holds every rule: the lane only answers requests
-//! whose every check the full path would pass, and says nothing it has not been told.
+//! request is framed by the same parser and judged by the lane's rules (`mcpfast_core::lane`):
+//! one that is a `tools/call` of a session the lane knows, with header values the transport
+//! has already accepted once, is answered here: the tool runs through the application's
+//! `run_tool` (its only crossing into Python), and the reply is encoded and framed here, so
+//! the request makes no header dict, no message object, no session-machine step and no reply
+//! tuple. Every other request comes back in `parse_http`'s form for the transport's full path,
+//! which holds every rule. This module holds the Python objects and calls: the rules are the
+//! core's.
 //!
 //! What it is told, by the transport (`mcpfast.transports.http`):
 //! - `learn(headers)`: after the full path accepted a session POST, its `Host`, `Accept`,
-//!   `Content-Type` and `Origin` values (a few of each kept; others go the full path);
+//!   `Content-Type` and `Origin` values;
 //! - `add_session`/`drop_session`: the sessions of the table, with their in-flight table and
 //!   version (a request id in flight, or a session busy with one, goes the full path);
 //! - `run_tool(name, arguments, version)`: `None` (not a sync tool call: the full path serves
@@ -25,32 +26,18 @@ use std::collections::HashMap;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 
-use mcpfast_core::envelope::{decode_bytes, Decoded, Envelope, Id, Kind};
+use mcpfast_core::admit::{tools_call, Call};
+use mcpfast_core::births::{Births, Heads, Step};
+use mcpfast_core::envelope::Envelope;
 use mcpfast_core::http1::Head;
 use mcpfast_core::idhash::IdHash;
-use mcpfast_core::json::{self, Reader};
-use mcpfast_core::meta as core_meta;
-use mcpfast_core::write;
+use mcpfast_core::lane::{Lane, Learned, Verdict};
+use mcpfast_core::reply;
 
-use crate::births::{self, Births};
+use crate::births::{Consulted, Defaults, PyHost};
 use crate::errors;
 use crate::http1::{frame, header_key, request_tuple};
 use crate::pyjson;
-
-/// Values kept per learned header: enough for every client of a deployment, bounded against a
-/// client that varies them.
-const LEARNED_MAX: usize = 64;
-
-const HOST: usize = 0;
-const ACCEPT: usize = 1;
-const CONTENT_TYPE: usize = 2;
-const ORIGIN: usize = 3;
-const LEARNED_NAMES: [&[u8]; 4] = [b"host", b"accept", b"content-type", b"origin"];
-
-const TOOLS_CALL: &[u8] = b"tools/call";
-
-/// Around the text of a result of one text content, as the result dict is encoded.
-const TEXT_RESULT: (&[u8], &[u8]) = (b"{\"content\":[{\"type\":\"text\",\"text\":", b"}]}");
 
 struct LaneSession {
     session: Py<PyAny>,
@@ -58,191 +45,49 @@ struct LaneSession {
     version: Py<PyString>,
 }
 
-/// The headers a session POST is judged by, each present at most once.
-#[derive(Default)]
-struct Seen<'a> {
-    learned: [Option<&'a [u8]>; 4],
-    session_id: Option<&'a [u8]>,
-    version: Option<&'a [u8]>,
-    method: Option<&'a [u8]>,
-    name: Option<&'a [u8]>,
-    /// An `Mcp-Param-*` header came (the full path judges those).
-    params: bool,
-}
-
-impl<'a> Seen<'a> {
-    /// `None` when one of them is repeated (the full path joins repeats and judges the result).
-    fn of(head: &Head<'a>) -> Option<Self> {
-        let mut seen = Seen::default();
-        for &(name, value) in &head.headers {
-            let slot = match name.len() {
-                4 if name.eq_ignore_ascii_case(b"host") => &mut seen.learned[HOST],
-                6 if name.eq_ignore_ascii_case(b"accept") => &mut seen.learned[ACCEPT],
-                6 if name.eq_ignore_ascii_case(b"origin") => &mut seen.learned[ORIGIN],
-                12 if name.eq_ignore_ascii_case(b"content-type") => &mut seen.learned[CONTENT_TYPE],
-                14 if name.eq_ignore_ascii_case(b"mcp-session-id") => &mut seen.session_id,
-                20 if name.eq_ignore_ascii_case(b"mcp-protocol-version") => &mut seen.version,
-                10 if name.eq_ignore_ascii_case(b"mcp-method") => &mut seen.method,
-                8 if name.eq_ignore_ascii_case(b"mcp-name") => &mut seen.name,
-                n if n > 10 && name[..10].eq_ignore_ascii_case(b"mcp-param-") => {
-                    seen.params = true;
-                    continue;
-                }
-                _ => continue,
-            };
-            if slot.replace(value).is_some() {
-                return None;
-            }
-        }
-        Some(seen)
-    }
-}
-
 #[pyclass(module = "mcpfast._core")]
 pub struct HttpLane {
-    path: Vec<u8>,
-    versions: Vec<Vec<u8>>,
-    json_head: Vec<u8>,
+    rules: Lane<Py<PyString>, Defaults>,
     max_head: usize,
     max_body: usize,
-    /// Few values each (one or two per deployment): a scan beats hashing them.
-    learned: [Vec<Vec<u8>>; 4],
     sessions: HashMap<Vec<u8>, LaneSession, IdHash>,
     run_tool: Py<PyAny>,
     unencodable: Py<PyAny>,
     clock: Py<PyAny>,
-    date: Vec<u8>,
-    date_second: u64,
     answered: u64,
-    /// Sessions the lane opens itself (`allow_births`; `None`: only the table's).
-    births: Option<Births>,
-    /// 2026-07-28 calls it answers (`allow_stateless`; `None`: none).
-    stateless: Option<Stateless>,
+    /// What the births consult (`allow_births`; `None`: the lane opens no session).
+    consulted: Option<Consulted>,
+    /// `serve` of 2026-07-28 calls (`allow_stateless`; `None`: none answered).
+    serve: Option<Py<PyAny>>,
 }
 
-/// What the lane needs to answer 2026-07-28 `tools/call` requests (see `allow_stateless`).
-struct Stateless {
-    /// Each version as sent, and as `serve` gets it (made once, not per call).
-    versions: Vec<(Vec<u8>, Py<PyString>)>,
-    serve: Py<PyAny>,
+/// What `plan` decided for a request.
+enum Plan<'a> {
+    /// The full path serves it.
+    Full,
+    /// Answered: the reply is written.
+    Answered,
+    /// A tools/call to run (with no borrow of the lane held), for a session of `version`.
+    Call {
+        version: Py<PyString>,
+        owner: Owner<'a>,
+        run_tool: Py<PyAny>,
+        unencodable: Py<PyAny>,
+        call: Call<'a>,
+    },
+    /// A 2026-07-28 tools/call to run (with no borrow of the lane held) in `version`.
+    Stateless {
+        version: Py<PyString>,
+        serve: Py<PyAny>,
+        call: Call<'a>,
+    },
 }
 
-/// The tools/call a body holds, if it is one the lane may serve: a single request whose params
-/// are `name` (a string) and maybe `arguments`, and nothing else (`_meta`, `task`: full path).
-struct Call<'a> {
-    id: Id<'a>,
-    name: std::borrow::Cow<'a, str>,
-    arguments: Option<&'a str>,
-}
-
-/// The single message `body` holds (decoded once for every question the lane asks of it).
-pub(crate) fn single(body: &[u8]) -> Option<Envelope<'_>> {
-    match decode_bytes(body, mcpfast_core::DEFAULT_MAX_DEPTH) {
-        Ok(Decoded::Single(env)) => Some(env),
-        _ => None,
-    }
-}
-
-/// The single request in `body`, with an id and params of few enough members to be listed,
-/// calling `method`: its envelope and its text.
-pub(crate) fn request_of<'a>(body: &'a [u8], method: &[u8]) -> Option<(Envelope<'a>, &'a str)> {
-    let env = single(body)?;
-    let text = request_in(&env, body, method)?;
-    Some((env, text))
-}
-
-/// `request_of` for the envelope `single` made of `body` (not moved: it is large): the text.
-fn request_in<'a>(env: &Envelope<'a>, body: &'a [u8], method: &[u8]) -> Option<&'a str> {
-    if env.kind != Kind::Request || env.id.is_none() || env.members.overflow {
-        return None;
-    }
-    if env.method.as_ref().map(|m| m.as_bytes()) != Some(method) {
-        return None;
-    }
-    env.params()?;
-    // Outside strings valid JSON is ASCII, and the strings were checked by the scan.
-    std::str::from_utf8(body).ok()
-}
-
-/// The values of params members `names` (each at most once, as written), or `None` when
-/// params hold another member.
-pub(crate) fn members<const N: usize>(
-    env: &Envelope<'_>,
-    body: &[u8],
-    names: [&[u8]; N],
-) -> Option<[Option<std::ops::Range<usize>>; N]> {
-    let mut slots: [Option<std::ops::Range<usize>>; N] = std::array::from_fn(|_| None);
-    for (key, value) in env.members.iter() {
-        let key = &body[key];
-        let i = names.iter().position(|n| *n == key)?;
-        if slots[i].replace(value).is_some() {
-            return None;
-        }
-    }
-    Some(slots)
-}
-
-fn tools_call<'a>(env: &Envelope<'a>, body: &'a [u8]) -> Option<Call<'a>> {
-    match call_of(env, body)? {
-        (call, None) => Some(call),
-        _ => None,
-    }
-}
-
-/// The tools/call a body holds whose params are `name`, maybe `arguments` and maybe `_meta`
-/// (its text), nothing else.
-fn call_of<'a>(env: &Envelope<'a>, body: &'a [u8]) -> Option<(Call<'a>, Option<&'a str>)> {
-    let text = request_in(env, body, TOOLS_CALL)?;
-    let [name, arguments, meta] = members(env, body, [b"name", b"arguments", b"_meta"])?;
-    let name = Reader::new(text.get(name?)?, 1).string().ok()?;
-    let arguments = match arguments {
-        Some(span) => Some(text.get(span)?),
-        None => None,
-    };
-    let meta = match meta {
-        Some(span) => Some(text.get(span)?),
-        None => None,
-    };
-    let call = Call {
-        id: env.id.clone()?,
-        name,
-        arguments,
-    };
-    Some((call, meta))
-}
-
-/// Whether a 2026-07-28 request's `_meta` is one the session machine admits as it is: exactly
-/// `protocolVersion` (`version`), `clientCapabilities` (an object) and maybe `clientInfo` (an
-/// object), each once. (A log level, or anything else, is the full path's to judge.)
-fn plain_meta(meta: &str, version: &[u8]) -> bool {
-    if meta.as_bytes().first() != Some(&b'{') {
-        return false;
-    }
-    let Ok(index) = json::member_index(meta) else {
-        return false;
-    };
-    let mut seen = [false; 3];
-    for (key, at) in index {
-        let value = &meta[at..];
-        let slot = match key.as_ref() {
-            core_meta::PROTOCOL_VERSION => {
-                if !Reader::new(value, 1)
-                    .string()
-                    .is_ok_and(|v| v.as_bytes() == version)
-                {
-                    return false;
-                }
-                0
-            }
-            core_meta::CLIENT_CAPABILITIES if value.starts_with('{') => 1,
-            core_meta::CLIENT_INFO if value.starts_with('{') => 2,
-            _ => return false,
-        };
-        if std::mem::replace(&mut seen[slot], true) {
-            return false;
-        }
-    }
-    seen[0] && seen[1]
+/// Whose call it is: a session of the table's, or one the lane opened (by id; `removals`: the
+/// births' count when it was planned).
+enum Owner<'a> {
+    Held(Py<PyAny>),
+    Born { id: &'a [u8], removals: u64 },
 }
 
 impl HttpLane {
@@ -291,12 +136,12 @@ impl HttpLane {
         let session = match owner {
             Owner::Held(session) => Some(session),
             // seen when planned; unless the table took it over while the tool ran
-            Owner::Born { id, removals } => match this.births.as_ref() {
-                Some(b) if b.removals == removals || b.born.contains_key(id) => None,
+            Owner::Born { id, removals } => match this.rules.births() {
+                Some(b) if b.holds(id, removals) => None,
                 _ => this.sessions.get(id).map(|e| e.session.clone_ref(py)),
             },
         };
-        this.json(out, reply);
+        this.rules.framing().json(out, reply);
         drop(this);
         if let Some(session) = session {
             session
@@ -306,8 +151,8 @@ impl HttpLane {
         Ok(true)
     }
 
-    /// What to do with one request: answer it here at once (into `out`), run its tool, or
-    /// leave it to the full path.
+    /// What to do with one request, as the rules decide it: answer it here at once (into
+    /// `out`), run its tool, or leave it to the full path.
     fn plan<'a>(
         &mut self,
         py: Python<'_>,
@@ -317,120 +162,78 @@ impl HttpLane {
         out: &mut Vec<u8>,
         reply: &mut Vec<u8>,
     ) -> PyResult<Plan<'a>> {
-        let delete = head.method == b"DELETE";
-        if !(delete || head.method == b"POST")
-            || head.target != self.path.as_slice()
-            || !head.keep_alive
-        {
-            return Ok(Plan::Full);
-        }
-        let Some(seen) = Seen::of(head) else {
-            return Ok(Plan::Full);
-        };
-        for (i, value) in seen.learned.iter().enumerate() {
-            match value {
-                Some(v) if self.learned[i].iter().any(|k| k.as_slice() == *v) => {}
-                None if i == ORIGIN => {}
-                // the full path judges neither for a DELETE: absent is as good as accepted
-                None if delete && (i == ACCEPT || i == CONTENT_TYPE) => {}
-                _ => return Ok(Plan::Full),
-            }
-        }
-        if let Some(v) = seen.version {
-            if !self.versions.iter().any(|known| known.as_slice() == v) {
-                return Ok(if delete || seen.session_id.is_some() {
-                    Plan::Full
+        Ok(match self.rules.decide(head, body) {
+            Verdict::Full => Plan::Full,
+            Verdict::Open(init) => {
+                let Some(consulted) = self.consulted.as_ref() else {
+                    return Ok(Plan::Full);
+                };
+                let mut host = PyHost { py, consulted };
+                if self.rules.open(&mut host, &init, body, now, out, reply)? {
+                    Plan::Answered
                 } else {
-                    self.plan_stateless(py, &seen, v, body)
-                });
+                    Plan::Full
+                }
             }
-        }
-        let Some(id) = seen.session_id else {
-            return if delete {
-                Ok(Plan::Full)
-            } else {
-                self.open_session(py, body, now, out, reply)
-            };
-        };
-        if delete {
-            return Ok(self.end_born(id, body, now, out));
-        }
-        let Some(env) = single(body) else {
-            return Ok(Plan::Full);
-        };
+            Verdict::End(id) => {
+                if self.rules.end(id, now, out) {
+                    Plan::Answered
+                } else {
+                    Plan::Full
+                }
+            }
+            Verdict::Session { id, message } => self.on_session(py, id, &message, body, now, out),
+            Verdict::Stateless { version, call } => {
+                match (self.rules.stateless_version(version), self.serve.as_ref()) {
+                    (Some(version), Some(serve)) => Plan::Stateless {
+                        version: version.clone_ref(py),
+                        serve: serve.clone_ref(py),
+                        call,
+                    },
+                    _ => Plan::Full,
+                }
+            }
+        })
+    }
+
+    /// A request on session `id`: a session of the table's (unless it has a request in
+    /// flight), or one the lane opened.
+    fn on_session<'a>(
+        &mut self,
+        py: Python<'_>,
+        id: &'a [u8],
+        message: &Envelope<'a>,
+        body: &'a [u8],
+        now: f64,
+        out: &mut Vec<u8>,
+    ) -> Plan<'a> {
         let (version, owner) = if let Some(entry) = self.sessions.get(id) {
             if !entry.in_flight.bind(py).is_empty() {
-                return Ok(Plan::Full);
+                return Plan::Full;
             }
             (
                 entry.version.clone_ref(py),
                 Owner::Held(entry.session.clone_ref(py)),
             )
         } else {
-            let Some(births) = self.births.as_mut() else {
-                return Ok(Plan::Full);
-            };
-            let removals = births.removals;
-            let Some(born) = births.get(id, now) else {
-                return Ok(Plan::Full);
-            };
-            if births::is_initialized_message(&env) {
-                Births::mark_initialized(born, now);
-                write_empty(out, &births.accepted_head, &self.date);
-                return Ok(Plan::Answered);
+            match self.rules.born_request(id, message, now, out) {
+                Step::Live { version, removals } => {
+                    (version.clone_ref(py), Owner::Born { id, removals })
+                }
+                Step::Initialized => return Plan::Answered,
+                Step::Unknown | Step::Full => return Plan::Full,
             }
-            if !born.tools {
-                return Ok(Plan::Full);
-            }
-            born.last_seen = now;
-            (born.version.clone_ref(py), Owner::Born { id, removals })
         };
-        let Some(call) = tools_call(&env, body) else {
-            return Ok(Plan::Full);
+        let Some(call) = tools_call(message, body) else {
+            return Plan::Full;
         };
-        Ok(Plan::Call {
+        Plan::Call {
             version,
             owner,
             run_tool: self.run_tool.clone_ref(py),
             unencodable: self.unencodable.clone_ref(py),
             call,
-        })
-    }
-
-    /// `initialize` answered with a learned reply, the session kept here.
-    fn open_session(
-        &mut self,
-        py: Python<'_>,
-        body: &[u8],
-        now: f64,
-        out: &mut Vec<u8>,
-        reply: &mut Vec<u8>,
-    ) -> PyResult<Plan<'static>> {
-        let Some(births) = self.births.as_mut() else {
-            return Ok(Plan::Full);
-        };
-        let Some(init) = births::initialize(body) else {
-            return Ok(Plan::Full);
-        };
-        let Some(rid) = init.env.id.as_ref() else {
-            return Ok(Plan::Full);
-        };
-        let Some((session_id, i)) = births.open(py, &init, body, now)? else {
-            return Ok(Plan::Full);
-        };
-        reply.clear();
-        reply.extend_from_slice(write::HEAD);
-        reply.extend_from_slice(b",\"id\":");
-        write::write_id(reply, rid);
-        reply.extend_from_slice(b",\"result\":");
-        reply.extend_from_slice(births.result(i));
-        reply.push(b'}');
-        out.extend_from_slice(&births.opened_head.0);
-        out.extend_from_slice(&session_id);
-        out.extend_from_slice(&births.opened_head.1);
-        end_head(out, reply.len(), &self.date);
-        out.extend_from_slice(reply);
-        Ok(Plan::Answered)
+        }
     }
 
     /// Run a 2026-07-28 call through `serve`: its whole reply into `out`, or false (nothing ran).
@@ -457,123 +260,26 @@ impl HttpLane {
             return Ok(false);
         }
         let (head, reply) = outcome.extract::<(Bound<'_, PyBytes>, Bound<'_, PyBytes>)>()?;
-        let reply = reply.as_bytes();
-        out.extend_from_slice(head.as_bytes());
-        end_head(out, reply.len(), &slf.borrow().date);
-        out.extend_from_slice(reply);
+        slf.borrow()
+            .rules
+            .framing()
+            .with_body(out, head.as_bytes(), reply.as_bytes());
         Ok(true)
     }
 
-    /// A 2026-07-28 `tools/call` it may answer (in `version`, a header already matched against
-    /// the learned values): `Mcp-Method` and `Mcp-Name` as sent agree with the body (a name in
-    /// visible ASCII, not in the base64 form), no `Mcp-Param-*` header, params of exactly
-    /// `name`, maybe `arguments`, and `_meta` as `plain_meta` says. Anything else goes the full
-    /// path, which judges it; `serve` decides the rest (see `allow_stateless`).
-    fn plan_stateless<'a>(
-        &self,
-        py: Python<'_>,
-        seen: &Seen<'a>,
-        version: &'a [u8],
-        body: &'a [u8],
-    ) -> Plan<'a> {
-        let Some(stateless) = self.stateless.as_ref() else {
-            return Plan::Full;
-        };
-        let Some((_, served)) = stateless
-            .versions
-            .iter()
-            .find(|(v, _)| v.as_slice() == version)
-        else {
-            return Plan::Full;
-        };
-        if seen.params || seen.method != Some(TOOLS_CALL) {
-            return Plan::Full;
+    /// The `date` line, asked of `clock` again when the second has changed (it formats it).
+    fn refresh_date(&mut self, py: Python<'_>) -> PyResult<()> {
+        let second = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if self.rules.framing().date_is_stale(second) {
+            let line = self.clock.bind(py).call0()?;
+            self.rules
+                .framing_mut()
+                .set_date(second, line.cast::<PyBytes>()?.as_bytes());
         }
-        let Some(named) = seen
-            .name
-            .filter(|n| !n.starts_with(b"=?") && n.iter().all(|b| (0x20..0x7f).contains(b)))
-        else {
-            return Plan::Full;
-        };
-        let Some(env) = single(body) else {
-            return Plan::Full;
-        };
-        let Some((call, Some(meta))) = call_of(&env, body) else {
-            return Plan::Full;
-        };
-        if call.name.as_bytes() != named || !plain_meta(meta, version) {
-            return Plan::Full;
-        }
-        Plan::Stateless {
-            version: served.clone_ref(py),
-            serve: stateless.serve.clone_ref(py),
-            call,
-        }
+        Ok(())
     }
-
-    /// DELETE of a session the lane opened (an empty body only).
-    fn end_born(&mut self, id: &[u8], body: &[u8], now: f64, out: &mut Vec<u8>) -> Plan<'static> {
-        let Some(births) = self.births.as_mut() else {
-            return Plan::Full;
-        };
-        if !body.is_empty() || births.get(id, now).is_none() {
-            return Plan::Full;
-        }
-        births.end(id);
-        write_empty(out, &births.ended_head, &self.date);
-        Plan::Answered
-    }
-
-    /// A 200 JSON reply.
-    fn json(&self, out: &mut Vec<u8>, reply: &[u8]) {
-        out.extend_from_slice(&self.json_head);
-        end_head(out, reply.len(), &self.date);
-        out.extend_from_slice(reply);
-    }
-}
-
-/// A reply without a body: `head`, then its end.
-fn write_empty(out: &mut Vec<u8>, head: &[u8], date: &[u8]) {
-    out.extend_from_slice(head);
-    end_head(out, 0, date);
-}
-
-/// `content-length`, the `date` line and the end of the head.
-fn end_head(out: &mut Vec<u8>, length: usize, date: &[u8]) {
-    out.extend_from_slice(b"content-length: ");
-    out.extend_from_slice(itoa::Buffer::new().format(length).as_bytes());
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(date);
-    out.extend_from_slice(b"\r\n");
-}
-
-/// What `plan` decided for a request.
-enum Plan<'a> {
-    /// The full path serves it.
-    Full,
-    /// Answered: the reply is written.
-    Answered,
-    /// A tools/call to run (with no borrow of the lane held), for a session of `version`.
-    Call {
-        version: Py<PyString>,
-        owner: Owner<'a>,
-        run_tool: Py<PyAny>,
-        unencodable: Py<PyAny>,
-        call: Call<'a>,
-    },
-    /// A 2026-07-28 tools/call to run (with no borrow of the lane held) in `version`.
-    Stateless {
-        version: Py<PyString>,
-        serve: Py<PyAny>,
-        call: Call<'a>,
-    },
-}
-
-/// Whose call it is: a session of the table's, or one the lane opened (by id; `removals`: the
-/// births' count when it was planned).
-enum Owner<'a> {
-    Held(Py<PyAny>),
-    Born { id: &'a [u8], removals: u64 },
 }
 
 /// Run the tools/call in `body` for a session of `version` (its JSON-RPC reply into `reply`);
@@ -596,21 +302,18 @@ fn call(
         return Ok(false);
     }
     let id = &call.id;
-    reply.clear();
-    reply.extend_from_slice(write::HEAD);
-    reply.extend_from_slice(b",\"id\":");
-    write::write_id(reply, id);
+    reply::begin(reply, id);
     if let Ok(error) = outcome.cast::<PyTuple>() {
         // A refusal before the tool ran: if it cannot be written here, the full path says it.
         if !write_error(reply, error) {
             return Ok(false);
         }
     } else {
-        reply.extend_from_slice(b",\"result\":");
+        reply.extend_from_slice(reply::RESULT);
         // A str is the text of a result of one text content: no dict built to be read here.
         let text = outcome.is_exact_instance_of::<PyString>();
         if text {
-            reply.extend_from_slice(TEXT_RESULT.0);
+            reply.extend_from_slice(reply::TEXT_RESULT.0);
         }
         let written = if text {
             pyjson::write_obj(reply, &outcome, 3)
@@ -618,7 +321,7 @@ fn call(
             pyjson::write_body(reply, &outcome)
         };
         if text && written.is_ok() {
-            reply.extend_from_slice(TEXT_RESULT.1);
+            reply.extend_from_slice(reply::TEXT_RESULT.1);
         }
         if let Err(exc) = written {
             let id = pyjson::id_to_py(py, id)?;
@@ -646,20 +349,13 @@ fn write_error(out: &mut Vec<u8>, error: &Bound<'_, PyTuple>) -> bool {
     let Ok(message) = message.to_str() else {
         return false;
     };
-    out.extend_from_slice(b",\"error\":{\"code\":");
-    if pyjson::write_obj(out, &code, 0).is_err() {
-        return false;
-    }
-    out.extend_from_slice(b",\"message\":");
-    write::write_str(out, message);
-    if !data.is_none() {
-        out.extend_from_slice(b",\"data\":");
-        if pyjson::write_obj(out, &data, 0).is_err() {
-            return false;
-        }
-    }
-    out.extend_from_slice(b"}}");
-    true
+    reply::error(
+        out,
+        |out| pyjson::write_obj(out, &code, 0),
+        message,
+        (!data.is_none()).then_some(|out: &mut Vec<u8>| pyjson::write_obj(out, &data, 0)),
+    )
+    .is_ok()
 }
 
 #[pymethods]
@@ -682,37 +378,33 @@ impl HttpLane {
         max_body: usize,
     ) -> Self {
         HttpLane {
-            path: path.as_bytes().to_vec(),
-            versions: versions.into_iter().map(String::into_bytes).collect(),
-            json_head: json_head.to_vec(),
+            rules: Lane::new(
+                path.as_bytes(),
+                versions.into_iter().map(String::into_bytes).collect(),
+                json_head.to_vec(),
+            ),
             max_head,
             max_body,
-            learned: Default::default(),
             sessions: HashMap::default(),
             run_tool,
             unencodable,
             clock,
-            date: Vec::new(),
-            date_second: 0,
             answered: 0,
-            births: None,
-            stateless: None,
+            consulted: None,
+            serve: None,
         }
     }
 
     /// Remember the `Host`, `Accept`, `Content-Type` and `Origin` values of a request the
     /// full path accepted (lower-case names, as `parse_http` gives them).
     fn learn(&mut self, headers: &Bound<'_, PyDict>) -> PyResult<()> {
-        for (i, name) in LEARNED_NAMES.iter().enumerate() {
-            let known = &mut self.learned[i];
-            if known.len() >= LEARNED_MAX {
+        for header in Learned::ALL {
+            if !self.rules.learns(header) {
                 continue;
             }
-            if let Some(value) = headers.get_item(header_key(headers.py(), name))? {
+            if let Some(value) = headers.get_item(header_key(headers.py(), header.name()))? {
                 if let Ok(value) = value.cast::<PyBytes>() {
-                    if !known.iter().any(|k| k.as_slice() == value.as_bytes()) {
-                        known.push(value.as_bytes().to_vec());
-                    }
+                    self.rules.learn(header, value.as_bytes());
                 }
             }
         }
@@ -743,12 +435,12 @@ impl HttpLane {
         self.sessions.remove(session_id.as_bytes());
     }
 
-    /// Open sessions here too (see `births`): `defaults()` returns the server's current session
-    /// defaults, `held` is the table's dict of sessions (with the lane's, at most
-    /// `max_sessions`), `idle_timeout` the seconds after which an unused session ends, `id_bytes`
-    /// the random bytes of a session id; `opened_head` is the head of an `initialize` reply
-    /// with `id_mark` where the session id goes, `accepted_head` and `ended_head` those of a
-    /// 202 and of a DELETE's 200 (each up to its length).
+    /// Open sessions here too (see `mcpfast_core::births`): `defaults()` returns the server's
+    /// current session defaults, `held` is the table's dict of sessions (with the lane's, at
+    /// most `max_sessions`), `idle_timeout` the seconds after which an unused session ends,
+    /// `id_bytes` the random bytes of a session id; `opened_head` is the head of an
+    /// `initialize` reply with `id_mark` where the session id goes, `accepted_head` and
+    /// `ended_head` those of a 202 and of a DELETE's 200 (each up to its length).
     #[pyo3(signature = (defaults, held, max_sessions, idle_timeout, id_bytes, opened_head, id_mark, accepted_head, ended_head))]
     #[allow(clippy::too_many_arguments)]
     fn allow_births(
@@ -763,34 +455,17 @@ impl HttpLane {
         accepted_head: &[u8],
         ended_head: &[u8],
     ) -> PyResult<()> {
-        let Some(at) = memchr::memmem::find(opened_head, id_mark).filter(|_| !id_mark.is_empty())
-        else {
-            return Err(pyo3::exceptions::PyValueError::new_err(
-                "opened_head lacks id_mark",
-            ));
+        let refused = |e: mcpfast_core::births::Refused| {
+            pyo3::exceptions::PyValueError::new_err(e.to_string())
         };
-        if id_bytes == 0 {
-            return Err(pyo3::exceptions::PyValueError::new_err(
-                "id_bytes must be positive",
-            ));
-        }
-        self.births = Some(Births::new(
-            defaults,
-            held,
-            max_sessions,
-            idle_timeout,
-            id_bytes,
-            (
-                opened_head[..at].to_vec(),
-                opened_head[at + id_mark.len()..].to_vec(),
-            ),
-            accepted_head.to_vec(),
-            ended_head.to_vec(),
-        ));
+        let heads = Heads::new(opened_head, id_mark, accepted_head, ended_head).map_err(refused)?;
+        let births = Births::new(max_sessions, idle_timeout, id_bytes, heads).map_err(refused)?;
+        self.rules.allow_births(births);
+        self.consulted = Some(Consulted { defaults, held });
         Ok(())
     }
 
-    /// Answer 2026-07-28 `tools/call` requests in `versions` (as `plan_stateless` says):
+    /// Answer 2026-07-28 `tools/call` requests in `versions` (as `mcpfast_core::lane` says):
     /// `serve(name, arguments, version, id)` returns `None` (nothing ran: the full path serves
     /// it) or `(head, body)`, the reply's head up to its length and its JSON body.
     fn allow_stateless(&mut self, py: Python<'_>, versions: Vec<String>, serve: Py<PyAny>) {
@@ -798,7 +473,8 @@ impl HttpLane {
             .into_iter()
             .map(|v| (v.as_bytes().to_vec(), PyString::new(py, &v).unbind()))
             .collect();
-        self.stateless = Some(Stateless { versions, serve });
+        self.rules.allow_stateless(versions);
+        self.serve = Some(serve);
     }
 
     /// The full path answered an `initialize` asking for `requested` with `result` (the
@@ -806,15 +482,14 @@ impl HttpLane {
     /// admitting `tools/call` directly if `tools`. Ignored unless births are allowed.
     fn learn_initialize(
         &mut self,
-        py: Python<'_>,
         requested: &str,
         version: Py<PyString>,
         result: &[u8],
         tools: bool,
         defaults: Py<PyAny>,
     ) {
-        if let Some(births) = self.births.as_mut() {
-            births.learn(py, requested, version, result, tools, defaults);
+        if let Some(births) = self.rules.births_mut() {
+            births.learn(requested, version, result, tools, Defaults(defaults));
         }
     }
 
@@ -826,20 +501,18 @@ impl HttpLane {
         session_id: &str,
         now: f64,
     ) -> Option<(Bound<'py, PyBytes>, bool, f64)> {
-        let births = self.births.as_mut()?;
+        let births = self.rules.births_mut()?;
         let (body, initialized, last_seen) = births.take(session_id.as_bytes(), now)?;
         Some((PyBytes::new(py, &body), initialized, last_seen))
     }
 
     /// The ids of the live sessions the lane opened (at `now`).
     fn born_ids(&mut self, now: f64) -> Vec<String> {
-        let Some(births) = self.births.as_mut() else {
+        let Some(births) = self.rules.births_mut() else {
             return Vec::new();
         };
-        births.forget_idle(now);
         births
-            .born
-            .keys()
+            .live_ids(now)
             .map(|k| String::from_utf8_lossy(k).into_owned())
             .collect()
     }
@@ -847,7 +520,7 @@ impl HttpLane {
     /// Sessions the lane opened and holds.
     #[getter]
     fn born(&self) -> usize {
-        self.births.as_ref().map_or(0, |b| b.born.len())
+        self.rules.births().map_or(0, Births::len)
     }
 
     /// Sessions the lane serves.
@@ -889,7 +562,7 @@ impl HttpLane {
                 let mut this = slf.borrow_mut();
                 if answering {
                     this.refresh_date(py)?;
-                    if let Some(births) = this.births.as_mut() {
+                    if let Some(births) = this.rules.births_mut() {
                         births.sweep(now_s);
                     }
                 }
@@ -918,20 +591,5 @@ impl HttpLane {
                 .into_pyobject(py)
                 .map(Bound::into_any)
         })
-    }
-}
-
-impl HttpLane {
-    /// The `date` line, asked of `clock` again when the second has changed (it formats it).
-    fn refresh_date(&mut self, py: Python<'_>) -> PyResult<()> {
-        let second = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        if second != self.date_second || self.date.is_empty() {
-            let line = self.clock.bind(py).call0()?;
-            self.date = line.cast::<PyBytes>()?.as_bytes().to_vec();
-            self.date_second = second;
-        }
-        Ok(())
     }
 }

@@ -1,6 +1,7 @@
 //! `mcpfast._core`: the Python face of mcpfast-core. Each call crosses the FFI boundary once
 //! and builds only the Python objects its caller reads.
 
+// Each module uses only those below it in the order tests/layers.rs holds.
 mod births;
 mod engine;
 mod errors;
@@ -14,7 +15,7 @@ mod stream;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use mcpfast_core::write;
+use mcpfast_core::{reply, write};
 
 #[pyfunction]
 #[pyo3(signature = (id, method, params = None))]
@@ -97,23 +98,22 @@ fn encode_error<'py>(
                 Some(i) => pyjson::write_py_id(out, i)?,
                 None => out.extend_from_slice(b"null"),
             }
-            out.extend_from_slice(b",\"error\":{\"code\":");
-            if code.cast::<pyo3::types::PyInt>().is_err()
-                || code.cast::<pyo3::types::PyBool>().is_ok()
-            {
-                return Err(pyo3::exceptions::PyTypeError::new_err(
-                    "the error code must be an int",
-                ));
-            }
-            pyjson::write_obj(out, code, 0)?;
-            out.extend_from_slice(b",\"message\":");
-            write::write_str(out, message);
-            if let Some(d) = data.filter(|d| !d.is_none()) {
-                out.extend_from_slice(b",\"data\":");
-                pyjson::write_obj(out, d, 0)?;
-            }
-            out.extend_from_slice(b"}}");
-            Ok(())
+            reply::error(
+                out,
+                |out| {
+                    if code.cast::<pyo3::types::PyInt>().is_err()
+                        || code.cast::<pyo3::types::PyBool>().is_ok()
+                    {
+                        return Err(pyo3::exceptions::PyTypeError::new_err(
+                            "the error code must be an int",
+                        ));
+                    }
+                    pyjson::write_obj(out, code, 0)
+                },
+                message,
+                data.filter(|d| !d.is_none())
+                    .map(|d| move |out: &mut Vec<u8>| pyjson::write_obj(out, d, 0)),
+            )
         })
     })
 }

@@ -1,6 +1,6 @@
 //! `decode`, `scan_reply` and the `Message` class.
 
-use mcpfast_core::envelope::{self, Decoded, Envelope, Kind};
+use mcpfast_core::envelope::{self, Decoded, Envelope, Kind, RpcError};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -371,7 +371,7 @@ fn decode_inner<'py>(data: &Bound<'py, PyAny>, max_depth: i64) -> PyResult<Bound
     let max_depth = check_depth(max_depth)?;
     let src = as_bytes(data)?;
     let decoded =
-        envelope::decode_bytes(src.as_bytes(), max_depth).map_err(|e| errors::from_rpc(py, &e))?;
+        envelope::decode_bytes(src.as_bytes(), max_depth).map_err(|e| from_rpc(py, &e))?;
     match decoded {
         Decoded::Single(env) => Ok(Bound::new(py, Message::new(py, &src, &env)?)?.into_any()),
         Decoded::Batch(items) => {
@@ -379,7 +379,7 @@ fn decode_inner<'py>(data: &Bound<'py, PyAny>, max_depth: i64) -> PyResult<Bound
             for item in &items {
                 match item {
                     Ok(env) => list.append(Bound::new(py, Message::new(py, &src, env)?)?)?,
-                    Err(e) => list.append(errors::from_rpc(py, e).into_value(py))?,
+                    Err(e) => list.append(from_rpc(py, e).into_value(py))?,
                 }
             }
             Ok(list.into_any())
@@ -404,10 +404,20 @@ fn scan_reply_inner<'py>(
     let max_depth = check_depth(max_depth)?;
     let src = as_bytes(data)?;
     let (id, is_error, code) =
-        envelope::scan_reply(src.as_bytes(), max_depth).map_err(|e| errors::from_rpc(py, &e))?;
+        envelope::scan_reply(src.as_bytes(), max_depth).map_err(|e| from_rpc(py, &e))?;
     let id = match id {
         Some(id) => id_to_py(py, &id)?.unbind(),
         None => py.None(),
     };
     Ok((id, is_error, code))
+}
+
+/// The Python `JsonRpcError` for a core verdict.
+fn from_rpc(py: Python<'_>, e: &RpcError<'_>) -> PyErr {
+    let id = match e.id.as_ref().map(|id| id_to_py(py, id)) {
+        Some(Ok(id)) => Some(id),
+        Some(Err(err)) => return err,
+        None => None,
+    };
+    errors::json_rpc_error(py, e.code, &e.message, id)
 }
