@@ -51,9 +51,10 @@ demo: install ## The main job on the embedded server: mcpfast bench --quick (std
 test: install conformance-install peers-install lint redis-install haproxy-install prometheus-install otelcol-install authserver-install test-rust test-python check-light ## Every check: lint, cargo tests of the core crate, the Python suite, the light package check
 
 # The examples (benchmark helpers) are not linked here: clippy --all-targets checks they build,
-# and each would be one more fat-LTO link.
-test-rust: ## cargo tests of the pure-Rust core crate, the native load engine and the HTTP load generator
-	cargo test --release -p mcpfast-core -p mcpfast-engine -p mcpfast-load --lib --bins --tests --quiet
+# and each would be one more fat-LTO link. `--tests` takes each crate's unit tests but the
+# binding's (`test = false` in its Cargo.toml: it has none), which `--lib` would link.
+test-rust: ## cargo tests of every crate: the pure-Rust core, the native load engine, the HTTP load generator and the binding (its module order)
+	cargo test --release -p mcpfast-core -p mcpfast-engine -p mcpfast-load -p mcpfast-py --bins --tests --quiet
 
 # The suite runs on PYTEST_WORKERS processes (pytest-xdist: three on two cores, since most tests wait on the
 # servers and Locust processes they start), then the tests marked `serial` alone.

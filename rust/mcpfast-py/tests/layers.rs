@@ -1,0 +1,51 @@
+//! The binding's modules form layers: each uses only the layers below it (no circle, no use of
+//! a peer). The order lives here, in [`LAYERS`]; a new module takes its place in it. The
+//! checker is the engine's (std only, made to be included).
+
+#[path = "../../mcpfast-engine/tests/support/layers.rs"]
+mod layers;
+
+use std::path::{Path, PathBuf};
+
+/// Bottom up; the modules of one layer are peers (none uses another).
+const LAYERS: &[&[&str]] = &[
+    // exceptions and guards; what the births ask of Python
+    &["errors", "births"],
+    // Python values to JSON (and back) through the C API; HTTP framing
+    &["fastjson", "http1"],
+    &["pyjson"],
+    // the classes and functions of `mcpfast._core`
+    &["message"],
+    &["stream", "lane"],
+    &["engine"],
+    // the module `mcpfast._core` itself
+    &["crate"],
+];
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+#[test]
+fn every_module_uses_only_the_layers_below_it() {
+    let problems = layers::check_layers(&src(), LAYERS);
+    assert!(
+        problems.is_empty(),
+        "the binding's layers are broken:\n{}",
+        problems.join("\n")
+    );
+    // the walk sees the uses it checks (a walker that found nothing would pass anything)
+    let uses = layers::uses(&src());
+    for (module, target) in [
+        ("lane", "births"),
+        ("pyjson", "fastjson"),
+        ("stream", "message"),
+        ("crate", "lane"),
+    ] {
+        assert!(
+            uses.iter()
+                .any(|u| u.module == module && u.target == target),
+            "{module} -> {target} not found"
+        );
+    }
+}
