@@ -700,15 +700,7 @@ fn report_times(ctx: &Ctx, first: FixedRow, gap: FixedRow, times: &[Instant], fr
 mod tests {
     use super::*;
     use crate::config::Settings;
-    use crate::testing::{self, count, mcp, reasons, response, Answer, Server};
-
-    fn settings(server: &Server) -> Settings {
-        Settings {
-            url: Some(server.url()),
-            timeout_s: 2.0,
-            ..Settings::default()
-        }
-    }
+    use crate::testing::{self, count, mcp, reasons, response, settings, Answer, Server};
 
     #[test]
     fn a_session_opens_calls_and_is_deleted_on_one_connection() {

@@ -1,9 +1,9 @@
 //! Per-thread statistics: windows (swapped out by `drain`) and cumulative histograms.
 //!
-//! Each engine thread owns one [`ThreadStats`] behind its own mutex. The thread locks it once
+//! Each engine thread owns one `ThreadStats` behind its own mutex. The thread locks it once
 //! per completed request (uncontended: a few ns); `drain` locks it just long enough to swap the
 //! window for an empty one. Latencies are µs from the monotonic clock; the epoch second of a
-//! completion comes from one wall-clock offset taken at engine start ([`Clock`]).
+//! completion comes from one wall-clock offset taken at engine start (`Clock`).
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 

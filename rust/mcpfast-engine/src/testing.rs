@@ -274,6 +274,15 @@ fn parse(buf: &[u8], conn: usize) -> Option<(usize, Seen)> {
     Some((head + len, seen))
 }
 
+/// The engine's settings for `server` (the defaults otherwise; a short request timeout).
+pub(crate) fn settings(server: &Server) -> Settings {
+    Settings {
+        url: Some(server.url()),
+        timeout_s: 2.0,
+        ..Settings::default()
+    }
+}
+
 /// The context of thread 0 of an engine for `settings`, running one user (slot 0).
 pub(crate) fn ctx(settings: Settings) -> Rc<Ctx> {
     let cfg = settings.build().expect("valid settings");

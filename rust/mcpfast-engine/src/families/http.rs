@@ -371,15 +371,8 @@ mod tests {
     use super::*;
     use crate::config::Settings;
     use crate::context::Ctx;
-    use crate::testing::{self, count, mcp, reasons, response, Answer, Seen, Server};
-
-    fn settings(server: &Server) -> Settings {
-        Settings {
-            url: Some(server.url()),
-            timeout_s: 2.0,
-            ..Settings::default()
-        }
-    }
+    use crate::families::iterate;
+    use crate::testing::{self, count, mcp, reasons, response, settings, Answer, Seen, Server};
 
     /// An MCP server that mints a new session id (`s-1`, `s-2`...) at each initialize.
     fn minting() -> impl FnMut(&Seen) -> Answer + Send {
@@ -454,13 +447,7 @@ mod tests {
             mint(seen)
         });
         let ctx = testing::ctx(settings(&server));
-        testing::run(async {
-            let mut s = HttpSession::new(&ctx);
-            let mut it = PerSession::new(Request);
-            for _ in 0..3 {
-                it.iterate(&ctx, &mut s, Instant::now(), false).await;
-            }
-        });
+        iterate(&ctx, PerSession::new(Request), 3);
         assert_eq!(
             server.whats(),
             [
@@ -548,13 +535,7 @@ mod tests {
             cycle_latency: true,
             ..settings(&server)
         });
-        testing::run(async {
-            let mut s = HttpSession::new(&ctx);
-            let mut it = Fresh { delete_acc: 0.0 };
-            for _ in 0..4 {
-                it.iterate(&ctx, &mut s, Instant::now(), false).await;
-            }
-        });
+        iterate(&ctx, Fresh { delete_acc: 0.0 }, 4);
         let cycle = ["initialize", "notifications/initialized", "tools/call"];
         let mut want: Vec<&str> = Vec::new();
         for n in 1..=4 {
@@ -587,13 +568,7 @@ mod tests {
             handshake_call: false,
             ..settings(&server)
         });
-        testing::run(async {
-            let mut s = HttpSession::new(&ctx);
-            let mut it = Fresh { delete_acc: 0.0 };
-            for _ in 0..2 {
-                it.iterate(&ctx, &mut s, Instant::now(), false).await;
-            }
-        });
+        iterate(&ctx, Fresh { delete_acc: 0.0 }, 2);
         assert_eq!(
             server.whats(),
             [
@@ -614,12 +589,7 @@ mod tests {
             family: Family::Discover,
             ..settings(&server)
         });
-        testing::run(async {
-            let mut s = HttpSession::new(&ctx);
-            for _ in 0..2 {
-                Discover.iterate(&ctx, &mut s, Instant::now(), false).await;
-            }
-        });
+        iterate(&ctx, Discover, 2);
         assert_eq!(
             server.whats(),
             [

@@ -153,3 +153,14 @@ async fn connect_held(ctx: &Ctx, conn: &mut Conn, row: FixedRow) -> Option<Insta
     }
     Some(t0)
 }
+
+/// For the families' tests: `n` iterations of `it` by one user, on one session.
+#[cfg(test)]
+fn iterate<I: Iteration>(ctx: &Ctx, mut it: I, n: usize) {
+    crate::testing::run(async {
+        let mut s = HttpSession::new(ctx);
+        for _ in 0..n {
+            it.iterate(ctx, &mut s, Instant::now(), false).await;
+        }
+    });
+}

@@ -153,7 +153,7 @@ mod tests {
 
     use super::*;
     use crate::config::{Family, Settings};
-    use crate::families::Iteration;
+    use crate::families::iterate;
     use crate::testing::{
         self, count, mcp, reasons, response, result, Answer, Recorded, Seen, Server,
     };
@@ -181,19 +181,12 @@ mod tests {
     /// One iteration of the family against `server`: (what was asked, the rows).
     fn one_task(server: &Server, cancel_share: f64) -> Vec<Recorded> {
         let ctx = testing::ctx(Settings {
-            url: Some(server.url()),
             protocol_version: "2026-07-28".into(),
             family: Family::Tasks,
             tasks_cancel_share: cancel_share,
-            timeout_s: 2.0,
-            ..Settings::default()
+            ..testing::settings(server)
         });
-        testing::run(async {
-            let mut s = HttpSession::new(&ctx);
-            PerSession::new(Task)
-                .iterate(&ctx, &mut s, Instant::now(), false)
-                .await;
-        });
+        iterate(&ctx, PerSession::new(Task), 1);
         testing::rows(&ctx)
     }
 
