@@ -1,5 +1,6 @@
 //! Checking a reply against the request sent, on `mcpfast-core`'s envelope scanner and SSE
-//! decoder: one validating pass per message, nothing built.
+//! decoder: one validating pass per message, nothing built. Outside the crate only [`member`]
+//! and [`string_member`] are seen (the mock server of `examples/` reads requests with them).
 
 use mcpfast_core::envelope::{self, Decoded, Id, Kind};
 use mcpfast_core::json;

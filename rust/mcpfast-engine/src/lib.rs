@@ -7,15 +7,10 @@
 //! users and of the rate, and its own statistics ([`stats`]); the caller's thread only flips
 //! atomics, swaps windows under a short per-thread mutex, and joins at `stop`.
 //!
-//! The modules are layers, each using only the ones below it (`tests/layers.rs` holds the
-//! order and checks it), bottom up: `target` (the URL, `connect_to`, TLS options), [`config`],
-//! [`rows`], [`stats`], [`check`] (replies on the core's scanner), `net` (addresses, TLS),
-//! `shared` (what the caller's thread and the engine threads share), `http` (HTTP/1.1 client),
-//! `mcp` (requests, failure reasons), `templates` (request bodies built once), `context` (what a
-//! thread's tasks share), `pacing` (the open model), `session` (one HTTP user's session),
-//! `fanout` (the `hold` trigger's rounds), `families` (what a user does: `http`, `tasks`,
-//! `hold`, `stdio`), `runtime` (the threads; picks the family), `engine` (the handle), and this
-//! facade.
+//! The modules are layers, each using only the ones below it, from `target` and [`config`] at
+//! the bottom to the families, `runtime` (which picks a user's family), `engine` (the handle)
+//! and this facade at the top: `README.md` draws the order, `tests/layers.rs` holds it and
+//! checks every module against it.
 
 pub mod check;
 pub mod config;
