@@ -157,9 +157,8 @@ class HttpClient(McpClient):
 
     def _exchange(self, pending: Pending) -> CallResult:
         session = self.session
-        if pending.method in ("initialize", "server/discover") and self.reach.new_connection == "session" and self._http is not None:
-            self._http.close()  # a new connection for every session
-            self._http = None
+        if pending.method in ("initialize", "server/discover") and self.reach.new_connection == "session":
+            self.close_request_connection()  # a new connection for every session
         resp = self._post(pending.data, self._headers(session.http_headers(pending)))
         try:
             status = resp.status_code
@@ -551,11 +550,16 @@ class HttpClient(McpClient):
         except self._errors as error:
             return acked, None if acked else self._read_error(error), False
 
+    def close_request_connection(self) -> None:
+        """Close the connection requests are sent on (the next request opens a new one); the
+        streams keep theirs.  A client that only holds its GET stream frees a socket this way."""
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+
     def close(self) -> None:
         self.release_stream()
         if self.get_stream is not None:
             self.get_stream.kill(block=False)
             self.get_stream = None
-        if self._http is not None:
-            self._http.close()
-            self._http = None
+        self.close_request_connection()
