@@ -17,9 +17,9 @@ import time
 from typing import Any
 
 from locust import task
-from _common import McpUser, named_only
 
 from mcpfast.client.session import ClientSession
+from mcpfast.loadtests._common import McpUser, named_only
 from mcpfast.locust import stats as mstats
 
 STATELESS = "2026-07-28"

@@ -5,7 +5,8 @@
 import locust  # noqa: F401, I001 - first
 
 from locust import task
-from _common import McpUser, close_session, open_session
+
+from mcpfast.loadtests._common import McpUser, close_session, open_session
 
 
 class HandshakeUser(McpUser):

@@ -1,135 +1,20 @@
 """Scenario family: the mix of a workload file (``--mcp-scenario FILE``) or of what the server
-lists (``--mcp-discover``), on either engine.
-
-Before any load is sent, every process reads the file, asks the server for its tools, resources,
-templates and prompts, and checks the mix against them (:mod:`mcpfast.locust.scenario`); an
-error names the file, the line and what is wrong, and the run exits with code 2.
-``--mcp-scenario-dump`` prints the mix the run would send and exits 0.
-
-Each user class of the scenario has its own weighted mix; the k-th user started in a process
-gets a class by smooth weighted round robin of the classes' weights.  On the native engine each
-class is one engine (family ``mixed``, its ``mix`` carrying every operation kind: tools/call,
-stream calls with a progress token, resources/read, prompts/get, completion/complete and the
-list calls); on the Python engine the user picks an operation by weight each task.
-"""
+lists (``--mcp-discover``), on either engine, checked against the server before any load
+(:mod:`mcpfast.locust.scenario_run` says how).  Without either option it sits out of ``-f
+loadtests/``."""
 
 import locust  # noqa: F401, I001 - first
 
-import json
-import logging
-import random
-import sys
-from typing import TYPE_CHECKING, Any
+from locust import task
 
-from locust import events, task
-from _common import McpUser
-
-from mcpfast import core
-from mcpfast.locust import native
-from mcpfast.locust import scenario as sc
-from mcpfast.locust.options import option
-
-if TYPE_CHECKING:
-    from mcpfast._core import EngineConfig
-
-logger = logging.getLogger("mcpfast.loadtests.scenario")
-
-_PLAN: dict[str, Any] = {"scenario": None}
+import mcpfast.loadtests._common  # noqa: F401 - the locustfiles' common setup
+from mcpfast.locust.scenario_run import ScenarioUserBase, register
 
 
-def _build(environment: Any) -> sc.Scenario:
-    path = option(environment, "mcp_scenario")
-    discovering = bool(option(environment, "mcp_discover"))
-    if path and discovering:
-        raise sc.ScenarioError("give --mcp-scenario FILE or --mcp-discover, not both")
-    if not path and not discovering:
-        raise sc.ScenarioError("loadtests/scenario.py needs --mcp-scenario FILE or --mcp-discover")
-    loaded = sc.load(path) if path else None  # the file alone first: no server needed for its errors
-    # the probe client declares no capabilities: a tool that needs sampling, elicitation or roots
-    # (which the native engine does not answer) fails its probe and stays out of a discovered mix
-    client = sc.make_client(environment, environment.host, capabilities={} if discovering else None)
-    try:
-        info = sc.fetch_server_info(client)
-        if loaded is not None:
-            return sc.resolve(loaded, info)
-        return sc.discover(client, info, skip=tuple(option(environment, "mcp_discover_skip") or ()))
-    finally:
-        client.close()
-
-
-@events.init.add_listener
-def _load_scenario(environment: Any, **_kw: Any) -> None:
-    classes = environment.user_classes or []
-    if not any(getattr(u, "uses_scenario", False) for u in classes):
-        return
-    if not option(environment, "mcp_scenario") and not option(environment, "mcp_discover"):
-        others = [u for u in classes if not getattr(u, "uses_scenario", False)]
-        if others:  # `locust -f loadtests/` without a scenario: the other families run, this one sits out
-            classes[:] = others
-            return
-    try:
-        plan = _build(environment)
-    except sc.ScenarioError as exc:
-        logger.error("mcpfast scenario: %s", exc)
-        print(f"mcpfast scenario error: {exc}", file=sys.stderr, flush=True)
-        sys.exit(2)
-    _PLAN["scenario"] = plan
-    if option(environment, "mcp_scenario_dump"):
-        print(json.dumps(plan.to_dict(), indent=2), flush=True)
-        sys.exit(0)
-    ops = sum(len(u.ops) for u in plan.users)
-    logger.info("mcpfast scenario %s: %d user class(es), %d operation(s)", plan.source, len(plan.users), ops)
-    for item in plan.excluded:
-        logger.info("mcpfast scenario: left out %s (%s)", item["op"], item["reason"])
-
-
-class ScenarioDriver(native.NativeDriver):
-    """One engine per user class: family ``mixed`` with the class's mix."""
-
-    user_class: sc.UserClass
-
-    def config(self) -> "EngineConfig":
-        core.require_native_engine()  # before the mix's items are made
-        mix = [core.MixItem(**item) for item in sc.native_mix(self.user_class)]
-        return native.config_for(self.environment, "mixed", self.host, mix=mix)
-
-
-_STARTED = {"n": 0}
-
-
-class ScenarioUser(McpUser):
-    native_family = "mixed"
-    uses_scenario = True
-    user_class: sc.UserClass | None = None
-
-    def _class(self) -> sc.UserClass:
-        if self.user_class is None:
-            plan = _PLAN["scenario"]
-            if plan is None:
-                raise RuntimeError("no scenario loaded (--mcp-scenario FILE or --mcp-discover)")
-            self.user_class = sc.pick_class(plan.users, _STARTED["n"])
-            _STARTED["n"] += 1
-        return self.user_class
-
-    def native_driver(self) -> Any:
-        uc = self._class()
-
-        def make(environment: Any, family: str, host: Any) -> ScenarioDriver:
-            d = ScenarioDriver(environment, family, host)
-            d.user_class = uc
-            return d
-
-        return native.driver(self.environment, "mixed", self.host, key=f"scenario:{uc.name}", factory=make)
-
-    def on_start(self) -> None:
-        uc = self._class()
-        self._ops = [o for o in uc.ops if o.weight]
-        self._weights = [o.weight for o in self._ops]
-        super().on_start()
-
+class ScenarioUser(ScenarioUserBase):
     @task
     def operate(self) -> None:
-        if not self.ready():
-            return
-        op = random.choices(self._ops, self._weights)[0]
-        self.mcp.call(op.method, op.params(), stream=op.stream)
+        self.one_operation()
+
+
+register()

@@ -7,7 +7,8 @@ Over stdio each session is a server process (no DELETE)."""
 import locust  # noqa: F401, I001 - first
 
 from locust import task
-from _common import CHURN, McpUser, close_session, open_session
+
+from mcpfast.loadtests._common import CHURN, McpUser, close_session, open_session
 
 
 class SessionChurnUser(McpUser):

@@ -10,7 +10,9 @@ again, at most once a second; the call rate is the server's, not a wait's."""
 import locust  # noqa: F401, I001 - first
 
 from locust import task
-from _common import McpUser
+
+from mcpfast.client.http import HttpClient
+from mcpfast.loadtests._common import McpUser
 
 
 class SseStreamingUser(McpUser):
@@ -20,7 +22,7 @@ class SseStreamingUser(McpUser):
     def stream(self) -> None:
         if not self.ready():
             return
-        if not self.session_is_connection:
+        if isinstance(self.mcp, HttpClient):  # stdio and HTTP+SSE: the session is the connection
             # once per session: a new session (after a lost one) replaces the stream; delete()
             # and close() in on_stop end it
             self.mcp.hold_stream()

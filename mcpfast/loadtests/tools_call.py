@@ -4,7 +4,8 @@
 import locust  # noqa: F401, I001 - first
 
 from locust import task
-from _common import McpUser
+
+from mcpfast.loadtests._common import McpUser
 
 
 class ToolsCallUser(McpUser):

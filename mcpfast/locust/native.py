@@ -184,7 +184,7 @@ def config_for(environment: Any, family: str, host: str | None, mix: list[MixIte
 
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
-HOLD_CLOCK_ATTR = "mcpfast_hold_clock"  # the environment's shared trigger clock file (loadtests/hold.py sets it)
+HOLD_CLOCK_ATTR = "mcpfast_hold_clock"  # the environment's shared trigger clock file (mcpfast.locust.hold sets it)
 
 
 def hold_fields(environment: Any) -> dict[str, Any]:

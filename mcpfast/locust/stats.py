@@ -1,9 +1,11 @@
 """Wiring of the µs histograms, the open-model pacer and the schema validator into Locust.
 
-Importing this module registers two listeners on Locust's global events and starts nothing:
+Importing this module refuses a Locust outside the supported range (:mod:`mcpfast.locust.locust_shim`),
+registers two listeners on Locust's global events (:func:`register`) and starts nothing:
 ``init_command_line_parser`` -> :func:`mcpfast.locust.options.add_arguments`, and ``init`` ->
-:func:`install` for the environment Locust builds.  Environments built by hand (tests, library
-use) call :func:`install` themselves, after creating their runner.
+:func:`install` (and the ``--csv`` files' final rows) for the environment Locust builds.
+Environments built by hand (tests, library use) call :func:`install` themselves, after creating
+their runner.
 
 Timing never comes from Locust's ``request`` event (it carries float milliseconds and Locust's own
 statistics round them).  Clients call :meth:`McpStats.record` (or the module-level
@@ -36,12 +38,13 @@ else the ``--csv`` prefix; without either nothing is written (the table is only 
 
 The native engine (:mod:`mcpfast.locust.native`) feeds the same histograms from its drained
 windows and registers a ``stop_hooks`` entry, run first at ``test_stop``, so its final drain is in
-every output.  Locust's ``--csv`` files get their final rows when Locust closes them
-(:func:`write_final_csv_rows`), so they count what the console counts.
+every output.  Locust's ``--csv`` files get their final rows from
+:mod:`mcpfast.locust.locust_shim` (installed from ``init``), so they count what the console counts.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -53,7 +56,7 @@ import locust  # first: Locust's import gevent-patches the stdlib, before anythi
 from locust.runners import MasterRunner, WorkerRunner
 
 from mcpfast.client.validate import Validator
-from mcpfast.locust import thresholds
+from mcpfast.locust import locust_shim, thresholds
 from mcpfast.locust.histogram import Histogram, HistogramSet
 from mcpfast.locust.hlog import IntervalLog, tag_of
 from mcpfast.locust.options import add_arguments, option
@@ -69,6 +72,7 @@ __all__ = [
     "output_prefix",
     "record",
     "render_table",
+    "runner_kind",
 ]
 
 logger = logging.getLogger(__name__)
@@ -82,7 +86,8 @@ TABLE_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
 COUNTER_KEYS = ("pacer.sent", "pacer.late", "pacer.dropped", "validate.seen", "validate.checked", "validate.violations")
 
 
-def _runner_kind(runner: Any) -> str:
+def runner_kind(runner: Any) -> str:
+    """``master``, ``worker`` or ``local`` (a runner of neither kind, or none)."""
     if isinstance(runner, MasterRunner):
         return "master"
     if isinstance(runner, WorkerRunner):
@@ -213,6 +218,12 @@ class McpStats:
         local = self.local_counters()
         return {k: local[k] + self.remote_counters.get(k, 0) for k in COUNTER_KEYS}
 
+    def finish_engines(self) -> None:
+        """Run the ``stop_hooks`` (the native engine: stop, final drain).  Idempotent: a family's
+        ``test_stop`` listener that reads the engine's counts calls it first."""
+        for hook in list(self.stop_hooks):
+            hook()
+
     def lag_histogram(self) -> Histogram:
         return self.remote_lag.copy().merge(self.schedule.lag)
 
@@ -296,7 +307,7 @@ class McpStats:
     def configure_pacer(self) -> None:
         """(Re)configure the schedule from ``--mcp-rate`` and this runner's place."""
         runner = self.environment.runner
-        kind = _runner_kind(runner)
+        kind = runner_kind(runner)
         if kind == "worker" and not self.topology_received:
             # no topology message (e.g. old master): best effort from what the worker knows
             count = int(getattr(self.environment.parsed_options, "expect_workers", 1) or 1)
@@ -399,7 +410,7 @@ class McpStats:
             "unit": "us",
             "locust_version": locust.__version__,
             "mcpfast_version": _mcpfast_version(),
-            "runner": _runner_kind(runner),
+            "runner": runner_kind(runner),
             "workers": sorted(self.workers_seen) if self.workers_seen else None,
             "complete": complete,
             "missing_workers": self.missing_workers(),
@@ -676,8 +687,7 @@ def install(environment: Any) -> McpStats:
 
     def on_test_stop(environment: Any, **_kw: Any) -> None:
         runner = environment.runner
-        for hook in list(stats.stop_hooks):
-            hook()  # e.g. the native engine: stop, final drain (before anything is written or sent)
+        stats.finish_engines()  # before anything is written or sent
         stats.stop_time = time.time()
         stats.cpu_s = time.process_time() - stats._cpu_start
         stats.python_thread_cpu_s = time.thread_time() - stats._thread_cpu_start
@@ -724,11 +734,13 @@ def _on_global_init(environment: Any, **_kw: Any) -> None:
     if option(environment, "mcp_prometheus_port") is not None:
         from mcpfast.locust import prometheus  # prometheus-client is imported only when asked for
 
-        prometheus.serve(environment, stats, _runner_kind(environment.runner))
+        prometheus.serve(environment, stats, runner_kind(environment.runner))
     if getattr(getattr(environment, "parsed_options", None), "otel", False):
         from mcpfast.locust import otel  # the OpenTelemetry SDK is imported only with --otel
 
-        otel.install(environment, stats, _runner_kind(environment.runner))
+        otel.install(environment, stats, runner_kind(environment.runner))
+    # last: its test_stop listener reads the stats after the native engine's final drain
+    locust_shim.install(environment)
 
 
 def _check_reach(environment: Any) -> None:
@@ -750,103 +762,13 @@ def _check_reach(environment: Any) -> None:
         raise SystemExit(2) from None
 
 
-# -- Locust's --csv files: the final rows ------------------------------------------------------------
-def write_final_csv_rows(writer: Any) -> None:
-    """Rewrite ``_stats.csv``, ``_failures.csv`` and ``_exceptions.csv`` from the final tables and
-    append the last ``_stats_history.csv`` row.
-
-    Locust's CSV greenlet rewrites the files once a second and ``close_files`` only closes them,
-    so the CSV missed whatever happened after its last tick: the last second(s) of the run, the
-    users' ``on_stop`` requests (``DELETE``) and, on a master, the workers' final reports.  Locust
-    calls ``close_files`` at shutdown right after printing the final console table, so rows
-    written here count exactly what the console, the HTML report and the histograms count.
-    """
-    files = (
-        ("requests_csv_filehandle", "requests_csv_writer", "requests_csv_columns", "_requests_data_rows"),
-        ("failures_csv_filehandle", "failures_csv_writer", "failures_columns", "_failures_data_rows"),
-        ("exceptions_csv_filehandle", "exceptions_csv_writer", "exceptions_columns", "_exceptions_data_rows"),
-    )
-    for handle_attr, writer_attr, columns_attr, rows_attr in files:
-        fh = getattr(writer, handle_attr, None)
-        if fh is None or fh.closed:
-            continue
-        csv_writer = getattr(writer, writer_attr)
-        fh.seek(0)
-        csv_writer.writerow(getattr(writer, columns_attr))
-        getattr(writer, rows_attr)(csv_writer)
-        fh.truncate()
-        fh.flush()
-    history = getattr(writer, "stats_history_csv_filehandle", None)
-    if history is not None and not history.closed:
-        if history.tell() == 0:
-            writer.stats_history_csv_writer.writerow(writer.stats_history_csv_columns)
-        writer._stats_history_data_rows(writer.stats_history_csv_writer, time.time())
-        history.flush()
-
-
-_CSV_WRITERS: list[Any] = []  # Locust's CSV file writers of this process (one under the CLI)
-
-
-def _final_rows_once(writer: Any) -> None:
-    if getattr(writer, "_mcpfast_final_written", False):
-        return
-    writer._mcpfast_final_written = True
-    try:
-        write_final_csv_rows(writer)
-    except Exception:  # never lose the close over a failed final write
-        logger.exception("mcpfast: could not write the final CSV rows")
-
-
-def _patch_csv_writer() -> None:
-    """Final CSV rows at shutdown: when Locust closes the files, or earlier, just before
-    ``--json``/``--json-file`` serialise the stats - Locust's ``serialize_stats`` clears every
-    entry as it goes (``get_stripped_report``), so rows written after it would read zeros."""
-    import locust.stats as lstats
-    from locust.stats import StatsCSVFileWriter
-
-    original = StatsCSVFileWriter.close_files
-    if getattr(original, "_mcpfast_final_rows", False):
-        return
-    original_init = StatsCSVFileWriter.__init__
-
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        original_init(self, *args, **kwargs)
-        _CSV_WRITERS.append(self)
-
-    def close_files(self: Any) -> None:
-        _final_rows_once(self)
-        original(self)
-
-    def before_json(serialise: Any) -> Any:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            for writer in _CSV_WRITERS:
-                _final_rows_once(writer)
-            return serialise(*args, **kwargs)
-
-        return wrapper
-
-    original_writer = StatsCSVFileWriter.stats_writer
-
-    def stats_writer(self: Any) -> None:
-        # Locust closes the files at shutdown without stopping this greenlet, which then fails on
-        # its next write if anything yields before the exit (--otel's providers flush at exit)
-        try:
-            original_writer(self)
-        except ValueError:
-            if getattr(self, "_mcpfast_final_written", False):
-                return  # the final rows are in: nothing was lost
-            raise
-
-    close_files._mcpfast_final_rows = True  # type: ignore[attr-defined]
-    StatsCSVFileWriter.__init__ = __init__  # type: ignore[method-assign]
-    StatsCSVFileWriter.close_files = close_files  # type: ignore[method-assign]
-    StatsCSVFileWriter.stats_writer = stats_writer  # type: ignore[method-assign]
-    lstats.save_stats_json = before_json(lstats.save_stats_json)
-    lstats.print_stats_json = before_json(lstats.print_stats_json)
-
-
-if not getattr(locust.events, "_mcpfast_registered", False):
-    locust.events._mcpfast_registered = True  # type: ignore[attr-defined]
+@functools.cache  # once per process
+def register() -> None:
+    """Wire the swarm into Locust's global events: its options, and the ``init`` listener that
+    sets the swarm up for each environment Locust builds.  Adds listeners only: nothing of
+    Locust is replaced."""
     locust.events.init_command_line_parser.add_listener(add_arguments)
     locust.events.init.add_listener(_on_global_init)
-    _patch_csv_writer()
+
+
+register()  # a locustfile that imports the swarm (its users) gets the swarm
