@@ -9,11 +9,12 @@ app and keeps every JSON-RPC message the client POSTed and every one the server 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from mcpfast import core
@@ -98,11 +99,19 @@ SERVERS = ("native", "uvicorn")
 
 
 @contextlib.contextmanager
-def serve_in_thread(app: Any, *, server: str = "native", startup_timeout: float = 10.0, **native_options: Any) -> Iterator[str]:
+def serve_in_thread(
+    app: Any,
+    *,
+    server: str = "native",
+    startup_timeout: float = 10.0,
+    loop_factory: Callable[[], asyncio.AbstractEventLoop] = asyncio.new_event_loop,
+    **native_options: Any,
+) -> Iterator[str]:
     """Run ``app`` on 127.0.0.1 (a free port) in a thread; yields ``http://127.0.0.1:PORT``.
 
     ``server``: ``native`` (mcpfast's own HTTP server; an ``HttpTransport`` takes its fast
-    path, any other ASGI app is served over ASGI; ``native_options`` go to ``HttpServer``) or
+    path, any other ASGI app is served over ASGI; ``native_options`` go to ``HttpServer``, and
+    it runs on a loop of ``loop_factory``: ``uvloop.new_event_loop`` as ``mcpfast serve``) or
     ``uvicorn`` (h11).
     """
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -110,7 +119,7 @@ def serve_in_thread(app: Any, *, server: str = "native", startup_timeout: float 
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     if server == "native":
-        with _native_in_thread(app, sock, startup_timeout, native_options):
+        with _native_in_thread(app, sock, startup_timeout, loop_factory, native_options):
             yield f"http://127.0.0.1:{port}"
         return
     if server != "uvicorn":
@@ -136,13 +145,13 @@ def serve_in_thread(app: Any, *, server: str = "native", startup_timeout: float 
 
 
 @contextlib.contextmanager
-def _native_in_thread(app: Any, sock: socket.socket, startup_timeout: float, options: dict[str, Any]) -> Iterator[None]:
-    import asyncio
-
+def _native_in_thread(
+    app: Any, sock: socket.socket, startup_timeout: float, loop_factory: Callable[[], asyncio.AbstractEventLoop], options: dict[str, Any]
+) -> Iterator[None]:
     from mcpfast.transports.http_server import HttpServer
 
     sock.listen(512)
-    loop = asyncio.new_event_loop()
+    loop = loop_factory()
     started = threading.Event()
     failed: list[BaseException] = []
     holder: dict[str, Any] = {}
