@@ -15,45 +15,17 @@ from pathlib import Path
 import pytest
 import uvloop
 from _support import private_ca
+from test_http_server import INIT, app, call, post
 
-from mcpfast import Server
 from mcpfast.transports.http import asgi_app
 from mcpfast.transports.http_server import tls_server_context
 from mcpfast.transports.http_testing import serve_in_thread
 
 pytestmark = [pytest.mark.timeout(60)]
 
-app = Server("native-tls-test")
-
-
-@app.tool()
-def echo(text: str) -> str:
-    """Return the text."""
-    return text
-
-
 LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
 TLS_LAYER_READ = 256 * 1024
 """What asyncio's and uvloop's TLS layers allocate for each read into a buffer of their own."""
-
-INIT = json.dumps(
-    {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-    }
-).encode()
-
-
-def post(body: bytes, extra: bytes = b"") -> bytes:
-    head = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
-    return head + extra + b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-
-def call(rid: int, text: str) -> bytes:
-    params = {"name": "echo", "arguments": {"text": text}}
-    return json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}).encode()
 
 
 class TlsConn:
