@@ -574,7 +574,8 @@ class NativeEngine:
     def set_users(self, n: int) -> None:
         """Target concurrency: HTTP sessions (one keep-alive connection each) or stdio processes."""
     def set_rate(self, rate: float | None = None) -> None:
-        """Open model at ``rate`` arrivals/s for this engine; None: closed model."""
+        """Open model at ``rate`` arrivals/s for this engine, a schedule of its own from now (the
+        arrivals queued for the previous rate and not yet sent are dropped); None: closed model."""
     def set_bearer_tokens(self, tokens: list[str]) -> None:
         """Replace the bearer tokens while running (a refreshed access token): users send the
         new ones from their next request on; ValueError for an empty list or a bad token."""

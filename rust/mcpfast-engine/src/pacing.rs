@@ -102,7 +102,11 @@ pub(crate) async fn pacer(ctx: Rc<Ctx>) {
         let now = Instant::now();
         let open_since = ctx.shared.open_since();
         if next.is_none() || open_since != since {
-            // a new schedule runs from when it was asked for, not from when this thread ran
+            // a new schedule runs from when it was asked for, not from when this thread ran;
+            // what the previous one queued and no session took is not sent
+            if next.is_some() {
+                ctx.clear_arrivals();
+            }
             since = open_since;
             next = Some(open_since.unwrap_or(now));
         }
@@ -139,4 +143,41 @@ fn emit(ctx: &Ctx, rate: f64, mut at: Instant, until: Instant) -> Instant {
         due += 1;
     }
     at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Settings;
+    use crate::testing;
+
+    /// Every arrival queued now, taken out.
+    fn queued(ctx: &Ctx) -> usize {
+        std::iter::from_fn(|| ctx.try_arrival()).count()
+    }
+
+    #[test]
+    fn a_new_rate_is_a_schedule_of_its_own() {
+        let ctx = testing::ctx(Settings {
+            url: Some("http://127.0.0.1:9/mcp".into()),
+            rate: Some(2000.0),
+            ..Settings::default()
+        });
+        ctx.shared.begin_open_schedule();
+        testing::run(async {
+            let running = tokio::task::spawn_local(pacer(ctx.clone()));
+            // no session takes them: the first rate's arrivals pile up
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            ctx.shared.set_rate(Some(10.0));
+            tokio::time::sleep(Duration::from_millis(40)).await;
+            // the backlog is gone; the new schedule's first arrival is due at its start
+            let left = queued(&ctx);
+            assert!(
+                (1..=2).contains(&left),
+                "{left} arrivals queued after the new rate"
+            );
+            ctx.shared.request_stop(Duration::ZERO);
+            running.await.expect("the pacer ends");
+        });
+    }
 }

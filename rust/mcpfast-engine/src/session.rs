@@ -144,10 +144,6 @@ impl HttpSession {
             .as_ref()
             .is_some_and(|j| j.iter_any().next().is_some())
             && self.cookies_at.elapsed() > Duration::from_secs(1);
-        if ctx.shared.bearer_gen() != self.token_gen {
-            (self.token_gen, self.token_line) = token_line(ctx, self.token_slot);
-            self.cookies_changed(ctx);
-        }
         if !self.conn.parser.set_cookies.is_empty() || stale {
             if let (Some(jar), Some(url)) = (self.jar.as_mut(), ctx.cookie_url.as_ref()) {
                 for v in &self.conn.parser.set_cookies {
@@ -160,6 +156,15 @@ impl HttpSession {
             self.cookies_changed(ctx);
         }
         spent
+    }
+
+    /// Before a request: a token replaced since the last one (`set_bearer_tokens`) goes out
+    /// with this request already.
+    fn fresh_token(&mut self, ctx: &Ctx) {
+        if ctx.shared.bearer_gen() != self.token_gen {
+            (self.token_gen, self.token_line) = token_line(ctx, self.token_slot);
+            self.cookies_changed(ctx);
+        }
     }
 
     /// Rebuild this user's header lines from its token and the cookies the jar sends now.
@@ -337,6 +342,7 @@ impl HttpSession {
         capture_session: bool,
         mut times: Option<&mut (Vec<Instant>, Vec<Instant>)>,
     ) -> Result<(usize, Option<String>), Failed> {
+        self.fresh_token(ctx);
         let id = self.next_id;
         self.next_id += 1;
         self.build(t, id);
@@ -436,6 +442,7 @@ impl HttpSession {
 
     /// A fire-and-forget POST (notifications/initialized): 2xx expected.
     async fn notify(&mut self, ctx: &Ctx, body: &[u8]) -> Result<(), Failed> {
+        self.fresh_token(ctx);
         self.req.clear();
         self.req.extend_from_slice(&self.head);
         self.req.extend_from_slice(b"Content-Length: ");
@@ -604,6 +611,7 @@ impl HttpSession {
         if s.id.is_none() {
             return false;
         }
+        self.fresh_token(ctx);
         let mut req = Vec::with_capacity(256);
         ctx.proto.head(&mut req, "DELETE", Some(&s));
         req.extend_from_slice(&self.own_headers);
@@ -1041,6 +1049,38 @@ mod tests {
         }
         for r in &seen[1..] {
             assert_eq!(r.header("Cookie"), Some("lb=a1"), "{}", r.what());
+        }
+    }
+
+    #[test]
+    fn a_replaced_token_goes_with_the_very_next_request() {
+        let server = Server::start(|seen| mcp(seen, "s-1"));
+        let ctx = testing::ctx(Settings {
+            bearer_tokens: vec!["t1".into()],
+            ..settings(&server)
+        });
+        testing::run(async {
+            let mut s = HttpSession::new(&ctx);
+            assert!(s.open(&ctx, Instant::now(), false).await);
+            ctx.shared.replace_bearer_tokens(vec!["t2".into()]);
+            let call = &ctx.items[0];
+            assert!(s
+                .one(&ctx, call, Instant::now(), call.name, None)
+                .await
+                .is_ok());
+            assert!(s.delete(&ctx).await);
+        });
+        let seen = server.seen();
+        let tokens: Vec<_> = seen
+            .iter()
+            .map(|r| (r.what(), r.header("Authorization")))
+            .collect();
+        assert_eq!(seen.len(), 4, "{tokens:?}");
+        for r in &seen[..2] {
+            assert_eq!(r.header("Authorization"), Some("Bearer t1"), "{tokens:?}");
+        }
+        for r in &seen[2..] {
+            assert_eq!(r.header("Authorization"), Some("Bearer t2"), "{tokens:?}");
         }
     }
 

@@ -258,11 +258,14 @@ impl Shared {
         }
     }
 
-    /// Open model at `rate` arrivals/s for the engine; None: closed model.
+    /// Open model at `rate` arrivals/s for the engine; None: closed model. Each rate is a
+    /// schedule of its own, from now: the arrivals queued for the previous one and not yet
+    /// sent are dropped by the pacers when they see it (a step of a capacity search is judged
+    /// on its own arrivals, not on a backlog of the step before).
     pub(crate) fn set_rate(&self, rate: Option<f64>) {
         let r = rate.filter(|r| r.is_finite() && *r > 0.0).unwrap_or(0.0);
-        // a closed model turning open starts a new schedule now (before the threads see the rate)
-        if r > 0.0 && self.thread_rate().is_none() {
+        if r > 0.0 {
+            // the new schedule's start, stored before the threads see the rate
             let now = self.now_ns();
             self.open_since_ns.store(now, Ordering::Release);
         }
