@@ -50,6 +50,8 @@ __all__ = [
 GENERATOR_BUSY = 0.9  # share of its CPU at which a generator process or engine thread set the pace
 FAILURE_METRICS = ("failures", "fail_ratio")  # an SLO clause on these replaces the default "no failures"
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
+GROWTH_FLOOR_US = 2000  # a median that grows less than this through a window is noise, not a queue
+GROWTH_MIN_SAMPLES = 20  # per half: fewer say nothing of a trend
 
 
 @dataclass(frozen=True)
@@ -125,9 +127,15 @@ SETUP_NAMES = frozenset(
         "GET:405",
         "subscriptions/listen:ack",
         "Retry-After wait",
+        "progress:first-event",
+        "progress:gap",
+        "sse:first-event",
+        "sse:gap",
+        "cycle",
     }
 )
-"""Rows of a session's set-up, its held stream or its transport: never the search's unit unless named."""
+"""Rows of a session's set-up, its streams' events or its transport, and the handshake families'
+whole cycle: never the search's unit unless named (each is no arrival of its own)."""
 
 
 @dataclass(frozen=True)
@@ -167,6 +175,9 @@ class Window:
     dropped: int = 0  # arrivals the generator's queue had no room for
     generator_cpu: float = 0.0  # the busiest generator process's or engine thread's CPU share
     server: ServerSample = field(default_factory=ServerSample)
+    # every request of the window's first and second half (successes and failures), for the
+    # trend of its latency: a queue that grows shows as a later half slower than the earlier
+    halves: tuple[HistogramSet, HistogramSet] | None = None
 
     def count(self, unit: Unit | None) -> tuple[int, int]:
         """(completed, failed) requests of the search's unit (every request: None)."""
@@ -192,12 +203,28 @@ class Window:
 
     def latency(self, unit: Unit) -> Histogram:
         """Successes and failures of the unit, merged (a slow failure is not hidden)."""
-        out = Histogram()
-        for hset in (self.ok, self.failed):
-            for (_, name), h in hset.items():
-                if unit.counts(name):
-                    out.merge(h)
-        return out
+        return _unit_latency((self.ok, self.failed), unit)
+
+    def growth(self, unit: Unit) -> tuple[int, int] | None:
+        """(p50 of the first half, p50 of the second) in µs when the median latency of the
+        unit grew through the window by more than it was at its start and by at least
+        ``GROWTH_FLOOR_US``: the server's queue grows; None otherwise."""
+        if self.halves is None:
+            return None
+        first, second = (_unit_latency((half,), unit) for half in self.halves)
+        if first.total_count < GROWTH_MIN_SAMPLES or second.total_count < GROWTH_MIN_SAMPLES:
+            return None
+        a, b = first.value_at_percentile(50.0), second.value_at_percentile(50.0)
+        return (a, b) if b - a > max(GROWTH_FLOOR_US, a) else None
+
+
+def _unit_latency(sets: tuple[HistogramSet, ...], unit: Unit) -> Histogram:
+    out = Histogram()
+    for hset in sets:
+        for (_, name), h in hset.items():
+            if unit.counts(name):
+                out.merge(h)
+    return out
 
 
 @dataclass
@@ -268,6 +295,13 @@ def judge(window: Window, slo: list[Threshold], unit: Unit, min_achieved: float 
     if short or window.dropped:
         dropped = f", {window.dropped:,} arrivals dropped" if window.dropped else ""
         verdict.reasons.append(f"achieved {achieved:,.0f}/s of {window.offered:,.0f}/s offered{dropped}")
+        kinds.append("rate")
+    grew = window.growth(unit)
+    if grew is not None:
+        a, b = grew
+        verdict.reasons.append(
+            f"the median latency grew from {_show_latency(a)} to {_show_latency(b)} through the window (the server's queue grows)"
+        )
         kinds.append("rate")
     if kinds:
         verdict.passed = False

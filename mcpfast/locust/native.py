@@ -227,6 +227,7 @@ class NativeDriver:
         self.stats = mstats.get(environment)
         self.stats.stop_hooks.append(self.finish)
         self.stats.reset_hooks.append(self.reset)
+        self.stats.rate_hooks.append(self.set_rate)
 
     def config(self) -> EngineConfig:
         """The engine's config (a scenario's driver overrides it with its user class's mix)."""
@@ -273,6 +274,11 @@ class NativeDriver:
         _replace_cpu_monitor(self.environment.runner)
         logger.info("mcpfast native engine started: family %s, %s, %d thread(s)", self.family, cfg.transport, cfg.threads)
         return True
+
+    def set_rate(self, runner_rate: float) -> None:
+        """A new open-model rate for this process (``McpStats.set_rate``): a new schedule now."""
+        if self.engine is not None:
+            self.engine.set_rate(runner_rate)
 
     def _new_token(self, token: str) -> None:
         if self.engine is not None:

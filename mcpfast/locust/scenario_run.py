@@ -109,6 +109,12 @@ class ScenarioUserBase(McpUser):
     uses_scenario = True
     user_class: sc.UserClass | None = None
 
+    @classmethod
+    def plan_names(cls) -> set[str]:
+        """Every request name the loaded plan's operations report (empty before it is loaded)."""
+        plan = _PLAN["scenario"]
+        return {op.stat_name() for u in plan.users for op in u.ops} if plan is not None else set()
+
     def _class(self) -> sc.UserClass:
         if self.user_class is None:
             plan = _PLAN["scenario"]

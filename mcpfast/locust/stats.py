@@ -141,6 +141,10 @@ class McpStats:
         self.reset_hooks: list[Any] = []  # run on reset_stats (the native engine's reset())
         # callables given every drained window of the native engine (the rows Locust's tables got)
         self.drain_hooks: list[Any] = []
+        # the open model's rate set while running (the capacity search's steps) instead of
+        # --mcp-rate; each native engine of the process follows it through ``rate_hooks``
+        self.rate_override: float | None = None
+        self.rate_hooks: list[Any] = []
 
     # -- client-facing API (hot path) -------------------------------------------------------
     def record(
@@ -313,7 +317,24 @@ class McpStats:
             count = int(getattr(self.environment.parsed_options, "expect_workers", 1) or 1)
             index = max(int(getattr(runner, "worker_index", 0)), 0)
             self.worker_count, self.worker_index = count, index % count
-        self.schedule.configure(float(option(self.environment, "mcp_rate")), self.worker_index, self.worker_count)
+        self.schedule.configure(self.target_rate(), self.worker_index, self.worker_count)
+
+    def target_rate(self) -> float:
+        """The open model's rate for the whole run (every worker): the one set while running,
+        else ``--mcp-rate``; 0 is the closed model."""
+        if self.rate_override is not None:
+            return self.rate_override
+        return float(option(self.environment, "mcp_rate"))
+
+    def set_rate(self, rate: float) -> None:
+        """Change the open model's rate while running: this runner's share goes to the Python
+        pacer and to every native engine of the process, each starting a new schedule now."""
+        if not rate > 0:
+            raise ValueError(f"an open model's rate must be above 0, got {rate!r}")
+        self.rate_override = float(rate)
+        self.schedule.configure(self.rate_override, self.worker_index, self.worker_count)
+        for hook in list(self.rate_hooks):
+            hook(self.schedule.runner_rate)
 
     # -- worker side ---------------------------------------------------------------------------------
     def take_delta(self, final: bool = False) -> dict[str, Any] | None:
@@ -395,7 +416,7 @@ class McpStats:
         runner = self.environment.runner
         stop = self.stop_time or time.time()
         duration = (stop - self.start_time) if self.start_time else None
-        rate = float(option(self.environment, "mcp_rate"))
+        rate = self.target_rate()
 
         def entries(hset: HistogramSet) -> list[dict[str, Any]]:
             out = []

@@ -9,7 +9,8 @@ Grammar (one expression per ``--mcp-threshold``, repeatable)::
   name the metric is over every request of the run.
 * ``METRIC`` - ``pNN`` (``p50``, ``p99``, ``p99.9``: latency percentile), ``mean``, ``min``,
   ``max`` (latency), ``rps`` (requests per second over the run), ``requests`` (count),
-  ``failures`` (count), ``fail_ratio`` (failures / requests).
+  ``failures`` (count), ``fail_ratio`` (failures / requests), ``fail%`` (the same in percent:
+  ``fail% < 0.1`` is ``fail_ratio < 0.001``).
 * ``OP`` - ``<``, ``<=``, ``>``, ``>=``.
 * ``VALUE`` - a number; latency metrics take a unit ``us``, ``ms`` (default) or ``s``.
 
@@ -40,7 +41,7 @@ OPS = {"<": float.__lt__, "<=": float.__le__, ">": float.__gt__, ">=": float.__g
 FAILED_EXIT_CODE = 1
 
 _EXPR = re.compile(
-    r"^\s*(?:(?P<name>.*\S)\s+)?(?P<metric>[A-Za-z_]+[0-9.]*)\s*(?P<op><=|>=|<|>)\s*"
+    r"^\s*(?:(?P<name>.*\S)\s+)?(?P<metric>[A-Za-z_]+[0-9.]*%?)\s*(?P<op><=|>=|<|>)\s*"
     r"(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>[A-Za-zµ]*)\s*$"
 )
 
@@ -75,6 +76,10 @@ def parse(text: str) -> Threshold:
         )
     name, metric, op, unit = m["name"], m["metric"].lower(), m["op"], m["unit"]
     value = float(m["value"])
+    if metric == "fail%":  # a percentage of requests, held as the ratio
+        if not 0.0 <= value <= 100.0:
+            raise ThresholdError(f"threshold {text!r}: fail% compares with a percentage in [0, 100], got {value:g}")
+        metric, value = "fail_ratio", value / 100.0
     if metric.startswith("p") and metric not in COUNT_METRICS:
         try:
             p = float(metric[1:])
@@ -83,7 +88,9 @@ def parse(text: str) -> Threshold:
         if not 0.0 < p <= 100.0:
             raise ThresholdError(f"threshold {text!r}: percentile {metric!r} must be in (0, 100]")
     elif metric not in COUNT_METRICS + LATENCY_METRICS:
-        raise ThresholdError(f"threshold {text!r}: unknown metric {metric!r} (pNN, mean, min, max, rps, requests, failures, fail_ratio)")
+        raise ThresholdError(
+            f"threshold {text!r}: unknown metric {metric!r} (pNN, mean, min, max, rps, requests, failures, fail_ratio, fail%)"
+        )
     if metric in COUNT_METRICS:
         if unit:
             raise ThresholdError(f"threshold {text!r}: {metric} takes no unit, got {unit!r}")

@@ -186,3 +186,34 @@ def test_an_slo_that_cannot_be_judged_is_refused(texts: list[str], names: set[st
 def test_settings_out_of_range_are_refused(field: str, value: float, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         SearchSettings(**{field: value}).check()  # type: ignore[arg-type]
+
+
+def halves(first_us: int, second_us: int, n: int = 200) -> tuple[HistogramSet, HistogramSet]:
+    a, b = HistogramSet(), HistogramSet()
+    a.get("mcp-http", "tools/call:echo").record(first_us, n)
+    b.get("mcp-http", "tools/call:echo").record(second_us, n)
+    b.get("mcp-http", "initialize").record(900_000, n)  # a set-up row's latency is no trend of the unit
+    return a, b
+
+
+def test_a_median_that_grows_through_the_window_is_a_growing_queue() -> None:
+    w = window(190, 200)
+    w.halves = halves(6_000, 80_000)
+    v = judge(w, parse_slo(["p99 < 1s"]), CALLS)
+    assert not v.passed and v.kind == "rate"
+    assert "the median latency grew from 6 ms to 80 ms through the window" in v.reasons[-1]
+
+
+@pytest.mark.parametrize(("first", "second"), [(6_000, 7_500), (60, 1_900), (6_000, 11_900)])
+def test_a_steady_median_is_no_trend(first: int, second: int) -> None:
+    w = window(190, 200)
+    w.halves = halves(first, second)
+    assert judge(w, parse_slo(["p99 < 1s"]), CALLS).passed
+
+
+def test_fail_percent_is_the_ratio_in_percent() -> None:
+    (t,) = parse_slo(["fail% < 0.1"])
+    assert t.metric == "fail_ratio" and t.value == pytest.approx(0.001)
+    w = window(100, 200, failures=1)  # 1 of 508: 0.197 %
+    v = judge(w, [t], CALLS)
+    assert not v.passed and v.reasons == ["fail% read 0.197% (SLO < 0.1%)"]
