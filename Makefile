@@ -52,9 +52,11 @@ test: install conformance-install peers-install lint redis-install haproxy-insta
 
 # The examples (benchmark helpers) are not linked here: clippy --all-targets checks they build,
 # and each would be one more fat-LTO link. `--tests` takes each crate's unit tests but the
-# binding's (`test = false` in its Cargo.toml: it has none), which `--lib` would link.
+# binding's (`test = false` in its Cargo.toml: it has none), which `--lib` would link. pyo3 gets the
+# features maturin builds it with (pyproject's [tool.maturin]), so the binding's test reuses the
+# extension's build of it instead of compiling pyo3 a second time.
 test-rust: ## cargo tests of every crate: the pure-Rust core, the native load engine, the HTTP load generator and the binding (its module order)
-	cargo test --release -p mcpfast-core -p mcpfast-engine -p mcpfast-load -p mcpfast-py --bins --tests --quiet
+	cargo test --release -p mcpfast-core -p mcpfast-engine -p mcpfast-load -p mcpfast-py --features pyo3/extension-module --bins --tests --quiet
 
 # The suite runs on PYTEST_WORKERS processes (pytest-xdist: three on two cores, since most tests wait on the
 # servers and Locust processes they start), then the tests marked `serial` alone.
