@@ -146,6 +146,38 @@ class LineFramer:
         """End of stream: the unterminated last line, if any, as a line or an oversize report."""
 
 @final
+class StdioLane:
+    """The stdio transport's short way for sync tool calls: ``LineFramer.feed`` that answers
+    lines itself.
+
+    Once told which session it answers for (``serve``), ``feed`` answers, in order, the lines
+    it can (a ``tools/call`` whose params are the tool's name and arguments alone, with an id
+    not in ``in_flight``), calling ``run_tool(name, arguments, version)`` (a result dict, a str
+    for a result of one text content, ``(code, message, data)``, or ``None``: not served here);
+    ``unencodable(id, exc)`` returns the reply to a result JSON cannot hold. The replies are the
+    session machine's bytes for those lines. The pure-Python core answers no line: it frames.
+    """
+
+    def __new__(
+        cls,
+        max_line: int,
+        run_tool: Callable[[str, Any, str], dict[str, Any] | str | tuple[int, str, Any] | None],
+        unencodable: Callable[[int | str, BaseException], bytes],
+    ) -> StdioLane: ...
+    def serve(self, version: str, in_flight: Mapping[Any, Any]) -> None:
+        """Answer plain ``tools/call`` lines from now on, for a session of ``version`` (one that
+        serves ``tools/call`` directly) whose requests in flight are ``in_flight`` (a dict)."""
+    def feed(self, data: bytes) -> bytes | tuple[bytes, list[bytes | FrameTooLarge]]:
+        """The replies (each line ended by a newline) when every line of ``data`` was answered;
+        else ``(replies, rest)``: the replies to the lines before the first one left to the
+        session machine, then that line and those after it as ``LineFramer.feed`` gives them."""
+    def close(self) -> bytes | tuple[bytes, list[bytes | FrameTooLarge]]:
+        """``feed`` at the end of the stream: the unterminated last line (``LineFramer.close``)."""
+    @property
+    def answered(self) -> int:
+        """Lines answered by the lane since it was made."""
+
+@final
 class HttpLane:
     """The native HTTP server's short way for sync tool calls of sessions it knows.
 
@@ -616,6 +648,7 @@ __all__ = [
     "SseDecoder",
     "SseEncoder",
     "SseEvent",
+    "StdioLane",
     "auth_param",
     "build_profile",
     "decode",

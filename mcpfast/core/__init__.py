@@ -51,6 +51,7 @@ __all__ = [
     "SseDecoder",
     "SseEncoder",
     "SseEvent",
+    "StdioLane",
     "auth_param",
     "decode",
     "encode_error",
@@ -127,6 +128,7 @@ if TYPE_CHECKING:
         SseDecoder,
         SseEncoder,
         SseEvent,
+        StdioLane,
         auth_param,
         decode,
         encode_error,
@@ -147,6 +149,7 @@ else:
     LineFramer = _impl.LineFramer
     SseDecoder = _impl.SseDecoder
     SseEncoder = _impl.SseEncoder
+    StdioLane = _impl.StdioLane
     decode = _impl.decode
     encode_error = _impl.encode_error
     encode_notification = _impl.encode_notification

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -38,6 +38,7 @@ __all__ = [
     "SseDecoder",
     "SseEncoder",
     "SseEvent",
+    "StdioLane",
     "auth_param",
     "build_profile",
     "decode",
@@ -673,6 +674,37 @@ class LineFramer:
         self._dsize = 0
         self._dlast_cr = False
         return out
+
+
+class StdioLane:
+    """The stdio transport's short way for sync tool calls (see ``_core.pyi``). This core
+    answers no line itself: it frames, and every line goes to the session machine, which gives
+    the replies the compiled lane gives."""
+
+    __slots__ = ("_framer",)
+
+    def __init__(
+        self,
+        max_line: int,
+        run_tool: Callable[[str, Any, str], dict[str, Any] | str | tuple[int, str, Any] | None],
+        unencodable: Callable[[int | str, BaseException], bytes],
+    ) -> None:
+        if max_line < 1:
+            raise ValueError("max_line must be at least 1")
+        self._framer = LineFramer(max_line)
+
+    def serve(self, version: str, in_flight: Mapping[Any, Any]) -> None:
+        """Nothing is answered here, whatever the session."""
+
+    def feed(self, data: bytes) -> bytes | tuple[bytes, list[bytes | FrameTooLarge]]:
+        return b"", self._framer.feed(data)
+
+    def close(self) -> bytes | tuple[bytes, list[bytes | FrameTooLarge]]:
+        return b"", self._framer.close()
+
+    @property
+    def answered(self) -> int:
+        return 0
 
 
 def frame_lines(messages: Sequence[bytes]) -> bytes:

@@ -1,17 +1,24 @@
 """The stdio transport: newline-delimited JSON-RPC over a child process's stdin and stdout.
 
-A thin adapter: it frames bytes (``core.LineFramer``), feeds the session machine through a
-``Connection`` and writes what the session machine queued with one ``core.frame_lines`` write. Replies
-of plain sync handlers are produced inline while a chunk of input is fed, so every reply a read
-chunk produced goes out in one write at the end of that chunk; output produced later (by tasks)
-is written by a writer task, one write per wake-up. Backpressure runs both ways: input is not
-read while too many requests are in flight or while the peer is not reading our output.
+A thin adapter: it frames bytes, feeds the session machine through a ``Connection`` and writes
+what the session machine queued with one ``core.frame_lines`` write. Replies of plain sync
+handlers are produced inline while a chunk of input is fed, so every reply a read chunk produced
+goes out in one write at the end of that chunk; output produced later (by tasks) is written by a
+writer task, one write per wake-up. Backpressure runs both ways: input is not read while too
+many requests are in flight or while the peer is not reading our output.
+
+The framing is the core's ``StdioLane``: once the session serves ``tools/call`` directly (after
+``initialize``), it also answers the lines that are a plain ``tools/call`` of a plain sync tool
+(the application's ``run_plain_tool``), with the reply encoded in the core, in one crossing per
+read; the other lines, from the first it leaves on, take the session machine's full path. The
+replies are the same bytes either way (``lane=False``: every line takes the full path).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import stat
@@ -19,6 +26,8 @@ import sys
 from typing import TYPE_CHECKING, Any, Final
 
 from mcpfast import core
+from mcpfast.protocol import methods as m
+from mcpfast.sansio import unencodable_result
 
 if TYPE_CHECKING:
     from mcpfast.server.app import Server
@@ -33,6 +42,8 @@ DEFAULT_MAX_IN_FLIGHT: Final = 256
 DEFAULT_SHUTDOWN_GRACE: Final = 0.5
 """Seconds requests in flight at stdin EOF get to finish before they are cancelled."""
 _READ_SIZE: Final = 1 << 16
+_UNENCODABLE: Final = functools.partial(unencodable_result, what=m.TOOLS_CALL)
+"""The lane's reply to a tool result JSON cannot hold (the session machine's, and its log line)."""
 
 
 class _Writer:
@@ -48,6 +59,7 @@ class _Writer:
         self._wake = asyncio.Event()
         self._closing = False
         self._holding = False
+        self._answered = b""
         self.broken = False
         conn.session.on_output = self._on_output
 
@@ -55,17 +67,27 @@ class _Writer:
         if not self._holding:
             self._wake.set()
 
-    def hold(self) -> None:
-        """Keep output in the outbox until ``flush`` (the read loop is feeding a chunk)."""
+    def hold(self, answered: bytes = b"") -> None:
+        """Keep output in the outbox until ``flush`` (the read loop is feeding a chunk);
+        ``answered``: the lane's replies to the chunk's first lines, written first."""
         self._holding = True
+        self._answered = answered
 
     def flush(self) -> None:
         """Write whatever is queued now, in one write (no waiting: see ``drained``)."""
         self._holding = False
+        answered, self._answered = self._answered, b""
         messages = self._conn.session.data_to_send()
-        if messages and not self.broken:
+        if messages:
+            self.write(answered + core.frame_lines(messages))
+        elif answered:
+            self.write(answered)
+
+    def write(self, data: bytes) -> None:
+        """Write framed lines now (the lane's replies to a whole chunk, or what ``flush`` took)."""
+        if not self.broken:
             try:
-                self._writer.write(core.frame_lines(messages))
+                self._writer.write(data)
             except (ConnectionError, BrokenPipeError, RuntimeError):
                 self.broken = True
 
@@ -106,6 +128,7 @@ async def serve_stdio(
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
     max_line: int = core.DEFAULT_MAX_LINE,
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
+    lane: bool = True,
 ) -> None:
     """Serve one MCP session over a pair of streams until the input ends.
 
@@ -118,26 +141,41 @@ async def serve_stdio(
             -32600 (id null) and skipped.
         shutdown_grace: seconds in-flight requests get to finish after EOF before they are
             cancelled.
+        lane: answer plain sync tool calls in the core (``core.StdioLane``); ``False``: every
+            line through the session machine. The replies are the same bytes either way.
     """
     await server.start(transport="stdio")
     try:
-        await _serve(server, reader, writer, max_in_flight, max_line, shutdown_grace)
+        await _serve(server, reader, writer, max_in_flight, max_line, shutdown_grace, lane)
     finally:
         await server.stop()
 
 
-async def _serve(server: Server, reader: Any, writer: Any, max_in_flight: int, max_line: int, shutdown_grace: float) -> None:
+async def _serve(server: Server, reader: Any, writer: Any, max_in_flight: int, max_line: int, shutdown_grace: float, lane: bool) -> None:
     conn = server.connect(records=False)  # one stream, in order: the bytes are all it needs
+    session = conn.session
     out = _Writer(conn, writer)
     writer_task = asyncio.get_running_loop().create_task(out.run())
-    framer = core.LineFramer(max_line)
+    framing = core.StdioLane(max_line, server.run_plain_tool, _UNENCODABLE)
+    serving = not lane  # a lane never told to serve a session only frames
     feed = conn.feed
     frame_too_large = core.FrameTooLarge
     try:
         while not out.broken:
             chunk = await reader.read(_READ_SIZE)
-            items = framer.feed(chunk) if chunk else framer.close()
-            out.hold()
+            if not serving and session.serves_directly(m.TOOLS_CALL) and session.version is not None:  # initialize was answered
+                framing.serve(session.version, session.requests_in_flight)
+                serving = True
+            fed = framing.feed(chunk) if chunk else framing.close()
+            if isinstance(fed, bytes):  # the usual read: the lane answered every line
+                if fed:
+                    out.write(fed)
+                if not chunk:
+                    break
+                await out.drained()
+                continue
+            answered, items = fed
+            out.hold(answered)
             for item in items:
                 try:
                     if type(item) is frame_too_large:

@@ -10,6 +10,7 @@ mod http1;
 mod lane;
 mod message;
 mod pyjson;
+mod stdio_lane;
 mod stream;
 
 use pyo3::prelude::*;
@@ -148,6 +149,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<engine::DrainRow>()?;
     m.add_class::<lane::HttpLane>()?;
     m.add_class::<message::Message>()?;
+    m.add_class::<stdio_lane::StdioLane>()?;
     m.add_class::<stream::LineFramer>()?;
     m.add_class::<stream::SseEvent>()?;
     m.add_class::<stream::SseEncoder>()?;
@@ -181,6 +183,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
             "SseDecoder",
             "SseEncoder",
             "SseEvent",
+            "StdioLane",
             "auth_param",
             "build_profile",
             "decode",

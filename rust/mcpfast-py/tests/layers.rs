@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["pyjson"],
     // the classes and functions of `mcpfast._core`
     &["message"],
-    &["stream", "lane"],
+    &["stream", "lane", "stdio_lane"],
     &["engine"],
     // the module `mcpfast._core` itself
     &["crate"],
