@@ -64,7 +64,7 @@ class SearchSettings:
     warmup_s: float = 2.0
     steady_s: float = 5.0
     max_time_s: float = 180.0  # the whole search, steps and their gaps
-    min_achieved: float = 0.95  # achieved / offered below this: the server fell behind
+    min_achieved: float = 0.97  # achieved / offered below this: the server fell behind
     stop_on_failure: bool = False  # end at the first failed step (no bisection above it)
 
     def check(self) -> SearchSettings:
@@ -207,15 +207,15 @@ class Window:
 
     def growth(self, unit: Unit) -> tuple[int, int] | None:
         """(p50 of the first half, p50 of the second) in µs when the median latency of the
-        unit grew through the window by more than it was at its start and by at least
-        ``GROWTH_FLOOR_US``: the server's queue grows; None otherwise."""
+        unit grew through the window by more than half of what it was in its first half and
+        by at least ``GROWTH_FLOOR_US``: the server's queue grows; None otherwise."""
         if self.halves is None:
             return None
         first, second = (_unit_latency((half,), unit) for half in self.halves)
         if first.total_count < GROWTH_MIN_SAMPLES or second.total_count < GROWTH_MIN_SAMPLES:
             return None
         a, b = first.value_at_percentile(50.0), second.value_at_percentile(50.0)
-        return (a, b) if b - a > max(GROWTH_FLOOR_US, a) else None
+        return (a, b) if b - a > max(GROWTH_FLOOR_US, a // 2) else None
 
 
 def _unit_latency(sets: tuple[HistogramSet, ...], unit: Unit) -> Histogram:

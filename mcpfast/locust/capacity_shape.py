@@ -74,6 +74,7 @@ __all__ = [
     "STEP_MESSAGE",
     "WINDOW_MESSAGE",
     "CapacityShape",
+    "progress",
     "register",
     "unit_of",
     "write",
@@ -623,6 +624,13 @@ def write(folder: Path, result: dict[str, Any]) -> Path:
                 ]
             )
     return path
+
+
+def progress(environment: Any) -> dict[str, Any] | None:
+    """The search so far, in ``capacity.json``'s shape (its steps judged until now), on the
+    process that runs the shape; None where no search runs (a worker, or another shape)."""
+    controller = getattr(environment, CONTROLLER_ATTR, None)
+    return controller.result() if isinstance(controller, Controller) else None
 
 
 class CapacityShape(LoadTestShape):
