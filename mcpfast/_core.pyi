@@ -13,6 +13,8 @@ outside the 64-bit range becomes a float *inside* params/result (as orjson does)
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal, final
 
+from typing_extensions import Buffer
+
 from mcpfast._errors import FrameTooLarge, JsonRpcError
 
 __version__: Final[str]
@@ -188,6 +190,8 @@ class HttpLane:
     dict, a str for a result of one text content, ``(code, message, data)``, or ``None``: not
     served here). ``unencodable(id, exc)``
     returns the reply to a result JSON cannot hold; ``clock()`` the ``date`` header line.
+    With ``require_tokens``, it answers only requests whose bearer token ``learn_token`` told
+    it of; with ``count_into``, it counts what it answers.
     """
 
     def __new__(
@@ -203,8 +207,11 @@ class HttpLane:
     ) -> HttpLane: ...
     def learn(self, headers: dict[bytes, bytes]) -> None:
         """Remember the ``Host``, ``Accept``, ``Content-Type`` and ``Origin`` values of a request the full path accepted."""
-    def add_session(self, session_id: str, session: object, in_flight: Mapping[Any, Any], version: str) -> None:
-        """Serve sync tool calls of this session (``session.last_seen`` is set on each one)."""
+    def add_session(
+        self, session_id: str, session: object, in_flight: Mapping[Any, Any], version: str, principal: str | None = None
+    ) -> None:
+        """Serve sync tool calls of this session (``session.last_seen`` is set on each one), to
+        callers whose token's subject is ``principal`` (``None``: no authentication)."""
     def drop_session(self, session_id: str) -> None:
         """Forget a session."""
     def allow_births(
@@ -226,11 +233,38 @@ class HttpLane:
         Ids are ``id_bytes`` random bytes in base64url. ``opened_head`` is an ``initialize``
         reply's head with ``id_mark`` where the id goes; ``accepted_head`` and ``ended_head``
         those of a 202 and of a ``DELETE``'s 200 (each up to its length)."""
-    def allow_stateless(self, versions: list[str], serve: Callable[[str, Any, str, int | str], tuple[bytes, bytes] | None]) -> None:
+    def allow_stateless(self, versions: list[str], serve: Callable[[str, Any, str, int | str], tuple[int, bytes, bytes] | None]) -> None:
         """Answer 2026-07-28 ``tools/call`` requests in ``versions`` whose ``Mcp-Method`` and
         ``Mcp-Name`` agree with the body (no ``Mcp-Param-*`` header) and whose ``_meta`` is the
         version, client capabilities and maybe client info: ``serve(name, arguments, version,
-        id)`` returns ``None`` (nothing ran: the full path serves it) or ``(head, body)``."""
+        id)`` returns ``None`` (nothing ran: the full path serves it) or ``(status, head, body)``."""
+    def require_tokens(self, max: int = ...) -> None:
+        """Answer only requests with a bearer token the full path verified (``learn_token``), at
+        most ``max`` held; the lane then opens no session itself."""
+    def learn_token(self, authorization: bytes, subject: str, until: float) -> bool:
+        """Admit the token of ``authorization`` (exactly ``Bearer <token>``) for ``subject`` until
+        the Unix time ``until``: whether it is held."""
+    def forget_token(self, authorization: bytes) -> None:
+        """Admit the token of ``authorization`` no more."""
+    def forget_tokens(self) -> None:
+        """Admit no token held so far."""
+    @property
+    def tokens(self) -> int:
+        """Bearer tokens held."""
+    def count_into(self, bounds: list[int], cells: Buffer | None = None) -> None:
+        """Count what it answers from now on, by label and status, with a histogram of its
+        times over ``bounds`` (nanoseconds): in ``cells`` (``tally_cells(bounds)`` zeroed
+        64-bit items, e.g. a file's ``mmap`` cast to ``'Q'``) or in its own memory."""
+    @staticmethod
+    def tally_cells(bounds: list[int]) -> int:
+        """The 64-bit cells a tally over ``bounds`` takes."""
+    def tally(self) -> tuple[list[tuple[str, int, int]], list[int], list[int], int] | None:
+        """``(requests, bounds, buckets, nanos)``: ``(label, status, count)`` per kind of request
+        answered, the requests per bucket (not cumulative; the last past every bound) and the sum
+        of their times; ``None`` without ``count_into``."""
+    @staticmethod
+    def read_tally(cells: Buffer) -> tuple[list[tuple[str, int, int]], list[int], list[int], int] | None:
+        """``tally()`` of another lane's cells (``None``: no tally there yet)."""
     def learn_initialize(self, requested: str, version: str, result: bytes, tools: bool, defaults: object) -> None:
         """The full path answered an ``initialize`` asking for ``requested`` with ``result`` (the
         encoded result) under the server's ``defaults``: a session of ``version`` that admits

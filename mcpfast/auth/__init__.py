@@ -8,9 +8,11 @@
 * 401 with ``WWW-Authenticate: Bearer resource_metadata="…", scope="…"``; 403
   ``insufficient_scope`` naming every scope the operation needs.
 
-The transport binds sessions to the token's subject (``Principal.subject``).
+The transport binds sessions to the token's subject (``Principal.subject``). The native
+server's lane admits a token the resource server verified by a lookup (``ResourceServer.lend``)
+until its expiry or the keys' next fetch, and forgets it when it is refused or the keys change.
 """
 
-from mcpfast.auth.resource import JwksSource, Principal, ResourceServer
+from mcpfast.auth.resource import JwksSource, Principal, ResourceServer, TokenSink
 
-__all__ = ["JwksSource", "Principal", "ResourceServer"]
+__all__ = ["JwksSource", "Principal", "ResourceServer", "TokenSink"]

@@ -6,20 +6,38 @@ import asyncio
 import json
 import time
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from ipaddress import ip_address
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 from urllib.parse import urlsplit
 
 import jwt
 from jwt import PyJWKSet
 
-__all__ = ["JwksSource", "Principal", "ResourceServer"]
+__all__ = ["JwksSource", "Principal", "ResourceServer", "TokenSink"]
 
 _DEFAULT_ALGORITHMS: Final = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 _CACHE_SIZE: Final = 4096
+
+
+class TokenSink(Protocol):
+    """What a resource server tells of the tokens it verified (the native server's lane,
+    ``core.HttpLane``, which then admits them without verifying them again)."""
+
+    def learn_token(self, authorization: bytes, subject: str, until: float) -> bool:
+        """The token of the ``Authorization`` value ``authorization`` speaks for ``subject``
+        until the Unix time ``until``."""
+        ...
+
+    def forget_token(self, authorization: bytes) -> None:
+        """The token of ``authorization`` is refused now."""
+        ...
+
+    def forget_tokens(self) -> None:
+        """Every token told so far may be refused now (the signing keys changed)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +63,9 @@ def _is_loopback(host: str | None) -> bool:
 class JwksSource:
     """A JWKS from a file or an URL (https, or http on loopback), cached for ``ttl`` seconds.
 
-    An unknown ``kid`` triggers one refetch, at most every ``min_refresh`` seconds.
+    An unknown ``kid`` triggers one refetch, at most every ``min_refresh`` seconds. A refetch
+    that finds other keys than before calls every ``on_change`` callback (tokens verified with
+    the old keys must be verified again).
     """
 
     def __init__(self, location: str, *, ttl: float = 300.0, min_refresh: float = 10.0, timeout: float = 5.0) -> None:
@@ -58,16 +78,37 @@ class JwksSource:
         if self.is_url and parts.scheme == "http" and not _is_loopback(parts.hostname):
             raise ValueError("a JWKS URL must be https (plain http only on loopback)")
         self._keys: PyJWKSet | None = None
+        self._seen: str | None = None  # the key set last read, as canonical JSON
         self._fetched = 0.0
         self._lock = asyncio.Lock()
+        self._changed: list[Callable[[], None]] = []
         if not self.is_url:
             self._keys = PyJWKSet.from_dict(json.loads(Path(location).read_text()))
             self._fetched = float("inf")
 
-    def _fetch(self) -> PyJWKSet:
+    def on_change(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` whenever a refetch finds other keys than before."""
+        self._changed.append(callback)
+
+    def due(self) -> bool:
+        """Whether the keys must be fetched (again) before they are trusted."""
+        return self._keys is None or (self.is_url and time.monotonic() - self._fetched > self.ttl)
+
+    def trusted_until(self) -> float:
+        """The Unix time until which the keys held are trusted without a refetch."""
+        if not self.is_url:
+            return float("inf")
+        return time.time() + (self._fetched + self.ttl - time.monotonic())
+
+    async def refresh_if_due(self) -> None:
+        """Fetch the keys again if they are ``due``."""
+        if self.due():
+            await self._refresh(time.monotonic())
+
+    def _fetch(self) -> Any:
         request = urllib.request.Request(self.location, headers={"Accept": "application/json"})
         with urllib.request.urlopen(request, timeout=self.timeout) as response:  # scheme checked
-            return PyJWKSet.from_dict(json.loads(response.read(1 << 20)))
+            return json.loads(response.read(1 << 20))
 
     async def key(self, kid: str | None) -> Any:
         """The verification key for ``kid`` (the only key when ``kid`` is absent), or ``None``."""
@@ -85,10 +126,18 @@ class JwksSource:
             if self._keys is not None and time.monotonic() - self._fetched < self.min_refresh:
                 return
             try:
-                self._keys = await asyncio.to_thread(self._fetch)
-            except (OSError, ValueError, jwt.PyJWKSetError):
+                data = await asyncio.to_thread(self._fetch)
+                keys = PyJWKSet.from_dict(data)
+                seen = json.dumps(data, sort_keys=True)
+            except (OSError, ValueError, TypeError, AttributeError, jwt.PyJWKSetError):
                 if self._keys is None:
                     return
+            else:
+                changed = self._seen is not None and seen != self._seen
+                self._keys, self._seen = keys, seen
+                if changed:
+                    for callback in self._changed:
+                        callback()
             self._fetched = now
 
     def _find(self, kid: str | None) -> Any:
@@ -150,7 +199,9 @@ class ResourceServer:
             }
         ).encode()
         self._cache: dict[str, tuple[Principal, float]] = {}
+        self._sinks: list[TokenSink] = []
         self._challenge = self._www_authenticate()
+        self.jwks.on_change(self._keys_changed)
 
     # ------------------------------------------------------------ metadata
 
@@ -179,6 +230,25 @@ class ResourceServer:
 
     # ----------------------------------------------------------- checking
 
+    def lend(self, sink: TokenSink) -> None:
+        """Tell ``sink`` of every token this server accepts from now on, until the earlier of
+        its expiry and the time its keys must be fetched again; of every token it refuses; and
+        when the keys change (every token then goes through ``check`` again)."""
+        self._sinks.append(sink)
+
+    def _keys_changed(self) -> None:
+        """Tokens verified with the old keys are verified again (a key may have been revoked)."""
+        self._cache.clear()
+        for sink in self._sinks:
+            sink.forget_tokens()
+
+    def _refused(
+        self, authorization: bytes, refusal: tuple[int, list[tuple[bytes, bytes]], bytes]
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        for sink in self._sinks:
+            sink.forget_token(authorization)
+        return refusal
+
     def _reject(self, status: int, error: str | None, description: str) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         challenge = self._www_authenticate(error, description) if error else self._challenge
         body = json.dumps({"error": error or "unauthorized", "error_description": description}).encode()
@@ -192,18 +262,24 @@ class ResourceServer:
         if scheme.lower() != b"bearer" or not token_bytes.strip():
             return self._reject(401, "invalid_request", "expected Authorization: Bearer <token>")
         token = token_bytes.strip().decode("ascii", "replace")
+        await self.jwks.refresh_if_due()  # a cached token outlives no key set past its time
         now = time.time()
         cached = self._cache.get(token)
-        if cached is not None and cached[1] + self.leeway > now:
-            principal = cached[0]
-        else:
+        if cached is None or cached[1] + self.leeway <= now:
             verified = await self._verify(token)
             if isinstance(verified, tuple):
-                return verified
+                return self._refused(authorization, verified)
+            cached = self._cache.get(token)
             principal = verified
+        else:
+            principal = cached[0]
         missing = [s for s in self.scopes if s not in principal.scopes]
         if missing:
-            return self._reject(403, "insufficient_scope", "the token lacks a required scope")
+            return self._refused(authorization, self._reject(403, "insufficient_scope", "the token lacks a required scope"))
+        if cached is not None and self._sinks:
+            until = min(cached[1], self.jwks.trusted_until())
+            for sink in self._sinks:
+                sink.learn_token(authorization, principal.subject, until)
         return principal
 
     async def _verify(self, token: str) -> Principal | tuple[int, list[tuple[bytes, bytes]], bytes]:

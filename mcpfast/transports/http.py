@@ -191,6 +191,9 @@ class HttpTransport:
     Attributes:
         table: the session table (``mcpfast.transports.sessions``).
         gates: the pipeline's checks before Origin and authentication (see ``Gate``), in order.
+        observers: gates among ``gates`` that refuse nothing (they watch: a label to count a
+            request by), past which the native server's lane may answer if it counts what they
+            would (``open_lane``'s ``counted``).
     """
 
     direct_http: Final = True
@@ -239,6 +242,7 @@ class HttpTransport:
         self.stateless_gates: set[Gate] = set()
         """Gates that let every 2026-07-28 POST through unchanged (``stateless_only``'s): with
         only those, the native server's lane still answers stateless calls (and nothing else)."""
+        self.observers: set[Gate] = set()
         self._stateless: set[Connection] = set()
         self._template: tuple[object, ServerSession] | None = None  # (the server's defaults, a machine made from them)
         self._lane_head: Callable[[int, Any], bytes] | None = None  # the native server's head renderer, with the lane
@@ -256,31 +260,49 @@ class HttpTransport:
         """Where SSE events are kept (the shared store's, when the table has one)."""
 
     def open_lane(
-        self, *, max_head: int, max_body: int, head: Callable[[int, Any], bytes], clock: Callable[[], bytes]
+        self,
+        *,
+        max_head: int,
+        max_body: int,
+        head: Callable[[int, Any], bytes],
+        clock: Callable[[], bytes],
+        counted: Callable[[core.HttpLane], None] | None = None,
     ) -> core.HttpLane | None:
         """The native server's lane for this transport (``core.HttpLane``: sync tool calls of
         sessions held here, and 2026-07-28 calls of plain tools, answered without the full
         path), or ``None`` when some request it would answer could be answered otherwise: the
         pure-Python core, gates (but for ``stateless_gates`` only: then it answers stateless
-        calls, nothing else), authentication or SSE replies (``json_response=False``). Asked
-        once, by the server, before it serves (``head(status, headers)`` renders a reply's head
-        as the server writes it, ``clock()`` its current ``date`` line); gates added after that
-        are not consulted by the lane."""
-        if not core.HAS_LANE or self.auth is not None or not self.json_response:
+        calls, nothing else; and ``observers``, when ``counted`` makes the lane count what they
+        watch) or SSE replies (``json_response=False``). With authentication the lane answers
+        only requests whose bearer token the resource server verified (``ResourceServer.lend``)
+        and opens no session itself (the full path binds each to its subject). Asked once, by
+        the server, before it serves (``head(status, headers)`` renders a reply's head as the
+        server writes it, ``clock()`` its current ``date`` line; ``counted(lane)`` sets the
+        lane's counting up before it answers anything); gates added after that are not
+        consulted by the lane."""
+        if not core.HAS_LANE or not self.json_response:
             return None
-        gated = bool(self.gates)
-        if gated and not all(gate in self.stateless_gates for gate in self.gates):
+        judging = [gate for gate in self.gates if gate not in self.observers]
+        if counted is None and len(judging) < len(self.gates):
+            return None  # nobody would count what the observers watch
+        gated = bool(judging)
+        if gated and not all(gate in self.stateless_gates for gate in judging):
             return None
         lane = core.HttpLane(
             self.path, list(HANDSHAKE_VERSIONS), head(200, _JSON), self.server.run_plain_tool, _unencodable, clock, max_head, max_body
         )
         lane.allow_stateless(list(STATELESS_VERSIONS), self._lane_stateless)
+        if counted is not None:
+            counted(lane)
         self._lane_head = head
         self.lane = lane
+        if self.auth is not None:
+            lane.require_tokens()
+            self.auth.lend(lane)
         if gated:  # the gates judge the handshake era's requests: the lane serves stateless calls only
             return lane
         table = self.table
-        if table.store is None:  # sessions other processes must see are made by the full path
+        if table.store is None and self.auth is None:  # sessions other processes must see, or bound to a subject, are made by the full path
             lane.allow_births(
                 self.server.session_defaults,
                 table.sessions,
@@ -895,9 +917,9 @@ class HttpTransport:
         answer = self._stateless_answer(decoded.param("name"), decoded.param("arguments"), meta, decoded.id)
         return None if answer is None else (answer[0], _JSON, answer[1])
 
-    def _lane_stateless(self, name: str, arguments: Any, version: str, rid: int | str) -> tuple[bytes, bytes] | None:
+    def _lane_stateless(self, name: str, arguments: Any, version: str, rid: int | str) -> tuple[int, bytes, bytes] | None:
         """The lane's ``serve`` (``HttpLane.allow_stateless``): a 2026-07-28 call whose headers and
-        ``_meta`` the lane found plain, as ``_plain_stateless_call`` answers it; ``(head, body)``.
+        ``_meta`` the lane found plain, as ``_plain_stateless_call`` answers it; ``(status, head, body)``.
         ``None`` (nothing ran) for a tool with ``Mcp-Param-*`` annotations: the lane saw no such
         header, and the full path says what is missing."""
         if _param_annotations(self.server, name):
@@ -910,7 +932,7 @@ class HttpTransport:
         if head is None:
             assert self._lane_head is not None  # set with the lane
             head = self._lane_heads[status] = self._lane_head(status, _JSON)
-        return head, body
+        return status, head, body
 
     def _stateless_answer(self, name: Any, arguments: Any, meta: dict[str, Any], rid: int | str) -> tuple[int, bytes] | None:
         defaults = self.server.session_defaults()

@@ -671,7 +671,8 @@ class HttpServer:
         self.max_body = max_body if max_body is not None else getattr(app, "max_body", DEFAULT_MAX_BODY)
         self.max_header_bytes = max_header_bytes
         # Looked up on the class: a wrapper that passes attributes on to the transport it wraps
-        # (metrics) must not lend it the lane, which would answer past the wrapper.
+        # must not lend it the lane, which would answer past the wrapper, unless it opens the
+        # lane itself (metrics: a lane that counts what it answers).
         open_lane = getattr(type(app), "open_lane", None) if self.handle is not None and lane else None
         self.lane: HttpLane | None = (
             open_lane(app, max_head=max_header_bytes, max_body=self.max_body, head=_head, clock=_clock.get)

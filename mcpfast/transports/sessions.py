@@ -158,10 +158,11 @@ def _nothing(_: asyncio.Future[Any]) -> None:
 
 
 def _show(lane: HttpLane, sess: HttpSession) -> None:
-    """Tell the lane of a session it may serve: Streamable HTTP, no principal, tools/call admitted directly."""
+    """Tell the lane of a session it may serve: Streamable HTTP, tools/call admitted directly
+    (to its principal's tokens only)."""
     session = sess.conn.session
-    if not sess.legacy and sess.principal is None and sess.version is not None and session.serves_directly(m.TOOLS_CALL):
-        lane.add_session(sess.id, sess, session.requests_in_flight, sess.version)
+    if not sess.legacy and sess.version is not None and session.serves_directly(m.TOOLS_CALL):
+        lane.add_session(sess.id, sess, session.requests_in_flight, sess.version, sess.principal)
 
 
 class SessionTable(abc.ABC):

@@ -11,7 +11,9 @@ use crate::json::{self, Reader};
 use crate::meta;
 
 /// The method of the request the short path serves most.
-pub const TOOLS_CALL: &[u8] = b"tools/call";
+pub const TOOLS_CALL_NAME: &str = "tools/call";
+/// [`TOOLS_CALL_NAME`] as the bytes a body holds.
+pub const TOOLS_CALL: &[u8] = TOOLS_CALL_NAME.as_bytes();
 
 /// The single message `body` holds (decoded once for every question asked of it), or `None`
 /// for a batch or a document that is not valid JSON-RPC.

@@ -8,13 +8,19 @@
 //!   accepted ([`Lane::learn`]; a few of each kept, others go the full path);
 //! - the `MCP-Protocol-Version` values a session request may carry;
 //! - the 2026-07-28 versions whose `tools/call` it may answer ([`Lane::allow_stateless`]);
-//! - whether it opens sessions itself ([`Lane::allow_births`], see [`crate::births`]).
+//! - whether it opens sessions itself ([`Lane::allow_births`], see [`crate::births`]);
+//! - with authentication, the bearer tokens the full path verified ([`Lane::require_tokens`],
+//!   see [`crate::bearer`]): then a request needs one it holds, and a session request names
+//!   the token's subject ([`Verdict::Session`]'s `caller`), which the caller matches against
+//!   the session's ([`crate::bearer::serves`]); the births open no session (theirs would be
+//!   bound to no subject).
 //!
 //! [`Lane::decide`] returns a [`Verdict`] that its caller acts on: the caller holds the
 //! server's sessions and tools, runs them, and writes the replies through the lane's
 //! [`Framing`].
 
 use crate::admit::{call_of, plain_meta, single, Call, TOOLS_CALL};
+use crate::bearer::{Subject, Tokens};
 use crate::births::{self, Births, Host, Initialize, Step};
 use crate::envelope::Envelope;
 use crate::http1::Head;
@@ -60,6 +66,7 @@ struct Seen<'a> {
     version: Option<&'a [u8]>,
     method: Option<&'a [u8]>,
     name: Option<&'a [u8]>,
+    authorization: Option<&'a [u8]>,
     /// An `Mcp-Param-*` header came (the full path judges those).
     params: bool,
 }
@@ -86,6 +93,7 @@ impl<'a> Seen<'a> {
                 20 if name.eq_ignore_ascii_case(b"mcp-protocol-version") => &mut seen.version,
                 10 if name.eq_ignore_ascii_case(b"mcp-method") => &mut seen.method,
                 8 if name.eq_ignore_ascii_case(b"mcp-name") => &mut seen.name,
+                13 if name.eq_ignore_ascii_case(b"authorization") => &mut seen.authorization,
                 n if n > 10 && name[..10].eq_ignore_ascii_case(b"mcp-param-") => {
                     seen.params = true;
                     continue;
@@ -111,8 +119,13 @@ pub enum Verdict<'a> {
     End(&'a [u8]),
     /// A POST on session `id` of the single message `message`: a session of the caller's, or
     /// one of the births' ([`Lane::born_request`]); a `tools/call` of it may be run
-    /// ([`crate::admit::tools_call`]).
-    Session { id: &'a [u8], message: Envelope<'a> },
+    /// ([`crate::admit::tools_call`]). `caller`: the subject of its bearer token (`None`
+    /// without authentication), which must be the session's ([`crate::bearer::serves`]).
+    Session {
+        id: &'a [u8],
+        message: Envelope<'a>,
+        caller: Option<Subject>,
+    },
     /// A 2026-07-28 `tools/call` in the `version`-th version of [`Lane::allow_stateless`].
     Stateless { version: usize, call: Call<'a> },
 }
@@ -128,6 +141,8 @@ pub struct Lane<V, D> {
     /// Each 2026-07-28 version answered, as sent and as the caller holds it.
     stateless: Option<Vec<(Vec<u8>, V)>>,
     births: Option<Births<V, D>>,
+    /// With authentication: the tokens it may admit.
+    tokens: Option<Tokens>,
     framing: Framing,
 }
 
@@ -141,6 +156,7 @@ impl<V, D: PartialEq> Lane<V, D> {
             learned: Default::default(),
             stateless: None,
             births: None,
+            tokens: None,
             framing: Framing::new(json_head),
         }
     }
@@ -173,6 +189,21 @@ impl<V, D: PartialEq> Lane<V, D> {
         self.births = Some(births);
     }
 
+    /// Answer only requests with a bearer token of `tokens` (the server authenticates).
+    pub fn require_tokens(&mut self, tokens: Tokens) {
+        self.tokens = Some(tokens);
+    }
+
+    /// The tokens it admits (`None`: the server does not authenticate).
+    pub fn tokens(&self) -> Option<&Tokens> {
+        self.tokens.as_ref()
+    }
+
+    /// [`Lane::tokens`], to change.
+    pub fn tokens_mut(&mut self) -> Option<&mut Tokens> {
+        self.tokens.as_mut()
+    }
+
     pub fn births(&self) -> Option<&Births<V, D>> {
         self.births.as_ref()
     }
@@ -192,9 +223,10 @@ impl<V, D: PartialEq> Lane<V, D> {
     /// What to do with the request of `head` and `body` (the caller acts on it). A POST or
     /// DELETE to the path, on a connection kept alive, with no header it judges repeated and
     /// learned values only (`Origin` may be absent; a DELETE needs neither `Accept` nor
-    /// `Content-Type`); then, by its `MCP-Session-Id` and `MCP-Protocol-Version`, see
-    /// [`Verdict`].
-    pub fn decide<'a>(&self, head: &Head<'a>, body: &'a [u8]) -> Verdict<'a> {
+    /// `Content-Type`), and, with authentication, a bearer token held and not past its time at
+    /// `wall` (the Unix time now); then, by its `MCP-Session-Id` and `MCP-Protocol-Version`,
+    /// see [`Verdict`].
+    pub fn decide<'a>(&self, head: &Head<'a>, body: &'a [u8], wall: f64) -> Verdict<'a> {
         let delete = head.method == b"DELETE";
         if !(delete || head.method == b"POST")
             || head.target != self.path.as_slice()
@@ -217,6 +249,13 @@ impl<V, D: PartialEq> Lane<V, D> {
                 _ => return Verdict::Full,
             }
         }
+        let caller = match &self.tokens {
+            None => None,
+            Some(tokens) => match seen.authorization.and_then(|a| tokens.admit(a, wall)) {
+                Some(subject) => Some(subject),
+                None => return Verdict::Full,
+            },
+        };
         if let Some(v) = seen.version {
             if !self.versions.iter().any(|known| known.as_slice() == v) {
                 return if delete || seen.session_id.is_some() {
@@ -226,7 +265,8 @@ impl<V, D: PartialEq> Lane<V, D> {
                 };
             }
         }
-        let births = self.births.is_some();
+        // the births' sessions are bound to no subject: none with authentication
+        let births = self.births.is_some() && self.tokens.is_none();
         let Some(id) = seen.session_id else {
             if delete || !births {
                 return Verdict::Full;
@@ -241,7 +281,11 @@ impl<V, D: PartialEq> Lane<V, D> {
             };
         }
         match single(body) {
-            Some(message) => Verdict::Session { id, message },
+            Some(message) => Verdict::Session {
+                id,
+                message,
+                caller: caller.cloned(),
+            },
             None => Verdict::Full,
         }
     }
@@ -329,6 +373,7 @@ mod tests {
     use crate::admit::tools_call;
     use crate::births::Heads;
     use crate::http1::{parse_request, Body, Parse};
+    use std::sync::Arc;
 
     const CALL: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}"#;
     const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{}}}"#;
@@ -421,6 +466,11 @@ mod tests {
 
     /// What `lane` decides for `bytes` (one whole request), as a short word.
     fn decide(lane: &Lane<&'static str, u8>, bytes: &[u8]) -> String {
+        decide_at(lane, bytes, 0.0)
+    }
+
+    /// [`decide`] at Unix time `wall`.
+    fn decide_at(lane: &Lane<&'static str, u8>, bytes: &[u8], wall: f64) -> String {
         let Parse::Head(head) = parse_request(bytes, 1 << 16, 1 << 20) else {
             panic!("not a request: {}", String::from_utf8_lossy(bytes));
         };
@@ -428,14 +478,19 @@ mod tests {
             panic!("chunked");
         };
         let body = &bytes[head.head_len..head.head_len + n];
-        match lane.decide(&head, body) {
+        match lane.decide(&head, body, wall) {
             Verdict::Full => "full".into(),
             Verdict::Open(init) => format!("open {}", init.requested),
             Verdict::End(id) => format!("end {}", String::from_utf8_lossy(id)),
-            Verdict::Session { id, message } => {
+            Verdict::Session {
+                id,
+                message,
+                caller,
+            } => {
                 let call =
                     tools_call(&message, body).map_or("other".into(), |c| c.name.into_owned());
-                format!("session {} {call}", String::from_utf8_lossy(id))
+                let by = caller.map_or(String::new(), |c| format!(" by {c}"));
+                format!("session {} {call}{by}", String::from_utf8_lossy(id))
             }
             Verdict::Stateless { version, call } => {
                 format!("stateless {version} {} {:?}", call.name, call.id)
@@ -683,5 +738,79 @@ mod tests {
         );
         assert!(out.is_empty());
         assert_eq!(born.births().map(Births::len), Some(0));
+    }
+
+    #[test]
+    fn with_tokens_a_request_needs_one_held_and_in_time() {
+        let mut lane = with_stateless(with_births(lane()));
+        lane.require_tokens(Tokens::new(8));
+        let tokens = lane.tokens_mut().expect("tokens");
+        assert!(tokens.learn(b"Bearer good", Arc::from("alice"), 100.0, 0.0));
+        let call = |auth: &[&'static str]| post(&session(auth), CALL);
+        assert_eq!(
+            decide_at(&lane, &call(&["Authorization: Bearer good"]), 50.0),
+            "session s1 echo by alice"
+        );
+        assert_eq!(
+            decide_at(&lane, &call(&["authorization: bearer good"]), 99.0),
+            "session s1 echo by alice"
+        );
+        for (why, auth, wall) in [
+            ("no token", &[][..], 50.0),
+            (
+                "a token not held",
+                &["Authorization: Bearer other"][..],
+                50.0,
+            ),
+            ("past its time", &["Authorization: Bearer good"][..], 100.0),
+            (
+                "a repeated Authorization",
+                &["Authorization: Bearer good", "Authorization: Bearer good"][..],
+                50.0,
+            ),
+            (
+                "not the strict form",
+                &["Authorization: Bearer  good"][..],
+                50.0,
+            ),
+        ] {
+            assert_eq!(decide_at(&lane, &call(auth), wall), "full", "{why}");
+        }
+        // a stateless call with the token; births refused with it or without
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{{"name":"echo",{META}}}}}"#
+        );
+        assert_eq!(
+            decide_at(
+                &lane,
+                &post(&stateless(&["Authorization: Bearer good"]), &body),
+                1.0
+            ),
+            r#"stateless 1 echo Str("c")"#
+        );
+        assert_eq!(decide_at(&lane, &post(&stateless(&[]), &body), 1.0), "full");
+        let no_session = without(session(&["Authorization: Bearer good"]), "Mcp-Session");
+        assert_eq!(decide_at(&lane, &post(&no_session, INIT), 1.0), "full");
+        let end = request(
+            "DELETE",
+            "/mcp",
+            &[
+                "Host: localhost:8000",
+                "Mcp-Session-Id: s1",
+                "Authorization: Bearer good",
+            ],
+            "",
+        );
+        assert_eq!(decide_at(&lane, &end, 1.0), "full");
+        // without authentication the header is not the lane's to read
+        assert_eq!(
+            decide(&self::lane(), &call(&["Authorization: Bearer x"])),
+            "session s1 echo"
+        );
+        lane.tokens_mut().expect("tokens").clear();
+        assert_eq!(
+            decide_at(&lane, &call(&["Authorization: Bearer good"]), 50.0),
+            "full"
+        );
     }
 }

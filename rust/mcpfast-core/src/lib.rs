@@ -14,6 +14,8 @@
 //! - [`admit`]: the shapes of request a server's short path may answer (a plain `tools/call`,
 //!   the members of params, a plain 2026-07-28 `_meta`);
 //! - [`reply`]: the replies the short path writes itself (HTTP framing, JSON-RPC bodies);
+//! - [`tally`]: the counts the short path keeps of what it answers, for a metrics page;
+//! - [`bearer`]: the bearer tokens the full path verified, as the short path recognises them;
 //! - [`births`]: the sessions the short path opens itself (a plain `initialize`, session ids,
 //!   the table of sessions not yet taken over);
 //! - [`lane`]: the short path's rules over HTTP: what it was told, and its verdict on a
@@ -22,6 +24,7 @@
 //! The Python binding (`mcpfast-py`) is a thin layer over these modules.
 
 pub mod admit;
+pub mod bearer;
 pub mod births;
 pub mod envelope;
 pub mod framer;
@@ -33,6 +36,7 @@ pub mod meta;
 pub mod refused;
 pub mod reply;
 pub mod sse;
+pub mod tally;
 pub mod versions;
 pub mod write;
 

@@ -15,11 +15,13 @@ const LAYERS: &[&[&str]] = &[
     &[
         "json", "meta", "versions", "idhash", "framer", "sse", "http1", "refused",
     ],
+    // who a request speaks for
+    &["bearer"],
     // JSON-RPC messages
     &["envelope"],
     &["write", "admit"],
     // the server's short path
-    &["reply"],
+    &["reply", "tally"],
     &["births"],
     &["lane"],
 ];

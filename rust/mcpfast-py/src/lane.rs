@@ -14,27 +14,37 @@
 //! What it is told, by the transport (`mcpfast.transports.http`):
 //! - `learn(headers)`: after the full path accepted a session POST, its `Host`, `Accept`,
 //!   `Content-Type` and `Origin` values;
-//! - `add_session`/`drop_session`: the sessions of the table, with their in-flight table and
-//!   version (a request id in flight, or a session busy with one, goes the full path);
+//! - `add_session`/`drop_session`: the sessions of the table, with their in-flight table,
+//!   version and principal (a request id in flight, or a session busy with one, goes the full
+//!   path; a session bound to a subject is served to that subject's tokens only);
+//! - `require_tokens`, then `learn_token`/`forget_token`/`forget_tokens`: with
+//!   authentication, the bearer tokens the full path verified, each until the time it gave
+//!   (`mcpfast_core::bearer`);
+//! - `count_into`: count what it answers, in a tally a metrics page reads
+//!   (`mcpfast_core::tally`);
 //! - `run_tool(name, arguments, version)`: `None` (not a sync tool call: the full path serves
 //!   it, nothing ran), a result dict, a str (the text of a result of one text content), or
 //!   `(code, message, data)` for a JSON-RPC error;
 //! - `unencodable(id, exc)`: the reply to a result JSON cannot hold.
 
 use std::collections::HashMap;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 
 use mcpfast_core::admit::{tools_call, Call};
+use mcpfast_core::bearer::{self, Subject, Tokens, TOKENS_MAX};
 use mcpfast_core::births::{Births, Heads, Step};
 use mcpfast_core::envelope::Envelope;
 use mcpfast_core::http1::Head;
 use mcpfast_core::idhash::IdHash;
 use mcpfast_core::lane::{Lane, Learned, Verdict};
 use mcpfast_core::reply;
+use mcpfast_core::tally::{self, Answered, Counts, Layout};
 
 use crate::births::{Consulted, Defaults, PyHost};
+use crate::cells::Cells;
 use crate::errors;
 use crate::http1::{frame, header_key, request_tuple};
 use crate::pyjson;
@@ -43,6 +53,14 @@ struct LaneSession {
     session: Py<PyAny>,
     in_flight: Py<PyDict>,
     version: Py<PyString>,
+    /// The subject it is bound to (`None`: no authentication).
+    principal: Option<Subject>,
+}
+
+/// Where the lane counts what it answers (`count_into`).
+struct Tally {
+    layout: Layout,
+    cells: Cells,
 }
 
 #[pyclass(module = "mcpfast._core")]
@@ -59,14 +77,16 @@ pub struct HttpLane {
     consulted: Option<Consulted>,
     /// `serve` of 2026-07-28 calls (`allow_stateless`; `None`: none answered).
     serve: Option<Py<PyAny>>,
+    /// Where it counts (`count_into`; `None`: it counts nothing but `answered`).
+    tally: Option<Tally>,
 }
 
 /// What `plan` decided for a request.
 enum Plan<'a> {
     /// The full path serves it.
     Full,
-    /// Answered: the reply is written.
-    Answered,
+    /// Answered: the reply is written, with the status given.
+    Answered(Answered, u16),
     /// A tools/call to run (with no borrow of the lane held), for a session of `version`.
     Call {
         version: Py<PyString>,
@@ -90,10 +110,34 @@ enum Owner<'a> {
     Born { id: &'a [u8], removals: u64 },
 }
 
+/// The current Unix time, against which tokens are admitted.
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// A tally as Python reads it: `(requests, bounds, buckets, nanos)`, `requests` a list of
+/// `(label, status, count)`.
+type PyCounts = (Vec<(&'static str, u16, u64)>, Vec<u64>, Vec<u64>, u64);
+
+fn py_counts(counts: Counts) -> PyCounts {
+    let requests = counts
+        .requests
+        .into_iter()
+        .map(|(answered, status, n)| (answered.label(), status, n))
+        .collect();
+    (requests, counts.bounds, counts.buckets, counts.nanos)
+}
+
 impl HttpLane {
-    /// The whole HTTP reply to one request, or `false`: the full path serves it. The lane is
-    /// not borrowed while a tool runs: the tool may reach the transport's table, which tells
-    /// the lane of sessions it takes over or ends.
+    /// The whole HTTP reply to one request, what it answered and its status; or `None`: the
+    /// full path serves it. The lane is not borrowed while a tool runs: the tool may reach the
+    /// transport's table, which tells the lane of sessions it takes over or ends.
+    ///
+    /// Every answer is written before this returns; a reply that is not ready yet (a tool that
+    /// awaits) would be one more outcome here, carrying what it answers to be counted when its
+    /// reply is written.
     #[allow(clippy::too_many_arguments)]
     fn answer(
         slf: &Bound<'_, Self>,
@@ -104,7 +148,7 @@ impl HttpLane {
         now_s: f64,
         out: &mut Vec<u8>,
         reply: &mut Vec<u8>,
-    ) -> PyResult<bool> {
+    ) -> PyResult<Option<(Answered, u16)>> {
         let plan = slf.borrow_mut().plan(py, head, body, now_s, out, reply)?;
         let (version, owner, run_tool, unencodable, request) = match plan {
             Plan::Call {
@@ -119,8 +163,8 @@ impl HttpLane {
                 serve,
                 call,
             } => return HttpLane::serve_stateless(slf, py, &serve, call, &version, out),
-            Plan::Answered => return Ok(true),
-            Plan::Full => return Ok(false),
+            Plan::Answered(answered, status) => return Ok(Some((answered, status))),
+            Plan::Full => return Ok(None),
         };
         if !call(
             py,
@@ -130,7 +174,7 @@ impl HttpLane {
             version.bind(py),
             reply,
         )? {
-            return Ok(false);
+            return Ok(None);
         }
         let this = slf.borrow();
         let session = match owner {
@@ -148,7 +192,17 @@ impl HttpLane {
                 .bind(py)
                 .setattr(pyo3::intern!(py, "last_seen"), now)?;
         }
-        Ok(true)
+        Ok(Some((Answered::ToolsCall, 200)))
+    }
+
+    /// Count one request answered as `answered` with `status`, begun at `started`.
+    fn count(&self, answered: Answered, status: u16, started: Instant) {
+        if let Some(tally) = &self.tally {
+            let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            tally
+                .layout
+                .count(tally.cells.get(), answered, status, nanos);
+        }
     }
 
     /// What to do with one request, as the rules decide it: answer it here at once (into
@@ -162,7 +216,13 @@ impl HttpLane {
         out: &mut Vec<u8>,
         reply: &mut Vec<u8>,
     ) -> PyResult<Plan<'a>> {
-        Ok(match self.rules.decide(head, body) {
+        // the clock is read only for what it judges: a token's time
+        let wall = if self.rules.tokens().is_some() {
+            unix_now()
+        } else {
+            0.0
+        };
+        Ok(match self.rules.decide(head, body, wall) {
             Verdict::Full => Plan::Full,
             Verdict::Open(init) => {
                 let Some(consulted) = self.consulted.as_ref() else {
@@ -170,19 +230,23 @@ impl HttpLane {
                 };
                 let mut host = PyHost { py, consulted };
                 if self.rules.open(&mut host, &init, body, now, out, reply)? {
-                    Plan::Answered
+                    Plan::Answered(Answered::Initialize, 200)
                 } else {
                     Plan::Full
                 }
             }
             Verdict::End(id) => {
                 if self.rules.end(id, now, out) {
-                    Plan::Answered
+                    Plan::Answered(Answered::Delete, 200)
                 } else {
                     Plan::Full
                 }
             }
-            Verdict::Session { id, message } => self.on_session(py, id, &message, body, now, out),
+            Verdict::Session {
+                id,
+                message,
+                caller,
+            } => self.on_session(py, id, &message, caller.as_deref(), body, now, out),
             Verdict::Stateless { version, call } => {
                 match (self.rules.stateless_version(version), self.serve.as_ref()) {
                     (Some(version), Some(serve)) => Plan::Stateless {
@@ -196,31 +260,37 @@ impl HttpLane {
         })
     }
 
-    /// A request on session `id`: a session of the table's (unless it has a request in
-    /// flight), or one the lane opened.
+    /// A request on session `id` by `caller`: a session of the table's (unless it has a
+    /// request in flight, or is bound to another subject), or one the lane opened.
+    #[allow(clippy::too_many_arguments)]
     fn on_session<'a>(
         &mut self,
         py: Python<'_>,
         id: &'a [u8],
         message: &Envelope<'a>,
+        caller: Option<&str>,
         body: &'a [u8],
         now: f64,
         out: &mut Vec<u8>,
     ) -> Plan<'a> {
         let (version, owner) = if let Some(entry) = self.sessions.get(id) {
-            if !entry.in_flight.bind(py).is_empty() {
+            if !bearer::serves(entry.principal.as_deref(), caller)
+                || !entry.in_flight.bind(py).is_empty()
+            {
                 return Plan::Full;
             }
             (
                 entry.version.clone_ref(py),
                 Owner::Held(entry.session.clone_ref(py)),
             )
+        } else if !bearer::serves(None, caller) {
+            return Plan::Full; // the births' sessions are bound to no subject
         } else {
             match self.rules.born_request(id, message, now, out) {
                 Step::Live { version, removals } => {
                     (version.clone_ref(py), Owner::Born { id, removals })
                 }
-                Step::Initialized => return Plan::Answered,
+                Step::Initialized => return Plan::Answered(Answered::Initialized, 202),
                 Step::Unknown | Step::Full => return Plan::Full,
             }
         };
@@ -236,7 +306,8 @@ impl HttpLane {
         }
     }
 
-    /// Run a 2026-07-28 call through `serve`: its whole reply into `out`, or false (nothing ran).
+    /// Run a 2026-07-28 call through `serve`: its whole reply into `out` and its status, or
+    /// `None` (nothing ran).
     fn serve_stateless(
         slf: &Bound<'_, Self>,
         py: Python<'_>,
@@ -244,7 +315,7 @@ impl HttpLane {
         call: Call<'_>,
         version: &Py<PyString>,
         out: &mut Vec<u8>,
-    ) -> PyResult<bool> {
+    ) -> PyResult<Option<(Answered, u16)>> {
         let arguments = match call.arguments {
             Some(text) => pyjson::build_value(py, text)?,
             None => py.None().into_bound(py),
@@ -257,14 +328,15 @@ impl HttpLane {
             id,
         ))?;
         if outcome.is_none() {
-            return Ok(false);
+            return Ok(None);
         }
-        let (head, reply) = outcome.extract::<(Bound<'_, PyBytes>, Bound<'_, PyBytes>)>()?;
+        let (status, head, reply) =
+            outcome.extract::<(u16, Bound<'_, PyBytes>, Bound<'_, PyBytes>)>()?;
         slf.borrow()
             .rules
             .framing()
             .with_body(out, head.as_bytes(), reply.as_bytes());
-        Ok(true)
+        Ok(Some((Answered::ToolsCall, status)))
     }
 
     /// The `date` line, asked of `clock` again when the second has changed (it formats it).
@@ -392,6 +464,7 @@ impl HttpLane {
             answered: 0,
             consulted: None,
             serve: None,
+            tally: None,
         }
     }
 
@@ -412,13 +485,16 @@ impl HttpLane {
     }
 
     /// Serve `tools/call` for session `session_id`: `session` gets `last_seen` on each call;
-    /// `in_flight` is its session machine's table of requests in flight.
+    /// `in_flight` is its session machine's table of requests in flight; `principal` the
+    /// subject it is bound to (served to that subject's tokens only).
+    #[pyo3(signature = (session_id, session, in_flight, version, principal = None))]
     fn add_session(
         &mut self,
         session_id: &str,
         session: Py<PyAny>,
         in_flight: Py<PyDict>,
         version: Py<PyString>,
+        principal: Option<&str>,
     ) {
         self.sessions.insert(
             session_id.as_bytes().to_vec(),
@@ -426,8 +502,91 @@ impl HttpLane {
                 session,
                 in_flight,
                 version,
+                principal: principal.map(Subject::from),
             },
         );
+    }
+
+    /// Answer only requests whose bearer token the full path verified (`learn_token`), at most
+    /// `max` of them held (`mcpfast_core::bearer::TOKENS_MAX` by default; the server
+    /// authenticates every request).
+    #[pyo3(signature = (max = TOKENS_MAX))]
+    fn require_tokens(&mut self, max: usize) {
+        self.rules.require_tokens(Tokens::new(max));
+    }
+
+    /// The full path verified the bearer token of `authorization` (the header's value) for
+    /// `subject`: admit it until `until` (a Unix time no later than its expiry). Whether it is
+    /// held (not without `require_tokens`, nor for a value not of the form
+    /// `Bearer <token>`).
+    fn learn_token(&mut self, authorization: &[u8], subject: &str, until: f64) -> bool {
+        match self.rules.tokens_mut() {
+            Some(tokens) => tokens.learn(authorization, Subject::from(subject), until, unix_now()),
+            None => false,
+        }
+    }
+
+    /// The full path refused the token of `authorization`: admit it no more.
+    fn forget_token(&mut self, authorization: &[u8]) {
+        if let Some(tokens) = self.rules.tokens_mut() {
+            tokens.forget(authorization);
+        }
+    }
+
+    /// Admit no token held so far (the keys that signed them changed).
+    fn forget_tokens(&mut self) {
+        if let Some(tokens) = self.rules.tokens_mut() {
+            tokens.clear();
+        }
+    }
+
+    /// Bearer tokens held.
+    #[getter]
+    fn tokens(&self) -> usize {
+        self.rules.tokens().map_or(0, Tokens::len)
+    }
+
+    /// Count every request it answers from now on, by what it answered and its status, and its
+    /// time in a histogram of `bounds` (nanoseconds, rising): in `cells` (a writable buffer of
+    /// `tally_cells(bounds)` 64-bit items, zeroed, this lane its only writer: a file other
+    /// processes read), or in the lane's own memory.
+    #[pyo3(signature = (bounds, cells = None))]
+    fn count_into(&mut self, bounds: Vec<u64>, cells: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let layout = Layout::new(bounds)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+        let cells = match cells {
+            Some(buffer) => Cells::shared(buffer)?,
+            None => Cells::owned(layout.cells()),
+        };
+        layout
+            .start(cells.get())
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+        self.tally = Some(Tally { layout, cells });
+        Ok(())
+    }
+
+    /// The 64-bit cells a tally of `bounds` takes (`count_into`).
+    #[staticmethod]
+    fn tally_cells(bounds: Vec<u64>) -> PyResult<usize> {
+        Layout::new(bounds)
+            .map(|l| l.cells())
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+    }
+
+    /// What it counted (`count_into`): `(requests, bounds, buckets, nanos)`, `requests` a list
+    /// of `(label, status, count)`, `buckets` the requests per bucket (not cumulative, the last
+    /// past every bound), `nanos` the sum of their times; `None` when it counts nothing.
+    fn tally(&self) -> Option<PyCounts> {
+        let tally = self.tally.as_ref()?;
+        tally::read(tally.cells.get()).map(py_counts)
+    }
+
+    /// `tally()` of `cells` (another lane's, in a file it writes): `None` when they hold no
+    /// tally yet.
+    #[staticmethod]
+    fn read_tally(cells: &Bound<'_, PyAny>) -> PyResult<Option<PyCounts>> {
+        let cells = Cells::shared(cells)?;
+        Ok(tally::read(cells.get()).map(py_counts))
     }
 
     /// Forget a session (ended, or no longer one the lane may serve).
@@ -467,7 +626,8 @@ impl HttpLane {
 
     /// Answer 2026-07-28 `tools/call` requests in `versions` (as `mcpfast_core::lane` says):
     /// `serve(name, arguments, version, id)` returns `None` (nothing ran: the full path serves
-    /// it) or `(head, body)`, the reply's head up to its length and its JSON body.
+    /// it) or `(status, head, body)`, the reply's status, its head up to its length and its
+    /// JSON body.
     fn allow_stateless(&mut self, py: Python<'_>, versions: Vec<String>, serve: Py<PyAny>) {
         let versions = versions
             .into_iter()
@@ -558,7 +718,7 @@ impl HttpLane {
             let mut answering = idle;
             let mut answered = 0u64;
             let now_s: f64 = now.extract()?;
-            let (max_head, max_body) = {
+            let (max_head, max_body, counting) = {
                 let mut this = slf.borrow_mut();
                 if answering {
                     this.refresh_date(py)?;
@@ -566,12 +726,25 @@ impl HttpLane {
                         births.sweep(now_s);
                     }
                 }
-                (this.max_head, this.max_body)
+                (this.max_head, this.max_body, this.tally.is_some())
             };
             let (at, status, need, reason) = frame(buf, max_head, max_body, |head, body| {
                 if answering {
-                    if HttpLane::answer(slf, py, head, body, now, now_s, &mut replies, &mut reply)?
-                    {
+                    let started = counting.then(Instant::now);
+                    let outcome = HttpLane::answer(
+                        slf,
+                        py,
+                        head,
+                        body,
+                        now,
+                        now_s,
+                        &mut replies,
+                        &mut reply,
+                    )?;
+                    if let Some((what, status)) = outcome {
+                        if let Some(started) = started {
+                            slf.borrow().count(what, status, started);
+                        }
                         answered += 1;
                         return Ok(());
                     }

@@ -3,6 +3,7 @@
 
 // Each module uses only those below it in the order tests/layers.rs holds.
 mod births;
+mod cells;
 mod engine;
 mod errors;
 mod fastjson;

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 /// Bottom up; the modules of one layer are peers (none uses another).
 const LAYERS: &[&[&str]] = &[
-    // exceptions and guards; what the births ask of Python
-    &["errors", "births"],
+    // exceptions and guards; what the births ask of Python; a tally's cells
+    &["errors", "births", "cells"],
     // Python values to JSON (and back) through the C API; HTTP framing
     &["fastjson", "http1"],
     &["pyjson"],
