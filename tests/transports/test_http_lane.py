@@ -401,10 +401,23 @@ def test_no_lane_where_a_request_could_be_answered_otherwise(monkeypatch: pytest
     assert lane_of(gated) is None
     gated.stateless_gates.add(gated.gates[0])  # one that lets every 2026 POST through: stateless calls only
     assert lane_of(gated) is not None
+    # With authentication: a lane that admits the tokens the resource server verified only, and
+    # opens no session itself (each is bound to its subject by the full path).
     authed = asgi_app(app, auth=ResourceServer("http://127.0.0.1:1/jwks", "http://127.0.0.1/mcp"))
-    assert lane_of(authed) is None
-    # A wrapper that passes attributes on to the transport must not lend it the lane.
-    assert HttpServer(with_metrics(asgi_app(app))).lane is None
+    lane = lane_of(authed)
+    assert lane is not None and lane.tokens == 0
+    # A gate that only watches (metrics'): the lane is lent only to whoever counts what it watches.
+    watched = asgi_app(app)
+    watched.gates.append(lambda method, endpoint, headers, message: None)
+    watched.observers.add(watched.gates[0])
+    assert lane_of(watched) is None
+    counting: list[core.HttpLane] = []
+    assert watched.open_lane(max_head=65536, max_body=1 << 20, head=_head, clock=_clock.get, counted=counting.append) is not None
+    assert len(counting) == 1
+    # A wrapper that passes attributes on to the transport lends it the lane only by opening it
+    # itself: metrics' counts what the lane answers.
+    counted = HttpServer(with_metrics(asgi_app(app))).lane
+    assert counted is not None and counted.tally() is not None
     assert HttpServer(asgi_app(app), lane=False).lane is None
     monkeypatch.setattr(core, "HAS_LANE", False)
     assert lane_of(asgi_app(app)) is None
