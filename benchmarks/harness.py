@@ -34,7 +34,8 @@ from typing import Any, Generic, TypeVar
 
 # the load average, the busy rule and the process tree are the ones `mcpfast bench --soak` records too
 from mcpfast.bench.files import write_json
-from mcpfast.bench.procs import loadavg, machine_info, machine_was_busy, process_tree
+from mcpfast.bench.procs import loadavg, machine_info, machine_was_busy
+from mcpfast.client.probe import process_tree
 
 __all__ = [
     "CLOCK_TICKS",

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import CLOCK_TICKS, GENERATOR_CPU, ROOT, SERVER_CPU, Record, pinned, results_dir, write
-from mcpfast.bench.procs import child_env, free_port, process_tree, stop_process, wait_port
+from mcpfast.bench.procs import child_env, free_port, stop_process, wait_port
+from mcpfast.client.probe import process_tree
 
 
 def thread_ticks(pids: list[int]) -> dict[tuple[int, int], tuple[str, int]]:

@@ -72,8 +72,9 @@ from benchmarks.harness import (
 )
 from benchmarks.http_peers import LOAD_BIN, failure_count, load_binary, measure_rate
 from benchmarks.peer_servers import initialize_problem
-from mcpfast.bench.procs import ServerProcess, child_pids, free_port, log_path, reference_argv
+from mcpfast.bench.procs import ServerProcess, free_port, log_path, reference_argv
 from mcpfast.client.errors import UnexpectedReply
+from mcpfast.client.probe import child_pids
 from mcpfast.client.session import CallResult, ClientSession
 from mcpfast.protocol.http import ACCEPT_BOTH, JSON
 

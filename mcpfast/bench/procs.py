@@ -1,7 +1,7 @@
 """Processes and the machine, measured the same way by ``mcpfast bench`` and the maintainer
 benchmarks (``benchmarks/``, which add pinning and CPU time on top), so that the figures they
 print compare: where the numbers were taken (:func:`machine_info`, :func:`machine_was_busy`),
-RSS of a process tree, ports, a sampling thread, logs beside the results, and
+ports, a sampling thread, logs beside the results, and
 :class:`ServerProcess`, the one class that starts a server and waits for it.
 """
 
@@ -29,7 +29,6 @@ __all__ = [
     "Sampler",
     "ServerProcess",
     "child_env",
-    "child_pids",
     "cpus_available",
     "free_port",
     "least_squares",
@@ -39,12 +38,10 @@ __all__ = [
     "machine_info",
     "machine_was_busy",
     "port_open",
-    "process_tree",
     "reference_argv",
     "reference_server",
     "rss_kib",
     "stop_process",
-    "tree_rss_kib",
     "wait_port",
 ]
 
@@ -154,40 +151,6 @@ def least_squares(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, floa
     mx = statistics.fmean(xs)
     ssr = sum((y - (a + b * x)) ** 2 for x, y in zip(xs, ys, strict=True))
     return a, b, math.sqrt(ssr / (len(xs) - 2) / sum((x - mx) ** 2 for x in xs))
-
-
-def child_pids(pid: int) -> list[int]:
-    """Direct children of ``pid`` (Linux ``/proc/PID/task/*/children``)."""
-    out: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as fh:
-                out.extend(int(x) for x in fh.read().split())
-        except (OSError, ValueError):
-            continue
-    return out
-
-
-def process_tree(pid: int) -> list[int]:
-    """``pid`` and every process below it (granian serves from a worker process it forks)."""
-    found = [pid]
-    for child in child_pids(pid):
-        found.extend(process_tree(child))
-    return found
-
-
-def tree_rss_kib(pid: int) -> int | None:
-    """Summed ``VmRSS`` (KiB) of ``pid`` and every process below it; None once ``pid`` is gone."""
-    total: int | None = None
-    for p in process_tree(pid):
-        rss = rss_kib(p)
-        if rss is not None:
-            total = (total or 0) + rss
-    return total
 
 
 def free_port(host: str = "127.0.0.1") -> int:

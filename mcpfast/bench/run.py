@@ -22,7 +22,6 @@ from mcpfast.bench.procs import (
     Sampler,
     ServerProcess,
     child_env,
-    child_pids,
     log_path,
     log_tail,
     machine_info,
@@ -31,6 +30,7 @@ from mcpfast.bench.procs import (
     stop_process,
 )
 from mcpfast.bench.report import GENERATOR_BOUND_NOTE, format_summary, ms
+from mcpfast.client.probe import child_pids
 from mcpfast.locust.locustfiles import LOCUSTFILES
 
 __all__ = ["FAMILIES", "BenchConfig", "Progress", "family_result", "main_row", "run_bench"]

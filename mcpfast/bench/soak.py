@@ -20,9 +20,7 @@ import socket
 import statistics
 import sys
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,11 +35,10 @@ from mcpfast.bench.procs import (
     log_path,
     machine_info,
     machine_was_busy,
-    process_tree,
     reference_server,
-    tree_rss_kib,
 )
 from mcpfast.bench.report import ms
+from mcpfast.client.probe import METRIC_SESSIONS, metrics_url, process_tree, read_metrics, tree_rss_bytes
 from mcpfast.locust.argtypes import finite_positive, int_at_least, positive_share, share
 from mcpfast.locust.histogram import Histogram
 
@@ -60,7 +57,6 @@ __all__ = [
     "SoakError",
     "check_config",
     "find_slope",
-    "parse_sessions_gauge",
     "redraw",
     "render_markdown",
     "run_soak",
@@ -165,35 +161,6 @@ def _host_port(url: str) -> tuple[str, int]:
         return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError as exc:
         raise SoakError(f"--target {url!r}: {exc}") from None
-
-
-def metrics_url(url: str) -> str:
-    """``/metrics`` beside the MCP endpoint (where ``mcpfast serve --metrics`` answers)."""
-    parts = urllib.parse.urlsplit(url)
-    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/metrics", "", ""))
-
-
-def parse_sessions_gauge(text: str) -> float | None:
-    """The ``mcpfast_sessions_open`` samples of a Prometheus text page, summed (one per worker
-    in multiprocess mode); None when the page has none."""
-    total: float | None = None
-    for line in text.splitlines():
-        name, _, rest = line.partition(" ")
-        if name == "mcpfast_sessions_open" or name.startswith("mcpfast_sessions_open{"):
-            try:
-                total = (total or 0.0) + float(rest.split()[0])
-            except (ValueError, IndexError):
-                continue
-    return total
-
-
-def read_sessions_gauge(url: str, timeout: float = 2.0) -> float | None:
-    """The server's open sessions from its ``/metrics``; None when it has no such gauge."""
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as reply:
-            return parse_sessions_gauge(reply.read().decode("utf-8", "replace"))
-    except (OSError, urllib.error.URLError, ValueError):
-        return None
 
 
 @dataclass
@@ -550,7 +517,7 @@ def run_soak(cfg: SoakConfig, stream: TextIO | None = None) -> int:
     notes: list[str] = []
     try:
         gauge_url = metrics_url(url)
-        has_gauge = read_sessions_gauge(gauge_url) is not None
+        has_gauge = METRIC_SESSIONS in (read_metrics(gauge_url) or {})
         sessions_source = (
             f"the server's mcpfast_sessions_open gauge ({gauge_url})"
             if has_gauge
@@ -572,9 +539,9 @@ def run_soak(cfg: SoakConfig, stream: TextIO | None = None) -> int:
         out.flush()
 
         def sample() -> tuple[int | None, int, float | None]:
-            rss = tree_rss_kib(pid)
-            sessions = read_sessions_gauge(gauge_url) if has_gauge else None
-            return rss, (len(process_tree(pid)) if rss is not None else 0), sessions
+            rss = tree_rss_bytes(pid)
+            sessions = (read_metrics(gauge_url) or {}).get(METRIC_SESSIONS) if has_gauge else None
+            return None if rss is None else rss // 1024, (len(process_tree(pid)) if rss is not None else 0), sessions
 
         sampler = Sampler(sample, SAMPLE_S, clock=time.monotonic)
         sampler.start()

@@ -25,11 +25,11 @@ from mcpfast.bench.soak import (
     SoakError,
     check_config,
     find_slope,
-    parse_sessions_gauge,
     run_soak,
     soak_findings,
 )
 from mcpfast.cli import main as mcpfast_main
+from mcpfast.client.probe import METRIC_SESSIONS, parse_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -194,10 +194,10 @@ def test_a_falling_series_and_too_few_points_are_no_finding() -> None:
 
 def test_the_sessions_gauge_is_read_from_prometheus_text() -> None:
     text = "# HELP mcpfast_sessions_open x\n# TYPE mcpfast_sessions_open gauge\nmcpfast_sessions_open 9.0\nmcpfast_streams_open 1.0\n"
-    assert parse_sessions_gauge(text) == 9.0
+    assert parse_metrics(text)[METRIC_SESSIONS] == 9.0
     workers = 'mcpfast_sessions_open{pid="1"} 3.0\nmcpfast_sessions_open{pid="2"} 4.0\n'
-    assert parse_sessions_gauge(workers) == 7.0
-    assert parse_sessions_gauge("mcpfast_sessions_opened 3\nother 1\n") is None
+    assert parse_metrics(workers)[METRIC_SESSIONS] == 7.0
+    assert METRIC_SESSIONS not in parse_metrics("mcpfast_sessions_opened 3\nother 1\n")
 
 
 # ------------------------------------------------------------------------------- bad input

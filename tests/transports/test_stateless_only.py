@@ -15,7 +15,7 @@ import pytest
 from _support import child_env, free_port, start_process, stop_process, wait_until
 
 from mcpfast import core
-from mcpfast.bench.procs import child_pids
+from mcpfast.client.probe import child_pids
 from mcpfast.server import Server
 from mcpfast.transports.http import ENDPOINT_MCP, ENDPOINT_SSE, HttpTransport
 from mcpfast.transports.stateless_only import refusal, stateless_only
