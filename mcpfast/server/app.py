@@ -66,7 +66,8 @@ class _Callable:
     """A registered function: how to call it and which parameter wants the Context.
 
     ``inline`` is true for a plain sync function: it runs right in the read loop, with no task.
-    An ``async def`` runs in a task; a sync function registered with ``blocking=True`` runs in
+    An ``async def`` is driven in the read loop too, up to its first wait (then a task finishes
+    it: ``mcpfast.server.inline``); a sync function registered with ``blocking=True`` runs in
     the server's thread pool (from a task that awaits it).
     """
 
@@ -118,8 +119,8 @@ def _is_context(hint: object) -> bool:
 
 class _Tool:
     __slots__ = (
-        "callable", "check", "defer_task", "definition", "output_schema", "output_validator", "plain", "task", "validator",
-        "wrap_output",
+        "callable", "check", "defer_task", "definition", "output_schema", "output_validator", "plain", "plain_async", "task",
+        "validator", "wrap_output",
     )  # fmt: skip
 
     def __init__(
@@ -138,6 +139,8 @@ class _Tool:
         # Decided once here: a plain sync function with no Context, no task and no output schema
         # is called straight from tools/call (``Server._tools_call``), the hottest method.
         self.plain = callable_.inline and callable_.context_param is None and task is None and output_schema is None
+        # The same for an ``async def`` (``Server._call_plain_async``).
+        self.plain_async = callable_.is_async and callable_.context_param is None and task is None and output_schema is None
 
 
 def _argument_problem(tool: _Tool, args: object) -> str | None:
@@ -789,8 +792,29 @@ class Server:
             except Exception as exc:
                 return self._failure(exc, ctx, binding, subject, failed)
             return finish(subject, value, version)
-        running = callable_.call(args, ctx, self.executor() if callable_.blocking else None)
+        if callable_.is_async:
+            return self._run_async(callable_, args, ctx, binding, finish, subject, version, failed)
+        running = callable_.call(args, ctx, self.executor())
         return _later(running, lambda value: finish(subject, value, version), lambda exc: self._failure(exc, ctx, binding, subject, failed))
+
+    async def _run_async(
+        self,
+        callable_: _Callable,
+        args: JSONObject,
+        ctx: Context | None,
+        binding: str,
+        finish: Finish[_Subject],
+        subject: _Subject,
+        version: str,
+        failed: Failed[_Subject] | None,
+    ) -> JSONObject:
+        """``_run`` of an ``async def``: its call, failure and result in one coroutine (the
+        connection drives it inline up to its first wait)."""
+        try:
+            value = await callable_.fn(**callable_.kwargs(args, ctx))
+        except Exception as exc:
+            return self._failure(exc, ctx, binding, subject, failed)
+        return finish(subject, value, version)
 
     def _failure(self, exc: Exception, ctx: Context | None, binding: str, subject: _Subject, failed: Failed[_Subject] | None) -> JSONObject:
         """A handler raised: a question it asked (2026 MRTR) is an ``InputRequiredResult``; an
@@ -868,10 +892,13 @@ class Server:
                     raise tasks_required(f"tool {name}")
                 raise McpError(INVALID_PARAMS, f"tool {name} runs only as a task ({TASKS_EXTENSION}, 2026-07-28)")
         callable_ = tool.callable
-        if tool.plain and args.keys() <= callable_.name_set:
-            value = self._call_plain(tool, args, request.version)
-            # a str here is exactly a str (_call_plain): mypy does not narrow the else of type() is
-            return text_result(value) if type(value) is str else value  # type: ignore[return-value]
+        if args.keys() <= callable_.name_set:
+            if tool.plain:
+                value = self._call_plain(tool, args, request.version)
+                # a str here is exactly a str (_call_plain): mypy does not narrow the else of type() is
+                return text_result(value) if type(value) is str else value  # type: ignore[return-value]
+            if tool.plain_async:
+                return self._call_plain_async(tool, args, request.version)
         if callable_.context_param is None:
             ctx = None
             binding = ""
@@ -892,6 +919,17 @@ class Server:
             return self._failure(exc, None, "", tool, self._tool_failed)
         if type(value) is str:
             return value
+        return self._tool_result(tool, value, version)
+
+    async def _call_plain_async(self, tool: _Tool, args: JSONObject, version: str) -> JSONObject:
+        """``_call_plain`` of an ``async def``: ``_run``'s call, failure and result, in one
+        coroutine rather than three (the function's, ``_Callable.call``'s and ``_later``'s)."""
+        try:
+            value = await tool.callable.fn(**args)
+        except Exception as exc:
+            return self._failure(exc, None, "", tool, self._tool_failed)
+        if type(value) is str:
+            return text_result(value)
         return self._tool_result(tool, value, version)
 
     def run_plain_tool(self, name: str, arguments: JSONValue, version: str) -> JSONObject | str | tuple[int, str, JSONValue] | None:

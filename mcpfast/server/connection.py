@@ -1,20 +1,24 @@
 """``Connection``: runs a ``Server``'s handlers for one session machine on asyncio.
 
-Transports own the bytes; this class owns the work. A request whose handler is a plain sync
-function is served inline, inside ``feed``: no task, no thread hop, the reply is in the
-session machine's outbox when ``feed`` returns. Anything that must wait (an ``async def`` handler, a
-``blocking=True`` one in the thread pool) runs in its own task, so many run at once and finish
-in any order; a client's cancel cancels the task; a server-to-client request is a future
-resolved by the client's reply.
+Transports own the bytes; this class owns the work. A request is served inline, inside
+``feed``: a plain sync handler is called there; an ``async def`` one is driven there to its
+first wait (``mcpfast.server.inline``), so one that finishes without waiting, as most do, is
+answered with no task and no turn of the event loop: the reply is in the session machine's
+outbox when ``feed`` returns. Only a handler that waits (on I/O, on a ``blocking=True``
+function in the thread pool, on the client) goes on in a task of its own from where it
+stopped, so many run at once and finish in any order; a client's cancel cancels that task; a
+server-to-client request is a future resolved by the client's reply.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Final, NoReturn
+from types import CoroutineType
+from typing import Final, NoReturn, TypeVar
 
 from mcpfast import core
 from mcpfast.protocol import methods as m
@@ -28,9 +32,12 @@ from mcpfast.sansio import (
     ServerSession,
 )
 from mcpfast.sansio.events import Event
+from mcpfast.server import inline
 from mcpfast.server.types import JSONObject, JSONValue, RouteResult
 
 __all__ = ["Connection", "Handler", "Routes"]
+
+_T = TypeVar("_T")
 
 logger = logging.getLogger("mcpfast.server")
 
@@ -97,7 +104,7 @@ class Connection:
         self._routes = routes if isinstance(routes, Routes) else Routes(default=routes)
         self._on_notification = on_notification
         self._on_close = on_close
-        self._tasks: dict[int | str, asyncio.Task[None]] = {}
+        self._tasks: dict[int | str, inline.InlineTask[None]] = {}  # the handlers that wait
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._waiters: dict[int | str, asyncio.Future[ReplyReceived]] = {}
         self._settled: asyncio.Event | None = None  # made by wait_for_slot (stdio): idle HTTP sessions stay small
@@ -106,7 +113,7 @@ class Connection:
 
     @property
     def in_flight(self) -> int:
-        """How many client requests are being served (waiting in tasks; inline ones never count)."""
+        """How many client requests are being served (waiting in tasks; one answered inside ``feed`` never counts)."""
         return len(self._tasks)
 
     def feed(self, data: bytes | bytearray | memoryview, tag: object = None) -> None:
@@ -172,34 +179,38 @@ class Connection:
             logger.exception("handler for %s failed", request.method)
             session.respond_error(rid, INTERNAL_ERROR, "internal error")
             return
-        if type(outcome) is dict or not inspect.isawaitable(outcome):
+        if type(outcome) is dict:
             session.respond(rid, outcome)  # an unencodable result is answered -32603 by the session machine
             return
-        self._tasks[rid] = asyncio.get_running_loop().create_task(self._serve(request, outcome))
+        if type(outcome) is not CoroutineType:
+            if not inspect.isawaitable(outcome):
+                session.respond(rid, outcome)
+                return
+            outcome = _awaited(outcome)
+        running = inline.start(outcome, self._finished, request)
+        if not running.done():  # it waits: driven on from the loop, answered by _finished
+            self._tasks[rid] = running
 
-    def _respond(self, request: InboundRequest, result: JSONObject) -> None:
-        self.session.respond(request.id, result)  # an unencodable result: -32603 from the session machine
-
-    async def _serve(self, request: InboundRequest, outcome: Awaitable[JSONObject]) -> None:
+    def _finished(self, request: InboundRequest, result: JSONObject, exc: BaseException | None) -> None:
+        """A handler's coroutine has finished (``inline.Done``): its answer, in the step that finished it."""
         rid = request.id
         session = self.session
-        try:
-            result = await outcome
-        except asyncio.CancelledError:
-            if not session.is_cancelled(rid):
-                raise  # shutdown, not the client's cancel: let the task end cancelled
-            session.respond_error(rid, INTERNAL_ERROR, "cancelled")  # dropped by the session machine
-        except McpError as exc:
-            session.respond_error(rid, exc.code, exc.message, exc.data)
-        except Exception:
-            logger.exception("handler for %s failed", request.method)
-            session.respond_error(rid, INTERNAL_ERROR, "internal error")
-        else:
-            self._respond(request, result)
-        finally:
+        if self._tasks:
             self._tasks.pop(rid, None)
-            if self._settled is not None:
-                self._settled.set()
+        if exc is None:
+            session.respond(rid, result)  # an unencodable result: -32603 from the session machine
+        elif isinstance(exc, McpError):
+            session.respond_error(rid, exc.code, exc.message, exc.data)
+        elif isinstance(exc, asyncio.CancelledError):
+            # The client's cancel: its answer is dropped by the session machine. Else (shutdown)
+            # none: the task ends cancelled.
+            if session.is_cancelled(rid):
+                session.respond_error(rid, INTERNAL_ERROR, "cancelled")
+        elif isinstance(exc, Exception):
+            logger.error("handler for %s failed", request.method, exc_info=exc)
+            session.respond_error(rid, INTERNAL_ERROR, "internal error")
+        if self._settled is not None:
+            self._settled.set()
 
     def run_hook(self, hook: Callable[[Connection], object], what: str) -> None:
         """Run an application hook for this connection (``hook(conn)``; an awaitable in a task of it)."""
@@ -272,9 +283,12 @@ class Connection:
         # The transport's output hook refers to the session machine (which holds the hook):
         # dropped here, the two are freed with the connection instead of by the collector.
         self.session.on_output = None
-        tasks = [*self._tasks.values(), *self._side_tasks]
+        tasks = list(self._side_tasks)
         for task in tasks:
             task.cancel()
+        for running in self._tasks.values():
+            running.cancel()
+            tasks.append(running.get_loop().create_task(_stopped(running)))
         for waiter in self._waiters.values():
             if not waiter.done():
                 waiter.cancel()
@@ -286,3 +300,14 @@ class Connection:
         tasks = self.close_now()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _stopped(running: inline.InlineTask[None]) -> None:
+    """Done once a cancelled handler has stopped (``_finished`` had its outcome: nothing to raise)."""
+    with contextlib.suppress(Exception, asyncio.CancelledError):
+        await running
+
+
+async def _awaited(outcome: Awaitable[_T]) -> _T:
+    """A handler's awaitable that is no coroutine (a future, say), as one ``inline.start`` takes."""
+    return await outcome

@@ -619,6 +619,76 @@ async def test_blocking_tool_runs_in_the_pool_and_does_not_stall_the_loop() -> N
     assert kinds == ["notifications/progress", "notifications/message", "reply"]
 
 
+async def test_async_handlers_that_do_not_wait_are_answered_inside_feed() -> None:
+    app = Server("inline")
+
+    @app.tool()
+    async def shout(text: str) -> str:
+        return text.upper()
+
+    @app.tool()
+    async def count(n: int, ctx: Context) -> str:
+        for i in range(1, n + 1):
+            ctx.report_progress(i, n)
+        return f"counted {n}"
+
+    @app.tool()
+    async def broken() -> str:
+        raise ValueError("no luck")
+
+    @app.resource("inline://note")
+    async def note() -> str:
+        return "a note"
+
+    @app.prompt()
+    async def ask(topic: str) -> str:
+        return f"tell me about {topic}"
+
+    c = Client(app)
+    await c.init()
+    calls = [
+        ("tools/call", {"name": "shout", "arguments": {"text": "hi"}}),
+        ("tools/call", {"name": "count", "arguments": {"n": 2}, "_meta": {"progressToken": "t"}}),
+        ("tools/call", {"name": "broken", "arguments": {}}),
+        ("resources/read", {"uri": "inline://note"}),
+        ("prompts/get", {"name": "ask", "arguments": {"topic": "tea"}}),
+    ]
+    for rid, (method, params) in enumerate(calls, 1):
+        c.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})  # collects what feed left in the outbox
+        assert c.conn.in_flight == 0
+    replies = {m["id"]: m for m in c.out if "id" in m and m["id"] in range(1, 6)}
+    assert replies[1]["result"]["content"] == [{"type": "text", "text": "HI"}]
+    assert replies[2]["result"]["content"] == [{"type": "text", "text": "counted 2"}]
+    assert replies[3]["result"]["isError"] is True and replies[3]["result"]["content"][0]["text"] == "no luck"
+    assert replies[4]["result"]["contents"][0]["text"] == "a note"
+    assert replies[5]["result"]["messages"][0]["content"]["text"] == "tell me about tea"
+    progress = [m["params"]["progress"] for m in c.out if m.get("method") == "notifications/progress"]
+    assert progress == [1, 2] and c.out.index(replies[2]) > max(
+        i for i, m in enumerate(c.out) if m.get("method") == "notifications/progress"
+    )
+
+
+async def test_an_async_tool_that_waits_is_answered_once_it_finishes() -> None:
+    app = Server("waits")
+    release = asyncio.Event()
+
+    @app.tool()
+    async def later(text: str) -> str:
+        await release.wait()
+        return text
+
+    c = Client(app)
+    await c.init()
+    c.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "later", "arguments": {"text": "done"}}})
+    assert c.conn.in_flight == 1 and not any(m.get("id") == 1 for m in c.out)
+    release.set()
+    await c.request("ping")  # answered inline, after the waiting tool had a turn of the loop...
+    assert await until(lambda: c.conn.in_flight == 0)  # ...which finished it
+    c._collect()
+    reply = next(m for m in c.out if m.get("id") == 1)
+    assert reply["result"]["content"] == [{"type": "text", "text": "done"}] and c.conn.in_flight == 0
+
+
 async def test_cancelled_blocking_tool_sends_no_reply() -> None:
     import threading
 

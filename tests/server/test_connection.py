@@ -99,6 +99,88 @@ async def test_async_handlers_run_in_tasks_and_a_cancel_stops_them() -> None:
     assert conn.session.data_to_send() == []  # a cancelled request is never answered
 
 
+async def test_an_async_handler_that_does_not_wait_is_answered_inside_feed() -> None:
+    async def handle(request: InboundRequest, conn: Connection) -> dict[str, Any]:
+        return {"content": [], "task": type(asyncio.current_task()).__name__}
+
+    before = asyncio.all_tasks()
+    conn = Connection(ready_session(), handle)
+    conn.feed(call(1, "x"))
+    assert conn.in_flight == 0 and asyncio.all_tasks() == before  # no task made, no loop turn needed
+    (reply,) = [orjson.loads(b) for b in conn.session.data_to_send()]
+    assert reply == {"jsonrpc": "2.0", "id": 1, "result": {"content": [], "task": "InlineTask"}}
+
+
+@pytest.mark.parametrize(
+    ("outcome", "code"),
+    [
+        pytest.param(McpError(-32602, "bad"), -32602, id="mcp-error"),
+        pytest.param(RuntimeError("boom"), -32603, id="handler-bug"),
+    ],
+)
+@pytest.mark.parametrize("waits", [False, True], ids=["at-once", "after-a-wait"])
+async def test_async_handler_errors_become_error_replies(outcome: Exception, code: int, waits: bool) -> None:
+    async def handle(request: InboundRequest, conn: Connection) -> dict[str, Any]:
+        if waits:
+            await asyncio.sleep(0)
+        raise outcome
+
+    conn = Connection(ready_session(), handle)
+    conn.feed(call(2, "x"))
+    (reply,) = await replies(conn.session, 1)
+    assert reply["id"] == 2 and reply["error"]["code"] == code and conn.in_flight == 0
+
+
+async def test_an_awaitable_that_is_no_coroutine_is_awaited() -> None:
+    future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+    conn = Connection(ready_session(), lambda request, conn: future)
+    conn.feed(call(3, "x"))
+    assert conn.in_flight == 1
+    future.set_result({"content": []})
+    (reply,) = await replies(conn.session, 1)
+    assert reply == {"jsonrpc": "2.0", "id": 3, "result": {"content": []}}
+
+
+async def test_a_handlers_timeout_never_cancels_the_task_that_fed_it() -> None:
+    # Fed from a task, as the stdio transport's reader feeds: the handler's timeout is its own.
+    seen: list[object] = []
+
+    async def handle(request: InboundRequest, conn: Connection) -> dict[str, Any]:
+        seen.append(asyncio.current_task())
+        try:
+            async with asyncio.timeout(0.01):
+                await asyncio.sleep(5)
+        except TimeoutError:
+            return {"content": [{"type": "text", "text": "timed out"}]}
+        return {"content": []}
+
+    conn = Connection(ready_session(), handle)
+    conn.feed(call(4, "x"))
+    (reply,) = await replies(conn.session, 1)
+    assert reply["result"]["content"][0]["text"] == "timed out"
+    assert seen[0] is not asyncio.current_task() and asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+
+
+async def test_close_stops_the_handlers_that_wait_and_waits_for_them() -> None:
+    stopped: list[int | str] = []
+
+    async def handle(request: InboundRequest, conn: Connection) -> dict[str, Any]:
+        try:
+            await asyncio.sleep(30)
+        finally:
+            await asyncio.sleep(0)  # winding down takes a turn of the loop
+            stopped.append(request.id)
+        return {"content": []}
+
+    conn = Connection(ready_session(), handle)
+    conn.feed(call(5, "a"))
+    conn.feed(call(6, "b"))
+    assert conn.in_flight == 2
+    await conn.close()
+    assert set(stopped) == {5, 6}
+    assert conn.session.data_to_send() == []  # a handler stopped by the close is not answered
+
+
 async def test_notifications_and_close_reach_the_given_callbacks() -> None:
     notes: list[str] = []
     closed: list[Connection] = []
