@@ -17,6 +17,7 @@ __all__ = ["load_app", "main"]
 _FIXTURES = {"conformance": "mcpfast.server.conformance:app"}
 _EXTRAS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "bench": (("swarm", ("locust", "gevent", "geventhttpclient")), ("bench", ("matplotlib", "numpy"))),
+    "capacity": (("swarm", ("locust", "gevent", "geventhttpclient")), ("bench", ("matplotlib", "numpy"))),
     "report": (("bench", ("matplotlib", "numpy")),),
     "compare": (("bench", ("matplotlib", "numpy")),),
     "uvicorn": (("uvicorn", ("uvicorn",)),),
@@ -260,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         print(LOCUSTFILES)
         print("families: " + " ".join(families()), file=sys.stderr)
         return 0
-    if args.command in ("bench", "report", "compare"):
+    if args.command in ("bench", "capacity", "report", "compare"):
         problem = missing_extra(args.command)
         if problem is not None:
             print(problem, file=sys.stderr)

@@ -1,6 +1,6 @@
-"""The ``bench``, ``report`` and ``compare`` subcommands of ``mcpfast``: ``mcpfast/cli.py`` wires
-them in with :func:`add_subcommands` (on its subparsers) and :func:`run_subcommand` (for
-``args.command`` in :data:`COMMANDS`).
+"""The ``bench``, ``capacity``, ``report`` and ``compare`` subcommands of ``mcpfast``:
+``mcpfast/cli.py`` wires them in with :func:`add_subcommands` (on its subparsers) and
+:func:`run_subcommand` (for ``args.command`` in :data:`COMMANDS`).
 
 Importing this module is cheap: Locust and matplotlib are imported only when a command runs.
 """
@@ -17,12 +17,12 @@ from mcpfast.locust.argtypes import finite_positive, int_at_least, positive_shar
 
 __all__ = ["COMMANDS", "add_subcommands", "run_subcommand"]
 
-COMMANDS = ("bench", "report", "compare")
+COMMANDS = ("bench", "capacity", "report", "compare")
 
 
 def add_subcommands(subparsers: Any) -> None:
-    """Register ``bench``, ``report`` and ``compare`` on an ``add_subparsers()`` object."""
-    from mcpfast.bench import soak
+    """Register ``bench``, ``capacity``, ``report`` and ``compare`` on an ``add_subparsers()`` object."""
+    from mcpfast.bench import capacity, soak
     from mcpfast.bench.run import DEFAULT_DURATION, DEFAULT_USERS, FAMILIES, QUICK_DURATION, QUICK_USERS, BenchConfig
 
     bench = subparsers.add_parser(
@@ -93,8 +93,9 @@ def add_subcommands(subparsers: Any) -> None:
         help=f"report (and fit slopes over) intervals of this many seconds (default {soak.DEFAULT_INTERVAL_S:g})",
     )  # fmt: skip
 
-    report = subparsers.add_parser("report", help="redraw the plots of a bench run from its saved data")
-    report.add_argument("run", metavar="RUN", help="a directory written by `mcpfast bench`")
+    capacity.add_parser(subparsers)
+    report = subparsers.add_parser("report", help="redraw the plots of a bench run (or a capacity search) from its saved data")
+    report.add_argument("run", metavar="RUN", help="a directory written by `mcpfast bench` or `mcpfast capacity`")
 
     compare = subparsers.add_parser("compare", help="ratio tables (B/A) and one percentile plot for two bench runs")
     compare.add_argument("run_a", metavar="RUN_A")
@@ -202,6 +203,11 @@ def _report(args: argparse.Namespace) -> int:
     from mcpfast.bench.report import format_summary, generate_plots
 
     run = Path(args.run)
+    if (run / "capacity.json").is_file():
+        from mcpfast.bench.capacity import redraw as redraw_curve
+
+        print(f"plot: {redraw_curve(run)}")
+        return 0
     if files.is_soak(run):
         from mcpfast.bench.soak import redraw
 
@@ -226,7 +232,9 @@ def _compare(args: argparse.Namespace) -> int:
 
 def run_subcommand(args: argparse.Namespace) -> int:
     """Run ``args.command`` (one of :data:`COMMANDS`); returns the exit code."""
-    run = {"bench": _bench, "report": _report, "compare": _compare}.get(getattr(args, "command", None) or "")
+    from mcpfast.bench.capacity import run as capacity
+
+    run = {"bench": _bench, "capacity": capacity, "report": _report, "compare": _compare}.get(getattr(args, "command", None) or "")
     if run is None:
         raise ValueError(f"not a bench subcommand: {args.command!r}")
     return run(args)

@@ -298,7 +298,7 @@ def test_subcommands_register_and_dispatch(synthetic_run: Path, capsys: pytest.C
     assert (args.command, args.quick, args.transport, args.family) == ("bench", True, "stdio", ["handshake"])
     with pytest.raises(SystemExit):
         parser.parse_args(["bench", "--users", "0"])
-    assert set(COMMANDS) == {"bench", "report", "compare"}
+    assert set(COMMANDS) == {"bench", "capacity", "report", "compare"}
     assert run_subcommand(parser.parse_args(["report", str(synthetic_run)])) == 0
     assert "plots written" in capsys.readouterr().out
     assert run_subcommand(parser.parse_args(["compare", str(synthetic_run), str(synthetic_run)])) == 0

@@ -2,7 +2,7 @@
 with ``[swarm,bench]`` the whole swarm.
 
 The wheel's files: no ``benchmarks/`` (the maintainer tools stay in the repository) and in
-``mcpfast/bench/`` exactly the modules of ``mcpfast bench``/``report``/``compare`` and ``make demo``
+``mcpfast/bench/`` exactly the modules of ``mcpfast bench``/``capacity``/``report``/``compare`` and ``make demo``
 (:data:`PRODUCT_BENCH`, under :data:`BENCH_MAX_LINES` lines, importing nothing from ``benchmarks``
 or ``tests`` and building nothing with cargo: :func:`bench_problems`).
 
@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ("README.md", "_common.py", "tools_call.py", "handshake.py", "session_churn.py", "sse_streaming.py", "scenario.py")
 PRODUCT_BENCH = (
     "__init__.py",
+    "capacity.py",
     "cli.py",
     "core_demo.py",
     "files.py",
@@ -47,9 +48,9 @@ PRODUCT_BENCH = (
     "soak.py",
     "traffic.py",
 )
-"""The Python modules of ``mcpfast/bench/`` in the wheel: the product commands (``--soak`` included)
-and ``make demo``'s table."""
-BENCH_MAX_LINES = 3000
+"""The Python modules of ``mcpfast/bench/`` in the wheel: the product commands (``--soak`` and
+``mcpfast capacity`` included) and ``make demo``'s table."""
+BENCH_MAX_LINES = 3150
 MAINTAINER_ONLY = (b"from benchmarks", b"import benchmarks", b"from tests", b"import tests", b'"cargo"')
 """What no shipped bench module may hold: imports of the repository's tools or tests, a cargo build."""
 HEAVY = ("locust", "gevent", "geventhttpclient", "matplotlib", "numpy", "uvicorn", "httptools")
@@ -105,6 +106,8 @@ def main(argv: list[str]) -> int:
         benchmark_files = {n: z.read(n) for n in shipped if n.startswith(("mcpfast/bench/", "benchmarks/"))}
     missing = [f"mcpfast/loadtests/{name}" for name in SHIPPED if f"mcpfast/loadtests/{name}" not in shipped]
     check(not missing, f"the wheel ships the locustfiles (missing: {missing or 'none'})")
+    page = [f"mcpfast/locust/webui_static/{p.name}" for p in (ROOT / "mcpfast" / "locust" / "webui_static").iterdir()]
+    check(not set(page) - shipped, f"the wheel ships the web UI's MCP page (missing: {sorted(set(page) - shipped) or 'none'})")
     problems = bench_problems(benchmark_files)
     check(not problems, f"the wheel ships no benchmark tool, mcpfast/bench/ is the product's ({'; '.join(problems) or 'so it is'})")
     listed = subprocess.run([str(python), "-m", "pip", "list", "--format=json"], check=True, capture_output=True, text=True, timeout=120)
