@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import locust  # noqa: F401 - first: Locust's import gevent-patches the stdlib
 
-from mcpfast.locust import churn
+from mcpfast.locust import churn, webui
 from mcpfast.locust.churn import CHURN
 from mcpfast.locust.families import close_session, named_only, open_session
 from mcpfast.locust.users import McpUser
@@ -26,3 +26,5 @@ __all__ = ["CHURN", "McpUser", "close_session", "named_only", "open_session"]
 # every run counts its sessions opened and ended (the handshake and churn families' users), merged
 # on a master from its workers into <prefix>_churn.json
 churn.register()
+# with the web UI, the MCP tab: the run's µs figures live (mcpfast.locust.webui)
+webui.register()
