@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 
 FUZZ_SECONDS ?= 600
 
-.PHONY: help install build demo test test-fast test-rust test-python check-light redis-install haproxy-install prometheus-install otelcol-install authserver-install fmt fuzz bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
+.PHONY: help install build demo test test-fast test-rust test-python check-light redis-install haproxy-install chromium-install prometheus-install otelcol-install authserver-install fmt fuzz bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
 
 # The official MCP conformance suite (npm), with Node 22 from npm (how it runs: tests/conformance/test_conformance.py).
 CONFORMANCE_VERSION ?= 0.1.16
@@ -48,7 +48,7 @@ demo: install ## The main job on the embedded server: mcpfast bench --quick (std
 	$(PY) -m mcpfast.bench.core_demo
 	MCPFAST_CORE=rust $(VENV)/bin/mcpfast bench --quick --out bench_results/demo
 
-test: install conformance-install peers-install lint redis-install haproxy-install prometheus-install otelcol-install authserver-install test-rust test-python check-light ## Every check: lint, cargo tests of the core crate, the Python suite, the light package check
+test: install conformance-install peers-install lint redis-install haproxy-install chromium-install prometheus-install otelcol-install authserver-install test-rust test-python check-light ## Every check: lint, cargo tests of the core crate, the Python suite, the light package check
 
 # The examples (benchmark helpers) are not linked here: clippy --all-targets checks they build,
 # and each would be one more fat-LTO link. `--tests` takes each crate's unit tests but the
@@ -64,7 +64,7 @@ PYTEST_WORKERS ?= 3
 # The inner loop: every layer's unit tests (no load runs, no npm servers), in parallel.
 FAST_TESTS := tests/protocol tests/core tests/sansio tests/server tests/adapters tests/client tests/transports tests/auth tests/store tests/locust tests/test_exports.py tests/test_import_cycles.py
 
-test-python: install peers-install redis-install haproxy-install prometheus-install otelcol-install authserver-install ## The Python suite (both core implementations, server, swarm)
+test-python: install peers-install redis-install haproxy-install chromium-install prometheus-install otelcol-install authserver-install ## The Python suite (both core implementations, server, swarm)
 	MCPFAST_CORE=rust $(PY) -m pytest -n $(PYTEST_WORKERS) -m "not serial" $(PYTEST_ARGS)
 	MCPFAST_CORE=rust $(PY) -m pytest -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
@@ -79,6 +79,9 @@ redis-install: ## Debian's redis-server for the scale-out tests (tests/scale sta
 
 haproxy-install: ## Debian's haproxy, the TLS terminator and balancer in front of mcpfast serve in the deployed-server tests
 	@command -v haproxy >/dev/null || (apt-get update && apt-get install -y haproxy)
+
+chromium-install: ## Debian's chromium and chromium-driver, the headless browser of the web UI tests (tests/webui)
+	@[ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] || (apt-get update && apt-get install -y chromium chromium-driver)
 
 # The package's postinst may start a prometheus service on :9090: it is stopped where an init system runs,
 # since the tests start their own prometheus (free port, temporary config) and never use it.
