@@ -19,7 +19,7 @@ import re
 from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from types import UnionType
-from typing import Any, Final, Literal, NamedTuple, TypeAlias, TypeGuard, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, Final, Literal, NamedTuple, TypeAlias, TypeGuard, TypeVar, Union, get_args, get_origin, get_type_hints, overload
 
 import orjson
 
@@ -32,6 +32,7 @@ from mcpfast.protocol.versions import V2025_06_18, supports
 from mcpfast.sansio import InboundRequest, NotificationReceived, ServerSession
 from mcpfast.sansio.mrtr import InputRequired, StateSealer, input_required_result
 from mcpfast.sansio.rules import DEFAULT_PAGE_SIZE, completion_result, input_errors_are_tool_errors, paginate
+from mcpfast.server import inline
 from mcpfast.server._typeschema import function_schema, type_schema
 from mcpfast.server._validate import ArgumentValidator, SchemaValidator, schema_validator
 from mcpfast.server.connection import Connection, Routes
@@ -42,7 +43,7 @@ from mcpfast.server.types import JSONObject, JSONValue, RouteResult, UserFunctio
 from mcpfast.server.uri_template import UriTemplate, is_template
 from mcpfast.store.tasks import TaskStore
 
-__all__ = ["Server", "SessionDefaults"]
+__all__ = ["PendingCall", "PlainOutcome", "Server", "SessionDefaults"]
 
 logger = logging.getLogger("mcpfast.server")
 _TOOLS_CALL: Final = m.TOOLS_CALL
@@ -151,6 +152,17 @@ def _argument_problem(tool: _Tool, args: object) -> str | None:
     return tool.validator.problem(args) if isinstance(args, dict) else "arguments must be an object"
 
 
+def _refused_arguments(tool: _Tool, name: str, arguments: JSONObject, version: str) -> JSONObject | tuple[int, str, JSONValue] | None:
+    """The answer to a plain call whose compiled check failed: the tool error or the -32602 the
+    version wants, or ``None`` when the arguments are fine after all (jsonschema's word)."""
+    problem = _argument_problem(tool, arguments)
+    if problem is None:
+        return None
+    if input_errors_are_tool_errors(version):
+        return _invalid_arguments(name, problem)
+    return (INVALID_PARAMS, f"invalid arguments for tool {name}: {problem}", None)
+
+
 def _invalid_arguments(name: str, problem: str) -> JSONObject:
     """Invalid arguments as a tool error result (the versions where ``input_errors_are_tool_errors``)."""
     return {"content": [{"type": "text", "text": f"invalid arguments for tool {name}: {problem}"}], "isError": True}
@@ -173,6 +185,77 @@ class _Prompt:
         self.callable = callable_
         self.definition = definition
         self.required = required
+
+
+PlainOutcome: TypeAlias = JSONObject | str | tuple[int, str, JSONValue]
+"""What a plain ``tools/call`` run without a session machine answers (``Server.run_plain_tool``):
+the result; a str, the text of a result of one text content (``text_result``); or
+``(code, message, data)``, a JSON-RPC error."""
+
+
+class PendingCall:
+    """A plain ``tools/call`` of an ``async def`` tool that waits (``Server.run_tool_inline``):
+    its ``outcome()`` once it has finished.
+
+    ``listen(fn)`` calls ``fn(call)`` in the step of the tool that finishes it (no loop turn
+    more), or at once when it has finished; ``cancel()`` stops the tool (a client gone, a
+    session ended): its outcome is then ``CancelledError``.
+    """
+
+    __slots__ = ("_listener", "_outcome", "running")
+
+    def __init__(self) -> None:
+        self.running: inline.InlineTask[JSONObject | str] | None = None
+        """The tool's coroutine, driven on from the loop (``None`` until ``run_tool_inline`` returns)."""
+        self._outcome: PlainOutcome | BaseException | None = None
+        self._listener: Callable[[PendingCall], object] | None = None
+
+    def _finished(self, result: JSONObject | str | None, exc: BaseException | None) -> None:
+        """``inline.Done``: the outcome as ``run_plain_tool`` would have answered it."""
+        if exc is None:
+            assert result is not None  # the coroutine's value: a dict or a str
+            self._outcome = result
+        elif isinstance(exc, McpError):
+            self._outcome = (exc.code, exc.message, exc.data)
+        elif isinstance(exc, Exception):
+            logger.error("handler for %s failed", _TOOLS_CALL, exc_info=exc)
+            self._outcome = (INTERNAL_ERROR, "internal error", None)
+        else:
+            self._outcome = exc  # cancelled
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener(self)
+
+    def done(self) -> bool:
+        return self._outcome is not None
+
+    def cancelled(self) -> bool:
+        return isinstance(self._outcome, asyncio.CancelledError)
+
+    def cancel(self) -> bool:
+        """Stop the tool; ``False`` once it has finished."""
+        return self.running is not None and self.running.cancel()
+
+    def listen(self, fn: Callable[[PendingCall], object]) -> None:
+        """``fn(self)`` once it has finished (now, if it has); one listener at a time."""
+        if self._outcome is not None:
+            fn(self)
+        else:
+            self._listener = fn
+
+    def outcome(self) -> PlainOutcome:
+        """The result, its text, or ``(code, message, data)``, as ``run_plain_tool`` returns them.
+
+        Raises:
+            asyncio.InvalidStateError: it has not finished.
+            asyncio.CancelledError: it was cancelled.
+        """
+        outcome = self._outcome
+        if outcome is None:
+            raise asyncio.InvalidStateError("the tool has not finished")
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
 
 
 class SessionDefaults(NamedTuple):
@@ -921,18 +1004,24 @@ class Server:
             return value
         return self._tool_result(tool, value, version)
 
-    async def _call_plain_async(self, tool: _Tool, args: JSONObject, version: str) -> JSONObject:
+    @overload
+    async def _call_plain_async(self, tool: _Tool, args: JSONObject, version: str, text: Literal[False] = False) -> JSONObject: ...
+    @overload
+    async def _call_plain_async(self, tool: _Tool, args: JSONObject, version: str, text: Literal[True]) -> JSONObject | str: ...
+    async def _call_plain_async(self, tool: _Tool, args: JSONObject, version: str, text: bool = False) -> JSONObject | str:
         """``_call_plain`` of an ``async def``: ``_run``'s call, failure and result, in one
-        coroutine rather than three (the function's, ``_Callable.call``'s and ``_later``'s)."""
+        coroutine rather than three (the function's, ``_Callable.call``'s and ``_later``'s); a
+        str the tool returned comes back as it is when ``text`` (``_call_plain``'s rule), else
+        as its result."""
         try:
             value = await tool.callable.fn(**args)
         except Exception as exc:
             return self._failure(exc, None, "", tool, self._tool_failed)
         if type(value) is str:
-            return text_result(value)
+            return value if text else text_result(value)
         return self._tool_result(tool, value, version)
 
-    def run_plain_tool(self, name: str, arguments: JSONValue, version: str) -> JSONObject | str | tuple[int, str, JSONValue] | None:
+    def run_plain_tool(self, name: str, arguments: JSONValue, version: str) -> PlainOutcome | None:
         """Serve a handshake-era ``tools/call`` of a plain sync tool without a session machine
         step, as the native HTTP server's lane does for a session with nothing in flight.
 
@@ -952,17 +1041,48 @@ class Server:
         try:
             check = tool.check
             if check is None or not check(arguments):  # the compiled check failed: say why
-                problem = _argument_problem(tool, arguments)
-                if problem is not None:
-                    if input_errors_are_tool_errors(version):
-                        return _invalid_arguments(name, problem)
-                    return (INVALID_PARAMS, f"invalid arguments for tool {name}: {problem}", None)
+                refused = _refused_arguments(tool, name, arguments, version)
+                if refused is not None:
+                    return refused
             return self._call_plain(tool, arguments, version)
         except McpError as exc:
             return (exc.code, exc.message, exc.data)
         except Exception:
             logger.exception("handler for %s failed", _TOOLS_CALL)
             return (INTERNAL_ERROR, "internal error", None)
+
+    def run_tool_inline(self, name: str, arguments: JSONValue, version: str) -> PlainOutcome | PendingCall | None:
+        """``run_plain_tool`` for a plain ``async def`` tool too: the coroutine is run here, to
+        its first wait (``mcpfast.server.inline``).
+
+        Returns what ``run_plain_tool`` returns, for a sync tool and for an ``async def`` that
+        finished without waiting; a ``PendingCall`` when it waits (its outcome, of the same
+        shapes, comes later); ``None`` when nothing ran (not a plain tool call).
+        """
+        tool = self._tools.get(name)
+        if tool is None or not tool.plain_async or self.routes.get(_TOOLS_CALL) is not self._tools_call_route:
+            return self.run_plain_tool(name, arguments, version)
+        if arguments is None:
+            arguments = {}
+        elif type(arguments) is not dict or not arguments.keys() <= tool.callable.name_set:
+            return None
+        check = tool.check
+        if check is None or not check(arguments):
+            try:
+                refused = _refused_arguments(tool, name, arguments, version)
+            except Exception:
+                logger.exception("handler for %s failed", _TOOLS_CALL)
+                return (INTERNAL_ERROR, "internal error", None)
+            if refused is not None:
+                return refused
+        pending = PendingCall()
+        running = inline.start(self._call_plain_async(tool, arguments, version, True), PendingCall._finished, pending)
+        if running.done():
+            if pending.cancelled():  # the tool raised CancelledError of its own: its bug, answered as one
+                return (INTERNAL_ERROR, "internal error", None)
+            return pending.outcome()
+        pending.running = running
+        return pending
 
     async def _tools_call_task(self, tool: _Tool, args: JSONObject, request: InboundRequest, conn: Connection) -> JSONObject:
         """A tools/call that may become a task (the client declared the extension)."""
