@@ -186,6 +186,35 @@ pub(crate) fn check_json(body: &[u8], want: i64, what: Want) -> Checked {
     out
 }
 
+/// The `result` of the reply to request `want` in a whole body (`sse`: a `text/event-stream`,
+/// whose events are searched for it), for reading values out of it; None when there is none.
+pub(crate) fn reply_result(body: &[u8], sse: bool, want: i64) -> Option<Vec<u8>> {
+    fn result_of(msg: &[u8], want: i64) -> Option<Vec<u8>> {
+        let Ok(Decoded::Single(env)) = envelope::decode_bytes(msg, DEFAULT_MAX_DEPTH) else {
+            return None;
+        };
+        if env.kind != Kind::Result || !is_ours(&env.id, want) {
+            return None;
+        }
+        env.result().map(|r| msg[r].to_vec())
+    }
+    if !sse {
+        return result_of(body, want);
+    }
+    let mut found = None;
+    let mut decoder = SseDecoder::new(body.len().max(1));
+    let mut take = |item: SseItem<'_>| {
+        if let SseItem::Event { data, .. } = item {
+            if found.is_none() {
+                found = result_of(data.as_bytes(), want);
+            }
+        }
+    };
+    decoder.feed(body, &mut take);
+    decoder.close(&mut take);
+    found
+}
+
 /// Incremental check of a `text/event-stream` reply: feed body bytes as they arrive; the
 /// verdict is set once the event carrying the reply has been seen.
 #[derive(Debug)]

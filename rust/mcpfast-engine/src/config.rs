@@ -4,6 +4,7 @@
 //! the same way.
 
 use std::fmt;
+use std::net::IpAddr;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -79,6 +80,11 @@ pub enum Family {
     /// is polled with `tasks/get` until it ends; `tasks_cancel_share` of them get a
     /// `tasks/cancel` after their first poll.
     Tasks,
+    /// HTTP: each user is an agent: a session (`initialize`, or the 2026-07-28 start), a
+    /// `tools/list`, then the `mix` as its steps (in order, or sampled by weight) with a think
+    /// time before each; the session ends with DELETE or is abandoned, and after an idle gap
+    /// the agent starts a new one.
+    Agents,
 }
 
 named_choices!(Family, "family", [
@@ -90,7 +96,194 @@ named_choices!(Family, "family", [
     Hold => "hold",
     Discover => "discover",
     Tasks => "tasks",
+    Agents => "agents",
 ]);
+
+/// `agents`: the steps of a session in the order given, or sampled by weight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepOrder {
+    Sequence,
+    Weighted,
+}
+
+named_choices!(StepOrder, "agent_order", [Sequence => "sequence", Weighted => "weighted"]);
+
+/// The 90th percentile of the standard normal: a log-normal given by its median and p90 has
+/// σ = ln(p90 / median) / Z90.
+pub const Z90: f64 = 1.281_551_565_544_600_4;
+
+/// The longest think time or idle gap a draw gives (a heavy tail is cut here).
+pub const MAX_THINK_S: f64 = 86_400.0;
+
+/// A distribution of think times (or idle gaps), in seconds. Spelled `constant:S`,
+/// `uniform:MIN:MAX`, `exponential:MEAN` or `lognormal:MEDIAN:P90`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Think {
+    Constant(f64),
+    Uniform { min: f64, max: f64 },
+    Exponential { mean: f64 },
+    LogNormal { median: f64, sigma: f64 },
+}
+
+impl Think {
+    /// The distribution a spec names; the error names `field` and what is wrong.
+    pub fn parse(field: &str, spec: &str) -> Result<Think, String> {
+        const FORMS: &str =
+            "constant:S, uniform:MIN:MAX, exponential:MEAN or lognormal:MEDIAN:P90 (seconds)";
+        let mut parts = spec.trim().split(':');
+        let kind = parts.next().unwrap_or("");
+        let numbers = parts
+            .map(|p| p.trim().parse::<f64>().ok().filter(|v| v.is_finite()))
+            .collect::<Option<Vec<f64>>>()
+            .ok_or_else(|| {
+                field_error(
+                    field,
+                    format!("{spec:?}: not numbers after the kind; {FORMS}"),
+                )
+            })?;
+        let bad = |what: String| Err(field_error(field, format!("{spec}: {what}")));
+        if let Some(v) = numbers.iter().find(|v| **v < 0.0) {
+            return bad(format!("{v} is negative (times are seconds, 0 or more)"));
+        }
+        if let Some(v) = numbers.iter().find(|v| **v > MAX_THINK_S) {
+            return bad(format!("{v} s is more than a day"));
+        }
+        let think = match (kind, numbers.as_slice()) {
+            ("constant", [s]) => Think::Constant(*s),
+            ("uniform", [min, max]) if min <= max => Think::Uniform {
+                min: *min,
+                max: *max,
+            },
+            ("uniform", [min, max]) => return bad(format!("max ({max}) is below min ({min})")),
+            ("exponential", [mean]) if *mean > 0.0 => Think::Exponential { mean: *mean },
+            ("exponential", [_]) => return bad("the mean must be above 0".into()),
+            ("lognormal", [median, p90]) if *median <= 0.0 => {
+                let _ = p90;
+                return bad("the median must be above 0".into());
+            }
+            ("lognormal", [median, p90]) if p90 < median => {
+                return bad(format!("p90 ({p90}) is below the median ({median})"))
+            }
+            ("lognormal", [median, p90]) => Think::LogNormal {
+                median: *median,
+                sigma: (p90 / median).ln() / Z90,
+            },
+            _ => return Err(field_error(field, format!("one of {FORMS}; not {spec:?}"))),
+        };
+        Ok(think)
+    }
+
+    /// One draw from two uniform draws in (0, 1] (Box-Muller for the normal under the
+    /// log-normal), cut at [`MAX_THINK_S`].
+    pub fn sample(&self, u1: f64, u2: f64) -> Duration {
+        let s = match *self {
+            Think::Constant(s) => s,
+            Think::Uniform { min, max } => min + (max - min) * u1,
+            Think::Exponential { mean } => -mean * u1.ln(),
+            Think::LogNormal { median, sigma } => {
+                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                median * (sigma * z).exp()
+            }
+        };
+        Duration::from_secs_f64(if s.is_finite() {
+            s.clamp(0.0, MAX_THINK_S)
+        } else {
+            0.0
+        })
+    }
+
+    /// The distribution's mean, seconds.
+    pub fn mean(&self) -> f64 {
+        match *self {
+            Think::Constant(s) => s,
+            Think::Uniform { min, max } => (min + max) / 2.0,
+            Think::Exponential { mean } => mean,
+            Think::LogNormal { median, sigma } => median * (sigma * sigma / 2.0).exp(),
+        }
+    }
+}
+
+/// Where a step's value comes from in an earlier step's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Extract {
+    /// A JSON pointer (RFC 6901) into the result's `structuredContent`.
+    Pointer(String),
+    /// A regular expression on the result's text content (its `text` items, joined by
+    /// newlines): the first group, or the whole match without one.
+    Regex(String),
+}
+
+/// `agents`: a value of a step's params taken from the result of step `step` (an index
+/// among the steps) of the same session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Use {
+    /// Where the value goes: a JSON pointer into the request's params (`/arguments/id`; the
+    /// value given there is replaced).
+    pub at: String,
+    pub step: usize,
+    pub extract: Extract,
+}
+
+/// A use ready to run: its extraction compiled.
+#[derive(Debug, Clone)]
+pub struct StepUse {
+    pub at: String,
+    pub step: usize,
+    pub extract: Extractor,
+}
+
+/// An extraction ready to run.
+#[derive(Debug, Clone)]
+pub enum Extractor {
+    Pointer(String),
+    Regex(regex::Regex),
+}
+
+impl Extractor {
+    /// How the failure of a missing value names it: the pointer, or the expression.
+    pub fn describe(&self) -> String {
+        match self {
+            Extractor::Pointer(p) => format!("structuredContent {p}"),
+            Extractor::Regex(r) => format!("a match of /{}/ in its text", r.as_str()),
+        }
+    }
+}
+
+/// How the mark of a use begins (see [`use_mark`]).
+pub const USE_MARK: &str = "\u{1}mcpfast-use-";
+
+/// The JSON string a step's params carry in place of the value of its use `k` until the
+/// request is built (the template fills it in).
+pub fn use_mark(k: usize) -> String {
+    format!("{USE_MARK}{k}\u{1}")
+}
+
+/// The use whose mark `text` is.
+pub fn use_of_mark(text: &str) -> Option<usize> {
+    text.strip_prefix(USE_MARK)?
+        .strip_suffix('\u{1}')?
+        .parse()
+        .ok()
+}
+
+/// `agents`: what each agent does around its steps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Agent {
+    pub order: StepOrder,
+    /// Weighted order: steps per session, drawn uniformly in min..=max.
+    pub steps: (u32, u32),
+    /// Before each step (after the session's `tools/list`).
+    pub think: Think,
+    /// Between one session's end and the next one's start (and before the first).
+    pub idle: Think,
+    /// Each session lists the tools first (the `tools/list` row).
+    pub list_tools: bool,
+    /// The share of the agents that hold a stream for their session's life (the standalone
+    /// GET stream, or a 2026-07-28 `subscriptions/listen`).
+    pub hold_stream: f64,
+    /// The share of the sessions abandoned (no DELETE).
+    pub abandon: f64,
+}
 
 /// When a user opens a new connection (besides after the server closed one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,6 +318,23 @@ pub struct MixItem {
     pub call: MixCall,
     pub weight: u32,
     pub stream: bool,
+    /// `agents`: the step's name in the failures of the steps that use its result.
+    pub label: Option<String>,
+    /// `agents`: values of its params taken from earlier steps' results.
+    pub uses: Vec<Use>,
+}
+
+impl MixItem {
+    /// An entry calling `call` with `weight`, not streamed, with no label and no uses.
+    pub fn new(call: MixCall, weight: u32) -> MixItem {
+        MixItem {
+            call,
+            weight,
+            stream: false,
+            label: None,
+            uses: Vec::new(),
+        }
+    }
 }
 
 /// What a mix entry calls.
@@ -150,6 +360,12 @@ pub struct MixRequest {
     pub weight: u32,
     /// Sent with a progress token, its progress/SSE events timed (as `sse_streaming`).
     pub stream: bool,
+    /// `agents`: how the step is named where a use of its result fails (its label, or
+    /// `step N (<row>)`), its uses (their values marked in `params`, [`use_mark`]), and
+    /// whether a use reads its result.
+    pub label: String,
+    pub uses: Vec<StepUse>,
+    pub read_by_uses: bool,
 }
 
 impl MixRequest {
@@ -225,6 +441,19 @@ pub struct Settings {
     pub hold_clock: Option<String>,
     /// `tasks`: the share of tasks cancelled after their first poll.
     pub tasks_cancel_share: f64,
+    /// HTTP: the local addresses new connections are bound to before they connect, in turn
+    /// (`127.0.0.2` or a range `127.0.0.2-127.0.0.20`); empty: the kernel picks.
+    pub source_addresses: Vec<String>,
+    /// `agents`: the steps in order or by weight, steps per session (weighted), think and idle
+    /// distributions ([`Think::parse`]; None: idle as think), the `tools/list` first, the
+    /// shares of agents holding a stream and of sessions abandoned.
+    pub agent_order: StepOrder,
+    pub agent_steps: (u32, u32),
+    pub think: String,
+    pub idle: Option<String>,
+    pub agent_list_tools: bool,
+    pub agent_hold_stream: f64,
+    pub agent_abandon: f64,
 }
 
 impl Default for Settings {
@@ -276,6 +505,14 @@ impl Default for Settings {
             hold_trigger_every_s: 5.0,
             hold_clock: None,
             tasks_cancel_share: 0.0,
+            source_addresses: Vec::new(),
+            agent_order: StepOrder::Sequence,
+            agent_steps: (1, 1),
+            think: "lognormal:2:8".into(),
+            idle: None,
+            agent_list_tools: true,
+            agent_hold_stream: 0.0,
+            agent_abandon: 0.0,
         }
     }
 }
@@ -349,6 +586,10 @@ pub struct Config {
     pub hold_clock: Option<String>,
     /// `tasks`: the share of tasks cancelled after their first poll.
     pub tasks_cancel_share: f64,
+    /// HTTP: local addresses new connections bind to, in turn (empty: the kernel picks).
+    pub source_addresses: Vec<IpAddr>,
+    /// `agents`: what each agent does around its steps (the steps are `mix`).
+    pub agent: Agent,
 }
 
 impl Config {
@@ -575,6 +816,78 @@ impl Settings {
         if !(0.0..=1.0).contains(&tasks_cancel_share) {
             return Err(field_error("tasks_cancel_share", "must be in 0..=1"));
         }
+        let mut mix = mix;
+        let stateless_era = stateless;
+        let agents = family == Family::Agents;
+        if agents {
+            if transport != Transport::Http {
+                return Err(field_error("family", "agents runs over HTTP"));
+            }
+            if mix.is_empty() {
+                return Err(field_error(
+                    "mix",
+                    "the agent's steps: required (non-empty) for family agents",
+                ));
+            }
+            if self.agent_order == StepOrder::Weighted && mix.iter().all(|m| m.weight == 0) {
+                return Err(field_error("mix", "all weights are 0 (weighted order)"));
+            }
+        }
+        let steps = mix.len();
+        for (i, (item, request)) in self.mix.iter().zip(mix.iter_mut()).enumerate() {
+            let field = format!("mix[{i}]");
+            if !agents && (item.label.is_some() || !item.uses.is_empty()) {
+                return Err(field_error(&field, "label and uses apply to family agents"));
+            }
+            request.label = match &item.label {
+                Some(l) => l.clone(),
+                None => format!("step {} ({})", i + 1, request.stat_name()),
+            };
+            request.uses = mark_uses(
+                request,
+                &item.uses,
+                i,
+                steps,
+                self.agent_order,
+                stateless_era,
+            )
+            .map_err(|e| field_error(&field, e))?;
+        }
+        for i in 0..mix.len() {
+            let read = mix.iter().any(|m| m.uses.iter().any(|u| u.step == i));
+            mix[i].read_by_uses = read;
+        }
+        let (lo, hi) = self.agent_steps;
+        if lo == 0 || hi < lo || hi > 100_000 {
+            return Err(field_error(
+                "agent_steps",
+                format!("(min, max) with 1 <= min <= max <= 100000, got ({lo}, {hi})"),
+            ));
+        }
+        let think = Think::parse("think", &self.think)?;
+        let idle = match &self.idle {
+            Some(spec) => Think::parse("idle", spec)?,
+            None => think,
+        };
+        let share = |field: &str, v: f64| -> Result<f64, String> {
+            let v = finite(field, v)?;
+            if (0.0..=1.0).contains(&v) {
+                Ok(v)
+            } else {
+                Err(field_error(field, "must be in 0..=1"))
+            }
+        };
+        let agent = Agent {
+            order: self.agent_order,
+            steps: (lo, hi),
+            think,
+            idle,
+            list_tools: self.agent_list_tools,
+            hold_stream: share("agent_hold_stream", self.agent_hold_stream)?,
+            abandon: share("agent_abandon", self.agent_abandon)?,
+        };
+        let source_addresses = source_addresses(&self.source_addresses)
+            .map_err(|e| field_error("source_addresses", e))?;
         let default_type = match transport {
             Transport::Http => "mcp-http",
             Transport::Stdio => "mcp-stdio",
@@ -630,8 +943,129 @@ impl Settings {
             hold_trigger_every: Duration::from_secs_f64(every),
             hold_clock,
             tasks_cancel_share,
+            source_addresses,
+            agent,
         })
     }
+}
+
+/// Most source addresses one run may bind to.
+const MAX_SOURCE_ADDRESSES: u128 = 65_536;
+
+/// The addresses of `specs`, each `ADDR` or a range `FIRST-LAST` of one family, in order.
+fn source_addresses(specs: &[String]) -> Result<Vec<IpAddr>, String> {
+    let mut out: Vec<IpAddr> = Vec::new();
+    for spec in specs {
+        let spec = spec.trim();
+        let (first, last) = spec.split_once('-').unwrap_or((spec, spec));
+        let parse = |t: &str| {
+            t.trim()
+                .parse::<IpAddr>()
+                .map_err(|_| format!("{spec:?}: not an IP address or a range FIRST-LAST"))
+        };
+        let (first, last) = (parse(first)?, parse(last)?);
+        let (a, b) = match (first, last) {
+            (IpAddr::V4(a), IpAddr::V4(b)) => (u128::from(u32::from(a)), u128::from(u32::from(b))),
+            (IpAddr::V6(a), IpAddr::V6(b)) => (u128::from(a), u128::from(b)),
+            _ => return Err(format!("{spec}: a range of one address family")),
+        };
+        if b < a {
+            return Err(format!("{spec}: the range ends before it starts"));
+        }
+        if b - a + 1 + out.len() as u128 > MAX_SOURCE_ADDRESSES {
+            return Err(format!("more than {MAX_SOURCE_ADDRESSES} addresses"));
+        }
+        for n in a..=b {
+            let ip = match first {
+                IpAddr::V4(_) => IpAddr::from(std::net::Ipv4Addr::from(n as u32)),
+                IpAddr::V6(_) => IpAddr::from(std::net::Ipv6Addr::from(n)),
+            };
+            if !out.contains(&ip) {
+                out.push(ip);
+            }
+        }
+    }
+    if out.iter().any(IpAddr::is_ipv4) && out.iter().any(IpAddr::is_ipv6) {
+        return Err(
+            "IPv4 and IPv6 addresses mixed (connections go to one server address family)".into(),
+        );
+    }
+    Ok(out)
+}
+
+/// The uses of step `i` ready to run, their values marked in the step's params; the error
+/// says which use is wrong and why.
+fn mark_uses(
+    request: &mut MixRequest,
+    uses: &[Use],
+    i: usize,
+    steps: usize,
+    order: StepOrder,
+    stateless: bool,
+) -> Result<Vec<StepUse>, String> {
+    if uses.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut params: Value = match &request.params {
+        Some(text) => serde_json::from_str(text).map_err(|e| format!("params: {e}"))?,
+        None => Value::Object(JsonObject::new()),
+    };
+    let mut out = Vec::with_capacity(uses.len());
+    for (k, u) in uses.iter().enumerate() {
+        let what = format!("uses[{k}] (at {:?})", u.at);
+        if !u.at.starts_with('/') {
+            return Err(format!(
+                "{what}: at must be a JSON pointer into the params, such as /arguments/id"
+            ));
+        }
+        let name_key = match request.method.as_str() {
+            "tools/call" | "prompts/get" => Some("/name"),
+            "resources/read" if stateless => Some("/uri"),
+            _ => None,
+        };
+        if name_key == Some(u.at.as_str()) {
+            return Err(format!(
+                "{what}: the request's name (its Mcp-Name) cannot come from a use"
+            ));
+        }
+        if u.step >= steps {
+            return Err(format!(
+                "{what}: step {} does not exist ({steps} steps)",
+                u.step + 1
+            ));
+        }
+        if order == StepOrder::Sequence && u.step >= i {
+            return Err(format!(
+                "{what}: step {} is not an earlier step (in order, a step uses the steps before it)",
+                u.step + 1
+            ));
+        }
+        let slot = params
+            .pointer_mut(&u.at)
+            .ok_or_else(|| format!("{what}: the params have no value there to replace"))?;
+        *slot = Value::String(use_mark(k));
+        let extract = match &u.extract {
+            Extract::Pointer(p) if p.is_empty() || p.starts_with('/') => {
+                Extractor::Pointer(p.clone())
+            }
+            Extract::Pointer(p) => {
+                return Err(format!(
+                    "{what}: {p:?} is not a JSON pointer (empty, or starting with /)"
+                ))
+            }
+            Extract::Regex(r) => Extractor::Regex(
+                regex::Regex::new(r)
+                    .map_err(|e| format!("{what}: not a regular expression: {e}"))?,
+            ),
+        };
+        out.push(StepUse {
+            at: u.at.clone(),
+            step: u.step,
+            extract,
+        });
+    }
+    request.params = Some(params.to_string());
+    Ok(out)
 }
 
 fn object_text(object: &JsonObject) -> String {
@@ -675,6 +1109,9 @@ fn mix_request(item: &MixItem) -> Result<MixRequest, String> {
         name,
         weight: item.weight,
         stream: item.stream,
+        label: String::new(),
+        uses: Vec::new(),
+        read_by_uses: false,
     })
 }
 
@@ -697,14 +1134,13 @@ mod tests {
     }
 
     fn method(name: &str, params: Option<JsonObject>) -> MixItem {
-        MixItem {
-            call: MixCall::Method {
+        MixItem::new(
+            MixCall::Method {
                 method: name.into(),
                 params,
             },
-            weight: 1,
-            stream: false,
-        }
+            1,
+        )
     }
 
     #[test]
@@ -897,14 +1333,13 @@ mod tests {
         let c = Settings {
             family: Family::Mixed,
             mix: vec![
-                MixItem {
-                    call: MixCall::Tool {
+                MixItem::new(
+                    MixCall::Tool {
                         name: "echo".into(),
                         arguments: object(&[("text", Value::from("x"))]),
                     },
-                    weight: 9,
-                    stream: false,
-                },
+                    9,
+                ),
                 method("tools/list", None),
                 method(
                     "resources/read",
@@ -971,6 +1406,283 @@ mod tests {
             .build()
             .expect_err(what);
             assert!(e.contains("mix[0]") && e.contains(what), "{e}");
+        }
+    }
+
+    /// The `q` quantile of `n` draws of `think` (the engine's xorshift draws stand in: any
+    /// uniform source).
+    fn quantiles(think: &Think, n: usize) -> Vec<f64> {
+        let mut x: u64 = 0x5eed;
+        let mut unit = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ((x >> 11) as f64 + 1.0) / (1u64 << 53) as f64
+        };
+        let mut v: Vec<f64> = (0..n)
+            .map(|_| think.sample(unit(), unit()).as_secs_f64())
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v
+    }
+
+    #[test]
+    fn think_times_follow_their_distribution() {
+        let at = |v: &[f64], q: f64| v[(v.len() as f64 * q) as usize];
+        let lognormal = Think::parse("think", "lognormal:2:8").expect("valid");
+        let v = quantiles(&lognormal, 200_000);
+        assert!(
+            (at(&v, 0.5) / 2.0 - 1.0).abs() < 0.01,
+            "median {}",
+            at(&v, 0.5)
+        );
+        assert!(
+            (at(&v, 0.9) / 8.0 - 1.0).abs() < 0.01,
+            "p90 {}",
+            at(&v, 0.9)
+        );
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        assert!((mean / lognormal.mean() - 1.0).abs() < 0.03, "mean {mean}");
+        let v = quantiles(
+            &Think::parse("think", "exponential:3").expect("valid"),
+            200_000,
+        );
+        assert!((at(&v, 0.5) / (3.0 * 2f64.ln()) - 1.0).abs() < 0.02);
+        let v = quantiles(
+            &Think::parse("think", "uniform:1:3").expect("valid"),
+            100_000,
+        );
+        assert!(v[0] >= 1.0 && v[v.len() - 1] <= 3.0);
+        assert!((at(&v, 0.5) - 2.0).abs() < 0.02);
+        let v = quantiles(&Think::parse("think", "constant:0.25").expect("valid"), 10);
+        assert!(v.iter().all(|s| (s - 0.25).abs() < 1e-9));
+        // p90 equal to the median: no spread
+        let v = quantiles(&Think::parse("think", "lognormal:1:1").expect("valid"), 100);
+        assert!(v.iter().all(|s| (s - 1.0).abs() < 1e-9));
+    }
+
+    #[test]
+    fn think_times_that_make_no_sense_are_refused_by_name() {
+        for (spec, why) in [
+            ("lognormal:2:1", "p90 (1) is below the median (2)"),
+            ("lognormal:0:1", "the median must be above 0"),
+            ("constant:-1", "-1 is negative"),
+            ("uniform:3:1", "max (1) is below min (3)"),
+            ("exponential:0", "the mean must be above 0"),
+            ("exponential:x", "not numbers"),
+            ("gamma:2", "one of constant:S"),
+            ("lognormal:2", "one of constant:S"),
+            ("constant:100000", "more than a day"),
+        ] {
+            let e = Settings {
+                think: spec.into(),
+                ..http()
+            }
+            .build()
+            .expect_err(spec);
+            assert!(
+                e.starts_with("engine config: think: ") && e.contains(why),
+                "{spec}: {e}"
+            );
+        }
+        let e = Settings {
+            idle: Some("uniform:2:1".into()),
+            ..http()
+        }
+        .build()
+        .expect_err("idle");
+        assert!(e.starts_with("engine config: idle: "), "{e}");
+    }
+
+    fn agents(mix: Vec<MixItem>) -> Settings {
+        Settings {
+            family: Family::Agents,
+            mix,
+            ..http()
+        }
+    }
+
+    fn tool_with(name: &str, arguments: Value, uses: Vec<Use>) -> MixItem {
+        let Value::Object(arguments) = arguments else {
+            panic!("an object")
+        };
+        MixItem {
+            uses,
+            ..MixItem::new(
+                MixCall::Tool {
+                    name: name.into(),
+                    arguments,
+                },
+                1,
+            )
+        }
+    }
+
+    fn use_of(at: &str, step: usize, extract: Extract) -> Use {
+        Use {
+            at: at.into(),
+            step,
+            extract,
+        }
+    }
+
+    #[test]
+    fn a_steps_uses_are_marked_in_its_params() {
+        let c = agents(vec![
+            MixItem {
+                label: Some("create".into()),
+                ..tool_with("create", serde_json::json!({}), vec![])
+            },
+            tool_with(
+                "get",
+                serde_json::json!({"id": 0, "deep": {"k": [1, "x"]}}),
+                vec![
+                    use_of("/arguments/id", 0, Extract::Pointer("/id".into())),
+                    use_of("/arguments/deep/k/1", 0, Extract::Regex(r"k=(\w+)".into())),
+                ],
+            ),
+        ])
+        .build()
+        .expect("valid");
+        assert_eq!(c.mix[0].label, "create");
+        assert!(c.mix[0].read_by_uses && !c.mix[1].read_by_uses);
+        assert_eq!(c.mix[1].label, "step 2 (tools/call:get)");
+        let params: Value =
+            serde_json::from_str(c.mix[1].params.as_deref().expect("params")).expect("json");
+        assert_eq!(params["arguments"]["id"], use_mark(0));
+        assert_eq!(params["arguments"]["deep"]["k"][1], use_mark(1));
+        assert_eq!(params["arguments"]["deep"]["k"][0], 1);
+        assert_eq!(use_of_mark(&use_mark(12)), Some(12));
+        assert!(matches!(c.mix[1].uses[1].extract, Extractor::Regex(_)));
+    }
+
+    #[test]
+    fn uses_that_cannot_work_are_refused_by_name() {
+        let get = |uses: Vec<Use>| {
+            vec![
+                tool_with("create", serde_json::json!({}), vec![]),
+                tool_with("get", serde_json::json!({"id": 0}), uses),
+            ]
+        };
+        let pointer = |p: &str| Extract::Pointer(p.into());
+        for (mix, why) in [
+            (
+                get(vec![use_of("/arguments/nope", 0, pointer("/id"))]),
+                "no value there",
+            ),
+            (
+                get(vec![use_of("arguments/id", 0, pointer("/id"))]),
+                "at must be a JSON pointer",
+            ),
+            (
+                get(vec![use_of("/name", 0, pointer("/id"))]),
+                "cannot come from a use",
+            ),
+            (
+                get(vec![use_of("/arguments/id", 1, pointer("/id"))]),
+                "not an earlier step",
+            ),
+            (
+                get(vec![use_of("/arguments/id", 5, pointer("/id"))]),
+                "step 6 does not exist",
+            ),
+            (
+                get(vec![use_of("/arguments/id", 0, pointer("id"))]),
+                "is not a JSON pointer",
+            ),
+            (
+                get(vec![use_of("/arguments/id", 0, Extract::Regex("(".into()))]),
+                "not a regular expression",
+            ),
+        ] {
+            let e = agents(mix).build().expect_err(why);
+            assert!(
+                e.starts_with("engine config: mix[1]: uses[0]") && e.contains(why),
+                "{why}: {e}"
+            );
+        }
+        // in weighted order any step may be read (its value is missing until it has run)
+        let weighted = Settings {
+            agent_order: StepOrder::Weighted,
+            ..agents(get(vec![use_of("/arguments/id", 1, pointer("/id"))]))
+        };
+        assert!(weighted.build().is_ok());
+        let e = Settings {
+            agent_order: StepOrder::Weighted,
+            ..agents(get(vec![use_of("/arguments/id", 5, pointer("/id"))]))
+        }
+        .build()
+        .expect_err("no step 6");
+        assert!(e.contains("step 6 does not exist"), "{e}");
+        // uses and labels belong to agents
+        let e = Settings {
+            family: Family::Mixed,
+            ..agents(get(vec![use_of("/arguments/id", 0, pointer("/id"))]))
+        }
+        .build()
+        .expect_err("mixed");
+        assert!(e.contains("apply to family agents"), "{e}");
+        let e = agents(vec![]).build().expect_err("no steps");
+        assert!(e.starts_with("engine config: mix: "), "{e}");
+        for (steps, ok) in [
+            ((1, 1), true),
+            ((2, 9), true),
+            ((0, 1), false),
+            ((3, 2), false),
+        ] {
+            let r = Settings {
+                agent_steps: steps,
+                ..agents(get(vec![]))
+            }
+            .build();
+            assert_eq!(r.is_ok(), ok, "{steps:?}");
+        }
+        for share in [-0.1, 1.5, f64::NAN] {
+            let e = Settings {
+                agent_abandon: share,
+                ..agents(get(vec![]))
+            }
+            .build()
+            .expect_err("share");
+            assert!(e.starts_with("engine config: agent_abandon: "), "{e}");
+        }
+    }
+
+    #[test]
+    fn source_addresses_and_ranges() {
+        let ips = |specs: &[&str]| {
+            Settings {
+                source_addresses: specs.iter().map(|s| (*s).to_string()).collect(),
+                ..http()
+            }
+            .build()
+            .map(|c| {
+                c.source_addresses
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+            })
+        };
+        assert_eq!(
+            ips(&["127.0.0.2-127.0.0.4", "127.0.0.9", "127.0.0.3"]).expect("valid"),
+            ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.9"]
+        );
+        assert_eq!(
+            ips(&["127.0.0.255-127.0.1.0"]).expect("valid"),
+            ["127.0.0.255", "127.0.1.0"]
+        );
+        for (bad, why) in [
+            (&["127.0.0.5-127.0.0.2"][..], "ends before it starts"),
+            (&["127.0.0.300"][..], "not an IP address"),
+            (&["127.0.0.1-::1"][..], "one address family"),
+            (&["127.0.0.1", "::1"][..], "mixed"),
+            (&["10.0.0.0-10.2.0.0"][..], "more than 65536"),
+        ] {
+            let e = ips(bad).expect_err(why);
+            assert!(
+                e.starts_with("engine config: source_addresses: ") && e.contains(why),
+                "{e}"
+            );
         }
     }
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use crate::config::{Config, Family, NewConnection};
+use crate::config::{Config, Family, NewConnection, Think};
 use crate::http::Conn;
 use crate::mcp::Proto;
 use crate::net::Endpoint;
@@ -36,6 +36,11 @@ pub(crate) struct Ctx {
     pub(crate) discover: Template,
     /// `sse_streaming` in 2026-07-28: the `subscriptions/listen` a session holds.
     pub(crate) listen: Template,
+    /// `agents`: the `tools/list` each session starts with.
+    pub(crate) list: Template,
+    /// Wakes every task resting ([`Ctx::rest`]) when the engine stops or the thread's users
+    /// go down.
+    woken: Notify,
     total_weight: u32,
     /// The users this thread runs now (its slots below it go on).
     target: Cell<usize>,
@@ -68,7 +73,7 @@ impl Ctx {
             cfg.arguments
         );
         let items: Vec<Template> = match cfg.family {
-            Family::Mixed => cfg
+            Family::Mixed | Family::Agents => cfg
                 .mix
                 .iter()
                 .map(|m| {
@@ -150,6 +155,15 @@ impl Ctx {
             FixedRow::ListenAck.id(),
             false,
         );
+        let list = Template::new(
+            cfg.stateless(),
+            cfg,
+            "tools/list",
+            None,
+            None,
+            FixedRow::AgentList.id(),
+            false,
+        );
         let total_weight = items.iter().map(|t| t.weight).sum::<u32>().max(1);
         let seed = cfg.seed ^ (idx as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
         Ctx {
@@ -158,6 +172,8 @@ impl Ctx {
             items,
             discover,
             listen,
+            list,
+            woken: Notify::new(),
             total_weight,
             target: Cell::new(0),
             tokens: RefCell::new(VecDeque::new()),
@@ -197,17 +213,52 @@ impl Ctx {
 
     /// The next request of the family (weighted pick for the mix).
     pub(crate) fn pick(&self) -> &Template {
+        &self.items[self.pick_index()]
+    }
+
+    /// The index of the next request of the family among `items` (weighted pick).
+    pub(crate) fn pick_index(&self) -> usize {
         if self.items.len() == 1 {
-            return &self.items[0];
+            return 0;
         }
         let mut r = (self.random() % u64::from(self.total_weight)) as u32;
-        for t in &self.items {
+        for (i, t) in self.items.iter().enumerate() {
             if r < t.weight {
-                return t;
+                return i;
             }
             r -= t.weight;
         }
-        &self.items[0]
+        0
+    }
+
+    /// A draw from `think` (a think time or an idle gap).
+    pub(crate) fn draw(&self, think: &Think) -> Duration {
+        think.sample(self.unit(), self.unit())
+    }
+
+    /// A uniform draw in `lo..=hi`.
+    pub(crate) fn between(&self, lo: u32, hi: u32) -> u32 {
+        lo + (self.random() % u64::from(hi - lo + 1)) as u32
+    }
+
+    /// Rest `d` (a think time, an idle gap) unless the engine stops or `slot` is retired
+    /// first; true when the whole time passed and the slot goes on. Many tasks rest at once
+    /// (an agent's think time is seconds): each on the runtime's timer, woken early by one
+    /// notification to all.
+    pub(crate) async fn rest(&self, slot: usize, d: Duration) -> bool {
+        let until = tokio::time::Instant::now() + d;
+        loop {
+            let woken = self.woken.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            if !self.keep(slot) {
+                return false;
+            }
+            tokio::select! {
+                () = tokio::time::sleep_until(until) => return self.keep(slot),
+                () = &mut woken => {}
+            }
+        }
     }
 
     /// Record one completed request of row `name` (a [`FixedRow`] or a row id).
@@ -226,6 +277,12 @@ impl Ctx {
         if rows::is_request(name) {
             self.counters().completed.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Record a figure that is a count, not a time (`agent:steps`), as the value of a row.
+    pub(crate) fn record_value(&self, name: impl Into<usize>, value: u64) {
+        let wall = self.shared.clock.wall(Instant::now());
+        lock(&self.shared.stats[self.idx]).record(name.into(), value, None, 0, wall);
     }
 
     /// The connection the last exchange on `conn` opened, if any: its `connect` and
@@ -319,9 +376,12 @@ impl Ctx {
         !self.shared.stopping() && slot < self.target.get()
     }
 
-    /// The users this thread runs from now on.
+    /// The users this thread runs from now on (fewer: the resting ones look whether they
+    /// are retired).
     pub(crate) fn set_target(&self, users: usize) {
-        self.target.set(users);
+        if users < self.target.replace(users) {
+            self.woken.notify_waiters();
+        }
     }
 
     /// Wait out the stop or a change of target, at most `d`.
@@ -380,8 +440,10 @@ impl Ctx {
         self.tokens.borrow_mut().clear();
     }
 
-    /// The engine stops: every session waiting for an arrival looks again.
+    /// The engine stops: every session waiting for an arrival, and every task resting, looks
+    /// again.
     pub(crate) fn wake_sessions(&self) {
         self.token_ready.notify_waiters();
+        self.woken.notify_waiters();
     }
 }

@@ -32,6 +32,8 @@ pub struct Status {
     pub reinitialized: u64,
     pub iterations: u64,
     pub held: u64,
+    /// `agents`: agents running (in a session, thinking, or idle between sessions).
+    pub agents: u64,
     pub connections: u64,
     pub connects: u64,
     pub server_closes: u64,
@@ -107,7 +109,9 @@ impl Engine {
         if self.started.load(Ordering::Relaxed) {
             return Ok(());
         }
-        raise_open_files_limit();
+        // one socket per session: the soft limit up to the hard one (what more a run needs is
+        // asked for before it, by the caller: `raise_open_files_limit`)
+        let _ = raise_open_files_limit(0);
         self.shared.begin_open_schedule();
         for idx in 0..self.shared.cfg.threads {
             let shared = self.shared.clone();
@@ -258,6 +262,18 @@ impl Engine {
         }
     }
 
+    /// How many connections can be open at once to the server before the ephemeral ports run
+    /// out (each source address, each server address: the ports of
+    /// `net.ipv4.ip_local_port_range`); None when the range cannot be read.
+    pub fn port_capacity(&self) -> Option<u64> {
+        self.shared.endpoint.port_capacity()
+    }
+
+    /// The local addresses new connections bind to, in turn (0: the kernel picks one).
+    pub fn source_count(&self) -> usize {
+        self.shared.endpoint.source_count()
+    }
+
     /// Urgent events since the last call (and clears the event fd).
     pub fn events(&self) -> Vec<(String, String)> {
         self.shared.take_events()
@@ -292,6 +308,7 @@ impl Engine {
             s.reinitialized += c.reinitialized.load(Ordering::Relaxed);
             s.iterations += c.iterations.load(Ordering::Relaxed);
             s.held += c.held.load(Ordering::Relaxed);
+            s.agents += c.agents.load(Ordering::Relaxed);
             s.connections += c.connections.load(Ordering::Relaxed);
             s.connects += c.connects.load(Ordering::Relaxed);
             s.server_closes += c.server_closes.load(Ordering::Relaxed);
@@ -312,12 +329,32 @@ impl Drop for Engine {
     }
 }
 
-/// One socket per session: lift the soft limit on open files to the hard limit.
-fn raise_open_files_limit() {
+/// Lift the process's open-file limit (`RLIMIT_NOFILE`) for `needed` descriptors (one per
+/// connection, and a few of the process's own): the soft limit goes up to the hard one, and the
+/// hard one up to `needed` where the OS allows it (root, or `CAP_SYS_RESOURCE`, up to
+/// `fs.nr_open`). Returns the limit in force; an error names the limit and the number needed
+/// when it stays below.
+pub fn raise_open_files_limit(needed: u64) -> Result<u64, String> {
     use nix::sys::resource::{getrlimit, setrlimit, Resource};
-    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
-        if soft < hard {
-            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)
+        .map_err(|e| format!("cannot read the open-file limit (RLIMIT_NOFILE): {e}"))?;
+    if needed > hard {
+        if setrlimit(Resource::RLIMIT_NOFILE, needed, needed).is_ok() {
+            return Ok(needed);
         }
+        let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
+            .map(|t| format!(", up to fs.nr_open = {}", t.trim()))
+            .unwrap_or_default();
+        return Err(format!(
+            "the open-file limit (RLIMIT_NOFILE) is {soft} (hard {hard}) and this run needs about \
+             {needed} open files (one per connection): raise it before the run (`ulimit -n {needed}`, \
+             LimitNOFILE= for a service; raising a hard limit needs CAP_SYS_RESOURCE{nr_open})"
+        ));
     }
+    if soft < hard {
+        setrlimit(Resource::RLIMIT_NOFILE, hard, hard).map_err(|e| {
+            format!("cannot raise the open-file limit to its hard limit {hard}: {e}")
+        })?;
+    }
+    Ok(hard)
 }

@@ -13,7 +13,7 @@ use std::task::Context;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 use tokio_rustls::client::TlsStream;
 
 use crate::net::Endpoint;
@@ -21,6 +21,8 @@ use crate::net::Endpoint;
 /// Largest response head, and largest chunk-size or trailer line.
 const MAX_HEAD: usize = 64 * 1024;
 const MAX_HEADERS: usize = 64;
+/// The read buffer a connection starts with (it grows for a longer head or chunk line).
+const READ_BUFFER: usize = 4 * 1024;
 /// A connection idle longer than this is checked for a close by the server before reuse.
 const IDLE_CHECK: Duration = Duration::from_millis(500);
 /// Largest response body accepted.
@@ -449,7 +451,7 @@ impl ExchangeError {
     /// A short, stable name for counting.
     pub(crate) fn kind(&self) -> String {
         match self {
-            ExchangeError::Connect(e) => format!("connect failed ({:?})", e.kind()),
+            ExchangeError::Connect(e) => format!("connect failed ({})", connect_cause(e)),
             ExchangeError::Tls(e) => format!("tls handshake failed: {}", crate::net::tls_reason(e)),
             ExchangeError::Io(e) => format!("io error ({:?})", e.kind()),
             ExchangeError::Http(e) => e.to_string(),
@@ -526,6 +528,40 @@ impl Stream {
     }
 }
 
+/// A TCP connection to the endpoint's next address, from its next source address when it has
+/// some: bound before it connects, the port left to the connect (`IP_BIND_ADDRESS_NO_PORT`), so
+/// that each source address has the whole ephemeral port range to each server address.
+async fn tcp_connect(endpoint: &Endpoint) -> io::Result<TcpStream> {
+    let addr = endpoint.pick();
+    let Some(source) = endpoint.pick_source() else {
+        return TcpStream::connect(addr).await;
+    };
+    let socket = if source.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    // without it the bind would take a port of its own for every destination at once
+    let _ = nix::sys::socket::setsockopt(
+        &socket,
+        nix::sys::socket::sockopt::IpBindAddressNoPort,
+        &true,
+    );
+    socket.bind(std::net::SocketAddr::new(source, 0))?;
+    socket.connect(addr).await
+}
+
+/// Why a connect failed, in few words: the kernel's resource limits by name, other errors by
+/// their kind.
+fn connect_cause(e: &io::Error) -> String {
+    use nix::errno::Errno;
+    match e.raw_os_error().map(Errno::from_raw) {
+        Some(Errno::EMFILE | Errno::ENFILE) => "too many open files".into(),
+        Some(Errno::EADDRNOTAVAIL) => "no free local port (EADDRNOTAVAIL)".into(),
+        _ => format!("{:?}", e.kind()),
+    }
+}
+
 /// One keep-alive connection to the server, reconnected on demand.
 pub(crate) struct Conn {
     endpoint: Arc<Endpoint>,
@@ -551,7 +587,9 @@ impl Conn {
         Conn {
             endpoint,
             stream: None,
-            buf: vec![0; 4 * 1024],
+            // made at the first exchange: a connection made long before its first request (an
+            // agent resting before its first session) holds no buffer
+            buf: Vec::new(),
             start: 0,
             end: 0,
             parser: ResponseParser::new(),
@@ -567,6 +605,18 @@ impl Conn {
     /// Largest reply body accepted on this connection.
     pub(crate) fn set_max_body(&mut self, max: usize) {
         self.parser.max_body = max;
+    }
+
+    /// Give the read buffer and the last reply's body back while the connection sits idle (an
+    /// agent thinking for seconds keeps its connection, not 4 KiB of buffer); the next exchange
+    /// makes them again.
+    pub(crate) fn shrink(&mut self) {
+        if self.start == self.end {
+            self.buf = Vec::new();
+            self.start = 0;
+            self.end = 0;
+        }
+        self.parser.body = Vec::new();
     }
 
     pub(crate) fn close(&mut self) {
@@ -606,7 +656,7 @@ impl Conn {
     pub(crate) async fn connect(&mut self) -> Result<(), ExchangeError> {
         self.close();
         let began = Instant::now();
-        let tcp = TcpStream::connect(self.endpoint.pick())
+        let tcp = tcp_connect(&self.endpoint)
             .await
             .and_then(|s| s.set_nodelay(true).map(|()| s));
         let connected = Instant::now();
@@ -722,6 +772,9 @@ impl Conn {
         // one clock read for the idle check and the deadline
         let now = Instant::now();
         self.opening = None;
+        if self.buf.is_empty() {
+            self.buf = vec![0; READ_BUFFER];
+        }
         let inner = self.exchange_inner(now, request, capture_session, keep_body, observe);
         let r = match timeout {
             Some(timeout) => {

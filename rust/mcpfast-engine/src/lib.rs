@@ -33,7 +33,7 @@ mod templates;
 mod testing;
 
 pub use config::Config;
-pub use engine::{Cumulative, Engine, Status};
+pub use engine::{raise_open_files_limit, Cumulative, Engine, Status};
 /// A µs-resolution timer (timerfd), the open model's; the mock server of `examples/` sleeps on
 /// it too.
 pub use pacing::Timer;

@@ -119,17 +119,58 @@ impl Problem {
 }
 
 /// The failure reason of a refused reply (`http 401 invalid_token`, `http 429 rate limited
-/// (Retry-After 2 s)`) and the wait its `Retry-After` asks for.
+/// (Retry-After 2 s)`, `http 503 too many connections`) and the wait its `Retry-After` asks for.
 pub(crate) fn refusal(p: &ResponseParser) -> (String, Option<f64>) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
-    mcpfast_core::refused::refusal(
+    let (mut reason, wait) = mcpfast_core::refused::refusal(
         p.status,
         p.www_authenticate.as_deref(),
         p.retry_after.as_deref(),
         now,
-    )
+    );
+    // a bare status says nothing of why: the body may (a server that refuses past a limit)
+    if reason == format!("http {}", p.status) {
+        if let Some(why) = body_reason(&p.body) {
+            reason.push(' ');
+            reason.push_str(&why);
+        }
+    }
+    (reason, wait)
+}
+
+/// Longest cause a refusal's body adds to its failure reason (a cause stays one entry of the
+/// failures table; a long text is cut, not kept whole).
+const MAX_BODY_REASON: usize = 60;
+
+/// What a refusal's body says of its cause: a JSON-RPC error's `message` (or a JSON object's
+/// own `message`, `error` or `detail` string), else the first line of a text body; None when
+/// it says nothing readable.
+pub(crate) fn body_reason(body: &[u8]) -> Option<String> {
+    let trimmed = body.trim_ascii();
+    let text = if trimmed.first() == Some(&b'{') {
+        let error = crate::check::member(trimmed, "error");
+        error
+            .and_then(|e| crate::check::string_member(e, "message"))
+            .or_else(|| {
+                ["message", "error", "detail"]
+                    .iter()
+                    .find_map(|k| crate::check::string_member(trimmed, k))
+            })?
+    } else {
+        let text = std::str::from_utf8(trimmed).ok()?;
+        text.lines().next()?.to_owned()
+    };
+    let text: String = text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_BODY_REASON)
+        .collect();
+    (!text.is_empty() && !text.starts_with('<')).then_some(text)
 }
 
 /// The start of a reply that failed its check, for the report's samples.
@@ -173,5 +214,30 @@ mod tests {
         let head = String::from_utf8(head).expect("utf8");
         assert!(head.starts_with("DELETE /mcp HTTP/1.1\r\n"));
         assert!(head.contains("\r\nMcp-Session-Id: s1\r\nMCP-Protocol-Version: 2025-06-18\r\n"));
+    }
+
+    #[test]
+    fn a_refusals_body_names_its_cause() {
+        let jsonrpc = br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"too many connections"}}"#;
+        assert_eq!(
+            body_reason(jsonrpc).as_deref(),
+            Some("too many connections")
+        );
+        assert_eq!(
+            body_reason(br#"{"detail": "Service  Unavailable"}"#).as_deref(),
+            Some("Service Unavailable")
+        );
+        assert_eq!(
+            body_reason(b"overloaded\r\nretry later").as_deref(),
+            Some("overloaded")
+        );
+        assert_eq!(body_reason(b"<html><body>503</body></html>"), None);
+        assert_eq!(body_reason(b"  "), None);
+        assert_eq!(body_reason(b"{}"), None);
+        let long = "x".repeat(200);
+        assert_eq!(
+            body_reason(long.as_bytes()).map(|r| r.len()),
+            Some(MAX_BODY_REASON)
+        );
     }
 }

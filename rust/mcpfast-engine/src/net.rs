@@ -5,7 +5,7 @@
 //! Everything here is built before any load: a file that cannot be read, a key that does not
 //! match its certificate or a host with no address is an error of the engine's construction.
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -22,6 +22,9 @@ use crate::target::{ConnectTo, Target, TlsOptions};
 pub(crate) struct Endpoint {
     addrs: Vec<SocketAddr>,
     next: AtomicUsize,
+    /// Local addresses new connections bind to, in turn (empty: the kernel picks).
+    sources: Vec<IpAddr>,
+    next_source: AtomicUsize,
     tls: Option<(TlsConnector, ServerName<'static>)>,
     insecure: bool,
 }
@@ -81,9 +84,62 @@ impl Endpoint {
         Ok(Endpoint {
             addrs,
             next: AtomicUsize::new(0),
+            sources: Vec::new(),
+            next_source: AtomicUsize::new(0),
             tls,
             insecure,
         })
+    }
+
+    /// New connections bind to `sources` in turn before they connect (each source address
+    /// has its own ephemeral ports to a server address). Each must be an address of this host,
+    /// of the family of one of the server's addresses (the others are not used then).
+    pub(crate) fn with_sources(mut self, sources: &[IpAddr]) -> Result<Endpoint, String> {
+        if sources.is_empty() {
+            return Ok(self);
+        }
+        for ip in sources {
+            // binding to a port of 0 takes no port for long and fails for a foreign address
+            UdpSocket::bind(SocketAddr::new(*ip, 0)).map_err(|e| {
+                format!("source_addresses: {ip} is not an address of this host ({e})")
+            })?;
+        }
+        let v4 = sources[0].is_ipv4();
+        let server = self.addrs.clone();
+        self.addrs.retain(|a| a.is_ipv4() == v4);
+        if self.addrs.is_empty() {
+            return Err(format!(
+                "source_addresses: {} is {}, and the server's addresses are not ({server:?})",
+                sources[0],
+                if v4 { "IPv4" } else { "IPv6" }
+            ));
+        }
+        self.sources = sources.to_vec();
+        Ok(self)
+    }
+
+    /// The local address the next new connection binds to, if any: each in turn.
+    pub(crate) fn pick_source(&self) -> Option<IpAddr> {
+        if self.sources.is_empty() {
+            return None;
+        }
+        Some(self.sources[self.next_source.fetch_add(1, Ordering::Relaxed) % self.sources.len()])
+    }
+
+    /// How many local addresses new connections bind to (0: the kernel picks one).
+    pub(crate) fn source_count(&self) -> usize {
+        self.sources.len()
+    }
+
+    /// How many connections can be open at once to the server before the ephemeral ports run
+    /// out: the ports of `net.ipv4.ip_local_port_range` for each (source address, server
+    /// address) pair (one source when none is given); None when the range cannot be read.
+    pub(crate) fn port_capacity(&self) -> Option<u64> {
+        let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+        let mut range = text.split_whitespace().map(|p| p.parse::<u64>().ok());
+        let (low, high) = (range.next()??, range.next()??);
+        let ports = high.checked_sub(low)? + 1;
+        Some(ports * self.sources.len().max(1) as u64 * self.addrs.len() as u64)
     }
 
     /// The address of the next new connection: each in turn, so users spread over the records.

@@ -72,6 +72,16 @@ fixed_rows! {
     TaskCancelled,
     TaskFailed,
     TaskNotATask,
+    /// `agents`: each session's `tools/list` (a mix row's too, when a step lists the tools).
+    AgentList,
+    /// `agents`, figures rather than requests: each think time and idle gap as slept, each
+    /// session's length (its start to its end), its steps (a count, not µs), and the time from
+    /// its start to its first tool result.
+    AgentThink,
+    AgentIdle,
+    AgentSession,
+    AgentSteps,
+    AgentFirstResult,
 }
 
 impl FixedRow {
@@ -126,6 +136,12 @@ impl FixedRow {
             FixedRow::TaskCancelled => "task:cancelled",
             FixedRow::TaskFailed => "task:failed",
             FixedRow::TaskNotATask => "task:not-a-task",
+            FixedRow::AgentList => "tools/list",
+            FixedRow::AgentThink => "agent:think",
+            FixedRow::AgentIdle => "agent:idle",
+            FixedRow::AgentSession => "agent:session",
+            FixedRow::AgentSteps => "agent:steps",
+            FixedRow::AgentFirstResult => "agent:first-result",
         };
         fixed.to_string()
     }
@@ -152,6 +168,11 @@ impl FixedRow {
                 | FixedRow::TaskCancelled
                 | FixedRow::TaskFailed
                 | FixedRow::TaskNotATask
+                | FixedRow::AgentThink
+                | FixedRow::AgentIdle
+                | FixedRow::AgentSession
+                | FixedRow::AgentSteps
+                | FixedRow::AgentFirstResult
         )
     }
 }

@@ -73,10 +73,14 @@ async fn controller(ctx: Rc<Ctx>) {
     if ctx.idx == 0 && ctx.cfg().hold_trigger.is_some() {
         tokio::task::spawn_local(fanout::trigger(ctx.clone()));
     }
+    let mut scanned_for = usize::MAX;
     while !shared.stopping() {
         let want = shared.thread_users(ctx.idx);
         ctx.set_target(want);
-        {
+        // the slots are looked at when the target moved or a slot below it ended, not every
+        // tick (a thread may run tens of thousands of agents)
+        if want != scanned_for || slots.live.get() < want {
+            scanned_for = want;
             let mut running = slots.running.borrow_mut();
             if running.len() < want {
                 running.resize(want, false);
@@ -93,6 +97,9 @@ async fn controller(ctx: Rc<Ctx>) {
                             (Transport::Http, Family::Hold) => families::hold::run(&c, slot).await,
                             (Transport::Http, Family::Tasks) => {
                                 families::tasks::run(&c, slot).await
+                            }
+                            (Transport::Http, Family::Agents) => {
+                                families::agents::run(&c, slot).await
                             }
                             (Transport::Http, _) => families::http::run(&c, slot).await,
                         }

@@ -72,6 +72,8 @@ pub(crate) struct HttpSession {
     retry_wait: Option<Duration>,
     /// Time the last exchange spent opening a connection (kept out of its latency).
     spent: Duration,
+    /// `agents`: the values of the next request's uses (JSON texts), set by the agent.
+    pub(crate) fill: Vec<String>,
 }
 
 /// The `Authorization` line of token slot `slot` now (empty without tokens), and the token
@@ -114,7 +116,7 @@ impl HttpSession {
                     .max_reply_bytes
                     .min(mcpfast_core::DEFAULT_MAX_EVENT),
             ),
-            req: Vec::with_capacity(512),
+            req: Vec::new(),
             head: Vec::new(),
             session: None,
             next_id: 1,
@@ -131,6 +133,7 @@ impl HttpSession {
             cookies_at: Instant::now(),
             retry_wait: None,
             spent: Duration::ZERO,
+            fill: Vec::new(),
         }
     }
 
@@ -216,7 +219,7 @@ impl HttpSession {
 
     fn build(&mut self, t: &Template, id: i64) {
         self.req.clear();
-        post(&mut self.req, &self.head, t, id);
+        post(&mut self.req, &self.head, t, id, &self.fill);
     }
 
     /// Whether the session is open (its requests can go out).
@@ -259,6 +262,25 @@ impl HttpSession {
     /// The body of the last reply.
     pub(crate) fn reply_body(&self) -> &[u8] {
         &self.conn.parser.body
+    }
+
+    /// The `result` of the last request's reply (JSON, or found among the events of an SSE
+    /// reply), for reading values out of it.
+    pub(crate) fn last_result(&self) -> Option<Vec<u8>> {
+        let p = &self.conn.parser;
+        crate::check::reply_result(
+            &p.body,
+            p.content_type == ContentType::EventStream,
+            self.next_id - 1,
+        )
+    }
+
+    /// Give the buffers back while the session sits idle between requests (an agent thinking):
+    /// the connection and the session stay.
+    pub(crate) fn shrink(&mut self) {
+        self.conn.shrink();
+        self.req = Vec::new();
+        self.fill = Vec::new();
     }
 
     /// The wait the last refusal's `Retry-After` asked for, once.
@@ -321,7 +343,7 @@ impl HttpSession {
         let bytes = match listen {
             Some(id) => {
                 let mut bytes = Vec::with_capacity(512);
-                post(&mut bytes, &self.head, &ctx.listen, id);
+                post(&mut bytes, &self.head, &ctx.listen, id, &[]);
                 bytes
             }
             None => self.get_stream_request(ctx, session),
@@ -685,15 +707,20 @@ impl HttpSession {
     }
 }
 
-/// Append to `out` a POST of template `t` with id `id`: `head` (up to the per-request headers),
-/// the template's own headers, the length and the body.
-fn post(out: &mut Vec<u8>, head: &[u8], t: &Template, id: i64) {
+/// Append to `out` a POST of template `t` with id `id` (and `values` for an `agents` step's
+/// uses): `head` (up to the per-request headers), the template's own headers, the length and
+/// the body.
+fn post(out: &mut Vec<u8>, head: &[u8], t: &Template, id: i64, values: &[String]) {
     out.extend_from_slice(head);
     out.extend_from_slice(&t.headers);
     out.extend_from_slice(b"Content-Length: ");
-    out.extend_from_slice(itoa::Buffer::new().format(t.body_len(id)).as_bytes());
+    out.extend_from_slice(
+        itoa::Buffer::new()
+            .format(t.body_len(id, values))
+            .as_bytes(),
+    );
     out.extend_from_slice(b"\r\n\r\n");
-    t.body(id, out);
+    t.body(id, values, out);
 }
 
 fn report_times(ctx: &Ctx, first: FixedRow, gap: FixedRow, times: &[Instant], from: Instant) {
@@ -1017,6 +1044,39 @@ mod tests {
         let rows = testing::rows(&ctx);
         assert_eq!(count(&rows, "initialize"), (1, 1));
         assert_eq!(count(&rows, "connect"), (2, 2));
+    }
+
+    #[test]
+    fn new_connections_come_from_the_source_addresses_in_turn() {
+        let server = Server::start(|_| Answer::Close);
+        let ctx = testing::ctx(Settings {
+            source_addresses: vec!["127.0.0.2-127.0.0.4".into()],
+            ..settings(&server)
+        });
+        testing::run(async {
+            let mut s = HttpSession::new(&ctx);
+            for _ in 0..6 {
+                // the server closes each connection: every open makes a new one
+                assert!(!s.open(&ctx, Instant::now(), false).await);
+            }
+        });
+        let peers: Vec<String> = server.seen().iter().map(|r| r.peer.to_string()).collect();
+        let want = ["127.0.0.2", "127.0.0.3", "127.0.0.4"];
+        assert_eq!(peers, [want, want].concat());
+        // an address of another host is refused before any load
+        let cfg = Settings {
+            source_addresses: vec!["192.0.2.1".into()],
+            ..settings(&server)
+        }
+        .build()
+        .expect("valid config");
+        let e = crate::shared::Shared::new(cfg).err().expect("not local");
+        assert!(
+            e.starts_with(
+                "engine config: source_addresses: 192.0.2.1 is not an address of this host"
+            ),
+            "{e}"
+        );
     }
 
     #[test]

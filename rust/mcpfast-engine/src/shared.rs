@@ -53,7 +53,9 @@ pub(crate) struct Counters {
     pub(crate) server_closes: AtomicU64,
     pub(crate) idle_closes: AtomicU64,
     pub(crate) sse_other_messages: AtomicU64,
-    _pad: [u64; 4],
+    /// `agents`: agents running now (in a session, thinking or idle between sessions).
+    pub(crate) agents: AtomicU64,
+    _pad: [u64; 3],
 }
 
 /// The fan-out rounds as this engine sees them.
@@ -144,6 +146,7 @@ impl Shared {
         let names = rows::names(&cfg);
         let endpoint = match &cfg.target {
             Some(target) => Endpoint::new(target, &cfg.connect_to, &cfg.tls)
+                .and_then(|e| e.with_sources(&cfg.source_addresses))
                 .map_err(|e| format!("engine config: {e}"))?,
             None => Endpoint::new(&Target::nowhere(), &[], &TlsOptions::default())?,
         };

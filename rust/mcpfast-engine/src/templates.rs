@@ -5,7 +5,7 @@ use mcpfast_core::meta;
 use serde_json::{Map, Value};
 
 use crate::check::Want;
-use crate::config::Config;
+use crate::config::{use_of_mark, Config, USE_MARK};
 use crate::mcp::CLIENT_INFO;
 
 /// The `_meta` every 2026-07-28 request carries.
@@ -28,12 +28,24 @@ fn modern_meta(cfg: &Config) -> Map<String, Value> {
 
 const ID_MARK: &str = "\u{1}mcpfast-id\u{1}";
 
-/// A request body with the id (and maybe the progress token) left out: `parts` joined by the id.
+/// What goes between two parts of a template.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// The request id (and the progress token, which is the id).
+    Id,
+    /// The value of use `k` of an `agents` step (JSON text).
+    Use(usize),
+}
+
+/// A request body with the id (and maybe the progress token, and an `agents` step's values)
+/// left out: `parts` joined by the `slots`.
 #[derive(Debug, Clone)]
 pub(crate) struct Template {
     /// Stats name id.
     pub(crate) name: usize,
     parts: Vec<Vec<u8>>,
+    /// `slots[i]` goes between `parts[i]` and `parts[i + 1]`.
+    slots: Vec<Slot>,
     /// Per-request headers (2026-07-28: `Mcp-Method`, `Mcp-Name`).
     pub(crate) headers: Vec<u8>,
     pub(crate) want: Want,
@@ -81,8 +93,7 @@ impl Template {
             msg.insert("params".into(), p);
         }
         let text = Value::Object(msg).to_string();
-        let mark = Value::String(ID_MARK.into()).to_string();
-        let parts = text.split(&mark).map(|s| s.as_bytes().to_vec()).collect();
+        let (parts, slots) = split_marks(&text);
         let mut headers = Vec::new();
         if stateless {
             headers.extend_from_slice(b"Mcp-Method: ");
@@ -97,6 +108,7 @@ impl Template {
         Template {
             name,
             parts,
+            slots,
             headers,
             want: if method == "tools/call" {
                 Want::ToolCall
@@ -108,22 +120,67 @@ impl Template {
         }
     }
 
-    /// The body for request `id`.
-    pub(crate) fn body(&self, id: i64, out: &mut Vec<u8>) {
+    /// The body for request `id`, with `values` (JSON texts) for an `agents` step's uses (a
+    /// use without one is `null`).
+    pub(crate) fn body(&self, id: i64, values: &[String], out: &mut Vec<u8>) {
         let mut digits = itoa::Buffer::new();
         let digits = digits.format(id).as_bytes();
-        for (i, p) in self.parts.iter().enumerate() {
-            if i > 0 {
-                out.extend_from_slice(digits);
-            }
-            out.extend_from_slice(p);
+        out.extend_from_slice(&self.parts[0]);
+        for (slot, part) in self.slots.iter().zip(&self.parts[1..]) {
+            out.extend_from_slice(match slot {
+                Slot::Id => digits,
+                Slot::Use(k) => values.get(*k).map_or(b"null".as_slice(), |v| v.as_bytes()),
+            });
+            out.extend_from_slice(part);
         }
     }
 
-    pub(crate) fn body_len(&self, id: i64) -> usize {
+    pub(crate) fn body_len(&self, id: i64, values: &[String]) -> usize {
         let mut digits = itoa::Buffer::new();
         let n = digits.format(id).len();
-        self.parts.iter().map(Vec::len).sum::<usize>() + n * (self.parts.len() - 1)
+        let filled: usize = self
+            .slots
+            .iter()
+            .map(|slot| match slot {
+                Slot::Id => n,
+                Slot::Use(k) => values.get(*k).map_or(4, String::len),
+            })
+            .sum();
+        self.parts.iter().map(Vec::len).sum::<usize>() + filled
+    }
+}
+
+/// The JSON text of a message cut at each mark (the id's, and the uses' of an `agents` step):
+/// the parts, and what goes between them.
+fn split_marks(text: &str) -> (Vec<Vec<u8>>, Vec<Slot>) {
+    let id = Value::String(ID_MARK.into()).to_string();
+    // a use's mark as JSON text begins so (its \u{1} escaped), up to the index
+    let use_start = Value::String(USE_MARK.into()).to_string();
+    let use_start = &use_start[..use_start.len() - 1];
+    let mut parts = Vec::new();
+    let mut slots = Vec::new();
+    let mut rest = text;
+    loop {
+        // the nearest mark: the id's, or a use's
+        let next_id = rest.find(&id).map(|at| (at, id.len(), Slot::Id));
+        let next_use = rest.find(use_start).and_then(|at| {
+            let tail = &rest[at + 1..];
+            let end = tail.find('"')?;
+            let mark: String = serde_json::from_str(&rest[at..at + end + 2]).ok()?;
+            let k = use_of_mark(&mark)?;
+            Some((at, end + 2, Slot::Use(k)))
+        });
+        let next = match (next_id, next_use) {
+            (Some(a), Some(b)) => Some(if a.0 < b.0 { a } else { b }),
+            (a, b) => a.or(b),
+        };
+        let Some((at, len, slot)) = next else {
+            parts.push(rest.as_bytes().to_vec());
+            return (parts, slots);
+        };
+        parts.push(rest.as_bytes()[..at].to_vec());
+        slots.push(slot);
+        rest = &rest[at + len..];
     }
 }
 
@@ -193,8 +250,8 @@ mod tests {
             true,
         );
         let mut body = Vec::new();
-        t.body(42, &mut body);
-        assert_eq!(body.len(), t.body_len(42));
+        t.body(42, &[], &mut body);
+        assert_eq!(body.len(), t.body_len(42, &[]));
         let v: Value = serde_json::from_slice(&body).expect("json");
         assert_eq!(v["id"], 42);
         assert_eq!(v["params"]["_meta"]["progressToken"], 42);

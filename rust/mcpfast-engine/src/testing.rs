@@ -27,6 +27,8 @@ pub(crate) const BOUND: Duration = Duration::from_secs(10);
 pub(crate) struct Seen {
     /// The connection it came on (0, 1, ... in the order they were accepted).
     pub(crate) conn: usize,
+    /// The address that connection came from.
+    pub(crate) peer: std::net::IpAddr,
     /// `POST`, `DELETE`, `GET`.
     pub(crate) verb: String,
     pub(crate) headers: Vec<(String, String)>,
@@ -146,10 +148,10 @@ impl Server {
             let mut n = 0;
             while !st.load(Ordering::Relaxed) {
                 match listener.accept() {
-                    Ok((stream, _)) => {
+                    Ok((stream, from)) => {
                         let (s, st, script) = (s.clone(), st.clone(), script.clone());
                         conns.push(std::thread::spawn(move || {
-                            serve(stream, n, &s, &st, &script);
+                            serve(stream, (n, from.ip()), &s, &st, &script);
                         }));
                         n += 1;
                     }
@@ -198,7 +200,7 @@ impl Drop for Server {
 /// Read requests on one connection and answer them, until the peer or the script closes it.
 fn serve(
     mut stream: TcpStream,
-    conn: usize,
+    conn: (usize, std::net::IpAddr),
     seen: &Mutex<Vec<Seen>>,
     stop: &AtomicBool,
     script: &Mutex<Script>,
@@ -240,7 +242,7 @@ fn serve(
 
 /// A whole request at the start of `buf` (head and `Content-Length` body): its length and
 /// what it says.
-fn parse(buf: &[u8], conn: usize) -> Option<(usize, Seen)> {
+fn parse(buf: &[u8], (conn, peer): (usize, std::net::IpAddr)) -> Option<(usize, Seen)> {
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut req = httparse::Request::new(&mut headers);
     let httparse::Status::Complete(head) = req.parse(buf).ok()? else {
@@ -267,6 +269,7 @@ fn parse(buf: &[u8], conn: usize) -> Option<(usize, Seen)> {
     let body = serde_json::from_slice(&buf[head..head + len]).unwrap_or(Value::Null);
     let seen = Seen {
         conn,
+        peer,
         verb: req.method.unwrap_or("").to_string(),
         headers,
         body,
@@ -314,6 +317,8 @@ pub(crate) struct Recorded {
     pub(crate) failures: u64,
     /// (failure reason, count).
     pub(crate) errors: Vec<(String, u64)>,
+    /// (µs, or the value recorded, count).
+    pub(crate) buckets: Vec<(u64, u64)>,
 }
 
 /// The rows recorded since the last call, by name.
@@ -326,6 +331,7 @@ pub(crate) fn rows(ctx: &Ctx) -> Vec<Recorded> {
             num: r.num,
             failures: r.failures,
             errors: r.errors,
+            buckets: r.buckets,
         })
         .collect();
     out.sort_by(|a, b| a.name.cmp(&b.name));

@@ -422,12 +422,14 @@ fn mixed_stream_items_time_their_events_and_only_theirs() {
     };
     let (port, _) = mock::spawn(opts);
     let tool = |name: &str, arguments: JsonObject, stream: bool| MixItem {
-        call: MixCall::Tool {
-            name: name.into(),
-            arguments,
-        },
-        weight: 1,
         stream,
+        ..MixItem::new(
+            MixCall::Tool {
+                name: name.into(),
+                arguments,
+            },
+            1,
+        )
     };
     let e = engine(Settings {
         family: Family::Mixed,

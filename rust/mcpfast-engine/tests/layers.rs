@@ -22,11 +22,13 @@ const LAYERS: &[&[&str]] = &[
     &["pacing", "session"],
     &["fanout"],
     &["families"],
+    &["families::held"],
     &[
         "families::http",
         "families::tasks",
         "families::hold",
         "families::stdio",
+        "families::agents",
     ],
     &["runtime"],
     &["engine"],
@@ -50,6 +52,7 @@ fn every_module_uses_only_the_layers_below_it() {
     for (module, target) in [
         ("session", "context"),
         ("families::http", "families"),
+        ("families::agents", "families::held"),
         ("runtime", "families::stdio"),
         ("net", "target"),
         ("crate", "engine"),

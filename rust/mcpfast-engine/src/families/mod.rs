@@ -1,12 +1,15 @@
 //! The families: what one user does, each family behind one entry point (`run`) that the
 //! runtime picks. Over HTTP: [`http`] (`tools_call`, `mixed`, `sse_streaming`, `handshake`,
-//! `session_churn`, `discover`), [`tasks`] and [`hold`]; over child processes: [`stdio`].
+//! `session_churn`, `discover`), [`tasks`], [`hold`] and [`agents`]; over child processes:
+//! [`stdio`]. A session's held stream is [`held`]'s, for the families that hold one.
 //!
 //! This module holds what the HTTP families share: the user loop (the iteration budget, the
 //! open model's arrivals, a refusal's `Retry-After`, the DELETE at the end), the per-session
 //! iteration (the session opened once, again after the server forgot it, then one call per
 //! iteration) and the connection of a held stream.
 
+pub(crate) mod agents;
+pub(crate) mod held;
 pub(crate) mod hold;
 pub(crate) mod http;
 pub(crate) mod stdio;

@@ -309,7 +309,7 @@ pub(crate) async fn run(ctx: &Ctx, slot: usize) {
 
 /// The line of request `id` built from `t`.
 fn line(t: &Template, id: i64, out: &mut Vec<u8>) {
-    t.body(id, out);
+    t.body(id, &[], out);
     out.push(b'\n');
 }
 
