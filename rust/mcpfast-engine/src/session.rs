@@ -502,6 +502,8 @@ impl HttpSession {
     /// an initialize reply without `Mcp-Session-Id` is a failure (sessions to hold).
     pub(crate) async fn open(&mut self, ctx: &Ctx, from: Instant, need_id: bool) -> bool {
         self.session = None;
+        // a token replaced while the last open was refused goes with this one
+        self.fresh_token(ctx);
         self.set_head(ctx);
         if ctx.cfg().new_connection == NewConnection::Session {
             self.conn.close();
@@ -1123,6 +1125,8 @@ mod tests {
             let mut s = HttpSession::new(&ctx);
             assert!(s.open(&ctx, Instant::now(), false).await);
             ctx.shared.replace_bearer_tokens(vec!["t2".into()]);
+            // the next open too (a session refused for its token opens with the new one)
+            assert!(s.open(&ctx, Instant::now(), false).await);
             let call = &ctx.items[0];
             assert!(s
                 .one(&ctx, call, Instant::now(), call.name, None)
@@ -1135,7 +1139,7 @@ mod tests {
             .iter()
             .map(|r| (r.what(), r.header("Authorization")))
             .collect();
-        assert_eq!(seen.len(), 4, "{tokens:?}");
+        assert_eq!(seen.len(), 6, "{tokens:?}");
         for r in &seen[..2] {
             assert_eq!(r.header("Authorization"), Some("Bearer t1"), "{tokens:?}");
         }
