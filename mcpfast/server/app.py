@@ -19,7 +19,7 @@ import re
 from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from types import UnionType
-from typing import Any, Final, Literal, NamedTuple, TypeAlias, TypeGuard, TypeVar, Union, get_args, get_origin, get_type_hints, overload
+from typing import Any, Final, Literal, NamedTuple, TypeAlias, TypeGuard, TypeVar, Union, get_args, get_origin, get_type_hints
 
 import orjson
 
@@ -202,26 +202,24 @@ class PendingCall:
     session ended): its outcome is then ``CancelledError``.
     """
 
-    __slots__ = ("_listener", "_outcome", "running")
+    __slots__ = ("_listener", "_outcome", "_server", "_tool", "_version", "running")
 
-    def __init__(self) -> None:
-        self.running: inline.InlineTask[JSONObject | str] | None = None
-        """The tool's coroutine, driven on from the loop (``None`` until ``run_tool_inline`` returns)."""
+    def __init__(self, server: Server, tool: _Tool, version: str, running: inline.InlineTask[object]) -> None:
+        self._server = server
+        self._tool = tool
+        self._version = version
+        self.running = running
+        """The tool's coroutine, driven on from the loop."""
         self._outcome: PlainOutcome | BaseException | None = None
         self._listener: Callable[[PendingCall], object] | None = None
+        running.when_done(PendingCall._finished, self)
 
-    def _finished(self, result: JSONObject | str | None, exc: BaseException | None) -> None:
+    def _finished(self, value: object, exc: BaseException | None) -> None:
         """``inline.Done``: the outcome as ``run_plain_tool`` would have answered it."""
-        if exc is None:
-            assert result is not None  # the coroutine's value: a dict or a str
-            self._outcome = result
-        elif isinstance(exc, McpError):
-            self._outcome = (exc.code, exc.message, exc.data)
-        elif isinstance(exc, Exception):
-            logger.error("handler for %s failed", _TOOLS_CALL, exc_info=exc)
-            self._outcome = (INTERNAL_ERROR, "internal error", None)
+        if isinstance(exc, asyncio.CancelledError):
+            self._outcome = exc
         else:
-            self._outcome = exc  # cancelled
+            self._outcome = self._server._plain_outcome(self._tool, self._version, value, exc)
         listener, self._listener = self._listener, None
         if listener is not None:
             listener(self)
@@ -234,7 +232,7 @@ class PendingCall:
 
     def cancel(self) -> bool:
         """Stop the tool; ``False`` once it has finished."""
-        return self.running is not None and self.running.cancel()
+        return self.running.cancel()
 
     def listen(self, fn: Callable[[PendingCall], object]) -> None:
         """``fn(self)`` once it has finished (now, if it has); one listener at a time."""
@@ -1004,21 +1002,15 @@ class Server:
             return value
         return self._tool_result(tool, value, version)
 
-    @overload
-    async def _call_plain_async(self, tool: _Tool, args: JSONObject, version: str, text: Literal[False] = False) -> JSONObject: ...
-    @overload
-    async def _call_plain_async(self, tool: _Tool, args: JSONObject, version: str, text: Literal[True]) -> JSONObject | str: ...
-    async def _call_plain_async(self, tool: _Tool, args: JSONObject, version: str, text: bool = False) -> JSONObject | str:
+    async def _call_plain_async(self, tool: _Tool, args: JSONObject, version: str) -> JSONObject:
         """``_call_plain`` of an ``async def``: ``_run``'s call, failure and result, in one
-        coroutine rather than three (the function's, ``_Callable.call``'s and ``_later``'s); a
-        str the tool returned comes back as it is when ``text`` (``_call_plain``'s rule), else
-        as its result."""
+        coroutine rather than three (the function's, ``_Callable.call``'s and ``_later``'s)."""
         try:
             value = await tool.callable.fn(**args)
         except Exception as exc:
             return self._failure(exc, None, "", tool, self._tool_failed)
         if type(value) is str:
-            return value if text else text_result(value)
+            return text_result(value)
         return self._tool_result(tool, value, version)
 
     def run_plain_tool(self, name: str, arguments: JSONValue, version: str) -> PlainOutcome | None:
@@ -1031,8 +1023,25 @@ class Server:
         function does not take, tools/call served by another route): nothing ran, and the
         session machine serves it.
         """
+        return self._run_plain(name, arguments, version, False)  # type: ignore[return-value]  # never a PendingCall
+
+    def run_tool_inline(self, name: str, arguments: JSONValue, version: str) -> PlainOutcome | PendingCall | None:
+        """``run_plain_tool`` for a plain ``async def`` tool too: the coroutine is run here, to
+        its first wait (``mcpfast.server.inline``).
+
+        Returns what ``run_plain_tool`` returns, for a sync tool and for an ``async def`` that
+        finished without waiting; a ``PendingCall`` when it waits (its outcome, of the same
+        shapes, comes later); ``None`` when nothing ran (not a plain tool call).
+        """
+        return self._run_plain(name, arguments, version, True)
+
+    def _run_plain(self, name: str, arguments: JSONValue, version: str, run_async: bool) -> PlainOutcome | PendingCall | None:
+        """``run_tool_inline``, and ``run_plain_tool`` when not ``run_async``."""
         tool = self._tools.get(name)
-        if tool is None or not tool.plain or self.routes.get(_TOOLS_CALL) is not self._tools_call_route:
+        if tool is None or self.routes.get(_TOOLS_CALL) is not self._tools_call_route:
+            return None
+        plain = tool.plain
+        if not plain and not (run_async and tool.plain_async):
             return None
         if arguments is None:
             arguments = {}
@@ -1044,45 +1053,40 @@ class Server:
                 refused = _refused_arguments(tool, name, arguments, version)
                 if refused is not None:
                     return refused
-            return self._call_plain(tool, arguments, version)
+            if plain:
+                return self._call_plain(tool, arguments, version)
         except McpError as exc:
             return (exc.code, exc.message, exc.data)
         except Exception:
             logger.exception("handler for %s failed", _TOOLS_CALL)
             return (INTERNAL_ERROR, "internal error", None)
+        try:
+            running = inline.start(tool.callable.fn(**arguments))
+        except Exception as exc:  # the call itself failed (an argument it cannot take): the tool's failure
+            return self._plain_outcome(tool, version, None, exc)
+        finished = running.finished()
+        if finished is None:
+            return PendingCall(self, tool, version, running)
+        value = finished[0]
+        if type(value) is str:  # the usual case, answered as _plain_outcome would
+            return value
+        return self._plain_outcome(tool, version, value, finished[1])
 
-    def run_tool_inline(self, name: str, arguments: JSONValue, version: str) -> PlainOutcome | PendingCall | None:
-        """``run_plain_tool`` for a plain ``async def`` tool too: the coroutine is run here, to
-        its first wait (``mcpfast.server.inline``).
-
-        Returns what ``run_plain_tool`` returns, for a sync tool and for an ``async def`` that
-        finished without waiting; a ``PendingCall`` when it waits (its outcome, of the same
-        shapes, comes later); ``None`` when nothing ran (not a plain tool call).
-        """
-        tool = self._tools.get(name)
-        if tool is None or not tool.plain_async or self.routes.get(_TOOLS_CALL) is not self._tools_call_route:
-            return self.run_plain_tool(name, arguments, version)
-        if arguments is None:
-            arguments = {}
-        elif type(arguments) is not dict or not arguments.keys() <= tool.callable.name_set:
-            return None
-        check = tool.check
-        if check is None or not check(arguments):
-            try:
-                refused = _refused_arguments(tool, name, arguments, version)
-            except Exception:
-                logger.exception("handler for %s failed", _TOOLS_CALL)
-                return (INTERNAL_ERROR, "internal error", None)
-            if refused is not None:
-                return refused
-        pending = PendingCall()
-        running = inline.start(self._call_plain_async(tool, arguments, version, True), PendingCall._finished, pending)
-        if running.done():
-            if pending.cancelled():  # the tool raised CancelledError of its own: its bug, answered as one
-                return (INTERNAL_ERROR, "internal error", None)
-            return pending.outcome()
-        pending.running = running
-        return pending
+    def _plain_outcome(self, tool: _Tool, version: str, value: object, exc: BaseException | None) -> PlainOutcome:
+        """What a plain ``async def`` tool's outcome answers, as ``run_plain_tool`` answers a sync one's."""
+        try:
+            if exc is None:
+                if type(value) is str:
+                    return value
+                return self._tool_result(tool, value, version)
+            if isinstance(exc, Exception):
+                return self._failure(exc, None, "", tool, self._tool_failed)
+        except McpError as error:
+            return (error.code, error.message, error.data)
+        except Exception:
+            logger.exception("handler for %s failed", _TOOLS_CALL)
+        # (a CancelledError the tool raised of its own: its bug, answered as one)
+        return (INTERNAL_ERROR, "internal error", None)
 
     async def _tools_call_task(self, tool: _Tool, args: JSONObject, request: InboundRequest, conn: Connection) -> JSONObject:
         """A tools/call that may become a task (the client declared the extension)."""

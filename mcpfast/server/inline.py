@@ -35,10 +35,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import os
 from collections.abc import Callable, Coroutine, Generator
+from threading import get_ident
 from typing import Any, Final, Generic, TypeVar
 
-__all__ = ["Done", "InlineTask", "start"]
+__all__ = ["Done", "InlineTask", "running_loop", "start"]
 
 _T = TypeVar("_T")
 _S = TypeVar("_S")
@@ -55,6 +57,35 @@ _current_tasks: dict[asyncio.AbstractEventLoop, object] | None = getattr(asyncio
 # asyncio.current_task(loop) is a get of this dict behind a Python call; a version without the
 # dict has it otherwise.
 _current: Final[Callable[[asyncio.AbstractEventLoop], object]] = _current_tasks.get if _current_tasks is not None else asyncio.current_task
+
+
+_known_loop: tuple[int, asyncio.AbstractEventLoop] | None = None
+"""The last loop ``running_loop`` found running, and the thread it runs in."""
+
+
+def running_loop() -> asyncio.AbstractEventLoop:
+    """``asyncio.get_running_loop()``, without its ``getpid()`` system call on every call (its
+    check for a forked child, which here forgets the loop instead): the loop last found
+    running in this thread, while it runs.
+
+    Raises:
+        RuntimeError: no event loop is running in this thread.
+    """
+    global _known_loop
+    known = _known_loop
+    if known is not None and known[0] == get_ident() and known[1].is_running():
+        return known[1]  # one loop runs in a thread at a time: it is this one
+    loop = asyncio.get_running_loop()
+    _known_loop = (get_ident(), loop)
+    return loop
+
+
+def _forget_loop() -> None:
+    global _known_loop
+    _known_loop = None
+
+
+os.register_at_fork(after_in_child=_forget_loop)  # a child's loop is its own, even one copied running
 
 
 class _Rare:
@@ -118,6 +149,18 @@ class InlineTask(Generic[_T]):
         if isinstance(outcome[1], asyncio.CancelledError):
             raise outcome[1]
         return outcome[1]
+
+    def finished(self) -> tuple[_T | None, BaseException | None] | None:
+        """``(result, None)`` or ``(None, exception)`` once it has finished, else ``None``."""
+        return self._outcome
+
+    def when_done(self, done: Done[_S], subject: _S) -> None:
+        """Have ``done(subject, result, exception)`` called when it finishes (``start``'s ``done``,
+        given once it is known that it waits)."""
+        if self._outcome is not None:
+            raise asyncio.InvalidStateError("the coroutine has finished")
+        self._done = done
+        self._subject = subject
 
     def cancel(self, msg: object = None) -> bool:
         """As a task's: the future it waits for is cancelled, else its next step raises
@@ -277,10 +320,11 @@ class InlineTask(Generic[_T]):
             self._step()
 
     def _settle(self, result: _T | None, error: BaseException | None) -> None:
-        self._outcome = (result, error)
-        done = self._done
-        if done is not None:
-            done(self._subject, result, error)
+        if self._outcome is None:  # (else ``start`` has settled it but for the done callbacks)
+            self._outcome = (result, error)
+            done = self._done
+            if done is not None:
+                done(self._subject, result, error)
         rare = self._rare
         if rare is not None and rare.callbacks:
             callbacks, rare.callbacks = rare.callbacks, []
@@ -308,8 +352,40 @@ def start(
         RuntimeError: no event loop is running (and none was given).
     """
     if loop is None:
-        loop = asyncio.get_running_loop()
+        loop = running_loop()
     context = contextvars.copy_context()
     inline: InlineTask[_T] = InlineTask(coro, loop, context, done, subject)
-    context.run(inline._step)
+    # The first step: ``_step`` without what a first step cannot need, the coroutine sent into
+    # from here (the hottest line of an async tool call).
+    outer = _current(loop)
+    if outer is not None:
+        _leave_task(loop, outer)
+    _enter_task(loop, inline)
+    try:
+        try:
+            waiting = context.run(coro.send, None)
+        finally:
+            _leave_task(loop, inline)
+            if outer is not None:
+                _enter_task(loop, outer)
+    except StopIteration as stop:
+        if inline._must_cancel:  # it cancelled itself and did not wait again: it ends cancelled, as a task
+            inline._must_cancel = False
+            inline._settle(None, inline._cancelled_error())
+            return inline
+        result = stop.value
+    except (KeyboardInterrupt, SystemExit) as stop:
+        inline._settle(None, stop)
+        raise
+    except BaseException as raised:  # its outcome, a CancelledError included
+        inline._settle(None, raised)
+        return inline
+    else:
+        inline._wait(waiting)
+        return inline
+    inline._outcome = (result, None)
+    if done is not None:
+        done(subject, result, None)
+    if inline._rare is not None:
+        inline._settle(result, None)  # done callbacks added while it ran
     return inline

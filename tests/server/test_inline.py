@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
 from typing import Any
 
 import anyio
@@ -330,3 +331,53 @@ async def test_done_callbacks_run_soon_after_it_finishes() -> None:
 
 async def _await(running: inline.InlineTask[Any]) -> Any:
     return await running
+
+
+async def test_running_loop_is_the_loop_running_in_this_thread() -> None:
+    loop = asyncio.get_running_loop()
+    assert inline.running_loop() is loop
+    assert inline.running_loop() is loop  # known: no look-up
+
+    seen: list[object] = []
+
+    def elsewhere() -> None:  # another thread, its own loop, while this one runs
+        async def ask() -> None:
+            seen.append((inline.running_loop(), asyncio.get_running_loop()))
+
+        asyncio.run(ask())
+
+    await asyncio.to_thread(elsewhere)
+    ((theirs, expected),) = seen
+    assert theirs is expected and theirs is not loop
+    assert inline.running_loop() is loop
+
+
+def test_running_loop_outside_a_loop_raises_and_a_new_loop_is_found() -> None:
+    async def ask() -> tuple[object, object]:
+        return inline.running_loop(), asyncio.get_running_loop()
+
+    first = asyncio.run(ask())
+    with pytest.raises(RuntimeError):
+        inline.running_loop()  # the loop it knew has stopped
+    second = asyncio.run(ask())
+    assert first[0] is first[1] and second[0] is second[1] and first[0] is not second[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+async def test_a_forked_child_finds_its_own_loop() -> None:
+    # The parent's loop, copied into the child while it runs, looks running there: the child
+    # must not take it for its own.
+    assert inline.running_loop() is asyncio.get_running_loop()
+    pid = os.fork()
+    if pid == 0:  # the child: a loop of its own
+        code = 1
+        try:
+
+            async def ask() -> bool:
+                return inline.running_loop() is asyncio.get_running_loop()
+
+            code = 0 if asyncio.new_event_loop().run_until_complete(ask()) else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
