@@ -43,16 +43,21 @@ def _call(rid: int, name: str, arguments: dict[str, Any]) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}).encode()
 
 
+def ready(conn: Any) -> None:
+    """The handshake, its messages read."""
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
+    conn.feed(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}).encode())
+    conn.feed(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    conn.session.data_to_send()
+
+
 @pytest.mark.parametrize("framework", ["sdk", "fastmcp"])
 async def test_async_tools_that_do_not_wait_are_answered_inside_feed(framework: str) -> None:
     server = servable(_app(framework))
     await server.start()
     conn = server.connect(records=False)
     try:
-        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
-        conn.feed(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}).encode())
-        conn.feed(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
-        conn.session.data_to_send()
+        ready(conn)
         before = asyncio.all_tasks()
 
         conn.feed(_call(1, "slow_count", {"steps": 2}))  # progress and logs through the framework's Context
@@ -84,10 +89,7 @@ async def test_a_fastmcp_tool_that_waits_goes_on_from_the_loop() -> None:
     await server.start()
     conn = server.connect(records=False)
     try:
-        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
-        conn.feed(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}).encode())
-        conn.feed(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
-        conn.session.data_to_send()
+        ready(conn)
         conn.feed(_call(1, "paced_count", {"steps": 2}))  # sleeps between its steps
         assert conn.in_flight == 1
         sent: list[dict[str, Any]] = []

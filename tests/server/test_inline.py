@@ -104,18 +104,20 @@ async def test_a_bare_yield_goes_on_after_one_turn_of_the_loop() -> None:
     assert steps == ["first", "second"] and running.done()
 
 
+async def times_out() -> str:
+    """A coroutine whose wait outlasts its ``asyncio.timeout``."""
+    try:
+        async with asyncio.timeout(0.01):
+            await asyncio.sleep(5)
+    except TimeoutError:
+        return "timed out"
+    return "not timed out"
+
+
 async def test_asyncio_timeout_works_without_waiting_and_across_waits() -> None:
     async def quick() -> str:
         async with asyncio.timeout(5):
             return "quick"
-
-    async def slow() -> str:
-        try:
-            async with asyncio.timeout(0.01):
-                await asyncio.sleep(5)
-        except TimeoutError:
-            return "timed out"
-        return "not timed out"
 
     async def in_time() -> str:
         async with asyncio.timeout(5):
@@ -123,21 +125,13 @@ async def test_asyncio_timeout_works_without_waiting_and_across_waits() -> None:
         return "in time"
 
     assert inline.start(quick()).result() == "quick"
-    assert await inline.start(slow()) == "timed out"
+    assert await inline.start(times_out()) == "timed out"
     assert await inline.start(in_time()) == "in time"
 
 
 async def test_a_timeout_in_the_coroutine_never_cancels_the_caller() -> None:
     # Started from a task (as the stdio reader starts handlers): the timeout is the tool's.
-    async def tool() -> str:
-        try:
-            async with asyncio.timeout(0.01):
-                await asyncio.sleep(5)
-        except TimeoutError:
-            return "timed out"
-        return "not timed out"
-
-    running = inline.start(tool())
+    running = inline.start(times_out())
     await asyncio.sleep(0.05)  # the caller is cancelled here if the timeout took it for the tool's task
     assert running.result() == "timed out"
     assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
