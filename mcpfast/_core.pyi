@@ -30,7 +30,10 @@ DEFAULT_MAX_EVENT: Final[int]
 Id = int | str
 Kind = Literal["request", "notification", "result", "error"]
 EngineTransport = Literal["http", "stdio"]
-EngineFamily = Literal["tools_call", "handshake", "session_churn", "sse_streaming", "mixed", "hold", "discover", "tasks"]
+EngineFamily = Literal["tools_call", "handshake", "session_churn", "sse_streaming", "mixed", "hold", "discover", "tasks", "agents"]
+StepOrder = Literal["sequence", "weighted"]
+# an ``agents`` step's use: (at: a JSON pointer into its params, the step read, how, the pointer or the expression)
+StepUse = tuple[str, int, Literal["pointer", "regex"], str]
 NewConnection = Literal["keep", "session", "request"]
 Arrivals = Literal["uniform", "poisson"]
 
@@ -440,11 +443,17 @@ class DrainRow:
 class MixItem:
     """One entry of ``EngineConfig.mix``: a tool (``tools/call`` with ``arguments``) or any other
     method with its ``params``, picked by ``weight`` among the entries; ``stream`` sends a
-    tools/call with a progress token and times its events as ``sse_streaming`` does.
+    tools/call with a progress token and times its events as ``sse_streaming`` does. For the
+    ``agents`` family an entry is a step: ``label`` names it in the failures of the steps that
+    read its result, and ``uses`` are its values taken from earlier steps' results,
+    ``(at, step, "pointer" | "regex", expression)``: the value at JSON pointer ``at`` of its params
+    replaced by a JSON pointer into step ``step``'s ``structuredContent``, or a regular
+    expression's first group on its text.
 
     Raises:
         ValueError: neither or both of ``tool`` and ``method``, ``arguments`` with a method,
-            ``params`` with a tool, or a negative weight.
+            ``params`` with a tool, a negative weight, or a use that reads neither by pointer
+            nor by regex.
         TypeError: ``arguments`` or ``params`` holds a value JSON cannot carry.
     """
 
@@ -457,6 +466,8 @@ class MixItem:
         params: dict[str, Any] | None = None,
         weight: int = 1,
         stream: bool = False,
+        label: str | None = None,
+        uses: list[StepUse] | None = None,
     ) -> MixItem: ...
     @property
     def tool(self) -> str | None: ...
@@ -472,6 +483,10 @@ class MixItem:
     def weight(self) -> int: ...
     @property
     def stream(self) -> bool: ...
+    @property
+    def label(self) -> str | None: ...
+    @property
+    def uses(self) -> list[tuple[str, int, str, str]]: ...
 
 @final
 class EngineConfig:
@@ -535,6 +550,14 @@ class EngineConfig:
         hold_trigger_every_s: float | None = None,
         hold_clock: str | None = None,
         tasks_cancel_share: float | None = None,
+        source_addresses: list[str] | None = None,
+        agent_order: StepOrder | None = None,
+        agent_steps: tuple[int, int] | None = None,
+        think: str | None = None,
+        idle: str | None = None,
+        agent_list_tools: bool | None = None,
+        agent_hold_stream: float | None = None,
+        agent_abandon: float | None = None,
     ) -> EngineConfig: ...
     @property
     def transport(self) -> EngineTransport: ...
@@ -624,6 +647,22 @@ class EngineConfig:
     def hold_clock(self) -> str | None: ...
     @property
     def tasks_cancel_share(self) -> float: ...
+    @property
+    def source_addresses(self) -> list[str]: ...
+    @property
+    def agent_order(self) -> StepOrder: ...
+    @property
+    def agent_steps(self) -> tuple[int, int]: ...
+    @property
+    def think(self) -> str: ...
+    @property
+    def idle(self) -> str | None: ...
+    @property
+    def agent_list_tools(self) -> bool: ...
+    @property
+    def agent_hold_stream(self) -> float: ...
+    @property
+    def agent_abandon(self) -> float: ...
 
 @final
 class NativeEngine:
@@ -636,9 +675,21 @@ class NativeEngine:
     """
 
     def __new__(cls, config: EngineConfig) -> NativeEngine: ...
+    @staticmethod
+    def raise_open_files_limit(needed: int) -> int:
+        """Lift this process's open-file limit for ``needed`` descriptors (the soft limit to the
+        hard one, the hard one where the OS allows); returns the limit in force. OSError naming
+        the limit and the number needed when it stays below."""
+    def port_capacity(self) -> int | None:
+        """Connections that can be open at once before the ephemeral ports run out (the ports of
+        ``net.ipv4.ip_local_port_range`` for each source address and server address); None when
+        the range cannot be read."""
+    def source_count(self) -> int:
+        """The local addresses new connections bind to, in turn (0: the kernel picks one)."""
     def start(self) -> None: ...
     def set_users(self, n: int) -> None:
-        """Target concurrency: HTTP sessions (one keep-alive connection each) or stdio processes."""
+        """Target concurrency: HTTP sessions (one keep-alive connection each), stdio processes,
+        or ``agents``."""
     def set_rate(self, rate: float | None = None) -> None:
         """Open model at ``rate`` arrivals/s for this engine, a schedule of its own from now (the
         arrivals queued for the previous rate and not yet sent are dropped); None: closed model."""
@@ -662,9 +713,10 @@ class NativeEngine:
     def fileno(self) -> int:
         """A descriptor readable when events() has something (for gevent's wait_read)."""
     def status(self) -> dict[str, int | float]:
-        """users, sessions_open, inflight, threads, cpu_s, sent, completed, late, dropped,
-        established, reinitialized, iterations, held (``hold``: sessions held, or with
-        ``hold_streams`` the GET streams open), connects."""
+        """users, sessions_open (``agents``: agents in a session), inflight, threads, cpu_s,
+        sent, completed, late, dropped, established, reinitialized, iterations, held (``hold``:
+        sessions held, or with ``hold_streams`` the GET streams open), agents (``agents``: agents
+        running), connects."""
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",

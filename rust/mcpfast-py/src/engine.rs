@@ -9,7 +9,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use mcpfast_engine::config::{self, Config, JsonObject, MixCall, Settings};
+use mcpfast_engine::config::{self, Config, Extract, JsonObject, MixCall, Settings, Use};
 use mcpfast_engine::serde_json::{self, Value};
 use mcpfast_engine::stats::ReasonBuckets;
 use mcpfast_engine::Engine;
@@ -72,13 +72,37 @@ pub struct MixItem {
     weight: u32,
     #[pyo3(get)]
     stream: bool,
+    #[pyo3(get)]
+    label: Option<String>,
+    #[pyo3(get)]
+    uses: Vec<(String, usize, String, String)>,
     item: config::MixItem,
+}
+
+/// A use as Python gives it: (at, step, "pointer" or "regex", the pointer or the expression).
+fn use_of(u: &(String, usize, String, String)) -> PyResult<Use> {
+    let extract = match u.2.as_str() {
+        "pointer" => Extract::Pointer(u.3.clone()),
+        "regex" => Extract::Regex(u.3.clone()),
+        other => {
+            return Err(field_error(
+                "mix item",
+                format!("a use reads by \"pointer\" or \"regex\", not {other:?}"),
+            ))
+        }
+    };
+    Ok(Use {
+        at: u.0.clone(),
+        step: u.1,
+        extract,
+    })
 }
 
 #[pymethods]
 impl MixItem {
     #[new]
-    #[pyo3(signature = (*, tool = None, arguments = None, method = None, params = None, weight = 1, stream = false))]
+    #[pyo3(signature = (*, tool = None, arguments = None, method = None, params = None, weight = 1, stream = false, label = None, uses = None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         tool: Option<String>,
         arguments: Option<&Bound<'_, PyDict>>,
@@ -86,6 +110,8 @@ impl MixItem {
         params: Option<&Bound<'_, PyDict>>,
         weight: i64,
         stream: bool,
+        label: Option<String>,
+        uses: Option<Vec<(String, usize, String, String)>>,
     ) -> PyResult<Self> {
         let weight = u32::try_from(weight)
             .map_err(|_| field_error("mix item", format!("weight must be in 0..={}", u32::MAX)))?;
@@ -119,18 +145,23 @@ impl MixItem {
             }
             (None, None) => return Err(field_error("mix item", "needs tool or method")),
         };
+        let uses = uses.unwrap_or_default();
         Ok(MixItem {
+            item: config::MixItem {
+                call,
+                weight,
+                stream,
+                label: label.clone(),
+                uses: uses.iter().map(use_of).collect::<PyResult<_>>()?,
+            },
             tool,
             arguments: arguments.map(|d| d.copy()).transpose()?.map(Bound::unbind),
             method,
             params: params.map(|d| d.copy()).transpose()?.map(Bound::unbind),
             weight,
             stream,
-            item: config::MixItem {
-                call,
-                weight,
-                stream,
-            },
+            label,
+            uses,
         })
     }
 
@@ -237,6 +268,22 @@ pub struct EngineConfig {
     hold_clock: Option<String>,
     #[pyo3(get)]
     tasks_cancel_share: f64,
+    #[pyo3(get)]
+    source_addresses: Vec<String>,
+    #[pyo3(get)]
+    agent_order: &'static str,
+    #[pyo3(get)]
+    agent_steps: (u32, u32),
+    #[pyo3(get)]
+    think: String,
+    #[pyo3(get)]
+    idle: Option<String>,
+    #[pyo3(get)]
+    agent_list_tools: bool,
+    #[pyo3(get)]
+    agent_hold_stream: f64,
+    #[pyo3(get)]
+    agent_abandon: f64,
     config: Config,
 }
 
@@ -289,6 +336,14 @@ impl EngineConfig {
         hold_trigger_every_s = None,
         hold_clock = None,
         tasks_cancel_share = None,
+        source_addresses = None,
+        agent_order = None,
+        agent_steps = None,
+        think = None,
+        idle = None,
+        agent_list_tools = None,
+        agent_hold_stream = None,
+        agent_abandon = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -337,6 +392,14 @@ impl EngineConfig {
         hold_trigger_every_s: Option<f64>,
         hold_clock: Option<String>,
         tasks_cancel_share: Option<f64>,
+        source_addresses: Option<Vec<String>>,
+        agent_order: Option<&str>,
+        agent_steps: Option<(i64, i64)>,
+        think: Option<String>,
+        idle: Option<String>,
+        agent_list_tools: Option<bool>,
+        agent_hold_stream: Option<f64>,
+        agent_abandon: Option<f64>,
     ) -> PyResult<Self> {
         let d = Settings::default();
         let mix = mix.unwrap_or_default();
@@ -392,6 +455,20 @@ impl EngineConfig {
             hold_trigger_every_s: hold_trigger_every_s.unwrap_or(d.hold_trigger_every_s),
             hold_clock,
             tasks_cancel_share: tasks_cancel_share.unwrap_or(d.tasks_cancel_share),
+            source_addresses: source_addresses.unwrap_or(d.source_addresses),
+            agent_order: choice_arg(agent_order)?.unwrap_or(d.agent_order),
+            agent_steps: match agent_steps {
+                Some((lo, hi)) => (
+                    count_arg("agent_steps", Some(lo))?.unwrap_or(0),
+                    count_arg("agent_steps", Some(hi))?.unwrap_or(0),
+                ),
+                None => d.agent_steps,
+            },
+            think: think.unwrap_or(d.think),
+            idle: idle.or(d.idle),
+            agent_list_tools: agent_list_tools.unwrap_or(d.agent_list_tools),
+            agent_hold_stream: agent_hold_stream.unwrap_or(d.agent_hold_stream),
+            agent_abandon: agent_abandon.unwrap_or(d.agent_abandon),
         };
         let config = settings.build().map_err(PyValueError::new_err)?;
         let headers = PyDict::new(py);
@@ -443,6 +520,14 @@ impl EngineConfig {
             hold_trigger_every_s: settings.hold_trigger_every_s,
             hold_clock: settings.hold_clock,
             tasks_cancel_share: settings.tasks_cancel_share,
+            agent_order: settings.agent_order.name(),
+            agent_steps: settings.agent_steps,
+            think: settings.think,
+            idle: settings.idle,
+            agent_list_tools: settings.agent_list_tools,
+            agent_hold_stream: settings.agent_hold_stream,
+            agent_abandon: settings.agent_abandon,
+            source_addresses: settings.source_addresses,
             config,
         })
     }
@@ -594,6 +679,25 @@ impl NativeEngine {
             .map_err(PyValueError::new_err)
     }
 
+    /// Lift this process's open-file limit for `needed` descriptors (the soft limit to the
+    /// hard one, the hard one where the OS allows); the limit in force, or an `OSError` naming
+    /// the limit and the number needed.
+    #[staticmethod]
+    fn raise_open_files_limit(needed: u64) -> PyResult<u64> {
+        mcpfast_engine::raise_open_files_limit(needed).map_err(pyo3::exceptions::PyOSError::new_err)
+    }
+
+    /// Connections that can be open at once before the ephemeral ports run out (each source
+    /// address to each server address); None when the port range cannot be read.
+    fn port_capacity(&self) -> Option<u64> {
+        self.inner.port_capacity()
+    }
+
+    /// The local addresses new connections bind to, in turn (0: the kernel picks one).
+    fn source_count(&self) -> usize {
+        self.inner.source_count()
+    }
+
     /// Spawn the engine threads (after any fork); returns at once.
     fn start(&self) -> PyResult<()> {
         self.inner.start().map_err(PyRuntimeError::new_err)
@@ -718,6 +822,7 @@ impl NativeEngine {
         d.set_item("reinitialized", s.reinitialized)?;
         d.set_item("iterations", s.iterations)?;
         d.set_item("held", s.held)?;
+        d.set_item("agents", s.agents)?;
         d.set_item("connects", s.connects)?;
         Ok(d)
     }
