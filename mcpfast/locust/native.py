@@ -54,7 +54,7 @@ __all__ = ["FAMILIES", "NativeDriver", "config_for", "driver", "feed_locust"]
 
 logger = logging.getLogger(__name__)
 
-FAMILIES = ("tools_call", "handshake", "session_churn", "sse_streaming", "mixed", "hold", "discover", "tasks")
+FAMILIES = ("tools_call", "handshake", "session_churn", "sse_streaming", "mixed", "hold", "discover", "tasks", "agents")
 POLL_INTERVAL = 1.0  # s between drains (the issue: once a second per name)
 STOP_GRACE = 2.0  # s the engine may spend finishing in-flight requests at stop
 MIXED_WEIGHTS = ((None, 10), ("tools/list", 3))  # the Python mixed user's tool/list task weights
@@ -114,10 +114,11 @@ def feed_locust(stats: RequestStats, rows: Iterable[DrainRow], now: float | None
 
 
 # -- engine configuration ----------------------------------------------------------------------------
-def config_for(environment: Any, family: str, host: str | None, mix: list[MixItem] | None = None) -> EngineConfig:
+def config_for(environment: Any, family: str, host: str | None, mix: list[MixItem] | None = None, **fields: Any) -> EngineConfig:
     """The engine's config for ``family`` from the ``--mcp-*`` options, ``--host`` and this
     process's share of ``--mcp-rate``; ``mix`` replaces the ``mixed`` family's own (a scenario's
-    user class).
+    user class, an agent class's steps); ``fields`` are more of the engine's fields (an agent
+    class's think time...).
 
     Raises:
         RuntimeError: the compiled core (the engine) is not in use.
@@ -149,6 +150,9 @@ def config_for(environment: Any, family: str, host: str | None, mix: list[MixIte
             raise ValueError("the native engine needs --host (the MCP endpoint URL, e.g. http://127.0.0.1:8000/mcp)")
         worker = getattr(mstats.get(environment), "worker_index", None) or 0
         where = {"transport": "http", "url": host, "request_type": "mcp-http", **reach(environment).engine_fields(worker)}
+        sources = [a.strip() for given in option(environment, "mcp_source_address") or () for a in given.split(",") if a.strip()]
+        if sources:
+            where["source_addresses"] = sources
         tokens = oauth.source(environment)
         if tokens is not None:
             where["bearer_tokens"] = [tokens.access_token]  # and each new one by set_bearer_tokens
@@ -180,6 +184,7 @@ def config_for(environment: Any, family: str, host: str | None, mix: list[MixIte
         rate=schedule.runner_rate if schedule.enabled else None,
         late_after_s=schedule.late_tolerance if schedule.enabled else None,
         **where,
+        **fields,
     )
 
 
@@ -213,6 +218,7 @@ class NativeDriver:
         self.host = host
         self.pid = os.getpid()
         self.users = 0
+        self.per_user = 1  # the engine's units (sessions, agents) each Locust user stands for
         self.engine: Any = None
         self.error: str | None = None
         self.last_status: dict[str, Any] = {}
@@ -233,12 +239,17 @@ class NativeDriver:
         """The engine's config (a scenario's driver overrides it with its user class's mix)."""
         return config_for(self.environment, self.family, self.host)
 
+    def split_rows(self, rows: list[DrainRow]) -> list[DrainRow]:
+        """The drained rows that are requests (all of them here; the agents' driver keeps its
+        figures, which are not, out of Locust's tables)."""
+        return rows
+
     # -- users ---------------------------------------------------------------------------------
     def add_user(self) -> bool:
         if self.engine is None and not self._start():
             return False
         self.users += 1
-        self.engine.set_users(self.users)
+        self.engine.set_users(self.users * self.per_user)
         return True
 
     def remove_user(self) -> None:
@@ -246,7 +257,7 @@ class NativeDriver:
             return
         self.users -= 1
         if self.engine is not None and not self._stopping:
-            self.engine.set_users(self.users)
+            self.engine.set_users(self.users * self.per_user)
 
     # -- lifecycle -------------------------------------------------------------------------------
     def _start(self) -> bool:
@@ -320,7 +331,7 @@ class NativeDriver:
         engine = self.engine
         if engine is None:
             return 0
-        rows = engine.drain()
+        rows = self.split_rows(engine.drain())
         for row in rows:
             t = self.totals.setdefault(row.name, [0, 0])
             t[0] += row.num_requests

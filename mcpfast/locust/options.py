@@ -26,6 +26,7 @@ from mcpfast.locust.argtypes import int_at_least, listen_address, rate, share
 from mcpfast.locust.thresholds import argument_type as _threshold
 
 __all__ = [
+    "AGENTS",
     "DEFAULTS",
     "GROUPS",
     "HOLD",
@@ -420,7 +421,40 @@ TASKS = Group(
         ),
     ),
 )
-GROUPS = (SWARM, HOLD, TASKS)
+AGENTS = Group(
+    "mcpfast agents",
+    "the agents family (loadtests/agents.py)",
+    (
+        Opt(
+            "--mcp-source-address",
+            None,
+            "bind new connections to these local addresses in turn (an address, "
+            "a range 127.0.0.2-127.0.0.20, or a comma list; repeatable): each source address has its own "
+            "~28,000 ephemeral ports to a server port. An address that is not this host's: exit code 2.",
+            metavar="ADDR[-ADDR]",
+            action="append",
+            env=False,
+        ),
+        Opt(
+            "--mcp-agents-per-user",
+            1,
+            "agents each Locust user runs on the native engine (default 1): -u 1000 --mcp-agents-per-user 100 "
+            "is 100,000 agents for Locust's bookkeeping of 1000 users; the figures count agents",
+            metavar="N",
+            type=_positive_int,
+            env=False,
+        ),
+        Opt(
+            "--mcp-think",
+            None,
+            "think time before each step for every agent (replaces the workload's): lognormal:MEDIAN:P90, "
+            "exponential:MEAN, uniform:MIN:MAX or constant:S, seconds (default agent: lognormal:2:8)",
+            metavar="DIST",
+            env=False,
+        ),
+    ),
+)
+GROUPS = (SWARM, HOLD, TASKS, AGENTS)
 
 # Defaults, also used when an Environment has no parsed_options (tests, library use).
 DEFAULTS: dict[str, Any] = {o.dest: o.default for group in GROUPS for o in group.options}

@@ -41,7 +41,16 @@ YAML (PyYAML, when installed)::
     [[users.ops]]
     op = "tools/list"         # also resources/list, resources/templates/list, prompts/list, ping
 
-A file with a top-level ``ops`` list (no ``users``) is one user class.  Checks run in two steps,
+A file with a top-level ``ops`` list (no ``users``) is one user class.  Agent workloads
+(``loadtests/agents.py``, :func:`load` with ``agent=True``) add, per user class or at the top
+level for every class: ``think`` and ``idle`` (distributions of seconds: a number, ``{dist =
+"lognormal", median = 2, p90 = 8}``, ``{dist = "exponential", mean = 3}``, ``{dist = "uniform",
+min = 1, max = 3}``, ``{dist = "constant", value = 1}``), ``order`` (``sequence`` or ``weighted``),
+``steps`` (weighted: per session, ``5`` or ``[2, 6]``), ``hold_stream`` and ``abandon`` (shares of
+the agents and of the sessions) and ``list_tools``; an operation's ``name``, and in its
+``arguments`` (or a ``resources/read``'s ``uri``) a value taken from an earlier step's result,
+``{from = "create", pointer = "/id"}`` (a JSON pointer into its ``structuredContent``) or
+``{from = "create", regex = "id: (\\w+)"}`` (on its text).  Checks run in two steps,
 both before any load is sent: :func:`load` (the file alone: syntax, unknown operations and
 fields, types - each error names the file, the line of the operation and what is wrong), then
 :func:`resolve` against what the server lists (:func:`fetch_server_info`): a tool, prompt or
@@ -64,20 +73,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "AGENT_FIELDS",
     "LIST_OPS",
     "OPS",
+    "AgentPlan",
     "Op",
+    "Ref",
     "Scenario",
     "ScenarioError",
     "ServerInfo",
     "UserClass",
+    "agent_steps",
+    "default_agent",
     "discover",
     "fetch_server_info",
     "generate_arguments",
     "listed",
     "load",
     "native_mix",
+    "probe",
     "resolve",
+    "workload_lines",
 ]
 
 LIST_OPS = ("tools/list", "resources/list", "resources/templates/list", "prompts/list", "ping")
@@ -92,6 +108,10 @@ FIELDS: dict[str, tuple[str, ...]] = {
 }
 COMMON_FIELDS = ("op", "weight")
 USER_FIELDS = ("name", "weight", "ops")
+# agent workloads only: what each agent does around its steps (per user class, or at the top level)
+AGENT_FIELDS = ("think", "idle", "order", "steps", "hold_stream", "abandon", "list_tools")
+THINK_FORMS = {"constant": ("value",), "uniform": ("min", "max"), "exponential": ("mean",), "lognormal": ("median", "p90")}
+REF_READS = ("pointer", "regex")
 PROBE_TIMEOUT = 3.0  # s: a discovered tool slower than this stays out of the mix
 DISCOVER_WEIGHTS = {"tools/call": 10, "resources/read": 5, "prompts/get": 3, "completion/complete": 1, "list": 1}
 MAX_DISCOVERED_RESOURCES = 8
@@ -117,6 +137,8 @@ class Op:
     value: str = ""
     where: str = ""  # "file:line" for errors
     note: str = ""  # how it was made (discover: "generated from inputSchema", ...)
+    name: str | None = None  # agents: the step's name, for the steps that read its result
+    refs: list[Ref] = field(default_factory=list)  # agents: values taken from earlier steps' results
 
     @property
     def method(self) -> str:
@@ -157,6 +179,8 @@ class Op:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"op": self.kind, "weight": self.weight}
+        if self.name is not None:
+            out["name"] = self.name
         for key in FIELDS[self.kind]:
             value = getattr(self, key)
             if key == "generate":
@@ -171,10 +195,50 @@ class Op:
 
 
 @dataclass
+class Ref:
+    """A value of a step taken from an earlier step's result in the same session."""
+
+    at: str  # a JSON pointer into the request's params: /arguments/id, /uri
+    source: str  # the name of the step read
+    read: str  # "pointer" (into its structuredContent) or "regex" (on its text)
+    expression: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"from": self.source, self.read: self.expression}
+
+
+@dataclass
+class AgentPlan:
+    """What each agent of a user class does around its steps (the engine's ``think``/``idle``
+    spelling of a distribution: ``lognormal:2:8``)."""
+
+    think: str = "lognormal:2:8"
+    idle: str | None = None  # None: as think
+    order: str = "sequence"
+    steps: tuple[int, int] = (1, 1)
+    hold_stream: float = 0.0
+    abandon: float = 0.0
+    list_tools: bool = True
+    where: dict[str, str] = field(default_factory=dict)  # field -> "file:line", for the engine's errors
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "think": self.think,
+            "idle": self.idle or self.think,
+            "order": self.order,
+            "steps": list(self.steps),
+            "hold_stream": self.hold_stream,
+            "abandon": self.abandon,
+            "list_tools": self.list_tools,
+        }
+
+
+@dataclass
 class UserClass:
     name: str
     weight: int
     ops: list[Op]
+    agent: AgentPlan | None = None
 
 
 @dataclass
@@ -186,7 +250,15 @@ class Scenario:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "source": self.source,
-            "users": [{"name": u.name, "weight": u.weight, "ops": [o.to_dict() for o in u.ops]} for u in self.users],
+            "users": [
+                {
+                    "name": u.name,
+                    "weight": u.weight,
+                    **({"agent": u.agent.to_dict()} if u.agent else {}),
+                    "ops": [o.to_dict() for o in u.ops],
+                }
+                for u in self.users
+            ],
         }
         if self.excluded:
             out["excluded"] = self.excluded
@@ -242,16 +314,21 @@ def _str_map(value: Any, where: str, what: str) -> dict[str, str]:
     return value
 
 
-def _op(raw: Any, where: str) -> Op:
+def _op(raw: Any, where: str, agent: bool = False) -> Op:
     if not isinstance(raw, dict):
         raise ScenarioError(f"{where}: an operation must be a table/object with 'op', got {raw!r}")
     kind = raw.get("op")
     if kind not in OPS:
         raise ScenarioError(f"{where}: unknown operation {kind!r} (one of {', '.join(OPS)})")
-    unknown = sorted(set(raw) - set(COMMON_FIELDS) - set(FIELDS[kind]))
+    allowed = COMMON_FIELDS + (("name",) if agent else ()) + FIELDS[kind]
+    unknown = sorted(set(raw) - set(allowed))
     if unknown:
-        raise ScenarioError(f"{where}: {kind}: unknown field(s) {', '.join(unknown)} (allowed: {', '.join(COMMON_FIELDS + FIELDS[kind])})")
+        raise ScenarioError(f"{where}: {kind}: unknown field(s) {', '.join(unknown)} (allowed: {', '.join(allowed)})")
     op = Op(kind=kind, weight=_weight(raw.get("weight", 1), where), where=where)
+    if "name" in raw:
+        if not isinstance(raw["name"], str) or not raw["name"]:
+            raise ScenarioError(f"{where}: name must be a non-empty string (the step's name)")
+        op.name = raw["name"]
     if kind in ("tools/call", "stream"):
         op.tool = raw.get("tool")
         if not isinstance(op.tool, str) or not op.tool:
@@ -264,11 +341,17 @@ def _op(raw: Any, where: str) -> Op:
         if args is not None and not isinstance(args, dict):
             raise ScenarioError(f"{where}: arguments must be a table/object, got {args!r}")
         op.arguments = args
+        if agent and args is not None:
+            op.refs = [Ref("/arguments" + at, *ref) for at, ref in _refs(args, where)]
     elif kind == "resources/read":
         op.uri, op.template = raw.get("uri"), raw.get("template")
         if (op.uri is None) == (op.template is None):
             raise ScenarioError(f"{where}: resources/read needs exactly one of 'uri' or 'template'")
-        if not isinstance(op.uri or op.template, str):
+        ref = _ref(op.uri, where) if agent else None
+        if ref is not None:
+            op.refs.append(Ref("/uri", *ref))
+            op.uri = ""
+        elif not isinstance(op.uri or op.template, str):
             raise ScenarioError(f"{where}: uri/template must be a string")
         if "vars" in raw:
             if op.template is None:
@@ -279,7 +362,11 @@ def _op(raw: Any, where: str) -> Op:
         if not isinstance(op.prompt, str) or not op.prompt:
             raise ScenarioError(f"{where}: prompts/get needs 'prompt' (a prompt name)")
         if "arguments" in raw:
-            op.arguments = _str_map(raw["arguments"], where, "prompt arguments")
+            given = raw["arguments"]
+            op.refs = [Ref("/arguments" + at, *ref) for at, ref in _refs(given, where)] if agent and isinstance(given, dict) else []
+            plain = {k: v for k, v in given.items() if not any(r.at == "/arguments/" + _escape(k) for r in op.refs)} if op.refs else given
+            _str_map(plain, where, "prompt arguments")
+            op.arguments = given
     elif kind == "completion/complete":
         op.prompt, op.template = raw.get("prompt"), raw.get("template")
         if (op.prompt is None) == (op.template is None):
@@ -294,15 +381,138 @@ def _op(raw: Any, where: str) -> Op:
     return op
 
 
-def load_text(path: str, text: str) -> Scenario:
+def _escape(key: str) -> str:
+    """A key as a JSON pointer token (RFC 6901)."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _ref(value: Any, where: str) -> tuple[str, str, str] | None:
+    """``(step, read, expression)`` of a value taken from an earlier step (``{from = "create",
+    pointer = "/id"}`` or ``{from = ..., regex = ...}``); None for any other value."""
+    if not isinstance(value, dict) or "from" not in value:
+        return None
+    reads = [k for k in REF_READS if k in value]
+    extra = sorted(set(value) - {"from", *REF_READS})
+    source = value["from"]
+    if len(reads) != 1 or extra or not isinstance(source, str) or not isinstance(value[reads[0]], str):
+        raise ScenarioError(
+            f'{where}: a value from an earlier step is {{from = STEP, pointer = "/json/pointer"}} or '
+            f'{{from = STEP, regex = "..."}}, got {value!r}'
+        )
+    return source, reads[0], value[reads[0]]
+
+
+def _refs(value: Any, where: str, at: str = "") -> list[tuple[str, tuple[str, str, str]]]:
+    """Every value taken from an earlier step inside ``value``: (its JSON pointer, the reference)."""
+    ref = _ref(value, where)
+    if ref is not None:
+        return [(at, ref)]
+    if isinstance(value, dict):
+        return [found for k, v in value.items() for found in _refs(v, where, f"{at}/{_escape(str(k))}")]
+    if isinstance(value, list):
+        return [found for i, v in enumerate(value) for found in _refs(v, where, f"{at}/{i}")]
+    return []
+
+
+def _think(value: Any, where: str) -> str:
+    """A distribution as the engine spells it (``lognormal:2:8``): from a number (constant), the
+    engine's own spelling, or a table ``{dist = "lognormal", median = 2, p90 = 8}``.  Whether its
+    numbers make sense (negative, p90 below the median) the engine checks."""
+    if isinstance(value, bool):
+        raise ScenarioError(f"{where}: a distribution of seconds, got {value!r}")
+    if isinstance(value, int | float):
+        return f"constant:{value}"
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, dict) or value.get("dist") not in THINK_FORMS:
+        forms = ", ".join(f"{{dist = {k!r}, {', '.join(f'{a} = S' for a in v)}}}" for k, v in THINK_FORMS.items())
+        raise ScenarioError(f"{where}: a distribution of seconds is a number or one of {forms}; got {value!r}")
+    names = THINK_FORMS[value["dist"]]
+    extra = sorted(set(value) - {"dist", *names})
+    numbers = [value.get(n) for n in names]
+    if extra or any(isinstance(x, bool) or not isinstance(x, int | float) for x in numbers):
+        raise ScenarioError(f"{where}: {value['dist']} takes {', '.join(names)} (seconds, numbers); got {value!r}")
+    return ":".join([value["dist"], *(str(x) for x in numbers)])
+
+
+def _agent_plan(raw: dict[str, Any], base: AgentPlan | None, where: str, lines: dict[str, list[int]], path: str) -> AgentPlan:
+    """The agent keys of a user class over ``base`` (the top level's)."""
+    plan = AgentPlan() if base is None else AgentPlan(**{**base.__dict__, "where": dict(base.where)})
+    for key in AGENT_FIELDS:
+        if key not in raw:
+            continue
+        value = raw[key]
+        at = lines.get(key) or []
+        line = at.pop(0) if at else None
+        here = f"{path}:{line}" if line else f"{where}: {key}"
+        plan.where[key] = here
+        if key in ("think", "idle"):
+            setattr(plan, key, _think(value, here))
+        elif key == "order":
+            if value not in ("sequence", "weighted"):
+                raise ScenarioError(f"{here}: order is 'sequence' or 'weighted', got {value!r}")
+            plan.order = value
+        elif key == "steps":
+            pair = [value, value] if isinstance(value, int) else value
+            if not isinstance(pair, list) or len(pair) != 2 or any(isinstance(x, bool) or not isinstance(x, int) for x in pair):
+                raise ScenarioError(f"{here}: steps per session is a number or [min, max], got {value!r}")
+            plan.steps = (pair[0], pair[1])
+        elif key in ("hold_stream", "abandon"):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ScenarioError(f"{here}: {key} is a share, 0 to 1, got {value!r}")
+            setattr(plan, key, float(value))
+        elif key == "list_tools":
+            if not isinstance(value, bool):
+                raise ScenarioError(f"{here}: list_tools is true or false, got {value!r}")
+            plan.list_tools = value
+    return plan
+
+
+def _key_lines(text: str, keys: tuple[str, ...]) -> dict[str, list[int]]:
+    """Line (1-based) of every occurrence of each key, in document order."""
+    out: dict[str, list[int]] = {}
+    for key in keys:
+        pattern = re.compile(rf"""(?:^|[\s{{,\[])["']?{key}["']?\s*[=:]""", re.M)
+        out[key] = [text.count("\n", 0, m.end()) + 1 for m in pattern.finditer(text)]
+    return out
+
+
+def _check_names(user: UserClass, path: str) -> None:
+    """An agent class's step names are distinct, and every value taken from a step names one."""
+    names: dict[str, Op] = {}
+    for op in user.ops:
+        if op.name is not None:
+            if op.name in names:
+                raise ScenarioError(f"{op.where}: step name {op.name!r} is taken (by {names[op.name].where})")
+            names[op.name] = op
+    for op in user.ops:
+        for ref in op.refs:
+            if ref.source not in names:
+                known = ", ".join(sorted(names)) or "none: give the step a name"
+                raise ScenarioError(
+                    f"{op.where}: {ref.at} is taken from step {ref.source!r}, and no step has that name (named steps: {known})"
+                )
+
+
+def load_text(path: str, text: str, agent: bool = False) -> Scenario:
     """Parse and check a scenario file's text (no server needed)."""
     data = _parse_text(path, text)
     lines = _op_lines(text)
     if not isinstance(data, dict):
         raise ScenarioError(f"{path}: the top level must be a table/object with 'users' or 'ops'")
-    unknown = sorted(set(data) - {"users", "ops"})
+    top = ("users", "ops", *AGENT_FIELDS) if agent else ("users", "ops")
+    unknown = sorted(set(data) - set(top))
     if unknown:
-        raise ScenarioError(f"{path}: unknown top-level key(s) {', '.join(unknown)} (allowed: users, ops)")
+        also = (
+            ""
+            if agent
+            else (
+                " - think, steps, ... are an agent workload's: run it with loadtests/agents.py" if set(unknown) & set(AGENT_FIELDS) else ""
+            )
+        )
+        raise ScenarioError(f"{path}: unknown top-level key(s) {', '.join(unknown)} (allowed: {', '.join(top)}){also}")
+    key_lines = _key_lines(text, AGENT_FIELDS) if agent else {}
+    base = _agent_plan(data, None, path, key_lines, path) if agent else None
     if "users" in data and "ops" in data:
         raise ScenarioError(f"{path}: give 'users' (user classes) or 'ops' (one user class), not both")
     raw_users = data.get("users")
@@ -316,9 +526,10 @@ def load_text(path: str, text: str) -> Scenario:
         label = f"{path}: users[{i}]"
         if not isinstance(raw, dict):
             raise ScenarioError(f"{label}: must be a table/object")
-        bad = sorted(set(raw) - set(USER_FIELDS))
+        fields = USER_FIELDS + (AGENT_FIELDS if agent else ())
+        bad = sorted(set(raw) - set(fields))
         if bad:
-            raise ScenarioError(f"{label}: unknown field(s) {', '.join(bad)} (allowed: {', '.join(USER_FIELDS)})")
+            raise ScenarioError(f"{label}: unknown field(s) {', '.join(bad)} (allowed: {', '.join(fields)})")
         name = raw.get("name", f"users{i}")
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
             raise ScenarioError(f"{label}: name must be letters, digits, '_', '.', '-', got {name!r}")
@@ -330,10 +541,13 @@ def load_text(path: str, text: str) -> Scenario:
             line = lines[counter] if counter < len(lines) else None
             counter += 1
             where = f"{path}:{line}" if line else f"{path}: users[{i}].ops[{j}]"
-            ops.append(_op(raw_op, where))
+            ops.append(_op(raw_op, where, agent))
         if not any(o.weight for o in ops):
             raise ScenarioError(f"{label} ({name}): every operation has weight 0")
-        users.append(UserClass(name, _weight(raw.get("weight", 1), label), ops))
+        plan = _agent_plan(raw, base, label, key_lines, path) if base is not None else None
+        users.append(UserClass(name, _weight(raw.get("weight", 1), label), ops, plan))
+        if plan is not None:
+            _check_names(users[-1], path)
     if len({u.name for u in users}) != len(users):
         raise ScenarioError(f"{path}: user class names must be distinct")
     if not any(u.weight for u in users):
@@ -341,13 +555,14 @@ def load_text(path: str, text: str) -> Scenario:
     return Scenario(path, users)
 
 
-def load(path: str) -> Scenario:
+def load(path: str, agent: bool = False) -> Scenario:
+    """The scenario file at ``path`` (``agent``: an agent workload, its agent keys allowed)."""
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
     except OSError as exc:
         raise ScenarioError(f"{path}: cannot read the scenario: {exc.strerror or exc}") from None
-    return load_text(path, text)
+    return load_text(path, text, agent)
 
 
 # -- what the server offers -------------------------------------------------------------------------------
@@ -440,10 +655,13 @@ def _sample(s: Any, seed: int, root: dict[str, Any], depth: int) -> Any:
         return _sample(target, seed, root, depth + 1)
     if "const" in s:
         return s["const"]
-    if isinstance(s.get("enum"), list) and s["enum"]:
-        return s["enum"][seed % len(s["enum"])]
+    # what the schema itself offers: its examples, its default, its choices
+    if isinstance(s.get("examples"), list) and s["examples"]:
+        return s["examples"][seed % len(s["examples"])]
     if "default" in s:
         return s["default"]
+    if isinstance(s.get("enum"), list) and s["enum"]:
+        return s["enum"][seed % len(s["enum"])]
     for key in ("anyOf", "oneOf"):
         if isinstance(s.get(key), list) and s[key]:
             return _sample(s[key][0], seed, root, depth + 1)
@@ -478,14 +696,7 @@ def _sample(s: Any, seed: int, root: dict[str, Any], depth: int) -> Any:
     if t == "null":
         return None
     fmt = s.get("format")
-    text = {
-        "uri": "data:text/plain,mcpfast",
-        "url": "data:text/plain,mcpfast",
-        "email": "swarm@example.com",
-        "date-time": "2026-01-01T00:00:00Z",
-        "date": "2026-01-01",
-        "uuid": "00000000-0000-4000-8000-000000000000",
-    }.get(fmt or "", f"mcpfast{seed}" if seed else "mcpfast")
+    text = FORMAT_SAMPLES.get(fmt or "") or described_example(s) or (f"mcpfast{seed}" if seed else "mcpfast")
     n = int(s.get("minLength") or 0)
     if len(text) < n:
         text = text + "x" * (n - len(text))
@@ -494,8 +705,51 @@ def _sample(s: Any, seed: int, root: dict[str, Any], depth: int) -> Any:
     return text
 
 
-def schema_errors(schema: dict[str, Any] | None, arguments: dict[str, Any]) -> list[str]:
-    """Why ``arguments`` fail ``schema`` (empty: they pass)."""
+FORMAT_SAMPLES = {
+    "uri": "data:text/plain,mcpfast",
+    "url": "data:text/plain,mcpfast",
+    "email": "swarm@example.com",
+    "date-time": "2026-01-01T00:00:00Z",
+    "date": "2026-01-01",
+    "time": "12:00:00",
+    "uuid": "00000000-0000-4000-8000-000000000000",
+    "ipv4": "127.0.0.1",
+    "hostname": "example.com",
+}
+# a description's own example: "(e.g., 'America/New_York', ...)", "for example: x", "such as `x`"
+_EXAMPLE = re.compile(
+    r"""(?:\be\.?\s?g\.?,?|\bfor\s+example[:,]?|\bsuch\s+as|\bexamples?\s*:)\s*"""
+    r"""(?:'([^']+)'|"([^"]+)"|`([^`]+)`|([^\s,;()'"`]+[^\s,;()'"`.]))""",
+    re.I,
+)
+# the formats a description names in words: "in 24-hour format (HH:MM)"
+_DESCRIBED_FORMATS = (
+    (re.compile(r"\bYYYY-MM-DD[T ]HH:MM(?::SS)?", re.I), "2026-01-01T12:00:00"),
+    (re.compile(r"\bISO[ -]?8601\b", re.I), "2026-01-01T12:00:00Z"),
+    (re.compile(r"\bYYYY-MM-DD\b", re.I), "2026-01-01"),
+    (re.compile(r"\bHH:MM:SS\b", re.I), "12:00:00"),
+    (re.compile(r"\bHH:MM\b", re.I), "12:00"),
+)
+
+
+def described_example(schema: dict[str, Any]) -> str | None:
+    """A string the schema's description gives as an example, or the format it names in words
+    (``HH:MM``, ``YYYY-MM-DD``, ISO 8601) as a sample of it; None when it gives neither, or the
+    schema refuses what it gives (its pattern, its lengths)."""
+    description = schema.get("description")
+    if not isinstance(description, str):
+        return None
+    candidates = [next(g for g in m.groups() if g) for m in _EXAMPLE.finditer(description)]
+    candidates += [sample for pattern, sample in _DESCRIBED_FORMATS if pattern.search(description)]
+    for candidate in candidates:
+        if not schema_errors({**schema, "type": "string"}, candidate):
+            return candidate
+    return None
+
+
+def schema_errors(schema: dict[str, Any] | None, arguments: Any, skip: list[str] | None = None) -> list[str]:
+    """Why ``arguments`` fail ``schema`` (empty: they pass); errors at or under the JSON pointer
+    tokens of ``skip`` (``id``, ``deep/k``: values known only at run time) are left out."""
     if not isinstance(schema, dict):
         return []
     try:
@@ -508,8 +762,12 @@ def schema_errors(schema: dict[str, Any] | None, arguments: dict[str, Any]) -> l
     except Exception:  # a schema the library cannot use: the server decides
         return []
     out = []
+    skipped = [tuple(t.replace("~1", "/").replace("~0", "~") for t in p.split("/")) for p in skip or []]
     for err in sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path)):
-        at = "/".join(str(p) for p in err.absolute_path) or "(top level)"
+        path = tuple(str(p) for p in err.absolute_path)
+        if any(path[: len(s)] == s for s in skipped):
+            continue
+        at = "/".join(path) or "(top level)"
         out.append(f"{at}: {err.message}")
     return out
 
@@ -544,7 +802,9 @@ def _resolve_op(op: Op, info: ServerInfo) -> None:
         if op.generate:
             op.arguments = generate_arguments(schema)
             op.note = op.note or "arguments generated from inputSchema"
-        errors = schema_errors(schema, op.arguments or {})
+        # a value taken from an earlier step is only known at run time: its place is not checked
+        taken = [r.at.removeprefix("/arguments/") for r in op.refs if r.at.startswith("/arguments/")]
+        errors = schema_errors(schema, op.arguments or {}, skip=taken)
         if errors:
             raise ScenarioError(f"{where}: arguments of {op.tool!r} fail its inputSchema: {'; '.join(errors)}")
     elif op.kind == "prompts/get":
@@ -561,7 +821,9 @@ def _resolve_op(op: Op, info: ServerInfo) -> None:
         if extra:
             raise ScenarioError(f"{where}: prompt {op.prompt!r} has no argument(s) {', '.join(map(str, extra))}")
     elif op.kind == "resources/read":
-        if op.uri is not None:
+        if any(r.at == "/uri" for r in op.refs):
+            pass  # the uri is taken from an earlier step's result at run time
+        elif op.uri is not None:
             if op.uri not in info.resources and not any(_matches(t.get("uriTemplate", ""), op.uri) for t in info.templates):
                 raise ScenarioError(f"{where}: the server lists no resource {op.uri!r} (nor a template matching it)")
         else:
@@ -592,7 +854,7 @@ def _matches(template: str, uri: str) -> bool:
 
 
 # -- discovery ----------------------------------------------------------------------------------------------------
-def _probe(client: Any, op: Op) -> str | None:
+def probe(client: Any, op: Op) -> str | None:
     """One call of ``op``; None when it worked, else why it stays out."""
     import time
 
@@ -676,7 +938,7 @@ def discover(client: Any, info: ServerInfo, source: str = "--mcp-discover", skip
         if any(s and (s == op.tool or s == op.prompt or s == label) for s in skip):
             excluded.append({"op": label, "reason": "--mcp-discover-skip"})
             continue
-        why = _probe(client, op)
+        why = probe(client, op)
         if why is None:
             ops.append(op)
         else:
@@ -684,6 +946,68 @@ def discover(client: Any, info: ServerInfo, source: str = "--mcp-discover", skip
     if not ops:
         raise ScenarioError(f"{source}: nothing the server lists answered a probe: {excluded}")
     return Scenario(source, [UserClass("discovered", 1, ops)], excluded)
+
+
+# -- the default agent -------------------------------------------------------------------------------------
+DEFAULT_THINK = "lognormal:2:8"
+DEFAULT_STEPS = (2, 6)  # the default agent: tool calls per session, drawn uniformly
+
+
+def _toml(value: Any) -> str:
+    """A JSON value as a TOML inline value (a null as an empty string: TOML has none)."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k if re.fullmatch(r'[A-Za-z0-9_-]+', k) else json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if value is None:
+        return '""'
+    return json.dumps(value)
+
+
+def workload_lines(tool: str, arguments: dict[str, Any], schema: dict[str, Any] | None) -> list[str]:
+    """The lines of a workload file that call ``tool``, with the arguments that were sent in
+    place of the ones to write, and what the schema says of each (its description)."""
+    props = (schema or {}).get("properties") or {}
+    lines = ["[[ops]]", 'op = "tools/call"', f"tool = {json.dumps(tool)}", f"arguments = {_toml(arguments)}"]
+    for name in arguments:
+        about = props.get(name, {}).get("description") if isinstance(props.get(name), dict) else None
+        if about:
+            lines.append(f"#   {name}: {about}")
+    return lines
+
+
+def default_agent(client: Any, info: ServerInfo) -> Scenario:
+    """Every tool the server lists, with arguments from its schema and its description's
+    examples, each probed once; the ones that answer make the default agent's steps (sampled by
+    weight, a few per session).
+
+    Raises:
+        ScenarioError: the server lists no tool, or none answered its probe (the message shows
+            the workload file lines that would give them arguments).
+    """
+    if not info.tools:
+        raise ScenarioError("the server lists no tools: give the agents their steps in a workload file (--mcp-scenario FILE)")
+    ops, excluded = [], []
+    for name, tool in sorted(info.tools.items()):
+        schema = tool.get("inputSchema")
+        op = Op(
+            "tools/call",
+            1,
+            tool=name,
+            arguments=generate_arguments(schema),
+            where=f"tool {name}",
+            note="arguments from the inputSchema (examples, default, enum, format, the description's examples)",
+        )
+        why = probe(client, op)
+        if why is None:
+            ops.append(op)
+        else:
+            excluded.append({"op": op.stat_name(), "reason": why, "workload": "\n".join(workload_lines(name, op.arguments or {}, schema))})
+    if not ops:
+        shown = "\n\n".join(f"{e['op']}: {e['reason']}; in a workload file (--mcp-scenario FILE):\n{e['workload']}" for e in excluded)
+        raise ScenarioError(f"no tool the server lists answered its probe call:\n\n{shown}")
+    plan = AgentPlan(think=DEFAULT_THINK, order="weighted", steps=DEFAULT_STEPS)
+    return Scenario("the default agent (the tools the server lists)", [UserClass("agent", 1, ops, plan)], excluded)
 
 
 # -- the native engine --------------------------------------------------------------------------------------------
@@ -699,6 +1023,37 @@ def native_mix(user: UserClass) -> list[dict[str, Any]]:
             item["params"] = params
         if op.stream:
             item["stream"] = True
+        out.append(item)
+    return out
+
+
+def _without_refs(value: Any) -> Any:
+    """``value`` with each value taken from an earlier step replaced by null (the engine puts the
+    step's value in its place)."""
+    if isinstance(value, dict):
+        if "from" in value and any(k in value for k in REF_READS):
+            return None
+        return {k: _without_refs(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_refs(v) for v in value]
+    return value
+
+
+def agent_steps(user: UserClass) -> list[dict[str, Any]]:
+    """The engine's ``mix`` for an agent class: its steps in order (every operation kind as
+    method + params), each with its name and the values it takes from earlier steps
+    (``uses``: at, the step's index, pointer or regex, the expression)."""
+    index = {op.name: i for i, op in enumerate(user.ops) if op.name is not None}
+    out = []
+    for i, op in enumerate(user.ops):
+        item: dict[str, Any] = {"method": op.method, "weight": op.weight, "label": op.name or f"step {i + 1} ({op.stat_name()})"}
+        params = _without_refs(op.params())
+        if params is not None:
+            item["params"] = params
+        if op.stream:
+            item["stream"] = True
+        if op.refs:
+            item["uses"] = [(r.at, index[r.source], r.read, r.expression) for r in op.refs]
         out.append(item)
     return out
 

@@ -50,7 +50,7 @@ import logging
 import os
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import locust  # first: Locust's import gevent-patches the stdlib, before anything else imports it
 from locust.runners import MasterRunner, WorkerRunner
@@ -67,6 +67,7 @@ __all__ = [
     "REPORT_KEY",
     "TABLE_PERCENTILES",
     "McpStats",
+    "Part",
     "get",
     "install",
     "output_prefix",
@@ -84,6 +85,26 @@ FINAL_MESSAGE = "mcpfast_histograms"  # worker -> master, final delta at test_st
 TOPOLOGY_MESSAGE = "mcpfast_topology"  # master -> worker, index and count at test_start
 TABLE_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
 COUNTER_KEYS = ("pacer.sent", "pacer.late", "pacer.dropped", "validate.seen", "validate.checked", "validate.violations")
+
+
+class Part(Protocol):
+    """A block of ``<prefix>_histograms.json`` a family keeps beside the histograms (the agents'
+    figures), under its name: a worker sends its deltas with its reports, the master merges them."""
+
+    def reset(self) -> None:
+        """The test starts, or Locust's statistics are reset."""
+
+    def take_delta(self, final: bool) -> dict[str, Any] | None:
+        """A worker's figures since its last report (None: nothing to send)."""
+
+    def merge(self, client_id: str, data: dict[str, Any]) -> None:
+        """A worker's delta, on the master."""
+
+    def to_dict(self, duration: float | None) -> dict[str, Any]:
+        """The block of the output (this process's figures, or the workers' merged)."""
+
+    def lines(self, data: dict[str, Any]) -> list[str]:
+        """Lines for the console after the percentile table, from the block."""
 
 
 def runner_kind(runner: Any) -> str:
@@ -145,6 +166,9 @@ class McpStats:
         # --mcp-rate; each native engine of the process follows it through ``rate_hooks``
         self.rate_override: float | None = None
         self.rate_hooks: list[Any] = []
+        # blocks of the JSON output a family keeps (the agents' figures): each a :class:`Part`,
+        # its deltas riding on the workers' reports, merged on the master
+        self.parts: dict[str, Part] = {}
 
     # -- client-facing API (hot path) -------------------------------------------------------
     def record(
@@ -258,6 +282,8 @@ class McpStats:
         self.intervals.reset(self.start_time)
         self._snapshots.clear()
         self._last_tick = self.start_time
+        for part in self.parts.values():
+            part.reset()
 
     def reset_histograms(self) -> None:
         """Locust's reset_stats (``--reset-stats``, the web UI's reset): the µs histograms and the
@@ -271,6 +297,8 @@ class McpStats:
         self._last_tick = now
         for hook in list(self.reset_hooks):
             hook()
+        for part in self.parts.values():
+            part.reset()
 
     # -- interval log --------------------------------------------------------------------------------
     def tick(self, now: float | None = None) -> None:
@@ -352,6 +380,9 @@ class McpStats:
             "lag": lag.to_dict() if lag.total_count else None,
             "final": final,
         }
+        parts = {name: data for name, part in self.parts.items() if (data := part.take_delta(final)) is not None}
+        if parts:
+            payload["parts"] = parts
         if final and self.cpu_s is not None:
             payload["cpu"] = self._own_cpu()
         if lag.total_count:
@@ -362,6 +393,7 @@ class McpStats:
             or payload["service"]["histograms"]
             or payload["counters"]
             or payload["lag"]
+            or parts
         )
         if empty and not final:
             return None
@@ -383,6 +415,10 @@ class McpStats:
             self.remote_lag.merge(Histogram.from_dict(payload["lag"]))
         if payload.get("cpu"):
             self.remote_cpu[client_id] = payload["cpu"]
+        for name, data in (payload.get("parts") or {}).items():
+            part = self.parts.get(name)
+            if part is not None:
+                part.merge(client_id, data)
         if payload.get("final"):
             self.workers_final.add(client_id)
             if self._expected is not None and self._expected <= self.workers_final:
@@ -465,6 +501,7 @@ class McpStats:
             "failed_histograms": entries(self.failed),
             # open model on the native engine: µs from the actual send to the end, per key
             "service_histograms": entries(self.service),
+            **{name: part.to_dict(duration) for name, part in self.parts.items()},
         }
 
     def _own_cpu(self) -> dict[str, Any]:
@@ -518,6 +555,8 @@ class McpStats:
         if not complete:
             logger.warning("mcpfast: histograms written without the final data of workers %s", data["missing_workers"])
         table = render_table(self.ok, self.failed, data["pacer"], data["validation"])
+        for name, part in self.parts.items():
+            table = "\n".join([table, *part.lines(data[name])])
         where = f"{path} and {self.hlog_path}" if path else "not written (no --csv or --mcp-histogram-out)"
         _console(f"{table}\nmcpfast histograms: {where}")
         return path

@@ -17,6 +17,7 @@ from _loadtest_support import LOADTESTS, REPO_ROOT, child_env
 from mcpfast.locust.locustfiles import LOCUSTFILES, families
 
 USERS = [
+    "AgentUser",
     "DiscoverUser",
     "HandshakeUser",
     "HoldUser",
