@@ -554,6 +554,54 @@ mod tests {
     }
 
     #[test]
+    fn in_2026_07_28_a_session_starts_with_discover_and_has_no_delete() {
+        let server = items_server(true);
+        let ctx = testing::ctx(Settings {
+            protocol_version: "2026-07-28".into(),
+            ..chained(&server, 1)
+        });
+        run_agent(&ctx, 1);
+        assert_eq!(
+            server.whats(),
+            [
+                "server/discover",
+                "tools/list",
+                "tools/call",
+                "tools/call",
+                "tools/call"
+            ]
+        );
+        let seen = server.seen();
+        assert_eq!(seen[3].body["params"]["arguments"]["id"], "i-1");
+        assert_eq!(seen[3].header("Mcp-Name"), Some("get"));
+        assert_eq!(count(&testing::rows(&ctx), "agent:session"), (1, 0));
+    }
+
+    #[test]
+    fn an_agent_holding_a_stream_holds_its_sessions() {
+        let server = items_server(true);
+        let ctx = testing::ctx(Settings {
+            agent_hold_stream: 1.0,
+            think: "constant:0.05".into(),
+            ..chained(&server, 1)
+        });
+        run_agent(&ctx, 1);
+        let gets: Vec<_> = server
+            .seen()
+            .into_iter()
+            .filter(|r| r.verb == "GET")
+            .map(|r| (r.header("Mcp-Session-Id").map(str::to_owned), r.conn))
+            .collect();
+        // the session's stream, on a connection of its own
+        assert!(!gets.is_empty(), "{:?}", server.whats());
+        assert!(
+            gets.iter()
+                .all(|g| g.0.as_deref() == Some("s-1") && g.1 != 0),
+            "{gets:?}"
+        );
+    }
+
+    #[test]
     fn a_session_cut_short_ends_but_is_no_figure() {
         let server = items_server(true);
         let ctx = testing::ctx(Settings {
