@@ -9,7 +9,7 @@ from then on, as a task would but with less:
 
 * finished in that first step: the outcome is known when ``start`` returns (no loop turn);
 * waiting on a future: the ``InlineTask`` is that future's done callback, and its next step
-  runs from there, as a task's wake-up does (no task made, registered or scheduled);
+  runs from there, as a task's wake-up does (no task made or scheduled);
 * a bare ``yield`` (``asyncio.sleep(0)``): its next step is scheduled on the loop.
 
 ``InlineTask`` keeps a task's rules: while the coroutine runs, ``asyncio.current_task()`` is
@@ -20,14 +20,14 @@ the future it waits for, or the next step raises ``CancelledError`` in it; ``can
 and ``uncancel()`` count as a task's do (3.11's rules). Each step runs in the call's own copy
 of the context, as a task's steps do: the context variables a tool sets stay its own. The
 caller's current task (the task reading stdin, say) is set aside during the first step: a
-timeout in a tool must not cancel the reader.
+timeout in a tool must not cancel the reader. Once it waits it is one of the loop's tasks
+(``asyncio.all_tasks()``: ``asyncio.run`` cancels it at its end like any other).
 
-What a task has that an ``InlineTask`` has not: it is not in ``asyncio.all_tasks()`` (the
-owner cancels what it started, as ``Connection.close`` does), a loop's task factory does not
-make it, and an exception nobody reads is not logged (``start``'s ``done`` receives every
-outcome). The current task is switched with asyncio's own ``_enter_task``/``_leave_task``,
-what a task does around each of its steps (private to asyncio; in every CPython from 3.11 to
-3.14).
+What a task has that an ``InlineTask`` has not: a loop's task factory does not make it, and
+an exception nobody reads is not logged (``start``'s ``done`` receives every outcome). The
+current task is switched, and a waiting coroutine listed, with asyncio's own
+``_enter_task``/``_leave_task``/``_register_task``, what a task does (private to asyncio; in
+every CPython from 3.11 to 3.14).
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ that finished it: its return value and ``None``, or ``None`` and the exception i
 # Typed for what they take (any object; typeshed says a Task, the one caller it knows).
 _enter_task: Final[Callable[[asyncio.AbstractEventLoop, object], None]] = getattr(asyncio.tasks, "_enter_task")  # noqa: B009
 _leave_task: Final[Callable[[asyncio.AbstractEventLoop, object], None]] = getattr(asyncio.tasks, "_leave_task")  # noqa: B009
+_register_task: Final[Callable[[object], None]] = getattr(asyncio.tasks, "_register_task")  # noqa: B009
 _current_tasks: dict[asyncio.AbstractEventLoop, object] | None = getattr(asyncio.tasks, "_current_tasks", None)
 # asyncio.current_task(loop) is a get of this dict behind a Python call; a version without the
 # dict has it otherwise.
@@ -222,6 +223,11 @@ class InlineTask(Generic[_T]):
         rare.callbacks = kept
         return removed
 
+    @property
+    def _callbacks(self) -> list[tuple[Callable[[Any], object], contextvars.Context | None]]:
+        # What anyio reads of a task it finds in asyncio.all_tasks() (its root task's done callbacks).
+        return self._rare.callbacks if self._rare is not None else []
+
     def __await__(self) -> Generator[Any, None, _T]:
         if self._outcome is None:
             waiter: asyncio.Future[None] = self._loop.create_future()
@@ -381,6 +387,9 @@ def start(
         inline._settle(None, raised)
         return inline
     else:
+        # It waits: one of the loop's tasks from now on, for whoever lists them (asyncio.run
+        # cancels those left at its end; anyio looks for its root task among them).
+        _register_task(inline)
         inline._wait(waiting)
         return inline
     inline._outcome = (result, None)

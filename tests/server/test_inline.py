@@ -15,6 +15,7 @@ import os
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 
 from mcpfast.server import inline
@@ -375,3 +376,52 @@ async def test_a_forked_child_finds_its_own_loop() -> None:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+async def test_a_waiting_coroutine_is_one_of_the_loops_tasks() -> None:
+    async def quick() -> None:
+        return None
+
+    async def waits() -> None:
+        await asyncio.sleep(5)
+
+    finished = inline.start(quick())
+    running = inline.start(waits())
+    tasks = asyncio.all_tasks()
+    assert running in tasks and finished not in tasks
+    running.cancel()
+    await asyncio.sleep(0)
+    assert running not in asyncio.all_tasks()  # done: no longer listed
+
+
+def test_asyncio_run_cancels_the_coroutines_left_waiting_at_its_end() -> None:
+    stopped: list[str] = []
+
+    async def tool() -> None:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            stopped.append("cancelled in the loop")
+            raise
+
+    async def main() -> None:
+        inline.start(tool())
+        await asyncio.sleep(0)  # returns with the tool still waiting
+
+    asyncio.run(main())
+    assert stopped == ["cancelled in the loop"]
+
+
+async def test_anyio_finds_its_root_task_among_the_loops_tasks() -> None:
+    # anyio's thread hop looks through asyncio.all_tasks() for the loop's root task (reading
+    # each one's done callbacks): a waiting InlineTask among them must not trip it.
+    async def waits() -> None:
+        await asyncio.sleep(5)
+
+    running = inline.start(waits())
+
+    async def hop() -> int:
+        return await anyio.to_thread.run_sync(lambda: 7)
+
+    assert await inline.start(hop()) == 7
+    running.cancel()
