@@ -164,7 +164,7 @@ def run(args: argparse.Namespace, out_stream: TextIO | None = None, err: TextIO 
         said = [line for line in log_tail(log_file, 200).splitlines() if "error" in line.lower()][-3:]  # else its last lines
         err_s.write(f"mcpfast capacity: locust {why} (log {log_file}):\n{chr(10).join(said) or log_tail(log_file, 8)}\n")
         return 2 if code == 2 else 1
-    written = [out / "command.txt", out / "capacity.json", out / "capacity.csv", log_file]
+    written = [out / "command.txt", out / "capacity.json", out / "capacity.csv", log_file, *([server.log_path] if server else [])]
     if not args.no_plots:
         written.append(curve(result, out / "capacity.png"))
     out_s.write(f"mcpfast capacity: {result['sentence']}\n")
@@ -218,7 +218,7 @@ def curve(result: dict[str, Any], path: Path) -> Path:
     ax.set_xlabel(f"achieved throughput ({result.get('unit') or 'per second'})")
     ax.set_ylabel("latency from the intended send time (log)")
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=7, loc="best")
     return plots.save(fig, path, title)
 
 
