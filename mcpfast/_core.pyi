@@ -716,7 +716,7 @@ class NativeEngine:
         """users, sessions_open (``agents``: agents in a session), inflight, threads, cpu_s,
         sent, completed, late, dropped, established, reinitialized, iterations, held (``hold``:
         sessions held, or with ``hold_streams`` the GET streams open), agents (``agents``: agents
-        running), connects."""
+        running), queued (open model: arrivals waiting for a session), connects."""
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",

@@ -20,8 +20,9 @@ from mcpfast.locust.argtypes import finite_positive, int_at_least, rate
 from mcpfast.locust.capacity import SearchSettings
 from mcpfast.locust.locustfiles import LOCUSTFILES, families
 from mcpfast.locust.thresholds import argument_type, parse
+from mcpfast.locust.units import latency_text
 
-__all__ = ["add_parser", "curve", "latency_label", "redraw", "run"]
+__all__ = ["add_parser", "curve", "redraw", "run"]
 
 SHAPE = LOCUSTFILES.parent / "shapes" / "capacity.py"
 PROGRESS = "mcpfast capacity: "
@@ -176,12 +177,6 @@ def run(args: argparse.Namespace, out_stream: TextIO | None = None, err: TextIO 
     return code if code in (0, 1, 2, 3) else 1
 
 
-def latency_label(us: float) -> str:
-    """An axis label for a latency in µs: µs below 1 ms, ms below 1 s, then s; never 1e3."""
-    scale, unit = (1e6, "s") if us >= 1e6 else (1e3, "ms") if us >= 1e3 else (1.0, "µs")
-    return f"{us / scale:.3g} {unit}"
-
-
 def curve(result: dict[str, Any], path: Path) -> Path:
     """``capacity.png``: each step's latency percentiles against the throughput it achieved, its
     verdict as the marker, the SLO's latency bounds and the capacity (or the bracket) it found."""
@@ -212,7 +207,7 @@ def curve(result: dict[str, Any], path: Path) -> Path:
         ax.axvline(good, color="black", linestyle=":", linewidth=1.5, label=f"held {good:,.0f} (at least)")
     ax.set_yscale("log")
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: latency_label(v)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: latency_text(v)))
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
     ax.set_xlabel(f"achieved throughput ({result.get('unit') or 'per second'})")

@@ -29,9 +29,11 @@ from typing import Any
 
 from mcpfast.locust.histogram import Histogram, HistogramSet
 from mcpfast.locust.thresholds import Threshold, ThresholdError, measure, parse
+from mcpfast.locust.units import latency_text
 
 __all__ = [
     "FAILURE_METRICS",
+    "FAMILIES",
     "GENERATOR_BUSY",
     "SETUP_NAMES",
     "Outcome",
@@ -47,11 +49,14 @@ __all__ = [
     "sentence",
 ]
 
+FAMILIES = ("tools_call", "handshake", "session_churn", "sse_streaming", "mixed")
+"""The families a search can run (``mixed``: the mixed locustfile and workload files)."""
 GENERATOR_BUSY = 0.9  # share of its CPU at which a generator process or engine thread set the pace
 FAILURE_METRICS = ("failures", "fail_ratio")  # an SLO clause on these replaces the default "no failures"
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 GROWTH_FLOOR_US = 2000  # a median that grows less than this through a window is noise, not a queue
 GROWTH_MIN_SAMPLES = 20  # per half: fewer say nothing of a trend
+GROWTH_SHORTFALL = 0.99  # and only while less than this share of the offered rate completes
 
 
 @dataclass(frozen=True)
@@ -243,17 +248,9 @@ class Verdict:
         return "inconclusive" if self.inconclusive else ("pass" if self.passed else "fail")
 
 
-def _show_latency(us: float) -> str:
-    if us < 1000:
-        return f"{us:.0f} µs"
-    if us < 1_000_000:
-        return f"{us / 1000:.3g} ms"
-    return f"{us / 1_000_000:.3g} s"
-
-
 def _show_clause_value(t: Threshold, value: float) -> str:
     if t.is_latency:
-        return _show_latency(value)
+        return latency_text(value)
     if t.metric == "fail_ratio":
         return f"{value * 100:.3g}%"
     return f"{value:g}"
@@ -296,11 +293,13 @@ def judge(window: Window, slo: list[Threshold], unit: Unit, min_achieved: float 
         dropped = f", {window.dropped:,} arrivals dropped" if window.dropped else ""
         verdict.reasons.append(f"achieved {achieved:,.0f}/s of {window.offered:,.0f}/s offered{dropped}")
         kinds.append("rate")
-    grew = window.growth(unit)
+    # a median that rises through the window is a growing queue only while the server also
+    # falls short of the offered rate: a stall it then catches up on is not one
+    grew = window.growth(unit) if achieved < window.offered * GROWTH_SHORTFALL else None
     if grew is not None:
         a, b = grew
         verdict.reasons.append(
-            f"the median latency grew from {_show_latency(a)} to {_show_latency(b)} through the window (the server's queue grows)"
+            f"the median latency grew from {latency_text(a)} to {latency_text(b)} through the window (the server's queue grows)"
         )
         kinds.append("rate")
     if kinds:

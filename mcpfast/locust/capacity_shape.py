@@ -12,7 +12,8 @@ One step, as the processes see it:
    the step (:data:`STEP_MESSAGE`; a local run calls it directly) before it asks for the users;
 2. each process sets its share of the rate (``McpStats.set_rate``: the Python pacer and every
    native engine start a new schedule, the arrivals queued for the previous rate dropped), waits
-   the warm-up, then until the requests left from an overloaded step are gone, and opens its
+   the warm-up, then until every request it had sent before the step has completed (an
+   overloaded step's queue at the server) and the step's sessions are open, and opens its
    window: a forced drain of its native engines, then every request the process completes goes
    to the window (Locust's ``request`` event for the Python users, the drained rows for the
    engines), with its CPU demand per thread from ``/proc`` (run time plus run-queue wait: a
@@ -53,6 +54,7 @@ from mcpfast.locust import native
 from mcpfast.locust import stats as mstats
 from mcpfast.locust.argtypes import rate, share
 from mcpfast.locust.capacity import (
+    FAMILIES,
     Search,
     SearchSettings,
     ServerSample,
@@ -76,6 +78,7 @@ __all__ = [
     "CapacityShape",
     "progress",
     "register",
+    "thread_demand",
     "unit_of",
     "write",
 ]
@@ -90,7 +93,6 @@ SETTLE_MAX_S = 20.0  # at most this long past the warm-up for an overloaded step
 SAMPLE_EVERY_S = 0.5  # the server's CPU and memory, read this often during the search
 WINDOW_GRACE_S = 10.0  # a process whose window is this late past its end fails the step
 DEFAULT_LATENCY_BOUND_S = 1.0  # users per rate when the SLO bounds no latency
-SUPPORTED = ("tools_call", "handshake", "session_churn", "sse_streaming", "mixed")
 
 
 def _positive(text: str) -> float:
@@ -173,8 +175,8 @@ def _family(environment: Any) -> tuple[str, list[type]]:
         loaded = ", ".join(sorted(c.__name__ for c in classes)) or "none"
         raise ValueError(f"the capacity search runs one family: load one locustfile beside the shape (loaded: {loaded})")
     family = str(next(iter(families)))
-    if family not in SUPPORTED:
-        raise ValueError(f"the capacity search runs the families {', '.join(SUPPORTED)}, not {family}")
+    if family not in FAMILIES:
+        raise ValueError(f"the capacity search runs the families {', '.join(FAMILIES)}, not {family}")
     return family, classes
 
 
@@ -214,7 +216,7 @@ def users_for(offered: float, slo: list[Threshold], limit: int) -> int:
 
 
 # -- a process's window ---------------------------------------------------------------------------------
-def _thread_demand() -> dict[int, int]:
+def thread_demand() -> dict[int, int]:
     """ns each thread of this process ran or waited to run (``/proc/self/task/*/schedstat``)."""
     out: dict[int, int] = {}
     try:
@@ -256,7 +258,7 @@ class WindowTap:
         self._dropped = self.stats.local_counters()["pacer.dropped"]
         self.environment.events.request.add_listener(self.on_request)
         self.stats.drain_hooks.append(self.on_rows)
-        self._demand = _thread_demand()
+        self._demand = thread_demand()
         self.opened_at = time.monotonic()
         self.opened_wall = time.time()
 
@@ -268,7 +270,7 @@ class WindowTap:
     def close(self) -> dict[str, Any]:
         self._drain()
         seconds = time.monotonic() - self.opened_at
-        demand = _thread_demand()
+        demand = thread_demand()
         self.environment.events.request.remove_listener(self.on_request)
         if self.on_rows in self.stats.drain_hooks:
             self.stats.drain_hooks.remove(self.on_rows)
@@ -318,33 +320,49 @@ class StepRunner:
         self.environment = environment
         self.send = send  # the window's payload to the shape
         self.greenlet: Any = None
+        self.completed = 0  # the Python users' requests completed (each fires Locust's request event)
+        environment.events.request.add_listener(self._completed)
+
+    def _completed(self, **_kw: Any) -> None:
+        self.completed += 1
 
     def on_step(self, data: dict[str, Any]) -> None:
         stats = mstats.get(self.environment)
         stats.set_rate(float(data["rate"]))
         if self.greenlet is not None:
             self.greenlet.kill(block=False)
-        self.greenlet = gevent.spawn(self._window, data)
+        self.greenlet = gevent.spawn(self._window, data, self._counts()[0])
 
     def stop(self) -> None:
         if self.greenlet is not None:
             self.greenlet.kill(block=False)
             self.greenlet = None
 
-    def _inflight(self) -> int:
-        return sum(int((d.engine.status() if d.engine is not None else {}).get("inflight") or 0) for d in native.drivers(self.environment))
+    def _counts(self) -> tuple[int, int, bool]:
+        """(requests sent, requests completed) by this process so far, its native engines' and
+        its Python users', and whether every session its engines are asked for is open."""
+        sent, done, opened = mstats.get(self.environment).schedule.sent, self.completed, True
+        for d in native.drivers(self.environment):
+            status = d.engine.status() if d.engine is not None else {}
+            sent += int(status.get("sent") or 0)
+            done += int(status.get("completed") or 0)
+            opened = opened and int(status.get("sessions_open") or 0) >= int(status.get("users") or 0)
+        return sent, done, opened
 
-    def _window(self, data: dict[str, Any]) -> None:
+    def _settled(self, sent_before: int) -> bool:
+        """Every request sent before the step began has completed (an overloaded step's queue at
+        the server is gone), and the step's sessions are open (their handshakes are behind)."""
+        _, done, opened = self._counts()
+        return done >= sent_before and opened
+
+    def _window(self, data: dict[str, Any], sent_before: int) -> None:
         gevent.sleep(float(data["warmup"]))
-        if data["settle"]:
-            # after an overloaded step, the requests it left behind hold the server's queue: the
-            # window waits until this process has no more in flight than the new rate holds at
-            # the SLO's latency bound (Little's law)
-            share = float(data["rate"]) / max(mstats.get(self.environment).worker_count, 1)
-            allowed = max(2, int(share * float(data["bound"])))
-            deadline = time.monotonic() + SETTLE_MAX_S
-            while self._inflight() > allowed and time.monotonic() < deadline:
-                gevent.sleep(0.1)
+        # an overloaded step leaves requests in the server's queue, and a step that opens
+        # sessions has their handshakes before its calls: the window opens once both are through
+        # (bounded: a server that never catches up is judged as it is then)
+        deadline = time.monotonic() + SETTLE_MAX_S
+        while not self._settled(sent_before) and time.monotonic() < deadline:
+            gevent.sleep(0.05)
         tap = WindowTap(self.environment)
         tap.open()
         try:
@@ -429,7 +447,6 @@ class Controller:
         return {"local"}
 
     def _start(self, offered: float) -> tuple[int, float]:
-        bound = latency_bound(self.slo)
         users = users_for(offered, self.slo, self.max_users)
         index = len(self.search.steps) + 1
         data = {
@@ -437,8 +454,6 @@ class Controller:
             "rate": offered,
             "warmup": self.settings.warmup_s,
             "steady": self.settings.steady_s,
-            "bound": bound,
-            "settle": bool(self.search.steps) and not self.search.steps[-1].verdict.passed,
         }
         self.step = _Step(index, offered, users, time.monotonic(), self._expected())
         if isinstance(self.runner, MasterRunner):

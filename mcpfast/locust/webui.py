@@ -70,7 +70,7 @@ class DemandMeter:
         now = time.monotonic()
         if self._last is not None and now - self._last[0] < self.min_s:
             return self.share
-        demand = capacity_shape._thread_demand()
+        demand = capacity_shape.thread_demand()
         if self._last is not None:
             seconds = now - self._last[0]
             before = self._last[1]

@@ -29,6 +29,7 @@ from typing import Any
 from mcpfast.locust.histogram import Histogram, HistogramSet
 from mcpfast.locust.hlog import IntervalLog, tag_of
 from mcpfast.locust.thresholds import ThresholdError, parse
+from mcpfast.locust.units import latency_text
 
 __all__ = [
     "NO_REQUESTS",
@@ -64,29 +65,6 @@ PHASE_ORDER = ("connect", "tls:handshake", "server/discover", "initialize", "not
 
 
 # -- units -----------------------------------------------------------------------------------------
-def _significant(value: float, digits: int = 3) -> tuple[float, int]:
-    """``value`` rounded to ``digits`` significant digits, and the decimals that shows."""
-    decimals = max(digits - 1 - math.floor(math.log10(value)), 0) if value > 0 else 0
-    return round(value, decimals), decimals
-
-
-def _trimmed(value: float, decimals: int) -> str:
-    text = f"{value:.{decimals}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def latency_text(us: float) -> str:
-    """A latency in µs as people read it: ``63 µs``, ``4.12 ms``, ``1.5 s`` (three significant
-    digits above 1 ms, trailing zeros dropped); never scientific notation."""
-    if round(us) < 1000:
-        return f"{max(us, 0):.0f} µs"
-    ms, decimals = _significant(us / 1000.0)
-    if ms < 1000:
-        return f"{_trimmed(ms, decimals)} ms"
-    s, decimals = _significant(us / 1_000_000.0)
-    return f"{_trimmed(s, decimals)} s"
-
-
 def count_text(n: int) -> str:
     return f"{n:,}"
 

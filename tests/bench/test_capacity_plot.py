@@ -96,14 +96,6 @@ def test_a_search_without_a_completed_request_says_so(tmp_path: Path) -> None:
     assert png.read_bytes()[:8] == PNG
 
 
-@pytest.mark.parametrize(
-    ("us", "label"),
-    [(1, "1 µs"), (80, "80 µs"), (999, "999 µs"), (1000, "1 ms"), (2500, "2.5 ms"), (200_000, "200 ms"), (1_000_000, "1 s"), (5e6, "5 s")],
-)
-def test_latency_labels_use_microseconds_below_a_millisecond(us: float, label: str) -> None:
-    assert capacity.latency_label(us) == label
-
-
 def test_mcpfast_report_redraws_a_capacity_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "capacity.json").write_text(json.dumps(result()), encoding="utf-8")
     assert mcpfast_main(["report", str(tmp_path)]) == 0

@@ -410,6 +410,7 @@ impl Ctx {
     /// Open model: an arrival that is already due, if any (counts it late if it waited).
     pub(crate) fn try_arrival(&self) -> Option<Instant> {
         let t = self.tokens.borrow_mut().pop_front()?;
+        self.counters().queued.fetch_sub(1, Ordering::Relaxed);
         if Instant::now().saturating_duration_since(t) > self.cfg().late_after {
             self.counters().late.fetch_add(1, Ordering::Relaxed);
         }
@@ -430,6 +431,7 @@ impl Ctx {
                 self.counters().dropped.fetch_add(1, Ordering::Relaxed);
             } else {
                 q.push_back(at);
+                self.counters().queued.fetch_add(1, Ordering::Relaxed);
             }
         }
         self.token_ready.notify_one();
@@ -437,7 +439,11 @@ impl Ctx {
 
     /// Open model: the model went closed; the queued arrivals are forgotten.
     pub(crate) fn clear_arrivals(&self) {
-        self.tokens.borrow_mut().clear();
+        let mut q = self.tokens.borrow_mut();
+        self.counters()
+            .queued
+            .fetch_sub(q.len() as u64, Ordering::Relaxed);
+        q.clear();
     }
 
     /// The engine stops: every session waiting for an arrival, and every task resting, looks

@@ -34,6 +34,8 @@ pub struct Status {
     pub held: u64,
     /// `agents`: agents running (in a session, thinking, or idle between sessions).
     pub agents: u64,
+    /// Open model: arrivals queued and not yet sent (sessions busy, or not open yet).
+    pub queued: u64,
     pub connections: u64,
     pub connects: u64,
     pub server_closes: u64,
@@ -309,6 +311,7 @@ impl Engine {
             s.iterations += c.iterations.load(Ordering::Relaxed);
             s.held += c.held.load(Ordering::Relaxed);
             s.agents += c.agents.load(Ordering::Relaxed);
+            s.queued += c.queued.load(Ordering::Relaxed);
             s.connections += c.connections.load(Ordering::Relaxed);
             s.connects += c.connects.load(Ordering::Relaxed);
             s.server_closes += c.server_closes.load(Ordering::Relaxed);

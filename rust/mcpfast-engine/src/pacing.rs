@@ -150,6 +150,7 @@ mod tests {
     use super::*;
     use crate::config::Settings;
     use crate::testing;
+    use std::sync::atomic::Ordering;
 
     /// Every arrival queued now, taken out.
     fn queued(ctx: &Ctx) -> usize {
@@ -171,7 +172,10 @@ mod tests {
             ctx.shared.set_rate(Some(10.0));
             tokio::time::sleep(Duration::from_millis(40)).await;
             // the backlog is gone; the new schedule's first arrival is due at its start
+            let counted = ctx.counters().queued.load(Ordering::Relaxed);
             let left = queued(&ctx);
+            assert_eq!(counted, left as u64, "the queued count follows the queue");
+            assert_eq!(ctx.counters().queued.load(Ordering::Relaxed), 0);
             assert!(
                 (1..=2).contains(&left),
                 "{left} arrivals queued after the new rate"

@@ -55,7 +55,9 @@ pub(crate) struct Counters {
     pub(crate) sse_other_messages: AtomicU64,
     /// `agents`: agents running now (in a session, thinking or idle between sessions).
     pub(crate) agents: AtomicU64,
-    _pad: [u64; 3],
+    /// Open model: arrivals queued for this thread's sessions and not yet taken.
+    pub(crate) queued: AtomicU64,
+    _pad: [u64; 2],
 }
 
 /// The fan-out rounds as this engine sees them.

@@ -823,6 +823,7 @@ impl NativeEngine {
         d.set_item("iterations", s.iterations)?;
         d.set_item("held", s.held)?;
         d.set_item("agents", s.agents)?;
+        d.set_item("queued", s.queued)?;
         d.set_item("connects", s.connects)?;
         Ok(d)
     }
