@@ -212,15 +212,15 @@ class Window:
 
     def growth(self, unit: Unit) -> tuple[int, int] | None:
         """(p50 of the first half, p50 of the second) in µs when the median latency of the
-        unit grew through the window by more than half of what it was in its first half and
-        by at least ``GROWTH_FLOOR_US``: the server's queue grows; None otherwise."""
+        unit grew through the window by more than a quarter of what it was in its first half
+        and by at least ``GROWTH_FLOOR_US``: the server's queue grows; None otherwise."""
         if self.halves is None:
             return None
         first, second = (_unit_latency((half,), unit) for half in self.halves)
         if first.total_count < GROWTH_MIN_SAMPLES or second.total_count < GROWTH_MIN_SAMPLES:
             return None
         a, b = first.value_at_percentile(50.0), second.value_at_percentile(50.0)
-        return (a, b) if b - a > max(GROWTH_FLOOR_US, a // 2) else None
+        return (a, b) if b - a > max(GROWTH_FLOOR_US, a // 4) else None
 
 
 def _unit_latency(sets: tuple[HistogramSet, ...], unit: Unit) -> Histogram:

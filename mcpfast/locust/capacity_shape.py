@@ -341,8 +341,12 @@ class StepRunner:
     def _counts(self) -> tuple[int, int, bool]:
         """(requests sent, requests completed) by this process so far, its native engines' and
         its Python users', and whether every session its engines are asked for is open."""
-        sent, done, opened = mstats.get(self.environment).schedule.sent, self.completed, True
-        for d in native.drivers(self.environment):
+        drivers = native.drivers(self.environment)
+        if not drivers:  # the Python users: the pacer's sends, the request events
+            return mstats.get(self.environment).schedule.sent, self.completed, True
+        # the engines' own counts (the pacer's ``sent`` holds their drained sends too)
+        sent, done, opened = 0, 0, True
+        for d in drivers:
             status = d.engine.status() if d.engine is not None else {}
             sent += int(status.get("sent") or 0)
             done += int(status.get("completed") or 0)
