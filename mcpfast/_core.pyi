@@ -158,16 +158,20 @@ class StdioLane:
     Once told which session it answers for (``serve``), ``feed`` answers, in order, the lines
     it can (a ``tools/call`` whose params are the tool's name and arguments alone, with an id
     not in ``in_flight``), calling ``run_tool(name, arguments, version)`` (a result dict, a str
-    for a result of one text content, ``(code, message, data)``, or ``None``: not served here);
-    ``unencodable(id, exc)`` returns the reply to a result JSON cannot hold. The replies are the
-    session machine's bytes for those lines. The pure-Python core answers no line: it frames.
+    for a result of one text content, ``(code, message, data)``, or ``None``: not served here).
+    The replies are the session machine's bytes for those lines: those the lane does not write
+    itself are made by the session machine's ``unencodable_result(id, exc, what)`` (a result
+    JSON cannot hold) and ``error_reply(id, code, message, data, what)`` (an error whose data
+    JSON cannot hold, say), ``what`` naming the call as its log lines do. The pure-Python core
+    answers no line: it frames.
     """
 
     def __new__(
         cls,
         max_line: int,
         run_tool: Callable[[str, Any, str], dict[str, Any] | str | tuple[int, str, Any] | None],
-        unencodable: Callable[[int | str, BaseException], bytes],
+        unencodable_result: Callable[[int | str, BaseException, str], bytes],
+        error_reply: Callable[[int | str, int, str, Any, str], bytes],
     ) -> StdioLane: ...
     def serve(self, version: str, in_flight: Mapping[Any, Any]) -> None:
         """Answer plain ``tools/call`` lines from now on, for a session of ``version`` (one that
@@ -184,17 +188,18 @@ class StdioLane:
 
 @final
 class HttpLane:
-    """The native HTTP server's short way for sync tool calls of sessions it knows.
+    """The native HTTP server's short way for plain tool calls of sessions it knows.
 
     ``feed`` frames a connection's bytes like ``parse_http`` and answers, in order, the requests
     it can (a ``tools/call`` of a session added with ``add_session``, whose ``Host``, ``Accept``,
     ``Content-Type`` and ``Origin`` values were ``learn``-ed and whose ``MCP-Protocol-Version``
     is absent or one of ``versions``), calling ``run_tool(name, arguments, version)`` (a result
-    dict, a str for a result of one text content, ``(code, message, data)``, or ``None``: not
-    served here). ``unencodable(id, exc)``
-    returns the reply to a result JSON cannot hold; ``clock()`` the ``date`` header line.
-    With ``require_tokens``, it answers only requests whose bearer token ``learn_token`` told
-    it of; with ``count_into``, it counts what it answers.
+    dict, a str for a result of one text content, ``(code, message, data)``, ``None``: not
+    served here, or with ``allow_waiting`` a call that waits). The replies it does not write
+    itself are the session machine's ``unencodable_result(id, exc, what)`` (a result JSON
+    cannot hold) and ``error_reply(id, code, message, data, what)``; ``clock()`` gives the
+    ``date`` header line. With ``require_tokens``, it answers only requests whose bearer token
+    ``learn_token`` told it of; with ``count_into``, it counts what it answers.
     """
 
     def __new__(
@@ -202,8 +207,9 @@ class HttpLane:
         path: str,
         versions: list[str],
         json_head: bytes,
-        run_tool: Callable[[str, Any, str], dict[str, Any] | str | tuple[int, str, Any] | None],
-        unencodable: Callable[[int | str, BaseException], bytes],
+        run_tool: Callable[[str, Any, str], object],
+        unencodable_result: Callable[[int | str, BaseException, str], bytes],
+        error_reply: Callable[[int | str, int, str, Any, str], bytes],
         clock: Callable[[], bytes],
         max_head: int,
         max_body: int,
@@ -236,11 +242,21 @@ class HttpLane:
         Ids are ``id_bytes`` random bytes in base64url. ``opened_head`` is an ``initialize``
         reply's head with ``id_mark`` where the id goes; ``accepted_head`` and ``ended_head``
         those of a 202 and of a ``DELETE``'s 200 (each up to its length)."""
-    def allow_stateless(self, versions: list[str], serve: Callable[[str, Any, str, int | str], tuple[int, bytes, bytes] | None]) -> None:
+    def allow_stateless(self, versions: list[str], serve: Callable[[str, Any, str, int | str], object]) -> None:
         """Answer 2026-07-28 ``tools/call`` requests in ``versions`` whose ``Mcp-Method`` and
         ``Mcp-Name`` agree with the body (no ``Mcp-Param-*`` header) and whose ``_meta`` is the
         version, client capabilities and maybe client info: ``serve(name, arguments, version,
-        id)`` returns ``None`` (nothing ran: the full path serves it) or ``(status, head, body)``."""
+        id)`` returns ``None`` (nothing ran: the full path serves it), ``(status, head, body)``,
+        or (with ``allow_waiting``) the answer the server waits for, of a call that waits."""
+    def allow_waiting(self, kind: type, adopt: Callable[[Any, Any, bytes], object]) -> None:
+        """Serve calls that wait too: ``run_tool`` may return a ``kind`` (an ``async def``
+        tool's call still running), which the lane hands to ``adopt(call, session, body)``
+        (``session``: ``add_session``'s object, the id of a session the lane opened, or
+        ``None`` when it ended meanwhile); what ``adopt`` returns (and what ``serve`` returns
+        that is not a reply tuple) is the answer the server waits for (``feed``'s ``waiting``)."""
+    def count_waited(self, status: int, seconds: float) -> None:
+        """Count a ``tools/call`` handed back waiting, its reply written with ``status``
+        ``seconds`` after its request came (nothing without ``count_into``)."""
     def require_tokens(self, max: int = ...) -> None:
         """Answer only requests with a bearer token the full path verified (``learn_token``), at
         most ``max`` held; the lane then opens no session itself."""
@@ -286,11 +302,15 @@ class HttpLane:
     def answered(self) -> int: ...
     def feed(
         self, data: bytes, now: float, idle: bool
-    ) -> bytes | tuple[bytes | None, list[tuple[str, bytes, dict[bytes, bytes], bytes, bool]], int, int, int, str]:
+    ) -> (
+        bytes | tuple[bytes | None, list[tuple[str, bytes, dict[bytes, bytes], bytes, bool]], int, int, int, str, tuple[Any, bytes] | None]
+    ):
         """The replies alone when every request in ``data`` was answered here and nothing is left
-        over; else ``(replies, requests, consumed, status, need, reason)``: ``parse_http``'s
-        answer, the requests answered here taken out and their replies in ``replies`` (written
-        first, or ``None``). Nothing is answered unless ``idle``; ``now`` goes in ``last_seen``."""
+        over; else ``(replies, requests, consumed, status, need, reason, waiting)``:
+        ``parse_http``'s answer, the requests answered here taken out and their replies in
+        ``replies`` (written first, or ``None``); ``waiting``, ``(answer, target)`` of a call
+        that waits (see ``allow_waiting``), comes after ``replies`` and before ``requests``.
+        Nothing is answered unless ``idle``; ``now`` goes in ``last_seen``."""
 
 def parse_http(
     data: bytes, max_head: int = 65536, max_body: int = 4194304

@@ -687,7 +687,8 @@ class StdioLane:
         self,
         max_line: int,
         run_tool: Callable[[str, Any, str], dict[str, Any] | str | tuple[int, str, Any] | None],
-        unencodable: Callable[[int | str, BaseException], bytes],
+        unencodable_result: Callable[[int | str, BaseException, str], bytes],
+        error_reply: Callable[[int | str, int, str, Any, str], bytes],
     ) -> None:
         if max_line < 1:
             raise ValueError("max_line must be at least 1")

@@ -489,6 +489,25 @@ class ServerSession:
         self._inflight[request.id] = request
         events.append(_record(RequestReceived, (request,)))
 
+    def adopt(self, msg: Any, tag: Any = None) -> InboundRequest:
+        """Hold in flight a request a transport's short path started itself, as ``receive``
+        would have admitted it: ``msg`` (decoded) of a method this session serves directly
+        (``serves_directly``), with a free id and no 2026 ``_meta``. From now on it is a
+        request like any other: a reused id is refused, the client's cancel is a
+        ``RequestCancelled``, and it is answered with ``respond``/``respond_error`` (``tag``
+        on its records).
+
+        Raises:
+            ValueError: the session would not have admitted it so (its id in flight, another
+                method, a 2026 request).
+        """
+        rid = msg.id
+        if msg.method not in self._direct or rid in self._inflight or META_PROTOCOL_VERSION in _meta_of(msg):
+            raise ValueError(f"request {rid!r} cannot be adopted: the session would not admit it directly")
+        request = InboundRequest(msg, self.version, False, self.client_capabilities, self.log_level, None, tag)  # type: ignore[arg-type]
+        self._inflight[rid] = request
+        return request
+
     def _initialize(self, msg: Any, batch: int | None, tag: Any) -> None:
         rid = msg.id
         if self.state is not State.NEW:

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from types import CoroutineType
-from typing import Final, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 
 from mcpfast import core
 from mcpfast.protocol import methods as m
@@ -33,7 +34,11 @@ from mcpfast.sansio import (
 )
 from mcpfast.sansio.events import Event
 from mcpfast.server import inline
+from mcpfast.server.content import text_result
 from mcpfast.server.types import JSONObject, JSONValue, RouteResult
+
+if TYPE_CHECKING:
+    from mcpfast.server.app import PendingCall
 
 __all__ = ["Connection", "Handler", "Routes"]
 
@@ -104,7 +109,7 @@ class Connection:
         self._routes = routes if isinstance(routes, Routes) else Routes(default=routes)
         self._on_notification = on_notification
         self._on_close = on_close
-        self._tasks: dict[int | str, inline.InlineTask[None]] = {}  # the handlers that wait
+        self._tasks: dict[int | str, inline.InlineTask[Any]] = {}  # the handlers that wait
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._waiters: dict[int | str, asyncio.Future[ReplyReceived]] = {}
         self._settled: asyncio.Event | None = None  # made by wait_for_slot (stdio): idle HTTP sessions stay small
@@ -190,6 +195,32 @@ class Connection:
         running = inline.start(outcome, self._finished, request)
         if not running.done():  # it waits: driven on from the loop, answered by _finished
             self._tasks[rid] = running
+
+    def adopt(self, message: core.Message, tag: object, pending: PendingCall) -> None:
+        """Serve a request whose tool a transport's short path started and that waits
+        (``Server.run_tool_inline``'s ``PendingCall``), from now on as if ``feed`` had started
+        it: held in flight by the session machine (``ServerSession.adopt``; ``tag`` on its
+        records), cancelled by the client's cancel or the connection's end, and answered when
+        it finishes as ``feed``'s handlers are.
+
+        Raises:
+            ValueError: the session machine would not have admitted ``message`` directly.
+        """
+        request = self.session.adopt(message, tag)
+        self._tasks[request.id] = pending.running
+        pending.listen(functools.partial(self._adopted, request))
+
+    def _adopted(self, request: InboundRequest, pending: PendingCall) -> None:
+        """An adopted call has finished: its outcome (``run_plain_tool``'s shapes) answered as
+        ``_finished`` answers a handler's."""
+        if pending.cancelled():
+            self._finished(request, None, asyncio.CancelledError())  # type: ignore[arg-type]
+            return
+        outcome = pending.outcome()
+        if type(outcome) is tuple:
+            self._finished(request, None, McpError(*outcome))  # type: ignore[arg-type]
+        else:
+            self._finished(request, text_result(outcome) if type(outcome) is str else outcome, None)  # type: ignore[arg-type]
 
     def _finished(self, request: InboundRequest, result: JSONObject, exc: BaseException | None) -> None:
         """A handler's coroutine has finished (``inline.Done``): its answer, in the step that finished it."""
@@ -302,7 +333,7 @@ class Connection:
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _stopped(running: inline.InlineTask[None]) -> None:
+async def _stopped(running: inline.InlineTask[Any]) -> None:
     """Done once a cancelled handler has stopped (``_finished`` had its outcome: nothing to raise)."""
     with contextlib.suppress(Exception, asyncio.CancelledError):
         await running

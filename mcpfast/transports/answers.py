@@ -57,12 +57,16 @@ class Later:
     session, ending one) always happens. It returns a reply, a deferred answer (the answer
     turned out to stream), or another ``Later`` (a second wait, e.g. handler tasks winding
     down), whose answer is then the answer. An exception in ``then`` is logged and answered 500.
+
+    ``abandon()``, if given, is called when nobody waits any more (``cancel``): for work that
+    only the client that went away would read (a 2026-07-28 call's tool).
     """
 
-    __slots__ = ("_listener", "_reply", "_then")
+    __slots__ = ("_abandon", "_listener", "_reply", "_then")
 
-    def __init__(self, future: asyncio.Future[Any], then: Then) -> None:
+    def __init__(self, future: asyncio.Future[Any], then: Then, abandon: Callable[[], object] | None = None) -> None:
         self._then = then
+        self._abandon = abandon
         self._reply: Outcome | None = None
         self._listener: Callable[[Outcome], None] | None = None
         future.add_done_callback(self._done)
@@ -97,8 +101,12 @@ class Later:
             self._listener = callback
 
     def cancel(self) -> None:
-        """Nobody waits any more (the connection is closing): the answer, when made, goes nowhere."""
+        """Nobody waits any more (the connection is closing): the answer, when made, goes
+        nowhere, and the work it waits for is abandoned if it was made so."""
         self._listener = None
+        abandon, self._abandon = self._abandon, None
+        if abandon is not None and self._reply is None:
+            abandon()
 
     def __call__(self, receive: Receive, send: Send) -> Awaitable[None]:
         """Wait for the answer and send it over ASGI (a deferred answer's signature)."""

@@ -48,9 +48,11 @@ from mcpfast.protocol.http import DEFAULT_MAX_BODY, DEFAULT_MAX_HEAD
 from mcpfast.protocol.meta import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 from mcpfast.protocol.versions import HANDSHAKE_VERSIONS, STATELESS_VERSIONS, V2025_11_25, supports
 from mcpfast.sansio import ERROR, Outgoing, ServerSession, error_reply, unencodable_result
+from mcpfast.server.app import PendingCall
 from mcpfast.server.content import text_result
+from mcpfast.server.inline import running_loop
 from mcpfast.store.base import StoreUnavailable
-from mcpfast.transports.answers import OK_EMPTY, Deferred, Later, Reply, send_reply
+from mcpfast.transports.answers import OK_EMPTY, Deferred, Later, Outcome, Reply, send_reply
 from mcpfast.transports.event_store import EventStore, MemoryEventStore
 from mcpfast.transports.http_routing import Stream, connect
 from mcpfast.transports.sessions import HttpSession, LocalSessions, SessionTable
@@ -268,9 +270,10 @@ class HttpTransport:
         clock: Callable[[], bytes],
         counted: Callable[[core.HttpLane], None] | None = None,
     ) -> core.HttpLane | None:
-        """The native server's lane for this transport (``core.HttpLane``: sync tool calls of
+        """The native server's lane for this transport (``core.HttpLane``: plain tool calls of
         sessions held here, and 2026-07-28 calls of plain tools, answered without the full
-        path), or ``None`` when some request it would answer could be answered otherwise: the
+        path; an ``async def`` tool that waits is handed to the full path's machinery from its
+        first wait, ``_lane_adopt``), or ``None`` when some request it would answer could be answered otherwise: the
         pure-Python core, gates (but for ``stateless_gates`` only: then it answers stateless
         calls, nothing else; and ``observers``, when ``counted`` makes the lane count what they
         watch) or SSE replies (``json_response=False``). With authentication the lane answers
@@ -289,9 +292,18 @@ class HttpTransport:
         if gated and not all(gate in self.stateless_gates for gate in judging):
             return None
         lane = core.HttpLane(
-            self.path, list(HANDSHAKE_VERSIONS), head(200, _JSON), self.server.run_plain_tool, _unencodable, clock, max_head, max_body
+            self.path,
+            list(HANDSHAKE_VERSIONS),
+            head(200, _JSON),
+            self.server.run_tool_inline,
+            unencodable_result,
+            error_reply,
+            clock,
+            max_head,
+            max_body,
         )
         lane.allow_stateless(list(STATELESS_VERSIONS), self._lane_stateless)
+        lane.allow_waiting(PendingCall, self._lane_adopt)
         if counted is not None:
             counted(lane)
         self._lane_head = head
@@ -656,6 +668,20 @@ class HttpTransport:
         sess.pending = None  # a change other processes must see before the client does
         return self._after(pending, answer)
 
+    def _lane_adopt(self, pending: PendingCall, session: HttpSession | str | None, body: bytes) -> Reply | Deferred:
+        """The lane's call of an ``async def`` tool that waits (``HttpLane.allow_waiting``),
+        served from its first wait as ``_post_session`` serves a handler that waits: held in
+        flight by its session's machine (``Connection.adopt``), answered from its stream. The
+        session is ``session``, or the one the lane opened with that id (taken over here).
+        A session that ended while the tool ran has nobody to answer: the call is cancelled."""
+        sess = self.table.lookup(session, None) if type(session) is str else session
+        if type(sess) is not HttpSession or self.table.sessions.get(sess.id) is not sess:
+            pending.cancel()
+            return _NOT_FOUND
+        stream = Stream()
+        sess.conn.adopt(core.decode(body), stream, pending)  # type: ignore[arg-type]  # one message: the lane read it
+        return self._post_answer(sess, stream)
+
     @staticmethod
     def _after(pending: Awaitable[None], answer: Reply | Deferred) -> Deferred:
         async def deferred(receive: Receive, send: Send) -> None:
@@ -914,27 +940,39 @@ class HttpTransport:
         session machine of its own: one the machine would admit as it is
         (``ServerSession.admits_stateless``), run by ``Server.run_plain_tool``, its result shaped
         by the machine's rule (``stateless_result``). ``None``: nothing ran, the full path serves it."""
-        answer = self._stateless_answer(decoded.param("name"), decoded.param("arguments"), meta, decoded.id)
+        answer = self._stateless_answer(decoded.param("name"), decoded.param("arguments"), meta, decoded.id, False)
+        assert not isinstance(answer, Later)  # (the full path's handlers that wait run on a connection)
         return None if answer is None else (answer[0], _JSON, answer[1])
 
-    def _lane_stateless(self, name: str, arguments: Any, version: str, rid: int | str) -> tuple[int, bytes, bytes] | None:
+    def _lane_stateless(self, name: str, arguments: Any, version: str, rid: int | str) -> tuple[int, bytes, bytes] | Later | None:
         """The lane's ``serve`` (``HttpLane.allow_stateless``): a 2026-07-28 call whose headers and
-        ``_meta`` the lane found plain, as ``_plain_stateless_call`` answers it; ``(status, head, body)``.
+        ``_meta`` the lane found plain, as ``_plain_stateless_call`` answers it; ``(status, head, body)``,
+        or for an ``async def`` tool that waits a ``Later`` of its reply (the tool is cancelled
+        when the client goes away first, as the full path cancels it).
         ``None`` (nothing ran) for a tool with ``Mcp-Param-*`` annotations: the lane saw no such
         header, and the full path says what is missing."""
         if _param_annotations(self.server, name):
             return None
-        answer = self._stateless_answer(name, arguments, _plain_meta(version), rid)
-        if answer is None:
-            return None
-        status, body = answer
+        answer = self._stateless_answer(name, arguments, _plain_meta(version), rid, True)
+        if answer is None or type(answer) is Later:
+            return answer
+        status, body = answer  # type: ignore[misc]
+        return status, self._lane_reply_head(status), body
+
+    def _lane_reply_head(self, status: int) -> bytes:
+        """The head of the lane's JSON reply of ``status``, up to its length."""
         head = self._lane_heads.get(status)
         if head is None:
             assert self._lane_head is not None  # set with the lane
             head = self._lane_heads[status] = self._lane_head(status, _JSON)
-        return status, head, body
+        return head
 
-    def _stateless_answer(self, name: Any, arguments: Any, meta: dict[str, Any], rid: int | str) -> tuple[int, bytes] | None:
+    def _stateless_answer(
+        self, name: Any, arguments: Any, meta: dict[str, Any], rid: int | str, inline: bool
+    ) -> tuple[int, bytes] | Later | None:
+        """A 2026-07-28 call of a plain tool run without a connection (``run_plain_tool``; with
+        ``inline``, ``run_tool_inline``, whose call that waits is answered by a ``Later``):
+        ``(status, body)``, or ``None`` when nothing ran."""
         defaults = self.server.session_defaults()
         template = self._template
         if template is None or template[0] is not defaults:
@@ -945,9 +983,28 @@ class HttpTransport:
             return None
         if type(name) is not str:
             return None
-        outcome = self.server.run_plain_tool(name, arguments, version)
+        outcome = self.server.run_tool_inline(name, arguments, version) if inline else self.server.run_plain_tool(name, arguments, version)
         if outcome is None:
             return None
+        if type(outcome) is PendingCall:
+            done: asyncio.Future[PendingCall] = running_loop().create_future()
+            outcome.listen(done.set_result)
+            return Later(done, functools.partial(self._stateless_waited, session, name, rid), outcome.cancel)
+        return self._stateless_reply(session, name, rid, outcome)
+
+    def _stateless_waited(self, session: ServerSession, name: str, rid: int | str, done: asyncio.Future[PendingCall]) -> Outcome:
+        """The reply of a 2026-07-28 call that waited (``_stateless_answer``). Cancelled (its
+        client went away, or the tool raised ``CancelledError`` itself) it has none: as the
+        full path, the answer waits for the client to go."""
+        pending = done.result()
+        if pending.cancelled():
+            return _until_gone
+        status, body = self._stateless_reply(session, name, rid, pending.outcome())
+        return (status, _JSON, body)
+
+    @staticmethod
+    def _stateless_reply(session: ServerSession, name: str, rid: int | str, outcome: Any) -> tuple[int, bytes]:
+        """``(status, body)`` of a 2026-07-28 call's outcome (``run_plain_tool``'s shapes)."""
         if isinstance(outcome, tuple):
             code, message, data = outcome
             return (wire.status_for_error(code), error_reply(rid, code, message, data, f"{m.TOOLS_CALL} {name!r}"))
@@ -990,8 +1047,9 @@ def _passed_on(passing: Awaitable[bool]) -> Deferred:
     return deferred
 
 
-def _unencodable(request_id: int | str, exc: BaseException) -> bytes:
-    return unencodable_result(request_id, exc, m.TOOLS_CALL)
+async def _until_gone(receive: Receive, send: Send) -> None:
+    """No answer: wait until the client goes away."""
+    await _wait_disconnect(receive)
 
 
 def _meta(decoded: Any) -> dict[str, Any]:

@@ -48,6 +48,7 @@ from mcpfast import core
 from mcpfast.protocol import http as wire
 from mcpfast.protocol.host import absolute_form
 from mcpfast.protocol.http import DEFAULT_MAX_BODY, DEFAULT_MAX_HEAD
+from mcpfast.server.inline import running_loop
 from mcpfast.transports.answers import Later, Outcome
 
 if TYPE_CHECKING:
@@ -68,6 +69,8 @@ _JUDGE_EVERY_READ: Final = 8 * 1024
 it arrives); a longer one when it has doubled, a read may end it, or it passed the limit."""
 MAX_PIPELINE: Final = 16
 """Requests queued behind a running one before the server stops reading from the connection."""
+WRITE_BATCH: Final = 64 * 1024
+"""Bytes of replies a connection holds for its one write per loop iteration: more go out at once."""
 
 TLS_READ_BUFFER: Final = 256 * 1024
 """Bytes the TLS layer may decrypt in one read into a connection's buffer (as many as it reads
@@ -216,6 +219,8 @@ class _Connection(asyncio.BaseProtocol):
         self.paused_writing: asyncio.Future[None] | None = None
         self.paused_reading = False
         self.client: tuple[str, int] | None = None
+        self.out: list[bytes] = []  # replies to write at the end of this loop iteration (``_write``)
+        self.out_size = 0
 
     # ------------------------------------------------------------ transport
 
@@ -237,7 +242,11 @@ class _Connection(asyncio.BaseProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closing = True
+        self.out = []
         self.server.connections.discard(self)
+        busy = self.busy
+        if type(busy) is Later:  # nobody reads its answer now (work only this client would read is abandoned)
+            busy.cancel()
         lost = self.lost
         if lost is not None and not lost.done():
             lost.set_result(None)
@@ -253,6 +262,7 @@ class _Connection(asyncio.BaseProtocol):
             self.pending = []
             self.pending_size = self.need = self.judged = 0
             self._frame(data)
+        self._flush()  # the transport closes when this returns: the replies made so far go first
         return None  # close our side too: the client has finished sending
 
     def pause_writing(self) -> None:
@@ -277,7 +287,7 @@ class _Connection(asyncio.BaseProtocol):
         fed = lane.feed(data, now, self.busy is None and not self.queue)
         if type(fed) is bytes:
             self.continued = False
-            self.transport.write(fed)  # type: ignore[union-attr]
+            self._write(fed)
             return
         self._framed(data, *fed)  # type: ignore[misc]
 
@@ -306,15 +316,29 @@ class _Connection(asyncio.BaseProtocol):
         fed = lane.feed(data, self.last_active, self.busy is None and not self.queue)
         if type(fed) is bytes:  # the usual read: whole requests the lane answered, the replies alone
             self.continued = False
-            self.transport.write(fed)  # type: ignore[union-attr]
+            self._write(fed)
             return
         self._framed(data, *fed)  # type: ignore[misc]
 
-    def _framed(self, data: bytes, replies: bytes | None, requests: list[Incoming], used: int, status: int, need: int, reason: str) -> None:
-        """Go on from what the parser (or the lane) made of ``data``: ``replies`` written first."""
+    def _framed(
+        self,
+        data: bytes,
+        replies: bytes | None,
+        requests: list[Incoming],
+        used: int,
+        status: int,
+        need: int,
+        reason: str,
+        waiting: tuple[Outcome | Later, bytes] | None = None,
+    ) -> None:
+        """Go on from what the parser (or the lane) made of ``data``: ``replies`` written first,
+        then the lane's call that waits (``waiting``), then ``requests``."""
         if replies is not None:
             self.continued = False
-            self.transport.write(replies)  # type: ignore[union-attr]
+            self._write(replies)
+        if waiting is not None:
+            self.continued = False
+            self._wait(*waiting)
         server = self.server
         if requests:
             self.continued = False
@@ -341,7 +365,7 @@ class _Connection(asyncio.BaseProtocol):
             # sends the body anyway after waiting a little (RFC 9110 §10.1.1).
             if status == _CONTINUE_STATUS and not self.continued and self.busy is None and not self.queue and self.transport is not None:
                 self.continued = True
-                self.transport.write(_CONTINUE)
+                self._write(_CONTINUE)
         else:
             self.pending_size = self.need = 0
             self.head_started = None
@@ -368,6 +392,7 @@ class _Connection(asyncio.BaseProtocol):
         closes or ``LINGER_SECONDS`` pass. Closing at once with unread bytes would send a reset,
         and the client could lose the answer before reading it."""
         transport = self.transport
+        self._flush()
         self.closing = True  # data_received drops everything from now on
         if transport is None:
             return
@@ -382,9 +407,35 @@ class _Connection(asyncio.BaseProtocol):
         asyncio.get_running_loop().call_later(LINGER_SECONDS, transport.close)
 
     def _close(self) -> None:
+        self._flush()
         self.closing = True
         if self.transport is not None:
             self.transport.close()
+
+    def _write(self, data: bytes) -> None:
+        """Write ``data`` with the other replies of this loop iteration: one write (one system
+        call) per connection and iteration, after every read the loop had ready. Written at
+        once, each reply made while the loop handles its reads would wake a client (or a load
+        generator) on another CPU before the next read is handled. Order is kept: every write
+        of the connection goes through here, or flushes first (``_flush``)."""
+        out = self.out
+        if not out:
+            running_loop().call_soon(self._flush)
+        out.append(data)
+        self.out_size += len(data)
+        if self.out_size >= WRITE_BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Write what ``_write`` holds, now (before a write of another kind, or a close)."""
+        out = self.out
+        if not out:
+            return
+        self.out = []
+        self.out_size = 0
+        transport = self.transport
+        if transport is not None and not self.closing:
+            transport.write(out[0] if len(out) == 1 else b"".join(out))
 
     # -------------------------------------------------------- answering
 
@@ -412,7 +463,7 @@ class _Connection(asyncio.BaseProtocol):
             if type(outcome) is tuple:
                 if not self.closing:
                     status, reply_headers, reply = outcome
-                    self.transport.write(_render(status, reply_headers, reply, keep_alive))  # type: ignore[union-attr]
+                    self._write(_render(status, reply_headers, reply, keep_alive))
                     if not keep_alive:
                         self._close()
                 return
@@ -426,7 +477,11 @@ class _Connection(asyncio.BaseProtocol):
         request = _Request(method, target, headers, body, keep_alive)
         self.busy = asyncio.get_running_loop().create_task(self._run(request, runner))
 
-    async def _run(self, request: _Request, runner: Callable[[Any, Any], Awaitable[None]] | None) -> None:
+    async def _run(
+        self, request: _Request, runner: Callable[[Any, Any], Awaitable[None]] | None, done: Callable[[int], object] | None = None
+    ) -> None:
+        """Answer over ASGI (``done(status)`` once the answer is over: 0 when none started)."""
+        self._flush()  # the answer's writes are its own (and its back-pressure): what came before goes first
         cycle = _Cycle(self, request)
         try:
             if runner is not None:
@@ -443,6 +498,8 @@ class _Connection(asyncio.BaseProtocol):
             self._close()
         finally:
             self.busy = None
+            if done is not None:
+                done(cycle.status)
         if not cycle.finished:
             if not cycle.started and not self.closing and self.transport is not None:
                 self.transport.write(_render(500, [(b"content-type", b"text/plain")], b"no response", False))
@@ -450,17 +507,44 @@ class _Connection(asyncio.BaseProtocol):
             return
         self._next(request.keep_alive)
 
-    def _later(self, method: str, target: bytes, headers: dict[bytes, bytes], body: bytes, keep_alive: bool, outcome: Outcome) -> None:
+    def _later(
+        self,
+        method: str,
+        target: bytes,
+        headers: dict[bytes, bytes],
+        body: bytes,
+        keep_alive: bool,
+        outcome: Outcome,
+        done: Callable[[int], object] | None = None,
+    ) -> None:
         """A ``Later``'s answer is known: write a reply, then go on with the requests behind it;
-        or run a deferred answer (the answer streams) as any other."""
+        or run a deferred answer (the answer streams) as any other. ``done(status)`` once the
+        answer is over."""
         if type(outcome) is not tuple:
-            self.busy = asyncio.get_running_loop().create_task(self._run(_Request(method, target, headers, body, keep_alive), outcome))  # type: ignore[arg-type]
+            request = _Request(method, target, headers, body, keep_alive)
+            self.busy = asyncio.get_running_loop().create_task(self._run(request, outcome, done))  # type: ignore[arg-type]
             return
         self.busy = None
+        status, reply_headers, reply = outcome
         if not self.closing and self.transport is not None:
-            status, reply_headers, reply = outcome
-            self.transport.write(_render(status, reply_headers, reply, keep_alive))
+            self._write(_render(status, reply_headers, reply, keep_alive))
+        if done is not None:
+            done(status)
         self._next(keep_alive)
+
+    def _wait(self, answer: Outcome | Later, target: bytes) -> None:
+        """The lane's call that waits (``HttpLane.feed``'s ``waiting``): its answer once known,
+        as a ``Later``'s (the requests behind it wait their turn), counted by the lane then."""
+        lane = self.server.lane
+        assert lane is not None
+        answered = functools.partial(
+            self._later, "POST", target, {}, b"", True, done=functools.partial(_count_waited, lane, self.last_active)
+        )
+        if type(answer) is Later:
+            self.busy = answer
+            answer.listen(answered)
+        else:
+            answered(answer)  # type: ignore[arg-type]
 
     def _next(self, keep_alive: bool) -> None:
         """An answer ended: close if it said so, else answer the requests pipelined behind it."""
@@ -485,6 +569,11 @@ class _Connection(asyncio.BaseProtocol):
             if self.closing:
                 lost.set_result(None)
         return lost
+
+
+def _count_waited(lane: HttpLane, started: float, status: int) -> None:
+    """Count a lane's call that waited once its answer is over, with its time from its read."""
+    lane.count_waited(status, time.monotonic() - started)
 
 
 class _TlsConnection(_Connection, asyncio.BufferedProtocol):
@@ -513,7 +602,7 @@ class _TlsConnection(_Connection, asyncio.BufferedProtocol):
 class _Cycle:
     """One request answered over ASGI ``send`` (streamed or deferred answers, other ASGI apps)."""
 
-    __slots__ = ("body_sent", "chunked", "conn", "finished", "head", "request", "started")
+    __slots__ = ("body_sent", "chunked", "conn", "finished", "head", "request", "started", "status")
 
     def __init__(self, conn: _Connection, request: _Request) -> None:
         self.conn = conn
@@ -521,6 +610,7 @@ class _Cycle:
         self.head = b""
         """A head with a Content-Length, held back to go out with the body in one write."""
         self.started = False
+        self.status = 0
         self.finished = False
         self.chunked = False
         self.body_sent = False
@@ -563,7 +653,7 @@ class _Cycle:
             if self.started:
                 raise RuntimeError("http.response.start sent twice")
             self.started = True
-            status = message["status"]
+            status = self.status = message["status"]
             out = bytearray(_status_line(status))
             has_length = False
             for key, value in message.get("headers", ()):

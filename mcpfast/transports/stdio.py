@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import os
 import stat
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from mcpfast import core
 from mcpfast.protocol import methods as m
-from mcpfast.sansio import unencodable_result
+from mcpfast.sansio import error_reply, unencodable_result
 
 if TYPE_CHECKING:
     from mcpfast.server.app import Server
@@ -42,8 +41,6 @@ DEFAULT_MAX_IN_FLIGHT: Final = 256
 DEFAULT_SHUTDOWN_GRACE: Final = 0.5
 """Seconds requests in flight at stdin EOF get to finish before they are cancelled."""
 _READ_SIZE: Final = 1 << 16
-_UNENCODABLE: Final = functools.partial(unencodable_result, what=m.TOOLS_CALL)
-"""The lane's reply to a tool result JSON cannot hold (the session machine's, and its log line)."""
 
 
 class _Writer:
@@ -156,7 +153,7 @@ async def _serve(server: Server, reader: Any, writer: Any, max_in_flight: int, m
     session = conn.session
     out = _Writer(conn, writer)
     writer_task = asyncio.get_running_loop().create_task(out.run())
-    framing = core.StdioLane(max_line, server.run_plain_tool, _UNENCODABLE)
+    framing = core.StdioLane(max_line, server.run_plain_tool, unencodable_result, error_reply)
     serving = not lane  # a lane never told to serve a session only frames
     feed = conn.feed
     frame_too_large = core.FrameTooLarge

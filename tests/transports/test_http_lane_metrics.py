@@ -8,6 +8,7 @@ requests must give the same counts on both, while the lane answered most of them
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -53,7 +54,15 @@ def refuse(text: str) -> str:
 
 @app.tool()
 async def later(text: str) -> str:
-    """An async tool: the full path's."""
+    """An async tool that does not wait: answered at once, by the lane too."""
+    return text
+
+
+@app.tool()
+async def waits(text: str) -> str:
+    """An async tool that waits: the lane hands it on at its first wait, and counts it when
+    its reply is written."""
+    await asyncio.sleep(0.01)
     return text
 
 
@@ -159,10 +168,12 @@ def session_traffic(url: str) -> int:
         sent = [post(b'{"jsonrpc":"2.0","method":"notifications/initialized"}', sid)]
         sent += [post(call(i), sid) for i in range(20)]  # the first learns the headers; then the lane's
         sent += [post(call(30, arguments={"text": 5}), sid)]  # a tool error, still 200
-        sent += [post(call(31, "later"), sid)]  # async: the full path's
+        sent += [post(call(31, "later"), sid)]  # async, answered at once
+        sent += [post(call(33, "waits"), sid)]  # async, answered once it waited
         sent += [post(b'{"jsonrpc":"2.0","id":32,"method":"tools/list"}', sid)]
         sent += [stateless(40 + i) for i in range(5)]  # 2026-07-28 plain calls
         sent += [stateless(50, "refuse")]  # a JSON-RPC error: 400, from the lane too
+        sent += [stateless(52, "waits")]  # async, answered once it waited
         sent += [stateless(51, meta={**META, "io.modelcontextprotocol/logLevel": "debug"})]  # not plain: the full path's
         sent += [delete(sid)]
         for request in sent:
@@ -190,7 +201,7 @@ def test_the_lanes_requests_are_counted_as_the_full_path_counts_them(counted: An
     got, got_hist = counts(scrape(lane_url))
     want, want_hist = counts(scrape(full_url))
     assert got == want
-    assert got[("tools/call", "200")] == 2 * (20 + 1 + 1 + 5 + 1)
+    assert got[("tools/call", "200")] == 2 * (20 + 1 + 2 + 5 + 1 + 1)
     assert got[("tools/call", "400")] == 2
     assert got[("initialize", "200")] == 2 and got[("DELETE", "200")] == 2
     assert sum(got.values()) == 2 * sent

@@ -20,6 +20,8 @@ from mcpfast.transports.stdio import serve_stdio
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(20)]
 
 MAX_LINE = 4096
+RUNS: list[str] = []
+"""The tools that ran, in order (a tool runs once per call, whatever its outcome)."""
 
 
 @pytest.fixture
@@ -49,6 +51,12 @@ def make_app(release: asyncio.Event) -> Server:
     def refuses() -> str:
         """A JSON-RPC error from the tool."""
         raise McpError(-32001, "refused", {"why": "because"})
+
+    @app.tool()
+    def odd_data() -> str:
+        """A JSON-RPC error whose data JSON cannot hold: sent without it (and logged)."""
+        RUNS.append("odd_data")
+        raise McpError(-32001, "refused oddly", {1, 2})
 
     @app.tool()
     def weird() -> str:
@@ -102,10 +110,11 @@ READS: list[bytes] = [
     + line(call(19, "echo", {"text": "b"}))
     + b"\n",
     line(call(20, "echo", {"text": "x" * MAX_LINE})) + b"\n" + line(call(21, "echo", {"text": "after the long line"})) + b"\n",
+    line(call(23, "odd_data", {})) + b"\n",
     line(call(22, "echo", {"text": "the last line, unterminated"})),
 ]
 """Lines of these ids the lane answers (the compiled core's: the pure-Python one answers none)."""
-ANSWERED = {1, "two", 2**70, 3, 4, 5, 8, 9, 10, 11, 17, 22}
+ANSWERED = {1, "two", 2**70, 3, 4, 5, 8, 9, 10, 11, 17, 22, 23}
 
 
 class Reads:
@@ -182,6 +191,7 @@ async def test_the_lane_writes_the_session_machines_bytes(fed: list[Any]) -> Non
     assert by_id[9]["result"]["isError"] is True
     assert by_id[10]["error"] == {"code": -32001, "message": "refused", "data": {"why": "because"}}
     assert by_id[11]["error"]["code"] == -32603 and "cannot be encoded" in by_id[11]["error"]["message"]
+    assert by_id[23]["error"] == {"code": -32001, "message": "refused oddly"}
     order = [reply.get("id") for reply in replies]
     assert order.index(17) < order.index(18) < order.index(19)
     too_long = next(i for i, r in enumerate(replies) if "exceeds the limit" in r.get("error", {}).get("message", ""))
@@ -201,13 +211,13 @@ async def test_plain_sync_calls_do_not_reach_the_session_machine(fed: list[Any])
 
 
 def test_the_lane_frames_as_the_line_framer_until_it_serves() -> None:
-    lane = core.StdioLane(16, lambda name, arguments, version: "x", lambda rid, exc: b"")
+    lane = core.StdioLane(16, lambda name, arguments, version: "x", lambda rid, exc, what: b"", lambda rid, code, message, data, what: b"")
     framer = core.LineFramer(16)
     data = b"one\r\ntwo\n" + b"y" * 20 + b"\nthr"
     assert lane.feed(data) == (b"", framer.feed(data))
     assert lane.close() == (b"", framer.close())
     with pytest.raises(ValueError, match="max_line"):
-        core.StdioLane(0, lambda name, arguments, version: None, lambda rid, exc: b"")
+        core.StdioLane(0, lambda name, arguments, version: None, lambda rid, exc, what: b"", lambda rid, code, message, data, what: b"")
 
 
 @pytest.mark.skipif(core.IMPLEMENTATION != "rust", reason="the pure-Python core's StdioLane answers no line: it frames")
@@ -218,7 +228,7 @@ def test_the_lane_answers_a_read_of_plain_calls_at_once() -> None:
         seen.append((name, arguments, version))
         return None if name == "other" else f"{name}:{arguments['text']}"
 
-    lane = core.StdioLane(1024, run_tool, lambda rid, exc: b"")
+    lane = core.StdioLane(1024, run_tool, lambda rid, exc, what: b"", lambda rid, code, message, data, what: b"")
     lane.serve("2025-11-25", {7: "in flight"})
     calls = b"".join(line(call(rid, "echo", {"text": str(rid)})) + b"\n" for rid in (1, 2))
     assert lane.feed(calls) == (
@@ -235,3 +245,13 @@ def test_the_lane_answers_a_read_of_plain_calls_at_once() -> None:
     replies, rest = lane.feed(other + b"\n" + after + b"\n")  # type: ignore[misc]
     assert replies == b"" and rest == [other, after] and seen[-1][0] == "other"
     assert lane.answered == 3
+
+
+async def test_a_tool_runs_once_whatever_its_error_data(caplog: pytest.LogCaptureFixture) -> None:
+    for lane in (False, True):
+        RUNS.clear()
+        caplog.clear()
+        await serve(lane=lane)
+        assert RUNS == ["odd_data"], lane  # answered where it ran: never handed on to run again
+        # the session machine's rule and log line (``error_reply``), whoever wrote the reply
+        assert "the error data of tools/call 'odd_data' cannot be encoded" in caplog.text, lane

@@ -22,16 +22,19 @@
 //!   (`mcpfast_core::bearer`);
 //! - `count_into`: count what it answers, in a tally a metrics page reads
 //!   (`mcpfast_core::tally`);
-//! - `run_tool(name, arguments, version)`: `None` (not a sync tool call: the full path serves
+//! - `run_tool(name, arguments, version)`: `None` (not a plain tool call: the full path serves
 //!   it, nothing ran), a result dict, a str (the text of a result of one text content), or
-//!   `(code, message, data)` for a JSON-RPC error;
-//! - `unencodable(id, exc)`: the reply to a result JSON cannot hold.
+//!   `(code, message, data)` for a JSON-RPC error, whose reply `crate::tool_reply` writes; or,
+//!   with `allow_waiting`, a call that waits (an `async def` tool's), which the lane hands to
+//!   the transport's `adopt` and back to the server with the answer it waits for (`feed`);
+//! - `unencodable_result` and `error_reply`: the session machine's functions for the replies
+//!   `crate::tool_reply` does not write itself.
 
 use std::collections::HashMap;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use mcpfast_core::admit::{tools_call, Call};
 use mcpfast_core::bearer::{self, Subject, Tokens, TOKENS_MAX};
@@ -40,7 +43,6 @@ use mcpfast_core::envelope::Envelope;
 use mcpfast_core::http1::Head;
 use mcpfast_core::idhash::IdHash;
 use mcpfast_core::lane::{Lane, Learned, Verdict};
-use mcpfast_core::reply;
 use mcpfast_core::tally::{self, Answered, Counts, Layout};
 
 use crate::births::{Consulted, Defaults, PyHost};
@@ -48,6 +50,7 @@ use crate::cells::Cells;
 use crate::errors;
 use crate::http1::{frame, header_key, request_tuple};
 use crate::pyjson;
+use crate::tool_reply::{self, Encoders};
 
 struct LaneSession {
     session: Py<PyAny>,
@@ -55,6 +58,22 @@ struct LaneSession {
     version: Py<PyString>,
     /// The subject it is bound to (`None`: no authentication).
     principal: Option<Subject>,
+}
+
+/// What the lane does with a call that waits (`allow_waiting`).
+struct Waiting {
+    kind: Py<PyAny>,
+    adopt: Py<PyAny>,
+}
+
+/// What became of one request.
+enum Answer<'py> {
+    /// The full path serves it.
+    Full,
+    /// Answered (written), with what it answered and its status.
+    Written(Answered, u16),
+    /// A call that waits: the answer the server waits for (the transport's).
+    Waits(Bound<'py, PyAny>),
 }
 
 /// Where the lane counts what it answers (`count_into`).
@@ -70,7 +89,9 @@ pub struct HttpLane {
     max_body: usize,
     sessions: HashMap<Vec<u8>, LaneSession, IdHash>,
     run_tool: Py<PyAny>,
-    unencodable: Py<PyAny>,
+    encoders: Encoders,
+    /// A call that waits: its class, and `adopt` (`allow_waiting`; `None`: none is).
+    waiting: Option<Waiting>,
     clock: Py<PyAny>,
     answered: u64,
     /// What the births consult (`allow_births`; `None`: the lane opens no session).
@@ -92,7 +113,8 @@ enum Plan<'a> {
         version: Py<PyString>,
         owner: Owner<'a>,
         run_tool: Py<PyAny>,
-        unencodable: Py<PyAny>,
+        encoders: Encoders,
+        waiting: Option<(Py<PyAny>, Py<PyAny>)>,
         call: Call<'a>,
     },
     /// A 2026-07-28 tools/call to run (with no borrow of the lane held) in `version`.
@@ -131,68 +153,85 @@ fn py_counts(counts: Counts) -> PyCounts {
 }
 
 impl HttpLane {
-    /// The whole HTTP reply to one request, what it answered and its status; or `None`: the
-    /// full path serves it. The lane is not borrowed while a tool runs: the tool may reach the
-    /// transport's table, which tells the lane of sessions it takes over or ends.
-    ///
-    /// Every answer is written before this returns; a reply that is not ready yet (a tool that
-    /// awaits) would be one more outcome here, carrying what it answers to be counted when its
-    /// reply is written.
+    /// The whole HTTP reply to one request (into `out`), what it answered and its status; or
+    /// the full path serves it; or the answer the server waits for, of a call that waits. The
+    /// lane is not borrowed while a tool runs: the tool may reach the transport's table, which
+    /// tells the lane of sessions it takes over or ends.
     #[allow(clippy::too_many_arguments)]
-    fn answer(
-        slf: &Bound<'_, Self>,
-        py: Python<'_>,
+    fn answer<'py>(
+        slf: &Bound<'py, Self>,
+        py: Python<'py>,
         head: &Head<'_>,
         body: &[u8],
-        now: &Bound<'_, PyAny>,
+        now: &Bound<'py, PyAny>,
         now_s: f64,
         out: &mut Vec<u8>,
         reply: &mut Vec<u8>,
-    ) -> PyResult<Option<(Answered, u16)>> {
+    ) -> PyResult<Answer<'py>> {
         let plan = slf.borrow_mut().plan(py, head, body, now_s, out, reply)?;
-        let (version, owner, run_tool, unencodable, request) = match plan {
+        let (version, owner, run_tool, encoders, waiting, request) = match plan {
             Plan::Call {
                 version,
                 owner,
                 run_tool,
-                unencodable,
+                encoders,
+                waiting,
                 call,
-            } => (version, owner, run_tool, unencodable, call),
+            } => (version, owner, run_tool, encoders, waiting, call),
             Plan::Stateless {
                 version,
                 serve,
                 call,
             } => return HttpLane::serve_stateless(slf, py, &serve, call, &version, out),
-            Plan::Answered(answered, status) => return Ok(Some((answered, status))),
-            Plan::Full => return Ok(None),
+            Plan::Answered(answered, status) => return Ok(Answer::Written(answered, status)),
+            Plan::Full => return Ok(Answer::Full),
         };
-        if !call(
+        let kind = waiting.as_ref().map(|(kind, _)| kind);
+        let pending = match call(
             py,
             &run_tool,
-            &unencodable,
+            &encoders,
+            kind,
             request,
             version.bind(py),
             reply,
         )? {
-            return Ok(None);
-        }
+            Called::Left => return Ok(Answer::Full),
+            Called::Written => None,
+            Called::Waits(pending) => Some(pending),
+        };
         let this = slf.borrow();
-        let session = match owner {
-            Owner::Held(session) => Some(session),
+        let (session, born) = match owner {
+            Owner::Held(session) => (Some(session), None),
             // seen when planned; unless the table took it over while the tool ran
             Owner::Born { id, removals } => match this.rules.births() {
-                Some(b) if b.holds(id, removals) => None,
-                _ => this.sessions.get(id).map(|e| e.session.clone_ref(py)),
+                Some(b) if b.holds(id, removals) => (None, Some(id)),
+                _ => (this.sessions.get(id).map(|e| e.session.clone_ref(py)), None),
             },
         };
-        this.rules.framing().json(out, reply);
+        if pending.is_none() {
+            this.rules.framing().json(out, reply);
+        }
         drop(this);
-        if let Some(session) = session {
+        if let Some(session) = &session {
             session
                 .bind(py)
                 .setattr(pyo3::intern!(py, "last_seen"), now)?;
         }
-        Ok(Some((Answered::ToolsCall, 200)))
+        let (Some(pending), Some((_, adopt))) = (pending, waiting) else {
+            return Ok(Answer::Written(Answered::ToolsCall, 200));
+        };
+        // The session the call belongs to, or the id of one the lane opened (the table takes
+        // it over), and the request, which the transport holds in flight from now on.
+        let whose = match (session, born) {
+            (Some(session), _) => session.into_bound(py),
+            (None, Some(id)) => PyString::new(py, &String::from_utf8_lossy(id)).into_any(),
+            (None, None) => py.None().into_bound(py),
+        };
+        let answer = adopt
+            .bind(py)
+            .call1((pending, whose, PyBytes::new(py, body)))?;
+        Ok(Answer::Waits(answer))
     }
 
     /// Count one request answered as `answered` with `status`, begun at `started`.
@@ -301,21 +340,25 @@ impl HttpLane {
             version,
             owner,
             run_tool: self.run_tool.clone_ref(py),
-            unencodable: self.unencodable.clone_ref(py),
+            encoders: self.encoders.clone_ref(py),
+            waiting: self
+                .waiting
+                .as_ref()
+                .map(|w| (w.kind.clone_ref(py), w.adopt.clone_ref(py))),
             call,
         }
     }
 
-    /// Run a 2026-07-28 call through `serve`: its whole reply into `out` and its status, or
-    /// `None` (nothing ran).
-    fn serve_stateless(
-        slf: &Bound<'_, Self>,
-        py: Python<'_>,
+    /// Run a 2026-07-28 call through `serve`: its whole reply into `out` and its status; or
+    /// nothing ran; or, for a call that waits, the answer the server waits for.
+    fn serve_stateless<'py>(
+        slf: &Bound<'py, Self>,
+        py: Python<'py>,
         serve: &Py<PyAny>,
         call: Call<'_>,
         version: &Py<PyString>,
         out: &mut Vec<u8>,
-    ) -> PyResult<Option<(Answered, u16)>> {
+    ) -> PyResult<Answer<'py>> {
         let arguments = match call.arguments {
             Some(text) => pyjson::build_value(py, text)?,
             None => py.None().into_bound(py),
@@ -328,7 +371,10 @@ impl HttpLane {
             id,
         ))?;
         if outcome.is_none() {
-            return Ok(None);
+            return Ok(Answer::Full);
+        }
+        if !outcome.is_exact_instance_of::<PyTuple>() {
+            return Ok(Answer::Waits(outcome));
         }
         let (status, head, reply) =
             outcome.extract::<(u16, Bound<'_, PyBytes>, Bound<'_, PyBytes>)>()?;
@@ -336,7 +382,7 @@ impl HttpLane {
             .rules
             .framing()
             .with_body(out, head.as_bytes(), reply.as_bytes());
-        Ok(Some((Answered::ToolsCall, status)))
+        Ok(Answer::Written(Answered::ToolsCall, status))
     }
 
     /// The `date` line, asked of `clock` again when the second has changed (it formats it).
@@ -354,97 +400,65 @@ impl HttpLane {
     }
 }
 
-/// Run the tools/call in `body` for a session of `version` (its JSON-RPC reply into `reply`);
-/// false when it is not one the lane serves (nothing ran).
-fn call(
-    py: Python<'_>,
+/// What running a tools/call came to.
+enum Called<'py> {
+    /// Not one the lane serves: nothing ran.
+    Left,
+    /// Its JSON-RPC reply is written.
+    Written,
+    /// The tool waits: its `PendingCall` (see [`HttpLane::allow_waiting`]).
+    Waits(Bound<'py, PyAny>),
+}
+
+/// Run the tools/call `call` for a session of `version` (its JSON-RPC reply into `reply`).
+fn call<'py>(
+    py: Python<'py>,
     run_tool: &Py<PyAny>,
-    unencodable: &Py<PyAny>,
+    encoders: &Encoders,
+    waiting: Option<&Py<PyAny>>,
     call: Call<'_>,
-    version: &Bound<'_, PyString>,
+    version: &Bound<'py, PyString>,
     reply: &mut Vec<u8>,
-) -> PyResult<bool> {
+) -> PyResult<Called<'py>> {
     let arguments = match call.arguments {
         Some(text) => pyjson::build_value(py, text)?,
         None => py.None().into_bound(py),
     };
     let name = PyString::new(py, &call.name);
-    let outcome = run_tool.bind(py).call1((name, arguments, version))?;
+    let outcome = run_tool.bind(py).call1((&name, arguments, version))?;
     if outcome.is_none() {
-        return Ok(false);
+        return Ok(Called::Left);
     }
-    let id = &call.id;
-    reply::begin(reply, id);
-    if let Ok(error) = outcome.cast::<PyTuple>() {
-        // A refusal before the tool ran: if it cannot be written here, the full path says it.
-        if !write_error(reply, error) {
-            return Ok(false);
-        }
-    } else {
-        reply.extend_from_slice(reply::RESULT);
-        // A str is the text of a result of one text content: no dict built to be read here.
-        let text = outcome.is_exact_instance_of::<PyString>();
-        if text {
-            reply.extend_from_slice(reply::TEXT_RESULT.0);
-        }
-        let written = if text {
-            pyjson::write_obj(reply, &outcome, 3)
-        } else {
-            pyjson::write_body(reply, &outcome)
-        };
-        if text && written.is_ok() {
-            reply.extend_from_slice(reply::TEXT_RESULT.1);
-        }
-        if let Err(exc) = written {
-            let id = pyjson::id_to_py(py, id)?;
-            let written = unencodable.bind(py).call1((id, exc.value(py)))?;
-            reply.clear();
-            reply.extend_from_slice(written.cast::<PyBytes>()?.as_bytes());
-        } else {
-            reply.push(b'}');
+    if let Some(kind) = waiting {
+        // (a result is a dict or a str: the usual outcomes are told apart without a look-up)
+        if !outcome.is_exact_instance_of::<PyString>()
+            && !outcome.is_exact_instance_of::<PyDict>()
+            && outcome.is_instance(kind.bind(py))?
+        {
+            return Ok(Called::Waits(outcome));
         }
     }
-    Ok(true)
-}
-
-/// `,"error":{...}}` as `encode_error` writes it; false when `(code, message, data)` is not
-/// an int code, a str message and data JSON can hold.
-fn write_error(out: &mut Vec<u8>, error: &Bound<'_, PyTuple>) -> bool {
-    let Ok((code, message, data)) =
-        error.extract::<(Bound<'_, PyAny>, Bound<'_, PyString>, Bound<'_, PyAny>)>()
-    else {
-        return false;
-    };
-    if !code.is_exact_instance_of::<PyInt>() {
-        return false;
-    }
-    let Ok(message) = message.to_str() else {
-        return false;
-    };
-    reply::error(
-        out,
-        |out| pyjson::write_obj(out, &code, 0),
-        message,
-        (!data.is_none()).then_some(|out: &mut Vec<u8>| pyjson::write_obj(out, &data, 0)),
-    )
-    .is_ok()
+    tool_reply::write(reply, &call.id, &name, &outcome, encoders)?;
+    Ok(Called::Written)
 }
 
 #[pymethods]
 impl HttpLane {
-    /// `HttpLane(path, versions, json_head, run_tool, unencodable, clock, max_head, max_body)`:
-    /// `versions` are the `MCP-Protocol-Version` values a session request may carry;
-    /// `json_head` the status line and headers of a JSON reply before its length; `clock()`
-    /// the current `date` header line (asked once a second).
+    /// `HttpLane(path, versions, json_head, run_tool, unencodable_result, error_reply, clock,
+    /// max_head, max_body)`: `versions` are the `MCP-Protocol-Version` values a session
+    /// request may carry; `json_head` the status line and headers of a JSON reply before its
+    /// length; `unencodable_result` and `error_reply` the session machine's functions (see
+    /// `crate::tool_reply`); `clock()` the current `date` header line (asked once a second).
     #[new]
-    #[pyo3(signature = (path, versions, json_head, run_tool, unencodable, clock, max_head, max_body))]
+    #[pyo3(signature = (path, versions, json_head, run_tool, unencodable_result, error_reply, clock, max_head, max_body))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         path: &str,
         versions: Vec<String>,
         json_head: &[u8],
         run_tool: Py<PyAny>,
-        unencodable: Py<PyAny>,
+        unencodable_result: Py<PyAny>,
+        error_reply: Py<PyAny>,
         clock: Py<PyAny>,
         max_head: usize,
         max_body: usize,
@@ -459,7 +473,8 @@ impl HttpLane {
             max_body,
             sessions: HashMap::default(),
             run_tool,
-            unencodable,
+            encoders: Encoders::new(unencodable_result, error_reply),
+            waiting: None,
             clock,
             answered: 0,
             consulted: None,
@@ -589,6 +604,29 @@ impl HttpLane {
         Ok(tally::read(cells.get()).map(py_counts))
     }
 
+    /// Serve calls that wait too: `run_tool` may return an instance of `kind` (a call of an
+    /// `async def` tool still running, `Server.run_tool_inline`'s `PendingCall`), and `serve`
+    /// (`allow_stateless`) something other than its reply tuple, the answer the server waits
+    /// for. The lane gives such a call to `adopt(call, session, body)`: `session` is the one
+    /// the call belongs to (the object of `add_session`), the id of a session the lane opened
+    /// (a str: the table takes it over), or `None` when it ended while the tool ran; `body` is
+    /// the request's. What `adopt` returns is the answer the server waits for (`feed`).
+    fn allow_waiting(&mut self, kind: Py<PyAny>, adopt: Py<PyAny>) {
+        self.waiting = Some(Waiting { kind, adopt });
+    }
+
+    /// Count a `tools/call` it handed back waiting (`feed`), now that its reply was written:
+    /// with `status`, `seconds` after its request came.
+    fn count_waited(&self, status: u16, seconds: f64) {
+        if let Some(tally) = &self.tally {
+            // (a negative or NaN time saturates to 0)
+            let nanos = (seconds * 1e9) as u64;
+            tally
+                .layout
+                .count(tally.cells.get(), Answered::ToolsCall, status, nanos);
+        }
+    }
+
     /// Forget a session (ended, or no longer one the lane may serve).
     fn drop_session(&mut self, session_id: &str) {
         self.sessions.remove(session_id.as_bytes());
@@ -697,12 +735,15 @@ impl HttpLane {
 
     /// `parse_http` that answers what it can. When it answered every request in `data` and
     /// nothing is left over (the usual case), the replies' bytes alone; else `(replies,
-    /// requests, consumed, status, need, reason)`: `replies` the bytes to write first (or
-    /// `None`) for the requests it answered, `requests` the rest in `parse_http`'s form, in
-    /// order. Only the requests before the first one left to the full path are answered, and
-    /// none when `idle` is false (an earlier answer still owns the connection), so replies stay
-    /// in request order and a request never runs before those sent ahead of it. `now` is the
-    /// time put in a served session's `last_seen`.
+    /// requests, consumed, status, need, reason, waiting)`: `replies` the bytes to write first
+    /// (or `None`) for the requests it answered, `requests` the rest in `parse_http`'s form, in
+    /// order; `waiting` (or `None`) `(answer, target)` for a call that waits (`allow_waiting`),
+    /// the request after `replies` and before `requests`: `answer` is what the server waits for
+    /// (`adopt`'s), `target` the request's. Only the requests before the first one left to the
+    /// full path, or the first call that waits, are answered, and none when `idle` is false (an
+    /// earlier answer still owns the connection), so replies stay in request order and a
+    /// request never runs before those sent ahead of it. `now` is the time put in a served
+    /// session's `last_seen`.
     fn feed<'py>(
         slf: &Bound<'py, Self>,
         py: Python<'py>,
@@ -715,6 +756,7 @@ impl HttpLane {
             let mut requests: Option<Bound<'py, PyList>> = None;
             let mut replies: Vec<u8> = Vec::with_capacity(512);
             let mut reply: Vec<u8> = Vec::with_capacity(256);
+            let mut waiting: Option<(Bound<'py, PyAny>, Bound<'py, PyBytes>)> = None;
             let mut answering = idle;
             let mut answered = 0u64;
             let now_s: f64 = now.extract()?;
@@ -741,26 +783,40 @@ impl HttpLane {
                         &mut replies,
                         &mut reply,
                     )?;
-                    if let Some((what, status)) = outcome {
-                        if let Some(started) = started {
-                            slf.borrow().count(what, status, started);
+                    match outcome {
+                        Answer::Written(what, status) => {
+                            if let Some(started) = started {
+                                slf.borrow().count(what, status, started);
+                            }
+                            answered += 1;
+                            return Ok(());
                         }
-                        answered += 1;
-                        return Ok(());
+                        Answer::Waits(answer) => {
+                            // counted when its reply is written (`count_waited`)
+                            waiting = Some((answer, PyBytes::new(py, head.target)));
+                            answered += 1;
+                            answering = false;
+                            return Ok(());
+                        }
+                        Answer::Full => answering = false,
                     }
-                    answering = false;
                 }
                 requests
                     .get_or_insert_with(|| PyList::empty(py))
                     .append(request_tuple(py, head, body)?)
             })?;
             slf.borrow_mut().answered += answered;
-            if requests.is_none() && at == buf.len() && status == 0 && !replies.is_empty() {
+            if requests.is_none()
+                && waiting.is_none()
+                && at == buf.len()
+                && status == 0
+                && !replies.is_empty()
+            {
                 return Ok(PyBytes::new(py, &replies).into_any());
             }
             let replies = (!replies.is_empty()).then(|| PyBytes::new(py, &replies));
             let requests = requests.unwrap_or_else(|| PyList::empty(py));
-            (replies, requests, at, status, need, reason)
+            (replies, requests, at, status, need, reason, waiting)
                 .into_pyobject(py)
                 .map(Bound::into_any)
         })

@@ -13,6 +13,7 @@ mod message;
 mod pyjson;
 mod stdio_lane;
 mod stream;
+mod tool_reply;
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;

@@ -14,18 +14,18 @@
 //!
 //! `run_tool(name, arguments, version)` returns `None` (not a plain sync call: nothing ran),
 //! a result dict, a str (the text of a result of one text content) or `(code, message, data)`
-//! for a JSON-RPC error; `unencodable(id, exc)` the reply to a result JSON cannot hold.
+//! for a JSON-RPC error, whose reply `crate::tool_reply` writes.
 
 use std::ops::Range;
 
 use mcpfast_core::admit::{self, Call};
 use mcpfast_core::framer::{self, Frame};
-use mcpfast_core::reply;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use crate::errors;
 use crate::pyjson;
+use crate::tool_reply::{self, Encoders};
 
 /// A framed item kept past the framer's borrow of its buffer: a line is its place in the
 /// chunk's copy of its lines (one buffer for them all, not one per line).
@@ -44,7 +44,7 @@ struct Serving {
 pub struct StdioLane {
     framer: framer::LineFramer,
     run_tool: Py<PyAny>,
-    unencodable: Py<PyAny>,
+    encoders: Encoders,
     serving: Option<Serving>,
     answered: u64,
 }
@@ -77,7 +77,7 @@ impl StdioLane {
         let mut lines = Vec::with_capacity(data.map_or(0, <[u8]>::len));
         let items = slf.borrow_mut().frame(data, &mut lines);
         let py = slf.py();
-        let (serving, run_tool, unencodable) = {
+        let (serving, run_tool, encoders) = {
             let this = slf.borrow();
             let serving = this
                 .serving
@@ -86,7 +86,7 @@ impl StdioLane {
             (
                 serving,
                 this.run_tool.clone_ref(py),
-                this.unencodable.clone_ref(py),
+                this.encoders.clone_ref(py),
             )
         };
         // The replies are about as long as the requests.
@@ -99,7 +99,7 @@ impl StdioLane {
             if rest.is_none() {
                 if let (Some((version, in_flight)), Item::Line(line)) = (&serving, &item) {
                     let session = (version.bind(py), in_flight.bind(py));
-                    let tool = (&run_tool, &unencodable, &mut names);
+                    let tool = (&run_tool, &encoders, &mut names);
                     if answer(py, &lines[line.clone()], session, tool, &mut reply)? {
                         out.extend_from_slice(&reply);
                         out.push(b'\n');
@@ -140,8 +140,9 @@ impl<'py> Names<'py> {
     }
 }
 
-/// The application's side of a call: `run_tool`, `unencodable`, and the names made so far.
-type Tool<'a, 'py> = (&'a Py<PyAny>, &'a Py<PyAny>, &'a mut Names<'py>);
+/// The application's side of a call: `run_tool`, the session machine's encoders, and the names
+/// made so far.
+type Tool<'a, 'py> = (&'a Py<PyAny>, &'a Encoders, &'a mut Names<'py>);
 
 /// Answer `line` into `reply` if it is a plain `tools/call` the application runs here, for a
 /// session of `version` whose requests in flight are `in_flight`; false: the full path serves
@@ -163,17 +164,16 @@ fn answer<'py>(
     if in_flight.contains(&id)? {
         return Ok(false); // the session machine answers a reused id
     }
-    run(py, &call, &id, version, tool, reply)
+    run(py, &call, version, tool, reply)
 }
 
-/// Run the tools/call `call` (id `id`) and write its JSON-RPC reply into `reply`; false when
-/// it is not one `run_tool` serves (nothing ran).
+/// Run the tools/call `call` and write its JSON-RPC reply into `reply`; false when it is not
+/// one `run_tool` serves (nothing ran).
 fn run<'py>(
     py: Python<'py>,
     call: &Call<'_>,
-    id: &Bound<'py, PyAny>,
     version: &Bound<'py, PyString>,
-    (run_tool, unencodable, names): Tool<'_, 'py>,
+    (run_tool, encoders, names): Tool<'_, 'py>,
     reply: &mut Vec<u8>,
 ) -> PyResult<bool> {
     let arguments = match call.arguments {
@@ -181,65 +181,26 @@ fn run<'py>(
         None => py.None().into_bound(py),
     };
     let name = names.get(py, &call.name);
-    let outcome = run_tool.bind(py).call1((name, arguments, version))?;
+    let outcome = run_tool.bind(py).call1((&name, arguments, version))?;
     if outcome.is_none() {
         return Ok(false);
     }
-    reply::begin(reply, &call.id);
-    if let Ok(error) = outcome.cast::<PyTuple>() {
-        // A refusal before the tool ran: if it cannot be written here, the full path says it.
-        return Ok(write_error(reply, error));
-    }
-    reply.extend_from_slice(reply::RESULT);
-    // A str is the text of a result of one text content: no dict built to be read here.
-    let text = outcome.is_exact_instance_of::<PyString>();
-    let written = if text {
-        reply.extend_from_slice(reply::TEXT_RESULT.0);
-        pyjson::write_obj(reply, &outcome, 3)
-            .map(|()| reply.extend_from_slice(reply::TEXT_RESULT.1))
-    } else {
-        pyjson::write_body(reply, &outcome)
-    };
-    match written {
-        Ok(()) => reply.push(b'}'),
-        Err(exc) => {
-            let written = unencodable.bind(py).call1((id, exc.value(py)))?;
-            reply.clear();
-            reply.extend_from_slice(written.cast::<PyBytes>()?.as_bytes());
-        }
-    }
+    tool_reply::write(reply, &call.id, &name, &outcome, encoders)?;
     Ok(true)
-}
-
-/// `,"error":{...}}` as `encode_error` writes it; false when `(code, message, data)` is not an
-/// int code, a str message and data JSON can hold.
-fn write_error(out: &mut Vec<u8>, error: &Bound<'_, PyTuple>) -> bool {
-    let Ok((code, message, data)) =
-        error.extract::<(Bound<'_, PyAny>, Bound<'_, PyString>, Bound<'_, PyAny>)>()
-    else {
-        return false;
-    };
-    if !code.is_exact_instance_of::<PyInt>() {
-        return false;
-    }
-    let Ok(message) = message.to_str() else {
-        return false;
-    };
-    reply::error(
-        out,
-        |out| pyjson::write_obj(out, &code, 0),
-        message,
-        (!data.is_none()).then_some(|out: &mut Vec<u8>| pyjson::write_obj(out, &data, 0)),
-    )
-    .is_ok()
 }
 
 #[pymethods]
 impl StdioLane {
-    /// `StdioLane(max_line, run_tool, unencodable)`: lines longer than `max_line` bytes are
-    /// reported as `LineFramer` reports them.
+    /// `StdioLane(max_line, run_tool, unencodable_result, error_reply)`: lines longer than
+    /// `max_line` bytes are reported as `LineFramer` reports them; the two functions are the
+    /// session machine's (see `crate::tool_reply`).
     #[new]
-    fn new(max_line: i64, run_tool: Py<PyAny>, unencodable: Py<PyAny>) -> PyResult<Self> {
+    fn new(
+        max_line: i64,
+        run_tool: Py<PyAny>,
+        unencodable_result: Py<PyAny>,
+        error_reply: Py<PyAny>,
+    ) -> PyResult<Self> {
         if max_line < 1 {
             return Err(pyo3::exceptions::PyValueError::new_err(
                 "max_line must be at least 1",
@@ -248,7 +209,7 @@ impl StdioLane {
         Ok(StdioLane {
             framer: framer::LineFramer::new(usize::try_from(max_line).unwrap_or(usize::MAX)),
             run_tool,
-            unencodable,
+            encoders: Encoders::new(unencodable_result, error_reply),
             serving: None,
             answered: 0,
         })

@@ -14,8 +14,8 @@ const LAYERS: &[&[&str]] = &[
     // Python values to JSON (and back) through the C API; HTTP framing
     &["fastjson", "http1"],
     &["pyjson"],
-    // the classes and functions of `mcpfast._core`
-    &["message"],
+    // the classes and functions of `mcpfast._core`; the replies the lanes write
+    &["message", "tool_reply"],
     &["stream", "lane", "stdio_lane"],
     &["engine"],
     // the module `mcpfast._core` itself
