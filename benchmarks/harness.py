@@ -32,10 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-# the load average, the busy rule and the process tree are the ones `mcpfast bench --soak` records too
-from mcpfast.bench.files import write_json
 from mcpfast.bench.procs import loadavg, machine_info, machine_was_busy
 from mcpfast.client.probe import process_tree
+
+# the load average, the busy rule and the process tree are the ones `mcpfast bench --soak` records too
+from mcpfast.results.files import write_json
 
 __all__ = [
     "CLOCK_TICKS",

@@ -45,9 +45,9 @@ from typing import Any
 
 from benchmarks.harness import GENERATOR_CPU, ROOT, SERVER_CPU, Record, alternate, cpu_seconds, head, pinned, process_tree, results_dir
 from benchmarks.peer_servers import PEERS, PeerNotAvailable, peer_versions, start_http
-from mcpfast.bench.files import write_summary
 from mcpfast.bench.procs import ServerProcess, log_path, rss_kib
 from mcpfast.locust.argtypes import int_at_least
+from mcpfast.results.files import write_summary
 from mcpfast.transports.http_runner import DEFAULT_RUNNER, RUNNERS
 
 __all__ = ["GENERATOR_CPU", "SERVER_CPU", "failure_count", "load_binary", "main", "measure_rate", "median_round", "run"]

@@ -45,12 +45,12 @@ from typing import Any, TextIO
 
 from benchmarks.harness import GENERATOR_CPU, SERVER_CPU, affinity, loadavg, machine_was_busy, parse_cpus
 from benchmarks.peer_servers import PEERS, PeerNotAvailable, peer_versions, start_http
-from mcpfast.bench import plots
-from mcpfast.bench.files import SUMMARY_FORMAT, SUMMARY_VERSION, histograms, read_json, write_summary
 from mcpfast.bench.procs import log_path, machine_info
-from mcpfast.bench.report import generate_plots
 from mcpfast.bench.run import FAMILIES, BenchConfig, main_row, run_bench
 from mcpfast.locust.argtypes import finite_positive, int_at_least
+from mcpfast.results import plots
+from mcpfast.results.files import SUMMARY_FORMAT, SUMMARY_VERSION, histograms, read_json, write_summary
+from mcpfast.results.report import generate_plots
 
 __all__ = ["PeersConfig", "main", "ratio_rows", "render_readme", "run_peers"]
 

@@ -1,7 +1,8 @@
 """``mcpfast capacity``: the capacity search (the Locust shape ``shapes/capacity.py``, which does
 the searching) run as one ``locust`` subprocess against the embedded reference server or a
 target; this module only launches it, echoes its progress, reads the ``capacity.json`` it
-writes and draws the curve (``docs/capacity.md``)."""
+writes and has the curve and ``report.html`` drawn (:func:`mcpfast.results.report.redraw_capacity`;
+``docs/capacity.md``)."""
 
 from __future__ import annotations
 
@@ -14,21 +15,19 @@ import threading
 from pathlib import Path
 from typing import Any, TextIO
 
-from mcpfast.bench import files, plots
 from mcpfast.bench.procs import ServerProcess, child_env, free_port, log_path, log_tail, reference_server, stop_process
 from mcpfast.locust.argtypes import finite_positive, int_at_least, rate
 from mcpfast.locust.capacity import SearchSettings
 from mcpfast.locust.locustfiles import LOCUSTFILES, families
-from mcpfast.locust.thresholds import argument_type, parse
-from mcpfast.locust.units import latency_text
+from mcpfast.locust.thresholds import argument_type
+from mcpfast.results import files
+from mcpfast.results.report import redraw_capacity
 
-__all__ = ["add_parser", "curve", "redraw", "run"]
+__all__ = ["add_parser", "run"]
 
 SHAPE = LOCUSTFILES.parent / "shapes" / "capacity.py"
 PROGRESS = "mcpfast capacity: "
 STOP_GRACE_S = 60.0  # past --max-time (and the shape's wait for a late step) before locust is stopped
-PERCENTILES = (("p50", "#4c72b0"), ("p90", "#55a868"), ("p99", plots.RED), ("p99.9", "#8172b2"))
-MARKERS = {"pass": ("o", "passed"), "fail": ("X", "failed"), "inconclusive": ("^", "inconclusive (generator)")}
 # the search's bounds: the flag (the shape's --mcp-capacity-<flag>), its SearchSettings field, type, metavar, help
 SEARCH = (
     ("start", "start", finite_positive, "R", "the first step's rate per second"),
@@ -84,6 +83,7 @@ def locust_argv(args: argparse.Namespace, out: Path, host: str | None, server_pi
     family = "scenario" if args.mcp_scenario else (args.family or "tools_call")
     argv = [sys.executable, "-m", "locust", "-f", f"{LOCUSTFILES / family}.py,{SHAPE}", "--headless", "--only-summary"]
     argv += ["--loglevel", "INFO", "--mcp-capacity-out", str(out), *(a for slo in args.slo for a in ("--mcp-slo", slo))]
+    argv += ["--mcp-histogram-out", str(out / "capacity"), "--mcp-no-report"]  # the search's µs histograms; one page, report.html
     argv += ["--mcp-command", args.target_command] if args.target_command else ["--host", host or ""]
     argv += ["--mcp-server-pid", str(server_pid)] if server_pid else []
     argv += [
@@ -166,8 +166,7 @@ def run(args: argparse.Namespace, out_stream: TextIO | None = None, err: TextIO 
         err_s.write(f"mcpfast capacity: locust {why} (log {log_file}):\n{chr(10).join(said) or log_tail(log_file, 8)}\n")
         return 2 if code == 2 else 1
     written = [out / "command.txt", out / "capacity.json", out / "capacity.csv", log_file, *([server.log_path] if server else [])]
-    if not args.no_plots:
-        written.append(curve(result, out / "capacity.png"))
+    written += redraw_capacity(out, result, plots_too=not args.no_plots)
     out_s.write(f"mcpfast capacity: {result['sentence']}\n")
     if args.target_command:
         out_s.write("server CPU and memory: not known over stdio (each session's server is a child of the locust process)\n")
@@ -175,52 +174,3 @@ def run(args: argparse.Namespace, out_stream: TextIO | None = None, err: TextIO 
         out_s.write("server CPU and memory: not known (no --server-pid, and no /metrics beside the target)\n")
     out_s.write("".join(f"  {p}\n" for p in written))
     return code if code in (0, 1, 2, 3) else 1
-
-
-def curve(result: dict[str, Any], path: Path) -> Path:
-    """``capacity.png``: each step's latency percentiles against the throughput it achieved, its
-    verdict as the marker, the SLO's latency bounds and the capacity (or the bracket) it found."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    fig, axes = plots.subplots(1, 1, (9, 5.5))
-    ax, title = axes[0][0], str(result.get("sentence") or "").split("; ")[0]
-    steps = sorted((s for s in result.get("steps") or [] if s["latency_us"].get("p50")), key=lambda s: s["achieved"])
-    if not steps:
-        plots.empty(ax, "no step completed a request")
-        return plots.save(fig, path, title)
-    for name, color in PERCENTILES:
-        pts = [(s["achieved"], s["latency_us"][name], s["verdict"]) for s in steps if s["latency_us"].get(name)]
-        ax.plot([x for x, _, _ in pts], [y for _, y, _ in pts], color=color, linewidth=1.2, alpha=0.7, label=name)
-        for verdict, (marker, _) in MARKERS.items():
-            mine = [(x, y) for x, y, v in pts if v == verdict]
-            ax.scatter([x for x, _ in mine], [y for _, y in mine], marker=marker, color=color, s=36, zorder=3)
-    for marker, label in MARKERS.values():  # the verdicts' legend: grey markers standing for every colour
-        ax.scatter([], [], marker=marker, color="0.3", label=label)
-    for i, t in enumerate(t for t in map(parse, result.get("slo") or []) if t.is_latency):
-        ax.axhline(t.value, color="0.25", linestyle=(0, (4, 2 + i)), linewidth=1, label=f"SLO {t.text}")
-    good, bad, found = result.get("last_good"), result.get("first_bad"), result.get("capacity")
-    if found is not None:
-        ax.axvline(found, color="black", linewidth=1.5, label=f"capacity {found:,.0f} {result.get('unit', '')}")
-    if good is not None and bad is not None:
-        ax.axvspan(good, bad, color="0.85", zorder=0, label=f"last good {good:,.0f} - first bad {bad:,.0f} (offered)")
-    elif good is not None and found is None:
-        ax.axvline(good, color="black", linestyle=":", linewidth=1.5, label=f"held {good:,.0f} (at least)")
-    ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: latency_text(v)))
-    ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
-    ax.set_xlabel(f"achieved throughput ({result.get('unit') or 'per second'})")
-    ax.set_ylabel("latency from the intended send time (log)")
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
-    return plots.save(fig, path, title)
-
-
-def redraw(folder: Path) -> Path:
-    """``mcpfast report DIR`` on a capacity folder: the curve again from its ``capacity.json``."""
-    result = files.read_json(folder / "capacity.json")
-    if not isinstance(result, dict) or not isinstance(result.get("steps"), list):
-        raise SystemExit(f"mcpfast: {folder / 'capacity.json'} is not a capacity search's result")
-    print(f"mcpfast capacity: {result.get('sentence')}")
-    return curve(result, folder / "capacity.png")

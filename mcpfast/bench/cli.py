@@ -1,4 +1,5 @@
-"""The ``bench``, ``capacity``, ``report`` and ``compare`` subcommands of ``mcpfast``:
+"""The ``bench``, ``capacity``, ``report`` and ``compare`` subcommands of ``mcpfast`` (the last two
+read results only: :mod:`mcpfast.results`):
 ``mcpfast/cli.py`` wires them in with :func:`add_subcommands` (on its subparsers) and
 :func:`run_subcommand` (for ``args.command`` in :data:`COMMANDS`).
 
@@ -94,13 +95,45 @@ def add_subcommands(subparsers: Any) -> None:
     )  # fmt: skip
 
     capacity.add_parser(subparsers)
-    report = subparsers.add_parser("report", help="redraw the plots of a bench run (or a capacity search) from its saved data")
+    report = subparsers.add_parser("report", help="redraw the plots and report.html of a bench run (or a capacity search) from its files")
     report.add_argument("run", metavar="RUN", help="a directory written by `mcpfast bench` or `mcpfast capacity`")
 
-    compare = subparsers.add_parser("compare", help="ratio tables (B/A) and one percentile plot for two bench runs")
-    compare.add_argument("run_a", metavar="RUN_A")
-    compare.add_argument("run_b", metavar="RUN_B")
-    compare.add_argument("--out", metavar="DIR", help="where compare-<a>-vs-<b>.png goes (default RUN_B)")
+    from mcpfast.results.compare import __doc__ as how
+
+    compare = subparsers.add_parser(
+        "compare",
+        help="each percentile's change from run A to run B, judged against the runs' own noise (exit 1: a regression)",
+        description=(how or "").split("\n\n")[1].replace("\n", " "),
+    )
+    compare.add_argument("run_a", metavar="RUN_A", help="a bench folder, or a locust run's PREFIX_histograms.json (or PREFIX)")
+    compare.add_argument("run_b", metavar="RUN_B", help="the same kind of run, to judge against RUN_A")
+    compare.add_argument("--max-regression", type=_percent, default=10.0, metavar="PCT",
+                         help="a change beyond noise fails the check (exit 1) only above this many percent (default 10)")  # fmt: skip
+    compare.add_argument("--confidence", type=_confidence, default=0.99, metavar="C",
+                         help="the rank test's confidence, between 0.5 and 0.999 (default 0.99)")  # fmt: skip
+    compare.add_argument("--out", metavar="DIR", help="where compare-<a>-vs-<b>.json and .png go (default RUN_B's folder)")
+    compare.add_argument("--no-plots", action="store_true", help="no PNG (the JSON still)")
+
+
+def _percent(text: str) -> float:
+    """--max-regression PCT: a number of percent >= 0, with or without '%'."""
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        value = -1.0
+    if not (0.0 <= value < float("inf")):
+        raise argparse.ArgumentTypeError(f"PCT must be a number of percent >= 0 (e.g. 10 or 10%), got {text!r}")
+    return value
+
+
+def _confidence(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0.5 <= value <= 0.999:
+        raise argparse.ArgumentTypeError(f"the confidence is between 0.5 and 0.999 (e.g. 0.99), got {text!r}")
+    return value
 
 
 def _soak_minutes(text: str) -> float:
@@ -199,14 +232,12 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from mcpfast.bench import files
-    from mcpfast.bench.report import format_summary, generate_plots
+    from mcpfast.results import files
+    from mcpfast.results.report import format_summary, redraw_bench, redraw_capacity
 
     run = Path(args.run)
     if (run / "capacity.json").is_file():
-        from mcpfast.bench.capacity import redraw as redraw_curve
-
-        print(f"plot: {redraw_curve(run)}")
+        print("".join(f"written: {p}\n" for p in redraw_capacity(run)), end="")
         return 0
     if files.is_soak(run):
         from mcpfast.bench.soak import redraw
@@ -214,20 +245,27 @@ def _report(args: argparse.Namespace) -> int:
         print(f"{len(redraw(run))} plots written to {run} (a soak: results.md rewritten)")
         return 0
     summary = files.load_summary(run)
-    summary["plots"] = [p.name for p in generate_plots(run, summary)]
+    page = redraw_bench(run, summary)[-1]
     files.write_summary(run, summary)
     print(format_summary(summary))
-    print(f"{len(summary['plots'])} plots written to {run}")
+    print(f"{len(summary['plots'])} plots written to {run}; the page: {page}")
     return 0
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from mcpfast.bench.report import compare_runs
+    from mcpfast.results import compare
 
-    text, png, entries = compare_runs(Path(args.run_a), Path(args.run_b), Path(args.out) if args.out else None)
-    print(text)
-    print(f"plot: {png}")
-    return 0 if entries else 1
+    try:
+        a, b = compare.load(args.run_a), compare.load(args.run_b)
+    except compare.CompareError as exc:
+        print(f"mcpfast compare: {exc}", file=sys.stderr)
+        return 2
+    result = compare.compare(a, b, confidence=args.confidence, max_regression=args.max_regression / 100.0)
+    print(compare.render(result))
+    out = Path(args.out) if args.out else (b.path if b.kind == "bench" else b.path.parent)
+    for path in compare.write(result, out, plot=not args.no_plots):
+        print(f"written: {path}")
+    return result.exit_code
 
 
 def run_subcommand(args: argparse.Namespace) -> int:

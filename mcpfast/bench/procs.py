@@ -7,12 +7,10 @@ ports, a sampling thread, logs beside the results, and
 
 from __future__ import annotations
 
-import math
 import os
 import platform
 import shlex
 import socket
-import statistics
 import subprocess
 import sys
 import threading
@@ -31,7 +29,6 @@ __all__ = [
     "child_env",
     "cpus_available",
     "free_port",
-    "least_squares",
     "loadavg",
     "log_path",
     "log_tail",
@@ -137,20 +134,6 @@ def machine_info(modules: Sequence[str] = ("locust", "gevent")) -> dict[str, Any
         except PackageNotFoundError:
             info[f"{mod}_version"] = None
     return info
-
-
-def least_squares(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float | None] | None:
-    """The least-squares line ``y = a + b x``: ``(a, b, the standard error of b)`` (None for two
-    points, which always make a perfect line); None below 2 points or when x does not vary."""
-    try:
-        b, a = statistics.linear_regression(xs, ys)
-    except statistics.StatisticsError:
-        return None
-    if len(xs) == 2:
-        return a, b, None
-    mx = statistics.fmean(xs)
-    ssr = sum((y - (a + b * x)) ** 2 for x, y in zip(xs, ys, strict=True))
-    return a, b, math.sqrt(ssr / (len(xs) - 2) / sum((x - mx) ** 2 for x in xs))
 
 
 def free_port(host: str = "127.0.0.1") -> int:

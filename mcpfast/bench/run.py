@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from mcpfast.bench import files
 from mcpfast.bench.procs import (
     Sampler,
     ServerProcess,
@@ -29,9 +28,12 @@ from mcpfast.bench.procs import (
     rss_kib,
     stop_process,
 )
-from mcpfast.bench.report import GENERATOR_BOUND_NOTE, format_summary, ms
 from mcpfast.client.probe import child_pids
 from mcpfast.locust.locustfiles import LOCUSTFILES
+from mcpfast.locust.report_page import generator_bound
+from mcpfast.results import files
+from mcpfast.results.page import bench_page
+from mcpfast.results.report import GENERATOR_BOUND_NOTE, format_summary, ms, redraw_bench
 
 __all__ = ["FAMILIES", "BenchConfig", "Progress", "family_result", "main_row", "run_bench"]
 
@@ -42,7 +44,6 @@ QUICK_USERS = 4
 DEFAULT_DURATION = 30.0
 DEFAULT_USERS = 8
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
-GENERATOR_BOUND = 0.9  # share of its cores above which a family's generator limited the figure
 LOCUST_GRACE = 45.0  # seconds past --duration before a locust subprocess is killed
 MEMORY_INTERVAL = 0.25
 
@@ -191,6 +192,7 @@ def locust_argv(
         "--only-summary",
         "--loglevel", "INFO",
         "--mcp-histogram-out", str(prefix),
+        "--mcp-no-report",  # the bench writes one report.html for every family
         "--mcp-engine", cfg.resolved_engine(),
     ]  # fmt: skip
     argv += ["--mcp-command", command or ""] if transport == "stdio" else ["--host", host or ""]
@@ -306,7 +308,7 @@ def generator_use(gen: dict[str, Any] | None) -> dict[str, Any] | None:
     threads) as a share of the cores it could run on, and whether that made it the bottleneck."""
     if not gen or gen.get("cpu_share") is None:
         return None
-    bound = float(gen["cpu_share"]) > GENERATOR_BOUND
+    bound = generator_bound(gen)
     return {**gen, "bound": bound, "note": GENERATOR_BOUND_NOTE if bound else None}
 
 
@@ -427,16 +429,16 @@ def run_bench(cfg: BenchConfig, stream: TextIO | None = None, make_plots: bool =
             summary["ok"] = False
     summary["wall_time_s"] = round(time.monotonic() - t0, 2)
     files.write_summary(cfg.out, summary)
-    if make_plots:
-        try:
-            from mcpfast.bench.report import generate_plots
-
-            summary["plots"] = [p.name for p in generate_plots(cfg.out, summary)]
-        except Exception as exc:  # a plotting bug must not lose the measurements
-            problems.append(f"plots: {type(exc).__name__}: {exc}")
-            summary["ok"] = False
-        summary["wall_time_s"] = round(time.monotonic() - t0, 2)
-        files.write_summary(cfg.out, summary)
+    try:  # the page always (no matplotlib needed), the PNGs unless --no-plots
+        if make_plots:
+            redraw_bench(cfg.out, summary)
+        else:
+            bench_page(cfg.out, summary)
+    except Exception as exc:  # a drawing bug must not lose the measurements
+        problems.append(f"plots: {type(exc).__name__}: {exc}")
+        summary["ok"] = False
+    summary["wall_time_s"] = round(time.monotonic() - t0, 2)
+    files.write_summary(cfg.out, summary)
     out.write(format_summary(summary) + "\n")
     if summary.get("thresholds"):
         from mcpfast.locust.thresholds import render_runs

@@ -26,21 +26,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
-from mcpfast.bench import files
 from mcpfast.bench.procs import (
     Sampler,
     ServerProcess,
-    least_squares,
     loadavg,
     log_path,
     machine_info,
     machine_was_busy,
     reference_server,
 )
-from mcpfast.bench.report import ms
 from mcpfast.client.probe import METRIC_SESSIONS, metrics_url, process_tree, read_metrics, tree_rss_bytes
 from mcpfast.locust.argtypes import finite_positive, int_at_least, positive_share, share
 from mcpfast.locust.histogram import Histogram
+from mcpfast.results import files
+from mcpfast.results.noise import least_squares
+from mcpfast.results.report import ms
 
 if TYPE_CHECKING:
     from mcpfast._core import EngineFamily, NativeEngine
@@ -741,7 +741,7 @@ def render_markdown(results: dict[str, Any]) -> str:
 
 
 def _draw(results: dict[str, Any], run: Path) -> list[Path]:
-    from mcpfast.bench.plots import soak_plot
+    from mcpfast.results.plots import soak_plot
 
     cfg = results["config"]
     title = f"soak: {cfg['minutes']:g} min at {cfg['share']:g} of capacity ({results['soak']['calls_rate']:.0f} calls/s)"

@@ -121,9 +121,15 @@ SWARM = Group(
         Opt(
             "--mcp-histogram-out",
             None,  # None -> the --csv prefix if given, else nothing is written
-            "Write PREFIX_histograms.json and PREFIX_histograms.hlog at test stop (default: the --csv "
-            "prefix; without either nothing is written, the table is only logged).",
+            "Write PREFIX_histograms.json, PREFIX_histograms.hlog and the page PREFIX_report.html at test "
+            "stop (default: the --csv prefix; without either nothing is written, the table is only logged).",
             metavar="PREFIX",
+        ),
+        Opt(
+            "--mcp-no-report",
+            False,
+            "Write no PREFIX_report.html (mcpfast bench and mcpfast capacity write one report.html for the whole run).",
+            action="store_true",
         ),
         Opt(
             "--mcp-rate",

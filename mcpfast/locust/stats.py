@@ -31,9 +31,10 @@ A client (the future McpHttpUser / McpStdioUser) uses it like this::
     stats.validator(protocol_version).check(reply, method="tools/call")  # may raise SchemaViolation
     stats.report("mcp-http", "tools/call:echo", elapsed_us, len(body), exception)
 
-At test stop, the master or the local runner writes ``<prefix>_histograms.json`` and the
+At test stop, the master or the local runner writes ``<prefix>_histograms.json``, the
 HdrHistogram interval log ``<prefix>_histograms.hlog`` (per-second deltas of every key, see
-:mod:`mcpfast.locust.hlog`) and logs a percentile table; ``<prefix>`` is ``--mcp-histogram-out``,
+:mod:`mcpfast.locust.hlog`) and the page ``<prefix>_report.html`` (:mod:`mcpfast.locust.report_page`;
+not with ``--mcp-no-report``) and logs a percentile table; ``<prefix>`` is ``--mcp-histogram-out``,
 else the ``--csv`` prefix; without either nothing is written (the table is only logged).
 
 The native engine (:mod:`mcpfast.locust.native`) feeds the same histograms from its drained
@@ -551,6 +552,8 @@ class McpStats:
                 json.dump(data, fh, separators=(",", ":"))
             os.replace(tmp, path)
             self.hlog_path = self.intervals.write(path[: -len(".json")] + ".hlog")
+            if not option(self.environment, "mcp_no_report"):
+                self.write_page(path[: -len("_histograms.json")] + "_report.html", data)
         self.written_path = path
         if not complete:
             logger.warning("mcpfast: histograms written without the final data of workers %s", data["missing_workers"])
@@ -560,6 +563,23 @@ class McpStats:
         where = f"{path} and {self.hlog_path}" if path else "not written (no --csv or --mcp-histogram-out)"
         _console(f"{table}\nmcpfast histograms: {where}")
         return path
+
+    def write_page(self, path: str, data: dict[str, Any]) -> str | None:
+        """``<prefix>_report.html``: the run's page (:mod:`mcpfast.locust.report_page`), from the
+        figures just written and the failures' reasons Locust recorded; a page that cannot be
+        drawn is logged, never the end of the run's files."""
+        from locust.stats import StatsError
+
+        from mcpfast.locust.report_page import write_run_page
+
+        runner = self.environment.runner
+        errors = runner.stats.errors.values() if runner is not None else []
+        reasons = [(str(e.method), str(e.name), StatsError.parse_error(e.error), int(e.occurrences)) for e in errors]
+        try:
+            return str(write_run_page(path, data, self.intervals, reasons))
+        except Exception:  # the page is a view of the files: they are written already
+            logger.exception("mcpfast: the report page %s could not be written", path)
+            return None
 
 
 def _cores() -> int:

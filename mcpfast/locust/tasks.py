@@ -11,10 +11,15 @@ first poll.  Rows: ``tools/call:<tool>`` (the call that made the task), ``tasks/
 ``tasks/cancel``, ``task:completed`` / ``task:cancelled`` (from the call's send to the poll that
 saw the end), ``task:failed`` (a failure: status failed, or a completed task with ``isError``),
 ``task:not-a-task`` (a failure: the server answered plainly).  ``<prefix>_tasks.json`` (and the
-log): tasks made, completed, cancelled, failed, polls per task, the cancel share.  A server
-whose ``server/discover`` does not offer the tasks extension stops the run before any load, with
-exit code 2.  Both engines (the native one by default; ``--mcp-engine python`` keeps the gevent
-users); on the native engine the counts come from its rows, ``failed`` including failed polls.
+log): tasks made, completed, cancelled, failed, polls per task, the cancel share.  Before any
+load, one unreported session asks the server (HTTP): a ``server/discover`` that does not offer
+the tasks extension, no tool ``--mcp-tool`` in ``tools/list``, a refused call of it, or a call
+answered without a task (the server will not run that tool as one) stops the run with exit code
+2 and the reason; a probe call that made a task is cancelled.  A refusal under load is a failure
+named by its cause (``http 400 unknown tool: echo``, ``JSON-RPC error -32602 on tools/call:
+...``), as the native engine names it.  Both engines (the native one by default; ``--mcp-engine
+python`` keeps the gevent users); on the native engine the counts come from its rows, ``failed``
+including failed polls.
 
 The locustfile subclasses :class:`TaskingUser` with its one task and calls :func:`register`.
 """
@@ -31,16 +36,19 @@ from typing import Any
 import gevent
 import locust  # first: Locust's import gevent-patches the stdlib
 
+from mcpfast.client.base import McpClient
+from mcpfast.client.errors import HttpStatusError, McpError
 from mcpfast.client.http import HttpClient
 from mcpfast.client.session import ClientSession
+from mcpfast.locust import oauth
 from mcpfast.locust import stats as mstats
 from mcpfast.locust.families import add_options
 from mcpfast.locust.options import TASKS as TASKS_OPTIONS
-from mcpfast.locust.options import option
+from mcpfast.locust.options import option, reach
 from mcpfast.locust.stats import output_prefix, runner_kind
 from mcpfast.locust.users import McpUser
 
-__all__ = ["COUNTS", "EXTENSION", "TaskFailed", "TaskingUser", "check_tasks_extension", "register"]
+__all__ = ["COUNTS", "EXTENSION", "Refused", "TaskFailed", "TaskingUser", "check_tasks_extension", "refusal_cause", "register"]
 
 logger = logging.getLogger("mcpfast.loadtests.tasks")
 
@@ -49,6 +57,8 @@ VERSION = "2026-07-28"
 TERMINAL = ("completed", "failed", "cancelled")
 MAX_POLLS = 10_000  # bounded: a task that never ends is a failure, not a hang
 MIN_POLL_S, MAX_POLL_S = 0.005, 5.0
+MAX_LIST_PAGES = 20  # tools/list pages the check before load reads
+MAX_CAUSE = 60  # characters of a refusal's cause (the native engine's bound: one row per cause)
 
 
 class TaskFailed(Exception):
@@ -75,22 +85,106 @@ def _capabilities(environment: Any) -> dict[str, Any]:
 
 
 def check_tasks_extension(environment: Any) -> str | None:
-    """Why the run may not start: the server's ``server/discover`` does not offer the tasks
-    extension (one unreported request), or cannot be asked; None when it does (or over stdio,
-    where the users find out)."""
+    """Why the run may not start, found before any load with one unreported session of the
+    users' own kind: the server's ``server/discover`` does not offer the tasks extension, it
+    lists no tool ``--mcp-tool``, it refuses a call of it (the refusal's reason named), or it
+    answers the call without making a task (it will not run that tool as one); None when the
+    call made a task (then cancelled) or the server cannot be reached before the run (over
+    stdio, where the native engine has no tasks family, the users find out)."""
     if option(environment, "mcp_command") or not environment.host:
         return None
+    tool, arguments = str(option(environment, "mcp_tool")), json.loads(option(environment, "mcp_tool_args"))
+    seen: list[BaseException] = []
+
+    def keep(_name: str, _us: int, _length: int, exc: BaseException | None) -> None:
+        if exc is not None:
+            seen.append(exc)
+
+    how = reach(environment)
+    token = oauth.source(environment) if how.oauth is not None else (how.token(0) if how.tokens else None)
     session = ClientSession(VERSION, capabilities=_capabilities(environment))
-    client = HttpClient(environment.host, session, timeout=float(option(environment, "mcp_timeout")))
+    client = HttpClient(environment.host, session, token=token, reach=how, timeout=float(option(environment, "mcp_timeout")), reporter=keep)
     try:
         if not client.initialize():
-            return f"cannot ask the server for the tasks extension: server/discover failed ({client.last_error})"
+            return f"cannot ask the server for the tasks extension: server/discover failed ({refusal_cause(seen[-1]) if seen else client.last_error})"
         offered = (client.session.server_capabilities or {}).get("extensions") or {}
+        if EXTENSION not in offered:
+            return f"the server does not offer the tasks extension ({EXTENSION} is not in server/discover's capabilities.extensions)"
+        tools = _tool_names(client)
+        if tools is not None and tool not in tools:
+            listed = ", ".join(sorted(tools)[:12]) + (", ..." if len(tools) > 12 else "") or "none"
+            return f"the server lists no tool {tool!r} (its tools: {listed}); name one it runs as a task with --mcp-tool"
+        reply = client.call_tool(tool, arguments)
+        if reply is None or reply.is_error:
+            why = refusal_cause(seen[-1]) if seen else "no reply"
+            return f"the server refused tools/call:{tool} before any load: {why}"
+        result = reply.result or {}
+        if result.get("resultType") != "task" or not isinstance(result.get("taskId"), str):
+            return (
+                f"the server ran {tool!r} without making a task (resultType {result.get('resultType')!r}): it will not run "
+                f"that tool as a task; name one it does with --mcp-tool (and its --mcp-tool-args)"
+            )
+        client.call("tasks/cancel", {"taskId": result["taskId"]})  # the probe's task: not left to run
     finally:
         client.close()
-    if EXTENSION in offered:
-        return None
-    return f"the server does not offer the tasks extension ({EXTENSION} is not in server/discover's capabilities.extensions)"
+    return None
+
+
+def _tool_names(client: HttpClient) -> set[str] | None:
+    """Every tool the server lists (its pages followed, at most :data:`MAX_LIST_PAGES`); None
+    when it does not answer ``tools/list`` (then the call finds out)."""
+    names: set[str] = set()
+    cursor = None
+    for _ in range(MAX_LIST_PAGES):
+        reply = client.list_tools(cursor)
+        if reply is None or reply.is_error:
+            return None
+        result = reply.result or {}
+        names.update(str(t.get("name")) for t in result.get("tools") or [] if isinstance(t, dict))
+        cursor = result.get("nextCursor")
+        if not cursor:
+            break
+    return names
+
+
+def refusal_cause(exc: BaseException) -> str:
+    """A refusal named by its cause (as the native engine names one): the status or error code,
+    then what the reply's body says (a JSON-RPC error's message, a JSON body's ``message``,
+    ``error`` or ``detail``, else a text body's first line), one line of at most
+    :data:`MAX_CAUSE` characters."""
+    head = str(exc)
+    if isinstance(exc, McpError):
+        said = exc.message
+    elif isinstance(exc, HttpStatusError):
+        said = _body_cause(exc.body)
+    else:
+        return head
+    said = "".join(c for c in " ".join(said.split()) if c.isprintable())[:MAX_CAUSE]
+    return f"{head}: {said}" if said and not said.startswith("<") else head
+
+
+def _body_cause(body: bytes) -> str:
+    text = body.strip()
+    if text[:1] == b"{":
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return ""
+        error = data.get("error") if isinstance(data, dict) else None
+        for found in (
+            (error or {}).get("message") if isinstance(error, dict) else None,
+            *(data.get(k) for k in ("message", "error", "detail")),
+        ):
+            if isinstance(found, str):
+                return found
+        return ""
+    lines = text.decode("utf-8", "replace").splitlines()
+    return lines[0] if lines else ""
+
+
+class Refused(Exception):
+    """A failure of the tasks family named by its cause (:func:`refusal_cause`): Locust's failures
+    table groups by it, so each cause is its own row."""
 
 
 def _native_counts(environment: Any) -> None:
@@ -124,6 +218,22 @@ class TaskingUser(McpUser):
 
     def new_session(self) -> ClientSession:
         return ClientSession(VERSION, capabilities=_capabilities(self.environment))
+
+    def make_client(self) -> McpClient:
+        """The users' client, its refusals reported by cause: ``http 400`` or ``JSON-RPC error
+        -32602`` alone says nothing of why the server will not make the task."""
+        client = super().make_client()
+        report = client.reporter
+
+        def reporter(name: str, elapsed_us: int, length: int, exc: BaseException | None) -> None:
+            if isinstance(exc, (McpError, HttpStatusError)):
+                named = Refused(refusal_cause(exc))
+                named.__cause__ = exc  # the client's error, for whoever reads past the name
+                exc = named
+            report(name, elapsed_us, length, exc)
+
+        client.reporter = reporter
+        return client
 
     def _report(self, name: str, started: float, exc: BaseException | None = None) -> None:
         mstats.get(self.environment).report(self.request_type, name, int((time.perf_counter() - started) * 1e6), 0, exc)

@@ -1,10 +1,10 @@
 """A run's saved files, written and read in this one place (``mcpfast report`` and ``compare``
 redraw from them; nothing is measured again): a bench's ``summary.json`` and, per family and
 transport (``<prefix>`` = ``<out>/<family>-<transport>``), ``<prefix>_histograms.json`` (the µs
-HDR histograms), ``_locust.json``, ``_churn.json``, ``_stats.csv``, ``_stats_history.csv`` and
-``_memory.csv``; a soak's ``results.json``. Results files are written atomically (a reader never
-sees half of one), indented, with paths and dataclasses as JSON; a missing or broken file reads
-as empty.
+HDR histograms), ``_histograms.hlog`` (their interval log), ``_locust.json``, ``_churn.json``,
+``_stats.csv``, ``_stats_history.csv``, ``_failures.csv`` and ``_memory.csv``; a soak's
+``results.json``. Results files are written atomically (a reader never sees half of one),
+indented, with paths and dataclasses as JSON; a missing or broken file reads as empty.
 """
 
 from __future__ import annotations
@@ -17,14 +17,18 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from mcpfast.locust import intervals as iv
 from mcpfast.locust.histogram import Histogram
+from mcpfast.locust.hlog import IntervalLog
 
 __all__ = [
     "SOAK_FORMAT",
     "SUMMARY_FORMAT",
     "SUMMARY_VERSION",
+    "failure_reasons",
     "histograms",
     "history",
+    "interval_log",
     "is_soak",
     "load_summary",
     "prefix",
@@ -108,9 +112,29 @@ def prefix(run: Path, fam: dict[str, Any]) -> Path:
 def histograms(prefix: Path, failed: bool = False) -> dict[tuple[str, str], Histogram]:
     """``{(type, name): Histogram}`` of the successful (or the ``failed``) requests, from
     ``<prefix>_histograms.json`` (empty when missing)."""
-    data = read_json(Path(f"{prefix}_histograms.json")) or {}
-    key = "failed_histograms" if failed else "histograms"
-    return {(e["type"], e["name"]): Histogram.from_dict(e) for e in data.get(key) or []}
+    data = read_json(Path(f"{prefix}_histograms.json"))
+    data = data if isinstance(data, dict) else {}
+    return iv.histograms_by_key(data.get("failed_histograms" if failed else "histograms") or [])
+
+
+def interval_log(prefix: Path) -> IntervalLog | None:
+    """``<prefix>_histograms.hlog`` read back; None when the run has none (an older mcpfast) or
+    it does not decode."""
+    try:
+        with open(f"{prefix}_histograms.hlog", encoding="ascii") as fh:
+            return iv.from_lines(fh)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def failure_reasons(prefix: Path) -> list[tuple[str, str, str, int]]:
+    """Locust's ``<prefix>_failures.csv``: ``(type, name, reason, occurrences)`` per reason."""
+    out = []
+    for row in read_csv(Path(f"{prefix}_failures.csv")):
+        count = _number(row.get("Occurrences"))
+        if count is not None:
+            out.append((row.get("Method") or "", row.get("Name") or "", row.get("Error") or "", int(count)))
+    return out
 
 
 def _number(text: Any) -> float | None:
@@ -124,7 +148,8 @@ def _number(text: Any) -> float | None:
 def history(prefix: Path) -> dict[str, list[tuple[float, float | None, float | None]]]:
     """Locust's ``<prefix>_stats_history.csv`` (a row a second and name, ``Aggregated`` too) as
     ``{name: [(timestamp, cumulative count, p99 ms)]}``; every name starts at the history's first
-    second, with a count of 0 (a name appears in Locust's history only once it has requests)."""
+    second, with a count of 0 (a name appears in Locust's history only once it has requests).
+    Read only for a run without an interval log: Locust rounds its latencies to whole ms."""
     series: dict[str, list[tuple[float, float | None, float | None]]] = {}
     for row in read_csv(Path(f"{prefix}_stats_history.csv")):
         t = _number(row.get("Timestamp"))

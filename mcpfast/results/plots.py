@@ -1,11 +1,13 @@
-"""PNG plots of a bench run (matplotlib, Agg backend; no display needed).
+"""PNG plots of a bench run, a soak and a capacity search (matplotlib, Agg backend; no display needed).
 
 Every plot function takes plain data (histograms, series, rows) and a path, draws one figure,
-saves it and returns the path; :mod:`mcpfast.bench.report` reads a run's files and feeds them.
+saves it and returns the path; :mod:`mcpfast.results.report` reads a run's files and feeds them.
 The panels are drawn by helpers the plots share (and the maintainer benchmarks use):
 :func:`subplots` and :func:`save` around every figure, :func:`curves` for latency against
-percentile (log axes, "nines" on x, from µs HDR histograms), :func:`bars` for grouped bars, and
-:func:`empty` for a panel with nothing to show.
+percentile (log axes, "nines" on x, from µs HDR histograms), :func:`bars` for grouped bars,
+:func:`latency_scale` for every latency axis (µs below 1 ms, ms below 1 s: the labels of
+:func:`mcpfast.locust.units.latency_text`, never scientific notation) and :func:`empty` for a
+panel with nothing to show. Latencies are given in µs throughout.
 """
 
 from __future__ import annotations
@@ -15,15 +17,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mcpfast.bench.procs import least_squares
+from mcpfast.locust import intervals as iv
 from mcpfast.locust.histogram import Histogram
+from mcpfast.locust.thresholds import parse
+from mcpfast.locust.units import latency_text
+from mcpfast.results.noise import least_squares
 
 __all__ = [
     "bars",
+    "capacity_plot",
     "compare_plot",
     "curves",
     "empty",
     "handshake_plot",
+    "latency_scale",
     "memory_plot",
     "percentile_curve",
     "percentile_plot",
@@ -31,15 +38,17 @@ __all__ = [
     "soak_plot",
     "sse_plot",
     "subplots",
-    "throughput",
+    "timeline_figure",
     "timeline_plot",
 ]
 
 MAX_NINES = 6  # 99.9999%
 DPI = 110
 RED = "#c44e52"
-Series = dict[str, list[tuple[float, float | None, float | None]]]
-"""``{name: [(timestamp, cumulative count, p99 ms)]}`` (:func:`mcpfast.bench.files.history`)."""
+CAPACITY_PERCENTILES = (("p50", "#4c72b0"), ("p90", "#55a868"), ("p99", RED), ("p99.9", "#8172b2"))
+VERDICT_MARKERS = {"pass": ("o", "passed"), "fail": ("X", "failed"), "inconclusive": ("^", "inconclusive (generator)")}
+Series = dict[tuple[str, str], list[iv.Point]]
+"""``{(type, name): [interval]}`` of a run's interval log (:func:`mcpfast.locust.intervals.series`)."""
 
 
 def _plt() -> Any:
@@ -68,13 +77,25 @@ def save(fig: Any, path: Path, title: str | None = None) -> Path:
 
 
 def empty(ax: Any, text: str) -> None:
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="0.4")
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="0.4", wrap=True)
     ax.set_xticks([])
     ax.set_yticks([])
 
 
+def latency_scale(ax: Any, label: str = "latency") -> None:
+    """A log latency axis on y for values in µs: ticks at 1, 2 and 5 of each decade labelled by
+    :func:`latency_text` (``50 µs``, ``2 ms``), no minor labels, never scientific notation."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: latency_text(v)))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_ylabel(f"{label} (log)")
+
+
 def percentile_curve(h: Histogram, steps_per_decade: int = 20) -> tuple[list[float], list[float]]:
-    """(x, y) of a percentile curve: x = 1 / (1 - p) ("nines"; 10 = p90, 100 = p99), y = ms.
+    """(x, y) of a percentile curve: x = 1 / (1 - p) ("nines"; 10 = p90, 100 = p99), y = µs.
 
     Percentiles are taken log-spaced in (1 - p) down to one sample (1 / count), plus the max.
     """
@@ -84,8 +105,8 @@ def percentile_curve(h: Histogram, steps_per_decade: int = 20) -> tuple[list[flo
     k_max = max(int(min(math.log10(n), MAX_NINES) * steps_per_decade), 1)
     ps = [100.0 * (1.0 - 10 ** (-k / steps_per_decade)) for k in range(k_max + 1)]
     xs = [1.0 / (1.0 - p / 100.0) if p < 100.0 else float(n) for p in ps]
-    ys = [v / 1000.0 for v in h.percentiles(ps)]
-    return [*xs, max(float(n), xs[-1])], [*ys, h.max / 1000.0]
+    ys = [float(v) for v in h.percentiles(ps)]
+    return [*xs, max(float(n), xs[-1])], [*ys, float(h.max)]
 
 
 Line = tuple[str, Histogram | None] | tuple[str, Histogram | None, dict[str, Any]]
@@ -113,9 +134,8 @@ def curves(ax: Any, lines: Iterable[Line], *, legend_size: float = 8, nothing: s
     ax.minorticks_off()
     ax.set_xlim(1.0, max_x * 1.2)
     ax.set_xlabel("percentile")
-    ax.set_yscale("log")
-    ax.set_ylabel("latency (ms, log)")
-    ax.grid(True, which="both", alpha=0.3)
+    latency_scale(ax)
+    ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=legend_size, loc="best")
     return drawn
 
@@ -129,11 +149,12 @@ def bars(
     colors: Sequence[str] | None = None,
     value_format: str | None = None,
     rotation: float = 0,
+    value_text: Any = None,
 ) -> int:
     """One group of bars per entry of ``groups``, one bar per series (``series[label][i]`` is its
     value in group ``i``; None, or not above 0 on a log axis: no bar), the value written above
-    each bar (``value_format``, default: no decimals from 100 up, else 3 significant digits).
-    Returns the series drawn (0: the panel says "no data")."""
+    each bar (``value_text(v)``, else ``value_format``, default: no decimals from 100 up, else 3
+    significant digits). Returns the series drawn (0: the panel says "no data")."""
     width = 0.8 / max(len(series), 1)
     drawn = 0
     for i, (label, values) in enumerate(series.items()):
@@ -143,7 +164,7 @@ def bars(
         style = {"color": colors[i]} if colors else {}
         drawn_bars = ax.bar([x for x, _ in pts], [v for _, v in pts], width=width * 0.95, label=label, **style)
         for bar, (_, v) in zip(drawn_bars, pts, strict=True):
-            text = value_format.format(v) if value_format else (f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}")
+            text = value_text(v) if value_text else value_format.format(v) if value_format else f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
             ax.annotate(text, (bar.get_x() + bar.get_width() / 2, v), ha="center", va="bottom", fontsize=6)
         drawn += 1
     if not drawn:
@@ -165,55 +186,46 @@ def percentile_plot(hists: dict[str, Histogram], path: Path, title: str) -> Path
     return save(fig, path, title)
 
 
-def throughput(points: Sequence[tuple[float, float | None, Any]]) -> list[tuple[float, float]]:
-    """(t, requests/s) between consecutive (t, cumulative count, ...) points; rows with the
-    same timestamp or no count are skipped."""
-    out: list[tuple[float, float]] = []
-    prev: tuple[float, float] | None = None
-    for t, count, *_ in points:
-        if count is None:
-            continue
-        if prev is not None and t > prev[0]:
-            out.append((t, max(count - prev[1], 0.0) / (t - prev[0])))
-        if prev is None or t > prev[0]:
-            prev = (t, count)
-    return out
-
-
-def timeline_plot(series: Series, path: Path, title: str, max_names: int = 8) -> Path:
-    """Throughput and p99 over time from Locust's history (:data:`Series`), the aggregate and the
-    busiest ``max_names`` names. Throughput is the difference of the cumulative counts over time
-    (exact, unlike Locust's smoothed ``Requests/s``); p99 is Locust's (ms, its recent-window
-    percentile, rounded)."""
+def timeline_figure(series: Series | None, title: str, max_names: int = 8) -> Any:
+    """The figure of :func:`timeline_plot` (a test reads its lines): requests per second and p99
+    per interval of the run's interval log, the aggregate and the busiest ``max_names`` names.
+    ``series`` None: the run has no interval log, and both panels say so."""
     fig, axes = subplots(2, 1, (8, 3), sharex=True)
     ax1, ax2 = axes[0][0], axes[1][0]
-    if not series:
-        empty(ax1, "no history")
-        empty(ax2, "no history")
-        return save(fig, path, title)
-    t0 = min(pts[0][0] for pts in series.values())
-    rates = {name: throughput(pts) for name, pts in series.items()}
-    others = sorted((n for n in series if n != "Aggregated"), key=lambda n: -max([r for _, r in rates[n]] or [0.0]))
-    for name in ["Aggregated", *others[:max_names]]:
-        pts = series.get(name)
-        if not pts:
-            continue
-        style: dict[str, Any] = {"linewidth": 2.2, "color": "black"} if name == "Aggregated" else {"linewidth": 1.0}
-        ax1.plot([t - t0 for t, _ in rates[name]], [r for _, r in rates[name]], label=name, **style)
-        p99 = [math.nan if p[2] is None else p[2] for p in pts]
-        for i, v in enumerate(p99):  # Locust reports 0 until its percentile window has data
-            if v:
-                break
-            p99[i] = math.nan
-        ax2.plot([p[0] - t0 for p in pts], p99, label=name, **style)
+    grid = (series or {}).get(iv.AGGREGATED, [])
+    if not grid:
+        why = "no interval log (.hlog): a run of an older mcpfast" if series is None else "no interval with a request"
+        empty(ax1, why)
+        empty(ax2, why)
+        fig.suptitle(title)
+        return fig
+    assert series is not None
+    others = sorted((k for k in series if k != iv.AGGREGATED), key=lambda k: -sum(p.count for p in series[k]))
+    twins = {k[1] for k in others if sum(1 for o in others if o[1] == k[1]) > 1}
+    for key in [iv.AGGREGATED, *others[:max_names]]:
+        pts = series[key]
+        label = "Aggregated" if key == iv.AGGREGATED else (f"{key[0]} {key[1]}" if key[1] in twins else key[1])
+        style: dict[str, Any] = {"linewidth": 2.2, "color": "black"} if key == iv.AGGREGATED else {"linewidth": 1.0}
+        if len(pts) < 3:
+            style["marker"] = "o"
+        rates = list(iv.rates(pts, grid))
+        ax1.plot([t for t, _ in rates], [r for _, r in rates], label=label, **style)
+        ax2.plot([p.start + p.length for p in pts], [p.percentile(99.0) for p in pts], label=label, **style)
     ax1.set_ylabel("requests/s")
-    ax2.set_ylabel("p99 (ms, Locust window)")
-    ax2.set_yscale("symlog", linthresh=1.0)
-    ax2.set_xlabel("seconds since start")
+    ax1.set_ylim(bottom=0)
+    latency_scale(ax2, "p99 per interval")
+    ax2.set_xlabel("seconds since start (end of each interval)")
     for ax in (ax1, ax2):
         ax.grid(True, alpha=0.3)
     ax1.legend(fontsize=7, loc="best")
-    return save(fig, path, title)
+    fig.suptitle(title)
+    return fig
+
+
+def timeline_plot(series: Series | None, path: Path, title: str, max_names: int = 8) -> Path:
+    """Throughput and p99 over time from the run's µs interval histograms (:data:`Series`; one
+    point per interval a name had requests in, so no latency reads 0 for want of requests)."""
+    return save(timeline_figure(series, title, max_names), path)
 
 
 def handshake_plot(phases: dict[str, list[tuple[str, dict[str, Any]]]], path: Path, title: str) -> Path:
@@ -223,9 +235,9 @@ def handshake_plot(phases: dict[str, list[tuple[str, dict[str, Any]]]], path: Pa
     fig, axes = subplots(1, len(items), (6, 4.5))
     for ax, (transport, rows) in zip(axes[0], items, strict=True):
         groups = [f"{label}\n(n={row.get('count')})" for label, row in rows]
-        values = {p: [None if row.get(f"{p}_us") is None else row[f"{p}_us"] / 1000.0 for _, row in rows] for p in ("p50", "p90", "p99")}
-        if bars(ax, groups, values, colors=("#4c72b0", "#dd8452", RED)):
-            ax.set_ylabel("latency (ms, log)")
+        values = {p: [row.get(f"{p}_us") for _, row in rows] for p in ("p50", "p90", "p99")}
+        if bars(ax, groups, values, colors=("#4c72b0", "#dd8452", RED), value_text=latency_text):
+            latency_scale(ax)
         ax.set_title(f"handshake phases, {transport}")
     return save(fig, path, title)
 
@@ -240,7 +252,7 @@ def sse_plot(data: dict[str, dict[str, dict[str, Histogram]]], path: Path, title
     for row_axes, transport in zip(axes, transports, strict=True):
         for ax, kind, label in ((row_axes[0], "first", "time to first event"), (row_axes[1], "gap", "inter-event gap")):
             hists = sorted(((data.get(transport) or {}).get(kind) or {}).items())
-            lines = [(f"{n} (n={h.total_count}, p50 {h.percentiles([50.0])[0] / 1000.0:.3g} ms)", h) for n, h in hists if h.total_count]
+            lines = [(f"{n} (n={h.total_count}, p50 {latency_text(h.percentiles([50.0])[0])})", h) for n, h in hists if h.total_count]
             curves(ax, lines, legend_size=7, nothing="no events")
             ax.set_title(f"{label}, {transport}")
     return save(fig, path, title)
@@ -274,6 +286,42 @@ def memory_plot(series: dict[str, dict[str, Any]], path: Path, title: str) -> Pa
         ax.legend(fontsize=8, loc="upper left")
         note = s.get("note")
         ax.set_title(f"server memory, {transport}" + (f"\n{note}" if note else ""), fontsize=9)
+    return save(fig, path, title)
+
+
+def capacity_plot(result: dict[str, Any], path: Path) -> Path:
+    """``capacity.png``: each step's latency percentiles against the throughput it achieved, its
+    verdict as the marker, the SLO's latency bounds and the capacity (or the bracket) it found."""
+    from matplotlib.ticker import FuncFormatter
+
+    fig, axes = subplots(1, 1, (9, 5.5))
+    ax, title = axes[0][0], str(result.get("sentence") or "").split("; ")[0]
+    steps = sorted((s for s in result.get("steps") or [] if s["latency_us"].get("p50")), key=lambda s: s["achieved"])
+    if not steps:
+        empty(ax, "no step completed a request")
+        return save(fig, path, title)
+    for name, color in CAPACITY_PERCENTILES:
+        pts = [(s["achieved"], s["latency_us"][name], s["verdict"]) for s in steps if s["latency_us"].get(name)]
+        ax.plot([x for x, _, _ in pts], [y for _, y, _ in pts], color=color, linewidth=1.2, alpha=0.7, label=name)
+        for verdict, (marker, _) in VERDICT_MARKERS.items():
+            mine = [(x, y) for x, y, v in pts if v == verdict]
+            ax.scatter([x for x, _ in mine], [y for _, y in mine], marker=marker, color=color, s=36, zorder=3)
+    for marker, label in VERDICT_MARKERS.values():  # the verdicts' legend: grey markers standing for every colour
+        ax.scatter([], [], marker=marker, color="0.3", label=label)
+    for i, t in enumerate(t for t in map(parse, result.get("slo") or []) if t.is_latency):
+        ax.axhline(t.value, color="0.25", linestyle=(0, (4, 2 + i)), linewidth=1, label=f"SLO {t.text}")
+    good, bad, found = result.get("last_good"), result.get("first_bad"), result.get("capacity")
+    if found is not None:
+        ax.axvline(found, color="black", linewidth=1.5, label=f"capacity {found:,.0f} {result.get('unit', '')}")
+    if good is not None and bad is not None:
+        ax.axvspan(good, bad, color="0.85", zorder=0, label=f"last good {good:,.0f} - first bad {bad:,.0f} (offered)")
+    elif good is not None and found is None:
+        ax.axvline(good, color="black", linestyle=":", linewidth=1.5, label=f"held {good:,.0f} (at least)")
+    latency_scale(ax, "latency from the intended send time")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
+    ax.set_xlabel(f"achieved throughput ({result.get('unit') or 'per second'})")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
     return save(fig, path, title)
 
 
@@ -346,12 +394,11 @@ def soak_plot(intervals: Sequence[dict[str, Any]], fits: Sequence[dict[str, Any]
     ax_sessions.set_ylabel("open sessions")
     ax_sessions.set_ylim(bottom=0)
     ax_sessions.yaxis.get_major_locator().set_params(integer=True)
-    p50_color = points(ax_latency, "call_p50_us", 1 / 1000.0, "tools/call p50")
-    p99_color = points(ax_latency, "call_p99_us", 1 / 1000.0, "tools/call p99")
-    line(ax_latency, "tools/call p50", 1 / 1000.0, p50_color)
-    line(ax_latency, "tools/call p99", 1 / 1000.0, p99_color)
-    ax_latency.set_ylabel("latency from intended send (ms)")
-    ax_latency.set_yscale("log")
+    p50_color = points(ax_latency, "call_p50_us", 1.0, "tools/call p50")
+    p99_color = points(ax_latency, "call_p99_us", 1.0, "tools/call p99")
+    line(ax_latency, "tools/call p50", 1.0, p50_color)
+    line(ax_latency, "tools/call p99", 1.0, p99_color)
+    latency_scale(ax_latency, "latency from intended send")
     points(ax_rate, "requests_per_s", 1.0, "requests/s")
     ax_rate.set_ylabel("requests per second")
     ax_rate.set_ylim(bottom=0)

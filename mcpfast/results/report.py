@@ -1,6 +1,6 @@
-"""What a bench run shows: its table and summary text, ``mcpfast report RUN`` (every plot again)
-and ``mcpfast compare RUN_A RUN_B`` (ratio table and one percentile plot), all from the files
-the run saved (:mod:`mcpfast.bench.files`); nothing is measured again."""
+"""What a run shows: a bench's table and summary text, and ``mcpfast report RUN`` (every plot and
+``report.html`` again, of a bench run or a capacity search), all from the files the run saved
+(:mod:`mcpfast.results.files`); nothing is measured again."""
 
 from __future__ import annotations
 
@@ -8,19 +8,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mcpfast.bench import files, plots
+from mcpfast.locust import intervals as iv
+from mcpfast.results import files, plots
 
 __all__ = [
     "GENERATOR_BOUND_NOTE",
-    "compare_rows",
-    "compare_runs",
     "format_summary",
     "generate_plots",
     "generator_label",
     "handshake_phases",
     "memory_series",
     "ms",
-    "render_compare",
+    "redraw_bench",
+    "redraw_capacity",
     "render_table",
     "table",
 ]
@@ -110,7 +110,9 @@ def format_summary(summary: dict[str, Any]) -> str:
     lines += [f"note: {note}" for note in summary.get("notes", [])]
     if summary.get("plots"):
         lines.append(f"plots: {', '.join(summary['plots'])}")
-    lines.append(f"wall time {summary.get('wall_time_s')} s; results in {summary.get('run')}/summary.json")
+    lines.append(
+        f"wall time {summary.get('wall_time_s')} s; results in {summary.get('run')}/summary.json, the page {summary.get('run')}/report.html"
+    )
     if summary.get("problems"):
         lines += ["FAILED:", *(f"  - {p}" for p in summary["problems"])]
     else:
@@ -135,8 +137,8 @@ def memory_series(run: Path, fam: dict[str, Any]) -> dict[str, Any] | None:
     """Server memory against open sessions for one churn run (None without samples).
 
     HTTP: one server process; open sessions at each sample = sessions initialised minus sessions
-    DELETEd so far (cumulative counts of Locust's history, interpolated).  stdio: a session is a
-    server process; x = live server processes, y = their summed RSS.
+    DELETEd so far (cumulative counts of the interval log, else of Locust's history, interpolated).
+    stdio: a session is a server process; x = live server processes, y = their summed RSS.
     """
     prefix = files.prefix(run, fam)
     samples = files.read_csv(Path(f"{prefix}_memory.csv"))
@@ -146,11 +148,11 @@ def memory_series(run: Path, fam: dict[str, Any]) -> dict[str, Any] | None:
     if fam["transport"] == "http":
         import numpy
 
-        history = files.history(prefix)
+        history = _cumulative(prefix)
         ts = [float(s["timestamp"]) for s in samples]
 
         def counted(name: str) -> Any:
-            pts = [(t, n) for t, n, _ in history.get(name, []) if n is not None]
+            pts = history.get(name, [])
             return numpy.interp(ts, [t for t, _ in pts], [n for _, n in pts]) if pts else numpy.zeros(len(ts))
 
         sessions = [float(n) for n in numpy.maximum(counted("initialize") - counted("DELETE"), 0.0)]
@@ -177,6 +179,23 @@ def memory_series(run: Path, fam: dict[str, Any]) -> dict[str, Any] | None:
     return {"sessions": procs, "rss_kib": rss, "xlabel": "open sessions (live server processes)", "note": note, "fit": False}
 
 
+def _cumulative(prefix: Path) -> dict[str, list[tuple[float, float]]]:
+    """``{name: [(epoch s, requests so far)]}`` from 0 at the run's start: the interval log's
+    counts (each interval's at its end), else Locust's history for a run without one."""
+    log = files.interval_log(prefix)
+    if log is None:
+        return {name: [(t, n) for t, n, _ in pts if n is not None] for name, pts in files.history(prefix).items()}
+    keys = iv.histograms_by_key((files.read_json(Path(f"{prefix}_histograms.json")) or {}).get("histograms") or [])
+    out: dict[str, list[tuple[float, float]]] = {}
+    for (_type, name), points in iv.series(log, keys, origin=0.0, aggregated=False).items():
+        total, pts = 0.0, [(log.start_time or points[0].start, 0.0)]
+        for p in points:
+            total += p.count
+            pts.append((p.start + p.length, total))
+        out[name] = pts
+    return out
+
+
 def generate_plots(run: Path, summary: dict[str, Any] | None = None) -> list[Path]:
     """(Re)draw every plot of a run from its saved files; returns the PNG paths."""
     run = Path(run)
@@ -189,13 +208,16 @@ def generate_plots(run: Path, summary: dict[str, Any] | None = None) -> list[Pat
     for fam in families:
         family, transport = fam["family"], fam["transport"]
         prefix = files.prefix(run, fam)
-        curves = {name: h for (_t, name), h in files.histograms(prefix).items()}
+        ok = files.histograms(prefix)
+        curves = {name: h for (_t, name), h in ok.items()}
         gen = generator_label(fam)
         gen = f"\n{gen}" if gen else ""
         title = f"{family} over {transport}: latency by percentile (µs HDR histograms){gen}"
         made.append(plots.percentile_plot(curves, run / f"latency-{family}-{transport}.png", title))
-        title = f"{family} over {transport}: throughput and p99{gen}"
-        made.append(plots.timeline_plot(files.history(prefix), run / f"timeline-{family}-{transport}.png", title))
+        title = f"{family} over {transport}: throughput and p99 per interval{gen}"
+        log = files.interval_log(prefix)
+        series = None if log is None else iv.series(log, ok, _start(prefix))
+        made.append(plots.timeline_plot(series, run / f"timeline-{family}-{transport}.png", title))
         if family == "handshake":
             handshake[transport] = handshake_phases(
                 [r for r in summary.get("rows", []) if (r["family"], r["transport"]) == (family, transport)]
@@ -205,8 +227,8 @@ def generate_plots(run: Path, summary: dict[str, Any] | None = None) -> list[Pat
                 "first": {n: h for n, h in curves.items() if n.endswith("first-event")},
                 "gap": {n: h for n, h in curves.items() if n.endswith(":gap")},
             }
-        elif family == "session_churn" and (series := memory_series(run, fam)) is not None:
-            memory[transport] = series
+        elif family == "session_churn" and (mem := memory_series(run, fam)) is not None:
+            memory[transport] = mem
     if handshake:
         title = "handshake: initialize / initialized / first call / DELETE"
         made.append(plots.handshake_plot(handshake, run / "handshake-phases.png", title))
@@ -217,65 +239,27 @@ def generate_plots(run: Path, summary: dict[str, Any] | None = None) -> list[Pat
     return made
 
 
-def compare_rows(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
-    """One entry per (family, transport, type, name) present in both summaries: rps, p50 and
-    p99 of each run and the ratios B/A (None where A has no value or 0)."""
-    index_a = {(r["family"], r["transport"], r["type"], r["name"]): r for r in a.get("rows", [])}
-    out = []
-    for r in b.get("rows", []):
-        key = (r["family"], r["transport"], r["type"], r["name"])
-        ra = index_a.get(key)
-        if ra is None:
-            continue
-        entry: dict[str, Any] = {"family": key[0], "transport": key[1], "type": key[2], "name": key[3]}
-        for field in ("rps", "p50_us", "p99_us"):
-            va, vb = ra.get(field), r.get(field)
-            entry.update({f"{field}_a": va, f"{field}_b": vb, f"{field}_ratio": vb / va if va and vb is not None else None})
-        out.append(entry)
-    return out
+def _start(prefix: Path) -> float | None:
+    data = files.read_json(Path(f"{prefix}_histograms.json"))
+    return data.get("start_time") if isinstance(data, dict) else None
 
 
-def render_compare(entries: list[dict[str, Any]], label_a: str, label_b: str) -> str:
-    header = ["family", "transport", "request", "rps A", "rps B", "B/A", "p50 A ms", "p50 B ms", "B/A", "p99 A ms", "p99 B ms", "B/A"]
+def redraw_bench(run: Path, summary: dict[str, Any]) -> list[Path]:
+    """Every plot of a bench run and its ``report.html`` (the plots' names kept in ``summary``)."""
+    from mcpfast.results.page import bench_page
 
-    def ratio(x: float | None) -> str:
-        return "-" if x is None else f"{x:.2f}"
-
-    body = [
-        [
-            e["family"],
-            e["transport"],
-            e["name"],
-            "-" if e["rps_a"] is None else f"{e['rps_a']:.1f}",
-            "-" if e["rps_b"] is None else f"{e['rps_b']:.1f}",
-        ]
-        + [ratio(e["rps_ratio"])]
-        + [cell for p in ("p50", "p99") for cell in (ms(e[f"{p}_us_a"]), ms(e[f"{p}_us_b"]), ratio(e[f"{p}_us_ratio"]))]
-        for e in entries
-    ]
-    lines = [f"A = {label_a}, B = {label_b}; ratios are B/A (rps > 1: B faster; latency < 1: B faster)", table(header, body, left=3)]
-    if not body:
-        lines.append("(no request name in common)")
-    return "\n".join(lines)
+    made = generate_plots(run, summary)
+    summary["plots"] = [p.name for p in made]
+    return [*made, bench_page(run, summary)]
 
 
-def compare_runs(run_a: Path, run_b: Path, out: Path | None = None) -> tuple[str, Path, list[dict[str, Any]]]:
-    """Ratio table text, the comparison PNG (``compare-<a>-vs-<b>.png`` in ``out`` or RUN_B) and
-    the entries (also saved next to the PNG as JSON)."""
-    run_a, run_b = Path(run_a), Path(run_b)
-    sa, sb = files.load_summary(run_a), files.load_summary(run_b)
-    label_a, label_b = run_a.resolve().name, run_b.resolve().name
-    entries = compare_rows(sa, sb)
-    panels: dict[str, dict[str, tuple[Any, Any]]] = {}
-    fams_a = {(f["family"], f["transport"]): f for f in sa.get("families", []) if f.get("family") != "*"}
-    for fb in sb.get("families", []):
-        fa = fams_a.get((fb.get("family"), fb.get("transport")))
-        if fa is not None:
-            ha, hb = files.histograms(files.prefix(run_a, fa)), files.histograms(files.prefix(run_b, fb))
-            if shared := sorted(set(ha) & set(hb)):
-                panels[f"{fb['family']}/{fb['transport']}"] = {name: (ha[(t, name)], hb[(t, name)]) for t, name in shared}
-    target = Path(out) if out is not None else run_b
-    target.mkdir(parents=True, exist_ok=True)
-    png = plots.compare_plot(panels, target / f"compare-{label_a}-vs-{label_b}.png", label_a, label_b)
-    files.write_json(target / f"compare-{label_a}-vs-{label_b}.json", {"a": str(run_a), "b": str(run_b), "entries": entries})
-    return render_compare(entries, label_a, label_b), png, entries
+def redraw_capacity(folder: Path, result: dict[str, Any] | None = None, plots_too: bool = True) -> list[Path]:
+    """A capacity search's ``capacity.png`` (unless ``plots_too`` is false) and ``report.html``,
+    from its ``capacity.json`` (``result``, read when not given)."""
+    from mcpfast.results.page import capacity_page
+
+    result = result if result is not None else files.read_json(folder / "capacity.json")
+    if not isinstance(result, dict) or not isinstance(result.get("steps"), list):
+        raise SystemExit(f"mcpfast: {folder / 'capacity.json'} is not a capacity search's result")
+    made = [plots.capacity_plot(result, folder / "capacity.png")] if plots_too else []
+    return [*made, capacity_page(folder, result)]

@@ -1,5 +1,5 @@
-"""``mcpfast bench`` pieces on small synthetic data: summary rows, table, plots, report, compare
-(fast; nothing is spawned)."""
+"""``mcpfast bench`` pieces on small synthetic data: summary rows, table, plots, report (fast;
+nothing is spawned). ``mcpfast compare`` has its tests in tests/results."""
 
 from __future__ import annotations
 
@@ -13,11 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from results import hdrh_log
 
-from mcpfast.bench import files, plots, procs, report, run
+from mcpfast.bench import procs, run
 from mcpfast.bench.cli import COMMANDS, add_subcommands, run_subcommand
-from mcpfast.bench.procs import least_squares
+from mcpfast.locust import intervals as iv
 from mcpfast.locust.histogram import Histogram
+from mcpfast.locust.hlog import IntervalLog, tag_of
+from mcpfast.results import files, plots, report
+from mcpfast.results.noise import least_squares
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -41,14 +45,24 @@ def _write_family(
     failed: dict[str, list[int]] | None = None,
     duration: float = 10.0,
     start: float = 1_000_000.0,
+    hlog: bool = True,
 ) -> None:
-    """The files one locust run leaves: histograms, Locust's final JSON, history, memory."""
+    """The files one locust run leaves: histograms and their interval log (each name's values
+    spread over the seconds in turn), Locust's final JSON, history, memory."""
     kind = f"mcp-{transport}"
     failed = failed or {}
     prefix = directory / f"{family}-{transport}"
+    if hlog:
+        log = IntervalLog()
+        for n, values in names.items():
+            for second in range(int(duration)):
+                log.add(tag_of(kind, n), start + second, start + second + 1, _hist(values[second :: int(duration)]))
+        log.start_time = start
+        log.write(f"{prefix}_histograms.hlog")
     hist = {
         "format": "mcpfast-histograms",
         "format_version": 1,
+        "start_time": start,
         "duration_s": duration,
         "latency_origin": "actual send time (closed model)",
         "complete": True,
@@ -184,15 +198,43 @@ def test_main_row_is_the_characteristic_request() -> None:
     assert run.main_row("other", [{"name": "x", "count": 1}, {"name": "y", "count": 5}])["name"] == "y"
 
 
-def test_throughput_is_the_difference_of_cumulative_counts() -> None:
-    pts = [(0.0, 0.0, None), (1.0, 100.0, None), (1.0, 100.0, None), (3.0, 500.0, None), (4.0, None, None)]
-    assert plots.throughput(pts) == [(1.0, 100.0), (3.0, 200.0)]
+def test_timeline_draws_the_interval_histograms_and_no_zero(synthetic_run: Path) -> None:
+    """The timeline's lines are the interval log's figures (read back from the figure, not its
+    pixels): a name's p99 per interval is its interval histogram's p99, never 0 for a name
+    with requests; its rate is its requests over the interval."""
+    prefix = synthetic_run / "handshake-http"
+    log = files.interval_log(prefix)
+    assert log is not None
+    series = iv.series(log, files.histograms(prefix), 1_000_000.0)
+    fig = plots.timeline_figure(series, "t")
+    rates, p99 = ({line.get_label(): line for line in ax.get_lines()} for ax in fig.axes)
+    expected = {
+        tag: [(start + length - 1_000_000.0, p99, count / length) for start, length, count, p99 in rows]
+        for tag, rows in hdrh_log.intervals(f"{prefix}_histograms.hlog").items()
+    }
+    for name in ("initialize", "notifications/initialized", "tools/call:echo (first)", "DELETE"):
+        want = expected[tag_of("mcp-http", name)]
+        assert list(p99[name].get_xdata()) == pytest.approx([t for t, _, _ in want])
+        assert list(p99[name].get_ydata()) == [v for _, v, _ in want]
+        assert all(v > 0 for v in p99[name].get_ydata())
+        assert list(rates[name].get_ydata()) == pytest.approx([r for _, _, r in want])
+    assert min(p99["Aggregated"].get_ydata()) > 0 and len(p99["Aggregated"].get_xdata()) == 10
+    labels = [t.get_text() for t in fig.axes[1].get_yticklabels()]
+    assert labels and all(("µs" in t or "ms" in t or " s" in t) and "10^" not in t for t in labels if t), labels
+
+
+def test_timeline_of_a_run_without_an_interval_log_says_so(tmp_path: Path) -> None:
+    fig = plots.timeline_figure(None, "old run")
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert all(not ax.get_lines() for ax in fig.axes)  # no line drawn as if it were data
+    assert texts == ["no interval log (.hlog): a run of an older mcpfast"] * 2
+    assert _is_png(plots.timeline_plot(None, tmp_path / "t.png", "old run"))
 
 
 def test_percentile_curve_is_monotonic_and_ends_at_the_max() -> None:
     h = _hist(list(range(1, 10_001)))
     xs, ys = plots.percentile_curve(h)
-    assert xs[0] == 1.0 and ys[-1] == pytest.approx(10.0)  # ms
+    assert xs[0] == 1.0 and ys[-1] == pytest.approx(10_000.0)  # µs
     assert all(b >= a for a, b in itertools.pairwise(xs))
     assert all(b >= a for a, b in itertools.pairwise(ys))
     assert plots.percentile_curve(Histogram()) == ([], [])
@@ -225,9 +267,7 @@ def test_each_plot_function_writes_a_png(tmp_path: Path) -> None:
     made = [
         plots.percentile_plot({"a": h, "b": _hist([5, 6, 7]), "empty": Histogram()}, tmp_path / "p.png", "t"),
         plots.percentile_plot({}, tmp_path / "p0.png", "nothing"),
-        plots.timeline_plot(
-            {"Aggregated": [(1.0, 0.0, None), (2.0, 10.0, 4.0)], "x": [(1.0, 0.0, None), (2.0, 10.0, 4.0)]}, tmp_path / "t.png", "t"
-        ),
+        plots.timeline_plot({iv.AGGREGATED: [iv.Point(0.0, 1.0, h)], ("t", "x"): [iv.Point(0.0, 1.0, h)]}, tmp_path / "t.png", "t"),
         plots.timeline_plot({}, tmp_path / "t0.png", "empty"),
         plots.handshake_plot(
             {"http": [("initialize", {"p50_us": 100, "p90_us": 200, "p99_us": 900, "count": 3})], "stdio": []}, tmp_path / "h.png", "t"
@@ -258,27 +298,6 @@ def test_generate_plots_draws_every_plot_of_a_run(synthetic_run: Path) -> None:
         assert _is_png(path), path
 
 
-def test_compare_a_run_with_itself_gives_ratios_of_one(synthetic_run: Path, tmp_path: Path) -> None:
-    text, png, entries = report.compare_runs(synthetic_run, synthetic_run, tmp_path / "cmp")
-    assert entries and _is_png(png) and png.name == "compare-synthetic-vs-synthetic.png"
-    for e in entries:
-        assert e["rps_ratio"] == pytest.approx(1.0)
-        assert e["p50_us_ratio"] == pytest.approx(1.0) and e["p99_us_ratio"] == pytest.approx(1.0)
-    assert "1.00" in text and "B/A" in text
-    saved = json.loads((tmp_path / "cmp" / "compare-synthetic-vs-synthetic.json").read_text())
-    assert len(saved["entries"]) == len(entries)
-
-
-def test_compare_rows_match_by_family_transport_and_name() -> None:
-    a = {"rows": [{"family": "f", "transport": "http", "type": "t", "name": "n", "rps": 100.0, "p50_us": 10, "p99_us": 40}]}
-    b = {"rows": [
-        {"family": "f", "transport": "http", "type": "t", "name": "n", "rps": 50.0, "p50_us": 20, "p99_us": 40},
-        {"family": "f", "transport": "stdio", "type": "t", "name": "n", "rps": 1.0, "p50_us": 1, "p99_us": 1},
-    ]}  # fmt: skip
-    (e,) = report.compare_rows(a, b)
-    assert (e["rps_ratio"], e["p50_us_ratio"], e["p99_us_ratio"]) == (0.5, 2.0, 1.0)
-
-
 def test_load_summary_rejects_other_directories(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         files.load_summary(tmp_path)
@@ -300,9 +319,10 @@ def test_subcommands_register_and_dispatch(synthetic_run: Path, capsys: pytest.C
         parser.parse_args(["bench", "--users", "0"])
     assert set(COMMANDS) == {"bench", "capacity", "report", "compare"}
     assert run_subcommand(parser.parse_args(["report", str(synthetic_run)])) == 0
-    assert "plots written" in capsys.readouterr().out
+    assert "plots written" in capsys.readouterr().out and (synthetic_run / "report.html").is_file()
     assert run_subcommand(parser.parse_args(["compare", str(synthetic_run), str(synthetic_run)])) == 0
     assert (synthetic_run / "compare-synthetic-vs-synthetic.png").exists()
+    assert "verdict: no regression beyond noise" in capsys.readouterr().out
     with pytest.raises(ValueError):
         run_subcommand(argparse.Namespace(command="serve"))
 
@@ -340,6 +360,13 @@ def test_progress_lines_without_a_terminal() -> None:
     p.update("a/stdio", "running 1s")  # not a terminal: no repeated lines
     p.update("a/stdio", "done", final=True)
     assert stream.getvalue().splitlines() == ["a/stdio                  starting", "a/stdio                  done"]
+
+
+def test_memory_series_without_an_interval_log_reads_locust_history(synthetic_run: Path) -> None:
+    (synthetic_run / "session_churn-http_histograms.hlog").unlink()  # a run of an older mcpfast
+    fam = {"family": "session_churn", "transport": "http", "prefix": "session_churn-http", "churn": None}
+    series = report.memory_series(synthetic_run, fam)
+    assert series is not None and 450 <= max(series["sessions"]) <= 500
 
 
 def test_history_starts_every_name_at_the_first_second(synthetic_run: Path) -> None:

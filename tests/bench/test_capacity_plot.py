@@ -1,5 +1,5 @@
-"""``mcpfast capacity``'s curve and its command line, on a synthetic ``capacity.json`` (fast;
-nothing is spawned: the searches against real servers are in tests/capacity)."""
+"""``mcpfast capacity``'s curve, its page and its command line, on a synthetic ``capacity.json``
+(fast; nothing is spawned: the searches against real servers are in tests/capacity)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from mcpfast.bench import capacity, plots
+from mcpfast.bench import capacity
 from mcpfast.cli import main as mcpfast_main
+from mcpfast.results import plots
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -70,7 +71,7 @@ def drawn(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
 
 def test_the_curve_is_drawn_from_capacity_json_with_microseconds_below_a_millisecond(tmp_path: Path, drawn: list[dict[str, Any]]) -> None:
-    png = capacity.curve(result(), tmp_path / "capacity.png")
+    png = plots.capacity_plot(result(), tmp_path / "capacity.png")
     assert png.read_bytes()[:8] == PNG
     (fig,) = drawn
     assert fig["title"] == "capacity 300 calls/s at tools/call:echo p99 < 2ms"
@@ -84,15 +85,15 @@ def test_the_curve_is_drawn_from_capacity_json_with_microseconds_below_a_millise
 
 
 def test_a_bracket_and_at_least_are_drawn_as_bounds(tmp_path: Path, drawn: list[dict[str, Any]]) -> None:
-    capacity.curve(result(status="bracket", capacity=None), tmp_path / "a.png")
-    capacity.curve(result(status="at_least", capacity=None, first_bad=None), tmp_path / "b.png")
+    plots.capacity_plot(result(status="bracket", capacity=None), tmp_path / "a.png")
+    plots.capacity_plot(result(status="at_least", capacity=None, first_bad=None), tmp_path / "b.png")
     bracket, at_least = drawn
     assert "last good 300 - first bad 350 (offered)" in bracket["legend"] and not any("capacity" in t for t in bracket["legend"])
     assert "held 300 (at least)" in at_least["legend"]
 
 
 def test_a_search_without_a_completed_request_says_so(tmp_path: Path) -> None:
-    png = capacity.curve(result(steps=[_step(1, 1000, 0, 0, "fail")], status="below", capacity=None), tmp_path / "c.png")
+    png = plots.capacity_plot(result(steps=[_step(1, 1000, 0, 0, "fail")], status="below", capacity=None), tmp_path / "c.png")
     assert png.read_bytes()[:8] == PNG
 
 
@@ -100,7 +101,10 @@ def test_mcpfast_report_redraws_a_capacity_folder(tmp_path: Path, capsys: pytest
     (tmp_path / "capacity.json").write_text(json.dumps(result()), encoding="utf-8")
     assert mcpfast_main(["report", str(tmp_path)]) == 0
     assert (tmp_path / "capacity.png").read_bytes()[:8] == PNG
-    assert "capacity 300 calls/s" in capsys.readouterr().out
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert page.index("capacity 300 calls/s at tools/call:echo p99 &lt; 2ms") < page.index("<svg")  # the verdict first
+    assert "No capacity_histograms.json in this folder" in page  # a search without the swarm's histograms
+    assert f"written: {tmp_path / 'report.html'}" in capsys.readouterr().out
 
 
 def _args(*argv: str) -> argparse.Namespace:
@@ -120,6 +124,7 @@ def test_the_locust_command_carries_the_family_the_shape_and_every_option_given(
     assert pairs["--mcp-engine"] == "python" and pairs["--mcp-tool"] == "locked" and pairs["--mcp-capacity-out"] == str(tmp_path)
     assert [argv[i + 1] for i, a in enumerate(argv) if a == "--mcp-slo"] == ["tools/call:locked p99 < 500ms", "fail% < 1"]
     assert "--mcp-capacity-stop-on-failure" in argv and argv[-1] == "--stop-timeout=3"
+    assert pairs["--mcp-histogram-out"] == str(tmp_path / "capacity") and "--mcp-no-report" in argv  # one page: report.html
     assert pairs["--master-bind-port"] == pairs["--master-port"] != "5557"  # a free port: Locust's default may be another run's
     assert "--mcp-capacity-warmup" not in argv  # not given: the shape's default
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from mcpfast.bench.procs import free_port, least_squares
+from mcpfast.bench.procs import free_port
 from mcpfast.bench.soak import (
     LATENCY_SLOPE_THRESHOLD,
     RSS_MIN_RISE,
@@ -30,6 +30,7 @@ from mcpfast.bench.soak import (
 )
 from mcpfast.cli import main as mcpfast_main
 from mcpfast.client.probe import METRIC_SESSIONS, parse_metrics
+from mcpfast.results.noise import least_squares
 
 ROOT = Path(__file__).resolve().parents[2]
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -333,7 +333,7 @@ def test_runner_writes_numbers_ratios_table_and_plots_for_every_scenario(tmp_pat
     for png in expected:
         data = (out / png).read_bytes()
         assert data.startswith(PNG) and len(data) > 1000, png
-    from mcpfast.bench.files import load_summary
+    from mcpfast.results.files import load_summary
 
     for name in PEERS:
         per = load_summary(out / name)

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from mcpfast.bench.files import read_json
 from mcpfast.bench.procs import ROOT, ServerProcess, child_env, free_port
 from mcpfast.client.probe import METRIC_SESSIONS, metrics_url, parse_metrics
+from mcpfast.results.files import read_json
 
 APP = "tests.capacity.apps:app"
 REQUESTS = "mcpfast_http_request_seconds_count"  # every MCP request the server answered

@@ -2,9 +2,11 @@
 with ``[swarm,bench]`` the whole swarm.
 
 The wheel's files: no ``benchmarks/`` (the maintainer tools stay in the repository) and in
-``mcpfast/bench/`` exactly the modules of ``mcpfast bench``/``capacity``/``report``/``compare`` and ``make demo``
-(:data:`PRODUCT_BENCH`, under :data:`BENCH_MAX_LINES` lines, importing nothing from ``benchmarks``
-or ``tests`` and building nothing with cargo: :func:`bench_problems`).
+``mcpfast/bench/`` exactly the modules of ``mcpfast bench``/``capacity`` and ``make demo``
+(:data:`PRODUCT_BENCH`, under :data:`BENCH_MAX_LINES` lines) and in ``mcpfast/results/`` those of
+the pages, ``report`` and ``compare`` (:data:`PRODUCT_RESULTS`), both importing nothing from
+``benchmarks`` or ``tests`` and building nothing with cargo (:func:`bench_problems`,
+:func:`results_problems`).
 
 Light: it must pull no Locust, gevent, geventhttpclient, matplotlib, numpy or uvicorn; ``mcpfast
 serve`` must answer an ``initialize`` over stdio and over HTTP (the native server); a command that
@@ -40,17 +42,17 @@ PRODUCT_BENCH = (
     "capacity.py",
     "cli.py",
     "core_demo.py",
-    "files.py",
-    "plots.py",
     "procs.py",
-    "report.py",
     "run.py",
     "soak.py",
     "traffic.py",
 )
-"""The Python modules of ``mcpfast/bench/`` in the wheel: the product commands (``--soak`` and
-``mcpfast capacity`` included) and ``make demo``'s table."""
-BENCH_MAX_LINES = 3150
+"""The Python modules of ``mcpfast/bench/`` in the wheel: the commands that run loads (``--soak``
+and ``mcpfast capacity`` included) and ``make demo``'s table."""
+BENCH_MAX_LINES = 2500
+PRODUCT_RESULTS = ("__init__.py", "compare.py", "files.py", "noise.py", "page.py", "plots.py", "report.py")
+"""The Python modules of ``mcpfast/results/`` in the wheel: what reads and shows a run's files
+(``report.html``, ``mcpfast report`` and ``compare``, the plots)."""
 MAINTAINER_ONLY = (b"from benchmarks", b"import benchmarks", b"from tests", b"import tests", b'"cargo"')
 """What no shipped bench module may hold: imports of the repository's tools or tests, a cargo build."""
 HEAVY = ("locust", "gevent", "geventhttpclient", "matplotlib", "numpy", "uvicorn", "httptools")
@@ -75,6 +77,19 @@ def bench_problems(files: Mapping[str, bytes]) -> list[str]:
         problems.append(f"mcpfast/bench/ has {lines} lines (at most {BENCH_MAX_LINES - 1})")
     for name, data in sorted(bench.items()):
         problems += [f"mcpfast/bench/{name} holds {bad.decode()!r}" for bad in MAINTAINER_ONLY if bad in data]
+    return problems
+
+
+def results_problems(files: Mapping[str, bytes]) -> list[str]:
+    """What is wrong with a wheel's ``mcpfast/results/`` (``files``: each archive name and its
+    content), ``[]`` when it ships exactly :data:`PRODUCT_RESULTS` and no maintainer tool."""
+    found = {name.rsplit("/", 1)[1]: data for name, data in files.items() if name.startswith("mcpfast/results/") and name.endswith(".py")}
+    problems = []
+    if sorted(found) != sorted(PRODUCT_RESULTS):
+        extra, missing = sorted(set(found) - set(PRODUCT_RESULTS)), sorted(set(PRODUCT_RESULTS) - set(found))
+        problems.append(f"mcpfast/results/ is not the product's modules (extra {extra}, missing {missing})")
+    for name, data in sorted(found.items()):
+        problems += [f"mcpfast/results/{name} holds {bad.decode()!r}" for bad in MAINTAINER_ONLY if bad in data]
     return problems
 
 
@@ -104,12 +119,15 @@ def main(argv: list[str]) -> int:
     with zipfile.ZipFile(wheel) as z:
         shipped = set(z.namelist())
         benchmark_files = {n: z.read(n) for n in shipped if n.startswith(("mcpfast/bench/", "benchmarks/"))}
+        results_files = {n: z.read(n) for n in shipped if n.startswith("mcpfast/results/")}
     missing = [f"mcpfast/loadtests/{name}" for name in SHIPPED if f"mcpfast/loadtests/{name}" not in shipped]
     check(not missing, f"the wheel ships the locustfiles (missing: {missing or 'none'})")
     page = [f"mcpfast/locust/webui_static/{p.name}" for p in (ROOT / "mcpfast" / "locust" / "webui_static").iterdir()]
     check(not set(page) - shipped, f"the wheel ships the web UI's MCP page (missing: {sorted(set(page) - shipped) or 'none'})")
     problems = bench_problems(benchmark_files)
     check(not problems, f"the wheel ships no benchmark tool, mcpfast/bench/ is the product's ({'; '.join(problems) or 'so it is'})")
+    problems = results_problems(results_files)
+    check(not problems, f"mcpfast/results/ is the product's ({'; '.join(problems) or 'so it is'})")
     listed = subprocess.run([str(python), "-m", "pip", "list", "--format=json"], check=True, capture_output=True, text=True, timeout=120)
     installed = {p["name"].lower() for p in json.loads(listed.stdout)}
     check("mcpfast" in installed, "mcpfast is installed")
