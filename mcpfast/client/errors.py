@@ -7,7 +7,10 @@ payload.  The details (server message, bytes seen) ride on attributes.
 
 from __future__ import annotations
 
+import json
+
 __all__ = [
+    "MAX_CAUSE",
     "BadSse",
     "ConnectionFailure",
     "HttpStatusError",
@@ -18,7 +21,12 @@ __all__ = [
     "ToolError",
     "UnexpectedReply",
     "WrongId",
+    "refusal_cause",
 ]
+
+MAX_CAUSE = 60
+"""Characters of a refusal's cause kept in its name (the native engine's bound): a long message
+stays one row of a failures table."""
 
 
 class McpClientError(Exception):
@@ -123,3 +131,33 @@ class RequestTimeout(McpClientError):
     def __init__(self, method: str | None = None) -> None:
         super().__init__("timeout" + (f" on {method}" if method else ""))
         self.method = method
+
+
+def refusal_cause(exc: BaseException) -> str:
+    """A refusal named by its cause, as the native engine names one: the error's own text (a
+    status or an error code), then what the reply said (a JSON-RPC error's message; an HTTP
+    body's JSON-RPC error message, JSON ``message``, ``error`` or ``detail``, else its first
+    line), one line of at most :data:`MAX_CAUSE` characters, no markup; other errors as they are."""
+    head = str(exc)
+    if isinstance(exc, McpError):
+        said = exc.message
+    elif isinstance(exc, HttpStatusError):
+        said = _body_cause(exc.body)
+    else:
+        return head
+    said = "".join(c for c in " ".join(said.split()) if c.isprintable())[:MAX_CAUSE]
+    return f"{head}: {said}" if said and not said.startswith("<") else head
+
+
+def _body_cause(body: bytes) -> str:
+    text = body.strip()
+    if text[:1] != b"{":
+        lines = text.decode("utf-8", "replace").splitlines()
+        return lines[0] if lines else ""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return ""
+    error = data.get("error") if isinstance(data, dict) else None
+    found = [error.get("message") if isinstance(error, dict) else None, *(data.get(k) for k in ("message", "error", "detail"))]
+    return next((f for f in found if isinstance(f, str)), "")

@@ -37,7 +37,7 @@ import gevent
 import locust  # first: Locust's import gevent-patches the stdlib
 
 from mcpfast.client.base import McpClient
-from mcpfast.client.errors import HttpStatusError, McpError
+from mcpfast.client.errors import HttpStatusError, McpError, refusal_cause
 from mcpfast.client.http import HttpClient
 from mcpfast.client.session import ClientSession
 from mcpfast.locust import oauth
@@ -48,7 +48,7 @@ from mcpfast.locust.options import option, reach
 from mcpfast.locust.stats import output_prefix, runner_kind
 from mcpfast.locust.users import McpUser
 
-__all__ = ["COUNTS", "EXTENSION", "Refused", "TaskFailed", "TaskingUser", "check_tasks_extension", "refusal_cause", "register"]
+__all__ = ["COUNTS", "EXTENSION", "Refused", "TaskFailed", "TaskingUser", "check_tasks_extension", "register"]
 
 logger = logging.getLogger("mcpfast.loadtests.tasks")
 
@@ -58,7 +58,6 @@ TERMINAL = ("completed", "failed", "cancelled")
 MAX_POLLS = 10_000  # bounded: a task that never ends is a failure, not a hang
 MIN_POLL_S, MAX_POLL_S = 0.005, 5.0
 MAX_LIST_PAGES = 20  # tools/list pages the check before load reads
-MAX_CAUSE = 60  # characters of a refusal's cause (the native engine's bound: one row per cause)
 
 
 class TaskFailed(Exception):
@@ -119,6 +118,9 @@ def check_tasks_extension(environment: Any) -> str | None:
             why = refusal_cause(seen[-1]) if seen else "no reply"
             return f"the server refused tools/call:{tool} before any load: {why}"
         result = reply.result or {}
+        if result.get("isError"):
+            said = " ".join(str(c.get("text", "")) for c in result.get("content") or [] if isinstance(c, dict))
+            return f"the server refused tools/call:{tool} before any load: its result is an error: {' '.join(said.split())[:200]}"
         if result.get("resultType") != "task" or not isinstance(result.get("taskId"), str):
             return (
                 f"the server ran {tool!r} without making a task (resultType {result.get('resultType')!r}): it will not run "
@@ -147,43 +149,8 @@ def _tool_names(client: HttpClient) -> set[str] | None:
     return names
 
 
-def refusal_cause(exc: BaseException) -> str:
-    """A refusal named by its cause (as the native engine names one): the status or error code,
-    then what the reply's body says (a JSON-RPC error's message, a JSON body's ``message``,
-    ``error`` or ``detail``, else a text body's first line), one line of at most
-    :data:`MAX_CAUSE` characters."""
-    head = str(exc)
-    if isinstance(exc, McpError):
-        said = exc.message
-    elif isinstance(exc, HttpStatusError):
-        said = _body_cause(exc.body)
-    else:
-        return head
-    said = "".join(c for c in " ".join(said.split()) if c.isprintable())[:MAX_CAUSE]
-    return f"{head}: {said}" if said and not said.startswith("<") else head
-
-
-def _body_cause(body: bytes) -> str:
-    text = body.strip()
-    if text[:1] == b"{":
-        try:
-            data = json.loads(text)
-        except ValueError:
-            return ""
-        error = data.get("error") if isinstance(data, dict) else None
-        for found in (
-            (error or {}).get("message") if isinstance(error, dict) else None,
-            *(data.get(k) for k in ("message", "error", "detail")),
-        ):
-            if isinstance(found, str):
-                return found
-        return ""
-    lines = text.decode("utf-8", "replace").splitlines()
-    return lines[0] if lines else ""
-
-
 class Refused(Exception):
-    """A failure of the tasks family named by its cause (:func:`refusal_cause`): Locust's failures
+    """A failure of the tasks family named by its cause (:func:`mcpfast.client.errors.refusal_cause`): Locust's failures
     table groups by it, so each cause is its own row."""
 
 
@@ -247,6 +214,9 @@ class TaskingUser(McpUser):
         if reply is None or reply.is_error:
             return
         result = reply.result or {}
+        if result.get("isError"):
+            said = " ".join(str(c.get("text", "")) for c in result.get("content") or [] if isinstance(c, dict))
+            return f"the server refused tools/call:{tool} before any load: its result is an error: {' '.join(said.split())[:200]}"
         if result.get("resultType") != "task" or not isinstance(result.get("taskId"), str):
             COUNTS["not_a_task"] += 1
             self._report("task:not-a-task", started, TaskFailed("the server answered without a task"))

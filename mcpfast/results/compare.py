@@ -13,8 +13,8 @@ beyond noise, upwards, by more than ``--max-regression`` (default 10%): a machin
 one run to the next is often that large even when nothing changed, and a smaller change beyond
 noise is shown but does not fail the check.
 
-Exit code: 0 no regression; 1 a regression; 2 nothing to compare (a run unreadable, no name in
-common). The text names the test, the confidence and the threshold; ``compare-<a>-vs-<b>.json``
+Exit code: 0 no regression; 1 a regression; 2 nothing to judge (a run unreadable, no name in
+common, or no percentile with enough windows in both runs). The text names the test, the confidence and the threshold; ``compare-<a>-vs-<b>.json``
 keeps every judgement, ``compare-<a>-vs-<b>.png`` both runs' percentile curves.
 """
 
@@ -149,8 +149,12 @@ class Comparison:
         return [j for j in self.judgements if j.regression]
 
     @property
+    def judged(self) -> bool:
+        return any(j.verdict != NOT_JUDGED for j in self.judgements)
+
+    @property
     def exit_code(self) -> int:
-        return 2 if not self.judgements else 1 if self.regressions else 0
+        return 1 if self.regressions else 0 if self.judged else 2
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -238,6 +242,8 @@ def render(c: Comparison) -> str:
     tally = f"{counts[BEYOND]} beyond noise, {counts[WITHIN]} within noise, {counts[NOT_JUDGED]} not judged"
     if not c.judgements:
         lines.append("verdict: nothing to compare: the runs have no request name in common (exit 2)")
+    elif not c.judged:
+        lines.append(f"verdict: nothing could be judged ({tally}): the change is unknown, not zero (exit 2)")
     elif c.regressions:
         worst = ", ".join(f"{j.part + ' ' if c.a.kind == 'bench' else ''}{j.name} p{j.percentile:g} {j.change:+.0%}" for j in c.regressions)
         lines.append(f"verdict: REGRESSION beyond noise: {worst} ({tally}; exit 1)")
