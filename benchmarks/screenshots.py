@@ -1,14 +1,17 @@
-"""Screenshots of the MCP tab of Locust's web UI for ``docs/`` (a maintainer tool, not a test).
+"""Screenshots of the MCP tab of Locust's web UI and of a run's ``report.html`` for ``docs/`` (a
+maintainer tool, not a test).
 
-``python -m benchmarks.screenshots [--out docs]`` (after ``make install`` and ``make
-chromium-install``) starts ``mcpfast serve --transport http`` and Locust web UI runs of the native
-engine against it, all on 127.0.0.1, opens them in Debian's headless Chromium once figures are in
-and writes:
+``python -m benchmarks.screenshots [--out docs] [--only tab|capacity|report ...]`` (after ``make
+install`` and ``make chromium-install``) starts ``mcpfast serve --transport http`` and Locust web
+UI runs of the native engine against it, all on 127.0.0.1, opens them in Debian's headless
+Chromium once figures are in and writes:
 
 * ``webui-mcp-tab.png``: the MCP tab during a tools/call run (the per-name µs table, the page below
   it: latency by percentile, p50/p99 per interval, handshake phases, the generator gauge);
 * ``webui-mcp-capacity.png``: the MCP page during a capacity search (``shapes/capacity.py``), its
-  curve after a few steps.
+  curve after a few steps;
+* ``report-page.png``: the top of ``report.html`` of a short ``mcpfast bench`` (tools_call and
+  handshake over HTTP, 6 s each) against ``mcpfast serve``, opened from its file.
 
 :func:`chromium` is the browser the tests of ``tests/webui`` drive too: one set of flags for a
 headless Chromium on a machine with no network and, often, run as root.
@@ -142,6 +145,27 @@ return rows > 1 && frame && frame.contentDocument &&
 """
 
 
+def report_shot(out: Path, browser: Any, work: Path) -> Path:
+    port = free_port()
+    serve = [sys.executable, "-m", "mcpfast", "serve", "--transport", "http", "--host", "127.0.0.1", "--port", str(port)]
+    server = subprocess.Popen(serve, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env())
+    try:
+        wait_port(port, server, timeout=30)
+        bench = [sys.executable, "-m", "mcpfast", "bench", "--target", f"http://127.0.0.1:{port}/mcp", "--server-pid", str(server.pid)]
+        bench += ["--family", "tools_call", "--family", "handshake", "--duration", "6", "--users", "4", "--out", str(work / "quick-http")]
+        subprocess.run(bench, check=True, stdout=subprocess.DEVNULL, env=child_env(), timeout=180)
+    finally:
+        stop_process(server)
+    browser.set_window_size(1300, 1700)
+    browser.get((work / "quick-http" / "report.html").as_uri())
+    wait_for(lambda: browser.execute_script("return document.querySelectorAll('svg g.series').length"), 30, "the page's charts")
+    browser.save_screenshot(str(out / "report-page.png"))
+    return out / "report-page.png"
+
+
+SHOTS = {"tab": tab_shot, "capacity": capacity_shot, "report": report_shot}
+
+
 def _shot(browser: Any, path: Path) -> Path:
     """The whole page: the window grown to the document's height first (until it stops growing:
     the tab's frame follows its content every half second)."""
@@ -160,12 +184,13 @@ def _shot(browser: Any, path: Path) -> Path:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs", help="where the PNGs go (default docs/)")
+    parser.add_argument("--only", action="append", choices=sorted(SHOTS), help="make only this picture (repeatable; default all)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     browser = chromium()
     try:
         with tempfile.TemporaryDirectory(prefix="mcpfast-screenshots-") as work:
-            for make in (tab_shot, capacity_shot):
+            for make in (SHOTS[name] for name in (args.only or SHOTS)):
                 print(f"wrote {make(args.out, browser, Path(work))}")
     finally:
         browser.quit()

@@ -214,9 +214,6 @@ class TaskingUser(McpUser):
         if reply is None or reply.is_error:
             return
         result = reply.result or {}
-        if result.get("isError"):
-            said = " ".join(str(c.get("text", "")) for c in result.get("content") or [] if isinstance(c, dict))
-            return f"the server refused tools/call:{tool} before any load: its result is an error: {' '.join(said.split())[:200]}"
         if result.get("resultType") != "task" or not isinstance(result.get("taskId"), str):
             COUNTS["not_a_task"] += 1
             self._report("task:not-a-task", started, TaskFailed("the server answered without a task"))

@@ -166,7 +166,7 @@ def capacity_page(folder: Path, result: dict[str, Any]) -> Path:
     folder = Path(folder)
     status = str(result.get("status") or "unknown")
     lines = [f"SLO: {' and '.join(map(str, result.get('slo') or []))}"]
-    if result.get("why"):
+    if result.get("why") and str(result["why"]) not in str(result.get("sentence")):
         lines.append(f"the search ended: {result['why']}")
     verdict = rp.Verdict(CAPACITY_STATES.get(status, "failed"), str(result.get("sentence") or f"search {status}"), lines)
     view = webui_view.capacity_view(result) or {}

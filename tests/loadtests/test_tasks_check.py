@@ -38,17 +38,15 @@ def test_a_refusal_is_named_by_what_its_body_says() -> None:
     assert refusal_cause(ToolError("echo")) == "tool returned isError (echo)"
 
 
-@pytest.fixture
-def conformance() -> Iterator[str]:
-    """The conformance fixture over HTTP with /metrics: slow_compute runs as a task, greet never."""
+def _served(*source: str) -> Iterator[str]:
+    """``mcpfast serve SOURCE`` over HTTP with /metrics; its endpoint's URL."""
     port = free_port()
     cmd = [
         sys.executable,
         "-m",
         "mcpfast",
         "serve",
-        "--fixture",
-        "conformance",
+        *source,
         "--transport",
         "http",
         "--metrics",
@@ -57,9 +55,15 @@ def conformance() -> Iterator[str]:
         "--port",
         str(port),
     ]
-    proc = start_process(cmd, port, "conformance", env=child_env())
+    proc = start_process(cmd, port, " ".join(source), env=child_env(), cwd=str(REPO_ROOT))
     yield f"http://127.0.0.1:{port}/mcp"
     stop(proc)
+
+
+@pytest.fixture
+def conformance() -> Iterator[str]:
+    """The conformance fixture: slow_compute runs as a task, greet never."""
+    yield from _served("--fixture", "conformance")
 
 
 def _locust(tmp_path: Path, url: str, *args: str) -> Run:
@@ -92,24 +96,7 @@ def test_a_tool_the_server_will_not_run_as_a_task_is_named_before_any_load(tmp_p
 @pytest.fixture
 def limited() -> Iterator[str]:
     """A server keeping at most three tasks at once (finished ones until their 2 s TTL)."""
-    port = free_port()
-    cmd = [
-        sys.executable,
-        "-m",
-        "mcpfast",
-        "serve",
-        "--app",
-        "tests.loadtests.tasks_app:app",
-        "--transport",
-        "http",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-    ]
-    proc = start_process(cmd, port, "tasks app", env=child_env(), cwd=str(REPO_ROOT))
-    yield f"http://127.0.0.1:{port}/mcp"
-    stop(proc)
+    yield from _served("--app", "tests.loadtests.tasks_app:app")
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -26,7 +26,7 @@ def _help(parser: configargparse.ArgumentParser) -> list[str]:
 def test_one_row_per_flag_and_the_defaults_are_the_rows() -> None:
     rows = [o for g in GROUPS for o in g.options]
     flags = [o.flag for o in rows]
-    assert len(flags) == len(set(flags)) == 47
+    assert len(flags) == len(set(flags)) == 48
     assert all(f.startswith("--mcp-") for f in flags)
     assert DEFAULTS == {o.dest: o.default for o in rows}
     assert [o.dest for o in HOLD.options] == ["mcp_hold_per_user", "mcp_hold_trigger", "mcp_hold_trigger_every"]
