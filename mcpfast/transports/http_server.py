@@ -2,14 +2,20 @@
 
 ``HttpTransport.handle`` answers most MCP requests at once with ``(status, headers, body)``: a
 sync tool's JSON reply, 202 for a notification, every error. This server parses a request,
-calls ``handle`` and writes the whole answer in one ``write``: no scope dict, no
-receive/send coroutines, no task. A reply that waits for one future (a session kept in a
-shared store, ``mcpfast.transports.answers.Later``) is written from that future's callback,
-still without a task. Answers that stream or wait otherwise (SSE, the GET stream, an
-``async`` tool) come back as an async callable and run as a task with an ASGI-style
-``receive``/``send`` pair, so the same code serves them under this server and under any ASGI
-server. Any other ASGI application (a Starlette app with mcpfast mounted in it, a test
-middleware) is served over plain ASGI.
+calls ``handle`` and writes the whole answer: no scope dict, no receive/send coroutines, no
+task. The transport's lane (``HttpTransport.open_lane``) answers the commonest requests before
+that, in the core. A reply that waits for one future (a session kept in a shared store, an
+``async`` tool's reply, ``mcpfast.transports.answers.Later``) is written from that future's
+callback, still without a task. Answers that stream or wait otherwise (SSE, the GET stream)
+come back as an async callable and run as a task with an ASGI-style ``receive``/``send``
+pair, so the same code serves them under this server and under any ASGI server. Any other
+ASGI application (a Starlette app with mcpfast mounted in it, a test middleware) is served
+over plain ASGI.
+
+The replies a connection makes while the loop handles its ready reads go out in one write per
+connection at the end of that loop iteration (``_Connection._write``), in order: a write per
+reply, at once, would wake the client (a load generator on another CPU) once per reply while
+the server still has reads to handle.
 
 HTTP/1.1 as clients use it: keep-alive, pipelined requests answered in order, chunked request
 bodies, ``Expect: 100-continue``, chunked responses when the length is not known, flow control
@@ -416,11 +422,17 @@ class _Connection(asyncio.BaseProtocol):
         """Write ``data`` with the other replies of this loop iteration: one write (one system
         call) per connection and iteration, after every read the loop had ready. Written at
         once, each reply made while the loop handles its reads would wake a client (or a load
-        generator) on another CPU before the next read is handled. Order is kept: every write
+        generator) on another CPU before the next read is handled. With no other connection
+        open there is no other read to handle first: written now. Order is kept: every write
         of the connection goes through here, or flushes first (``_flush``)."""
         out = self.out
         if not out:
-            running_loop().call_soon(self._flush)
+            server = self.server
+            if len(server.connections) < 2:
+                if self.transport is not None and not self.closing:
+                    self.transport.write(data)
+                return
+            server.to_flush(self)
         out.append(data)
         self.out_size += len(data)
         if self.out_size >= WRITE_BATCH:
@@ -774,10 +786,23 @@ class HttpServer:
         self.keepalive_timeout = keepalive_timeout
         self.head_timeout = head_timeout
         self.connections: set[_Connection] = set()
+        self._unflushed: list[_Connection] = []
         self.bound: tuple[str, int] | None = None
         self._server: asyncio.base_events.Server | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._lifespan: _Lifespan | None = None
+
+    def to_flush(self, conn: _Connection) -> None:
+        """Flush ``conn``'s replies at the end of this loop iteration (one callback for every
+        connection that has some)."""
+        if not self._unflushed:
+            running_loop().call_soon(self._flush)
+        self._unflushed.append(conn)
+
+    def _flush(self) -> None:
+        unflushed, self._unflushed = self._unflushed, []
+        for conn in unflushed:
+            conn._flush()
 
     async def start(self, host: str = "127.0.0.1", port: int = 8000, *, sock: socket.socket | None = None) -> None:
         """Run the app's startup, then listen (on ``sock`` when given)."""

@@ -727,3 +727,42 @@ def test_a_framework_wording_of_method_not_found() -> None:
     # without it, the session's own wording says what is missing
     _, out = send(make(capabilities={"tools": {}}), modern(7, "prompts/list"))
     assert out[0]["error"] == {"code": -32601, "message": "method not found: prompts/list (capability 'prompts' not offered)"}
+
+
+def test_an_adopted_request_is_in_flight_as_a_received_one_would_be() -> None:
+    # A transport's short path started the request itself: from adopt on, the session holds it
+    # as if receive had admitted it (the same entry, its tag on the records).
+    s = make()
+    init(s)
+    call = request(7, "tools/call", {"name": "t", "arguments": {}})
+    tag = object()
+    adopted = s.adopt(core.decode(orjson.dumps(call)), tag)
+    assert (adopted.id, adopted.method, adopted.version, adopted.stateless) == (7, "tools/call", "2025-11-25", False)
+    assert s.requests_in_flight == {7: adopted} and s.answering(tag)
+    events, out = send(s, request(7, "tools/call", {"name": "t"}))
+    assert events == [] and out[0]["error"]["message"] == "request id already in use by a request in flight"
+    events, _ = send(s, notification("notifications/cancelled", {"requestId": 7, "reason": "r"}))
+    assert events == [RequestCancelled(7, "r")] and s.is_cancelled(7)
+    assert not s.respond(7, {"content": []})  # cancelled: never answered
+    assert s.requests_in_flight == {}
+    other = s.adopt(core.decode(orjson.dumps(request(8, "tools/call", {"name": "t"}))), tag)
+    assert s.respond(8, {"content": []})
+    assert [(r.request_id, r.tag, r.final) for r in s.records_to_send()] == [(7, tag, True), (8, tag, True)]
+    assert other.id == 8 and s.requests_in_flight == {}
+
+
+@pytest.mark.parametrize(
+    ("message", "why"),
+    [
+        (request(0, "initialize", {}), "a method the session does not admit directly"),
+        (modern(9, "tools/call", {"name": "t"}), "a 2026-07-28 request"),
+        (request(5, "tools/call", {"name": "t"}), "an id in flight"),
+    ],
+)
+def test_a_request_the_session_would_not_admit_directly_is_not_adopted(message: dict[str, Any], why: str) -> None:
+    s = make()
+    init(s)
+    s.adopt(core.decode(orjson.dumps(request(5, "tools/call", {"name": "t"}))))
+    with pytest.raises(ValueError, match="cannot be adopted"):
+        s.adopt(core.decode(orjson.dumps(message)))
+    assert list(s.requests_in_flight) == [5], why

@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
+from mcpfast import core
 from mcpfast.protocol.errors import McpError
 from mcpfast.sansio import InboundRequest, NotificationReceived, ServerSession
 from mcpfast.server import Connection
@@ -235,3 +236,57 @@ async def test_server_connect_wires_its_dispatch_and_registry() -> None:
     assert out[-1]["result"]["content"][0]["text"] == "hi"
     await conn.close()
     assert conn not in app._connections
+
+
+async def test_an_adopted_call_is_served_as_one_fed_here() -> None:
+    # A short path ran the tool to its first wait (Server.run_tool_inline) and hands the call
+    # over: in flight from then on, answered when it finishes, cancelled by the client's cancel.
+    from mcpfast import Server
+    from mcpfast.server.app import PendingCall
+
+    app = Server("adopting")
+    gate: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    stopped: list[str] = []
+
+    @app.tool()
+    async def waits(text: str) -> str:
+        try:
+            return text + await asyncio.shield(gate)
+        except asyncio.CancelledError:
+            stopped.append(text)
+            raise
+
+    @app.tool()
+    async def fails(text: str) -> str:
+        await asyncio.sleep(0)
+        raise McpError(-32042, "refused", {"text": text})
+
+    conn = app.connect()
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
+    conn.feed(orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}))
+    conn.session.data_to_send()
+
+    def adopt(rid: int, name: str, text: str) -> None:
+        message = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": {"text": text}}}
+        pending = app.run_tool_inline(name, {"text": text}, "2025-11-25")
+        assert isinstance(pending, PendingCall)
+        conn.adopt(core.decode(orjson.dumps(message)), None, pending)  # type: ignore[arg-type]
+
+    adopt(1, "waits", "a")
+    adopt(2, "waits", "b")
+    adopt(3, "fails", "c")
+    assert conn.in_flight == 3 and sorted(conn.session.in_flight()) == [1, 2, 3]
+    conn.feed(call(1, "waits"))  # a reused id: refused by the session machine
+    conn.feed(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}')
+    gate.set_result("!")
+    got = await replies(conn.session, 3)
+    assert got[0]["error"]["message"] == "request id already in use by a request in flight"
+    by_id = {reply["id"]: reply for reply in got[1:]}
+    assert by_id[1]["result"] == {"content": [{"type": "text", "text": "a!"}]}
+    assert by_id[3]["error"] == {"code": -32042, "message": "refused", "data": {"text": "c"}}
+    assert stopped == ["b"] and conn.in_flight == 0 and conn.session.in_flight() == []
+    assert conn.session.data_to_send() == []  # the cancelled call is never answered
+    gate = asyncio.get_running_loop().create_future()
+    adopt(5, "waits", "e")
+    await conn.close()  # the connection's end stops what is still running
+    assert stopped == ["b", "e"]

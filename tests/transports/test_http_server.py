@@ -374,3 +374,89 @@ def test_mounted_in_starlette_over_native() -> None:
         assert status == 200 and b"mcp-session-id" in headers
         assert json.loads(body)["result"]["protocolVersion"] == "2025-11-25"
         c.close()
+
+
+class _Direct:
+    """An app the server calls directly: ``/later`` answers over ASGI (a task), the rest at once."""
+
+    direct_http = True
+    max_body = 1 << 20
+
+    def handle(self, method: str, path: str, query: bytes, headers: dict[bytes, bytes], body: bytes, root: str = "") -> Any:
+        if path == "/later":
+
+            async def deferred(receive: Any, send: Any) -> None:
+                await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"5")]})
+                await send({"type": "http.response.body", "body": b"later"})
+
+            return deferred
+        return (200, [(b"content-type", b"text/plain")], path.encode())
+
+
+class _Kept(asyncio.Transport):
+    """What the server writes, write by write."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[bytes] = []
+        self.closed = False
+
+    def write(self, data: Any) -> None:
+        assert not self.closed, "a write after close"
+        self.writes.append(bytes(data))
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return default
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _get(path: str, *extra: bytes) -> bytes:
+    return b"GET " + path.encode() + b" HTTP/1.1\r\nHost: x\r\n" + b"".join(extra) + b"\r\n"
+
+
+def _bodies(data: bytes) -> list[bytes]:
+    return [part.split(b"\r\n\r\n", 1)[1][:6] for part in data.split(b"HTTP/1.1 200 OK\r\n")[1:]]
+
+
+def test_the_replies_of_one_loop_iteration_go_out_in_one_write_in_order() -> None:
+    from mcpfast.transports.http_server import _Connection
+
+    async def main() -> None:
+        server = HttpServer(_Direct())
+        conn, kept = _Connection(server), _Kept()
+        conn.connection_made(kept)
+        alone, other = _Connection(server), _Kept()
+        alone.connection_made(other)
+        alone.data_received(_get("/x"))  # (two connections open: each waits for the other's reads)
+        conn.data_received(_get("/a") + _get("/b"))
+        conn.data_received(_get("/c"))  # another read of the same iteration
+        assert kept.writes == []  # held until the loop has handled its reads
+        await asyncio.sleep(0)
+        assert len(kept.writes) == 1 and _bodies(kept.writes[0]) == [b"/a", b"/b", b"/c"]
+        # an answer that writes its own (over ASGI): what came before it goes first, what
+        # comes after it waits its turn
+        kept.writes.clear()
+        conn.data_received(_get("/d") + _get("/later") + _get("/e"))
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert _bodies(b"".join(kept.writes)) == [b"/d", b"later", b"/e"]
+        assert _bodies(kept.writes[0]) == [b"/d"]
+        # a closing request: its reply goes out before the close
+        kept.writes.clear()
+        conn.data_received(_get("/f") + _get("/g", b"Connection: close\r\n"))
+        assert kept.closed and _bodies(b"".join(kept.writes)) == [b"/f", b"/g"] and len(kept.writes) == 1
+        # alone, a connection has no other read to wait for: written at once
+        assert other.writes and _bodies(b"".join(other.writes)) == [b"/x"]
+        alone.connection_lost(None)
+        conn.connection_lost(None)  # (closed: the transport says so)
+        conn, kept = _Connection(server), _Kept()
+        conn.connection_made(kept)
+        conn.data_received(_get("/h"))
+        assert _bodies(b"".join(kept.writes)) == [b"/h"]
+
+    asyncio.run(main())
