@@ -83,12 +83,19 @@ def empty(ax: Any, text: str) -> None:
 
 
 def latency_scale(ax: Any, label: str = "latency") -> None:
-    """A log latency axis on y for values in µs: ticks at 1, 2 and 5 of each decade labelled by
-    :func:`latency_text` (``50 µs``, ``2 ms``), no minor labels, never scientific notation."""
+    """A log latency axis on y for values in µs (call it once the data is drawn): ticks at 1, 2
+    and 5 of each decade (more within a narrow range) labelled by :func:`latency_text` (``50
+    µs``, ``2 ms``), no minor labels, never scientific notation."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    lo, hi = ax.get_ylim()
+    if lo < 0.8:  # nothing is below 1 µs (the histograms' floor): no "0 µs" ticks under a flat 1 µs line
+        lo, hi = 0.8, max(hi, 10.0)
+        ax.set_ylim(lo, hi)
+    decades = math.log10(hi / lo)
+    subs = (1.0, 2.0, 3.0, 5.0, 7.0) if decades < 1.5 else (1.0, 2.0, 5.0) if decades <= 3 else (1.0,)
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=subs))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: latency_text(v)))
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_ylabel(f"{label} (log)")
@@ -174,7 +181,7 @@ def bars(
     ax.set_xticklabels(groups, rotation=rotation, ha="right" if rotation else "center", fontsize=8)
     if log:
         ax.set_yscale("log")
-    ax.grid(True, axis="y", which="both", alpha=0.3)
+    ax.grid(True, axis="y", which="major", alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     return drawn
 
@@ -186,7 +193,7 @@ def percentile_plot(hists: dict[str, Histogram], path: Path, title: str) -> Path
     return save(fig, path, title)
 
 
-def timeline_figure(series: Series | None, title: str, max_names: int = 8) -> Any:
+def timeline_figure(series: Series | None, title: str, max_names: int = 12) -> Any:
     """The figure of :func:`timeline_plot` (a test reads its lines): requests per second and p99
     per interval of the run's interval log, the aggregate and the busiest ``max_names`` names.
     ``series`` None: the run has no interval log, and both panels say so."""
@@ -222,7 +229,7 @@ def timeline_figure(series: Series | None, title: str, max_names: int = 8) -> An
     return fig
 
 
-def timeline_plot(series: Series | None, path: Path, title: str, max_names: int = 8) -> Path:
+def timeline_plot(series: Series | None, path: Path, title: str, max_names: int = 12) -> Path:
     """Throughput and p99 over time from the run's µs interval histograms (:data:`Series`; one
     point per interval a name had requests in, so no latency reads 0 for want of requests)."""
     return save(timeline_figure(series, title, max_names), path)
