@@ -12,6 +12,7 @@ cancels its tool; and a tool runs once per call.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -132,6 +133,20 @@ def learned_session(served: Served, c: Conn) -> bytes:
     c.send(post(tool_call(0, "echo", {"text": "learn"}), extra))
     assert c.response()[0] == 200
     return extra
+
+
+@contextlib.contextmanager
+def holding(served: Served) -> Iterator[tuple[Conn, Conn, bytes]]:
+    """Two connections and a session learned on the first, ``w_hold`` calls held until the end."""
+    hold.clear()
+    CANCELLED.clear()
+    a, b = Conn(served.url), Conn(served.url)
+    try:
+        yield a, b, learned_session(served, a)
+    finally:
+        hold.set()
+        a.close()
+        b.close()
 
 
 def until(done: Callable[[], object]) -> None:
@@ -265,11 +280,7 @@ def test_pipelined_requests_behind_a_call_that_waits_are_answered_in_order(both:
 def test_a_reused_id_is_refused_and_the_clients_cancel_honoured_while_a_call_waits(both: tuple[Served, Served]) -> None:
     got = []
     for served in both:
-        hold.clear()
-        CANCELLED.clear()
-        a, b = Conn(served.url), Conn(served.url)
-        try:
-            extra = learned_session(served, a)
+        with holding(served) as (a, b, extra):
             before = served.answered
             a.send(post(tool_call(7, "w_hold", {"tag": "first"}), extra))
             until(lambda: RUNS["w_hold"])  # running (in flight) before the next requests come
@@ -284,10 +295,6 @@ def test_a_reused_id_is_refused_and_the_clients_cancel_honoured_while_a_call_wai
             b.send(post(tool_call(7, "w_text", {"text": "free again"}), extra))
             again = seen(*b.response())
             got.append((reused, cancelled, again, served.answered - before))
-        finally:
-            hold.set()
-            a.close()
-            b.close()
     (reused, cancelled, again, answered), full = got[0], got[1]
     assert (reused, cancelled, again) == full[:3]
     assert json.loads(reused[2])["error"]["message"] == "request id already in use by a request in flight"
@@ -299,11 +306,7 @@ def test_a_reused_id_is_refused_and_the_clients_cancel_honoured_while_a_call_wai
 
 def test_the_sessions_end_cancels_a_call_that_waits(both: tuple[Served, Served]) -> None:
     lane, _ = both
-    hold.clear()
-    CANCELLED.clear()
-    a, b = Conn(lane.url), Conn(lane.url)
-    try:
-        extra = learned_session(lane, a)
+    with holding(lane) as (a, b, extra):
         before = lane.answered
         a.send(post(tool_call(1, "w_hold", {"tag": "ended"}), extra))
         sid = extra.split(b"\r\n")[0].split(b": ")[1]
@@ -313,10 +316,6 @@ def test_the_sessions_end_cancels_a_call_that_waits(both: tuple[Served, Served])
         until(lambda: CANCELLED)
         assert CANCELLED == ["ended"]
         assert sid.decode() not in lane.transport.sessions
-    finally:
-        hold.set()
-        a.close()
-        b.close()
 
 
 def test_a_2026_client_that_goes_away_cancels_its_call(both: tuple[Served, Served]) -> None:
