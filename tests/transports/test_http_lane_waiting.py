@@ -18,6 +18,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -27,7 +28,7 @@ from mcpfast.server import ToolResult
 from mcpfast.transports.http import HttpTransport, asgi_app
 from mcpfast.transports.http_testing import serve_in_thread
 from mcpfast.transports.metrics import with_metrics
-from tests.transports.test_http_lane import M2026, Served, learned, modern, modern_exchange, tool_call
+from tests.transports.test_http_lane import M2026, Served, init, learned, modern, modern_exchange, tool_call
 from tests.transports.test_http_server import Conn, post
 
 pytestmark = [
@@ -393,3 +394,46 @@ def test_a_call_that_waits_is_counted_when_its_reply_is_written() -> None:
             # its time is the request's, from its read to its reply (over 0.2 s): past the bounds below it
             slow = sum(n for bound, n in zip([*bounds, None], buckets, strict=True) if bound is None or bound > 100_000_000)
             assert slow >= 1 and nanos >= 200_000_000
+
+
+def test_a_call_that_waits_runs_only_with_a_token_the_full_path_verified(tmp_path: Path) -> None:
+    from mcpfast.auth import ResourceServer
+    from mcpfast.auth.tokens import mint_token, new_key
+
+    resource, issuer = "http://127.0.0.1/mcp", "https://as.example.test"
+    new_key(tmp_path / "k.pem", tmp_path / "k.json")
+    new_key(tmp_path / "other.pem")
+
+    def bearer(key: str, subject: str = "alice") -> bytes:
+        token = mint_token(tmp_path / key, issuer=issuer, audience=resource, subject=subject, ttl=300)
+        return b"Authorization: Bearer " + token.encode() + b"\r\n"
+
+    transport = asgi_app(app, auth=ResourceServer(str(tmp_path / "k.json"), resource, issuer=issuer))
+    with serve_in_thread(transport) as url:
+        served = Served(transport, url)
+        c = Conn(url)
+        try:
+            alice = bearer("k.pem")
+            c.send(post(init(), alice))
+            status, headers, _ = c.response()
+            assert status == 200
+            extra = alice + b"Mcp-Session-Id: " + headers[b"mcp-session-id"] + b"\r\nMCP-Protocol-Version: 2025-11-25\r\n"
+            c.send(post(b'{"jsonrpc":"2.0","method":"notifications/initialized"}', extra))
+            assert c.response()[0] == 202
+            c.send(post(tool_call(0, "echo", {"text": "learn"}), extra))  # the full path verifies the token, the lane learns it
+            assert c.response()[0] == 200
+            RUNS.clear()
+            before = served.answered
+            c.send(post(tool_call(1, "w_text", {"text": "admitted"}), extra))
+            assert json.loads(c.response()[2])["result"]["content"][0]["text"] == "admitted"
+            assert served.answered == before + 1 and RUNS["w_text"] == 1  # the lane's, waited, with the token it holds
+            forged = extra.replace(alice, bearer("other.pem"))  # a token no key of the server's signed
+            c.send(post(tool_call(2, "w_text", {"text": "refused"}), forged))
+            assert c.response()[0] == 401
+            assert served.answered == before + 1 and RUNS["w_text"] == 1  # refused before the tool ran
+            bob = extra.replace(alice, bearer("k.pem", "bob"))  # a good token, another subject's session
+            c.send(post(tool_call(3, "w_text", {"text": "not his"}), bob))
+            assert c.response()[0] == 404
+            assert RUNS["w_text"] == 1
+        finally:
+            c.close()
