@@ -538,10 +538,10 @@ class _Connection(asyncio.BaseProtocol):
             return
         self.busy = None
         status, reply_headers, reply = outcome
+        if done is not None:
+            done(status)  # (before the write: whoever reads the reply finds it counted)
         if not self.closing and self.transport is not None:
             self._write(_render(status, reply_headers, reply, keep_alive))
-        if done is not None:
-            done(status)
         self._next(keep_alive)
 
     def _wait(self, answer: Outcome | Later, target: bytes) -> None:
