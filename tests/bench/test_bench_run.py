@@ -140,7 +140,8 @@ def test_quick_bench_timelines_draw_the_interval_histograms(quick_run: tuple[Pat
     """Read back from each timeline's figure (not its pixels): every name with requests has a p99
     line and a rate above 0 and never a p99 of 0; tools/call:echo's p99 line is, interval by
     interval, the p99 HdrHistogram's own decoder reads in the .hlog."""
-    out, _proc, summary = quick_run
+    out, proc, summary = quick_run
+    assert summary.get("ok"), (proc.stdout + proc.stderr)[-4000:]  # a run that failed is that test's finding, said here too
     hdrh = pytest.importorskip("hdrh.histogram")
     for family in FAMILIES:
         prefix = out / f"{family}-stdio"
