@@ -39,7 +39,7 @@ from mcpfast.server.connection import Connection, Routes
 from mcpfast.server.content import ToolResult, text_result
 from mcpfast.server.context import Context
 from mcpfast.server.tasks import TASK_SUPPORT, Tasks, _Run, negotiated, tasks_required
-from mcpfast.server.types import JSONObject, JSONValue, RouteResult, UserFunction, UserFunctionT
+from mcpfast.server.types import JSONObject, JSONValue, PlainOutcome, RouteResult, UserFunction, UserFunctionT
 from mcpfast.server.uri_template import UriTemplate, is_template
 from mcpfast.store.tasks import TaskStore
 
@@ -187,7 +187,6 @@ class _Prompt:
         self.required = required
 
 
-PlainOutcome: TypeAlias = JSONObject | str | tuple[int, str, JSONValue]
 """What a plain ``tools/call`` run without a session machine answers (``Server.run_plain_tool``):
 the result; a str, the text of a result of one text content (``text_result``); or
 ``(code, message, data)``, a JSON-RPC error."""

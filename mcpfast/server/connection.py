@@ -19,7 +19,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from types import CoroutineType
-from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
+from typing import Any, Final, NoReturn, TypeVar
 
 from mcpfast import core
 from mcpfast.protocol import methods as m
@@ -35,10 +35,7 @@ from mcpfast.sansio import (
 from mcpfast.sansio.events import Event
 from mcpfast.server import inline
 from mcpfast.server.content import text_result
-from mcpfast.server.types import JSONObject, JSONValue, RouteResult
-
-if TYPE_CHECKING:
-    from mcpfast.server.app import PendingCall
+from mcpfast.server.types import JSONObject, JSONValue, RouteResult, WaitingCall
 
 __all__ = ["Connection", "Handler", "Routes"]
 
@@ -196,7 +193,7 @@ class Connection:
         if not running.done():  # it waits: driven on from the loop, answered by _finished
             self._tasks[rid] = running
 
-    def adopt(self, message: core.Message, tag: object, pending: PendingCall) -> None:
+    def adopt(self, message: core.Message, tag: object, pending: WaitingCall) -> None:
         """Serve a request whose tool a transport's short path started and that waits
         (``Server.run_tool_inline``'s ``PendingCall``), from now on as if ``feed`` had started
         it: held in flight by the session machine (``ServerSession.adopt``; ``tag`` on its
@@ -210,7 +207,7 @@ class Connection:
         self._tasks[request.id] = pending.running
         pending.listen(functools.partial(self._adopted, request))
 
-    def _adopted(self, request: InboundRequest, pending: PendingCall) -> None:
+    def _adopted(self, request: InboundRequest, pending: WaitingCall) -> None:
         """An adopted call has finished: its outcome (``run_plain_tool``'s shapes) answered as
         ``_finished`` answers a handler's."""
         if pending.cancelled():

@@ -5,9 +5,12 @@ application registers. Named here once, so that a signature says which of them i
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
-__all__ = ["JSONObject", "JSONValue", "RouteResult", "UserFunction", "UserFunctionT"]
+if TYPE_CHECKING:
+    from mcpfast.server.inline import InlineTask
+
+__all__ = ["JSONObject", "JSONValue", "PlainOutcome", "RouteResult", "UserFunction", "UserFunctionT", "WaitingCall"]
 
 JSONValue: TypeAlias = Any
 """Any value a JSON-RPC message carries: what the core parses (dict, list, str, int, float, bool,
@@ -30,3 +33,20 @@ parameters, and any value (the server shapes what it returns by its type at run 
 
 UserFunctionT = TypeVar("UserFunctionT", bound=UserFunction)
 """A decorator gives back the very function it registers, with its own type."""
+
+PlainOutcome: TypeAlias = "JSONObject | str | tuple[int, str, JSONValue]"
+"""What a plain tool call answers (``Server.run_plain_tool``): the result, the text of a result of
+one text content, or ``(code, message, data)`` for a JSON-RPC error."""
+
+
+class WaitingCall(Protocol):
+    """A plain tool call a short path started and that waits (``Server.run_tool_inline``'s
+    ``PendingCall``), as a connection that adopts it sees it."""
+
+    running: InlineTask[object]
+
+    def cancelled(self) -> bool: ...
+
+    def outcome(self) -> PlainOutcome: ...
+
+    def listen(self, fn: Callable[[WaitingCall], object]) -> None: ...
