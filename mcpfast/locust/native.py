@@ -234,6 +234,7 @@ class NativeDriver:
         self.stats.stop_hooks.append(self.finish)
         self.stats.reset_hooks.append(self.reset)
         self.stats.rate_hooks.append(self.set_rate)
+        self.stats.tick_hooks.append(self.poll)
 
     def config(self) -> EngineConfig:
         """The engine's config (a scenario's driver overrides it with its user class's mix)."""

@@ -166,6 +166,8 @@ class McpStats:
         # the open model's rate set while running (the capacity search's steps) instead of
         # --mcp-rate; each native engine of the process follows it through ``rate_hooks``
         self.rate_override: float | None = None
+        # run first by each tick of the interval log (the native engines' drains)
+        self.tick_hooks: list[Any] = []
         self.rate_hooks: list[Any] = []
         # blocks of the JSON output a family keeps (the agents' figures): each a :class:`Part`,
         # its deltas riding on the workers' reports, merged on the master
@@ -305,7 +307,12 @@ class McpStats:
     def tick(self, now: float | None = None) -> None:
         """Add every key's histogram since the previous tick to the interval log (exact deltas:
         the intervals of a key sum to its final histogram)."""
-        now = time.time() if now is None else now
+        if now is None:
+            # this process's native engines drained first: what they completed until now
+            # enters this interval, not the next one (they drain on their own once a second)
+            for hook in list(self.tick_hooks):
+                hook()
+            now = time.time()
         start = self._last_tick if self._last_tick is not None else (self.start_time or now)
         for failed, hset in ((False, self.ok), (True, self.failed)):
             for (request_type, name), h in hset.items():

@@ -6,6 +6,7 @@ calls the swarm counted, with 0 failures; ``--processes 2``, master + 2 workers 
 from __future__ import annotations
 
 import shlex
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -97,6 +98,13 @@ def test_every_output_counts_what_the_server_answered(tmp_path: Path, counting_s
     counts = all_counts(run, html)
     assert "json" in counts and "console" not in counts  # --json-file: JSON instead of the console table
     csv = assert_agree(run, html, countfile)
+    # the interval log follows the requests as they complete: on the native engine too, no second
+    # holds what the one before it completed (its drains run before each interval closes)
+    text = Path(f"{run.prefix}_histograms.hlog").read_text()
+    tag = tag_of("mcp-http", "tools/call:counted")
+    rates = [h.total_count / length for t, _start, length, _max, h in read_log(text.splitlines()) if t == tag and length >= 0.5]
+    steady = rates[1:]  # the first second holds the users' start
+    assert len(steady) >= 2 and max(steady) < 1.6 * statistics.median(steady), rates
     assert csv[("mcp-http", "DELETE")] == 8  # the users' on_stop requests are in the CSV too
     # the last history row of each name holds the final count
     import csv as csvmod
