@@ -2,7 +2,8 @@
 
 Locust groups failures by ``repr(exception)``, so every message here is low-cardinality: it names
 the category and at most a status, an error code or a method, never an id, a timestamp or a
-payload.  The details (server message, bytes seen) ride on attributes.
+payload, and a refusal its cause as the native engine names one: what the reply said, one line of
+at most :data:`MAX_CAUSE` characters.  The details (the whole body, bytes seen) ride on attributes.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ __all__ = [
     "ToolError",
     "UnexpectedReply",
     "WrongId",
-    "refusal_cause",
 ]
 
 MAX_CAUSE = 60
@@ -51,9 +51,12 @@ class HttpStatusError(McpClientError):
     category = "http-status"
 
     def __init__(self, status: int, body: bytes = b"", reason: str | None = None, retry_after: float | None = None) -> None:
-        # the reason names the cause when the reply says it (http 401 invalid_token, http 429
-        # rate limited (Retry-After 2 s)): each cause is its own entry of the failures table
-        super().__init__("HTTP" + (reason[4:] if reason and reason.startswith("http") else f" {status}"))
+        # the reason names the cause when the reply's head says it (http 401 invalid_token, http
+        # 429 rate limited (Retry-After 2 s)), else the body does: each cause its own entry of the
+        # failures table
+        head = "HTTP" + (reason[4:] if reason and reason.startswith("http") else f" {status}")
+        said = _cause(_body_cause(body)) if head == f"HTTP {status}" else ""
+        super().__init__(f"{head}: {said}" if said else head)
         self.status = status
         self.body = body
         self.retry_after = retry_after
@@ -65,7 +68,8 @@ class McpError(McpClientError):
     category = "jsonrpc-error"
 
     def __init__(self, code: int | None, message: str = "", data: object = None, method: str | None = None) -> None:
-        super().__init__(f"JSON-RPC error {code}" + (f" on {method}" if method else ""))
+        said = _cause(message)
+        super().__init__(f"JSON-RPC error {code}" + (f" on {method}" if method else "") + (f": {said}" if said else ""))
         self.code = code
         self.message = message
         self.data = data
@@ -133,20 +137,11 @@ class RequestTimeout(McpClientError):
         self.method = method
 
 
-def refusal_cause(exc: BaseException) -> str:
-    """A refusal named by its cause, as the native engine names one: the error's own text (a
-    status or an error code), then what the reply said (a JSON-RPC error's message; an HTTP
-    body's JSON-RPC error message, JSON ``message``, ``error`` or ``detail``, else its first
-    line), one line of at most :data:`MAX_CAUSE` characters, no markup; other errors as they are."""
-    head = str(exc)
-    if isinstance(exc, McpError):
-        said = exc.message
-    elif isinstance(exc, HttpStatusError):
-        said = _body_cause(exc.body)
-    else:
-        return head
+def _cause(said: str) -> str:
+    """What a reply said, as a refusal's name carries it: one line of at most :data:`MAX_CAUSE`
+    printable characters; nothing for markup (an HTML error page says nothing short)."""
     said = "".join(c for c in " ".join(said.split()) if c.isprintable())[:MAX_CAUSE]
-    return f"{head}: {said}" if said and not said.startswith("<") else head
+    return "" if said.startswith("<") else said
 
 
 def _body_cause(body: bytes) -> str:

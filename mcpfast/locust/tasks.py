@@ -36,8 +36,6 @@ from typing import Any
 import gevent
 import locust  # first: Locust's import gevent-patches the stdlib
 
-from mcpfast.client.base import McpClient
-from mcpfast.client.errors import HttpStatusError, McpError, refusal_cause
 from mcpfast.client.http import HttpClient
 from mcpfast.client.session import ClientSession
 from mcpfast.locust import oauth
@@ -48,7 +46,7 @@ from mcpfast.locust.options import option, reach
 from mcpfast.locust.stats import output_prefix, runner_kind
 from mcpfast.locust.users import McpUser
 
-__all__ = ["COUNTS", "EXTENSION", "Refused", "TaskFailed", "TaskingUser", "check_tasks_extension", "register"]
+__all__ = ["COUNTS", "EXTENSION", "TaskFailed", "TaskingUser", "check_tasks_extension", "register"]
 
 logger = logging.getLogger("mcpfast.loadtests.tasks")
 
@@ -105,7 +103,7 @@ def check_tasks_extension(environment: Any) -> str | None:
     client = HttpClient(environment.host, session, token=token, reach=how, timeout=float(option(environment, "mcp_timeout")), reporter=keep)
     try:
         if not client.initialize():
-            return f"cannot ask the server for the tasks extension: server/discover failed ({refusal_cause(seen[-1]) if seen else client.last_error})"
+            return f"cannot ask the server for the tasks extension: server/discover failed ({str(seen[-1]) if seen else client.last_error})"
         offered = (client.session.server_capabilities or {}).get("extensions") or {}
         if EXTENSION not in offered:
             return f"the server does not offer the tasks extension ({EXTENSION} is not in server/discover's capabilities.extensions)"
@@ -115,7 +113,7 @@ def check_tasks_extension(environment: Any) -> str | None:
             return f"the server lists no tool {tool!r} (its tools: {listed}); name one it runs as a task with --mcp-tool"
         reply = client.call_tool(tool, arguments)
         if reply is None or reply.is_error:
-            why = refusal_cause(seen[-1]) if seen else "no reply"
+            why = str(seen[-1]) if seen else "no reply"
             return f"the server refused tools/call:{tool} before any load: {why}"
         result = reply.result or {}
         if result.get("isError"):
@@ -149,11 +147,6 @@ def _tool_names(client: HttpClient) -> set[str] | None:
     return names
 
 
-class Refused(Exception):
-    """A failure of the tasks family named by its cause (:func:`mcpfast.client.errors.refusal_cause`): Locust's failures
-    table groups by it, so each cause is its own row."""
-
-
 def _native_counts(environment: Any) -> None:
     """The native engine's counts, from its rows after its final drain."""
     from mcpfast.locust.native import drivers
@@ -185,22 +178,6 @@ class TaskingUser(McpUser):
 
     def new_session(self) -> ClientSession:
         return ClientSession(VERSION, capabilities=_capabilities(self.environment))
-
-    def make_client(self) -> McpClient:
-        """The users' client, its refusals reported by cause: ``http 400`` or ``JSON-RPC error
-        -32602`` alone says nothing of why the server will not make the task."""
-        client = super().make_client()
-        report = client.reporter
-
-        def reporter(name: str, elapsed_us: int, length: int, exc: BaseException | None) -> None:
-            if isinstance(exc, (McpError, HttpStatusError)):
-                named = Refused(refusal_cause(exc))
-                named.__cause__ = exc  # the client's error, for whoever reads past the name
-                exc = named
-            report(name, elapsed_us, length, exc)
-
-        client.reporter = reporter
-        return client
 
     def _report(self, name: str, started: float, exc: BaseException | None = None) -> None:
         mstats.get(self.environment).report(self.request_type, name, int((time.perf_counter() - started) * 1e6), 0, exc)

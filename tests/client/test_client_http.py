@@ -83,7 +83,7 @@ def test_sdk_errors_are_jsonrpc_codes(drive, http_servers) -> None:
         {"transport": "http", "target": url, "version": "2026-07-28", "ops": [["call", "nope/method"], ["tool", "no_such_tool", {}]]}
     )
     first = failures(out)[0]
-    assert first[0] == "nope/method" and first[3] == "McpError('JSON-RPC error -32601 on nope/method')"
+    assert first[0] == "nope/method" and first[3] == "McpError('JSON-RPC error -32601 on nope/method: Method not found')"
 
 
 @pytest.mark.parametrize(

@@ -154,7 +154,7 @@ def test_error_reply_and_tool_error() -> None:
     r = s.receive(error(p.id, -32602, "bad params", {"why": 1})).reply
     assert r.is_error and r.code == -32602 and r.error["message"] == "bad params"
     exc = r.exception()
-    assert isinstance(exc, McpError) and exc.code == -32602 and repr(exc) == "McpError('JSON-RPC error -32602 on tools/call')"
+    assert isinstance(exc, McpError) and exc.code == -32602 and repr(exc) == "McpError('JSON-RPC error -32602 on tools/call: bad params')"
     with pytest.raises(McpError):
         r.raise_for_error()
     p = s.request("tools/call", {"name": "echo"})

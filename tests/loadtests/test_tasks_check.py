@@ -15,27 +15,10 @@ import pytest
 from _loadtest_support import LOADTESTS, REPO_ROOT, Run, child_env, locust_command, stop
 from _support import free_port, metric, start_process
 
-from mcpfast.client.errors import MAX_CAUSE, HttpStatusError, McpError, ToolError, refusal_cause
 from mcpfast.locust.options import native_available
 
 TASKS = os.path.join(LOADTESTS, "tasks.py")
 ENGINES = ["native", "python"] if native_available() else ["python"]
-
-
-def test_a_refusal_is_named_by_what_its_body_says() -> None:
-    assert (
-        refusal_cause(McpError(-32602, "unknown tool: echo", method="tools/call"))
-        == "JSON-RPC error -32602 on tools/call: unknown tool: echo"
-    )
-    body = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"too   many\\ntasks"}}'
-    assert refusal_cause(HttpStatusError(400, body, "http 400")) == "HTTP 400: too many tasks"
-    assert refusal_cause(HttpStatusError(503, b'{"detail": "Service Unavailable"}', "http 503")) == "HTTP 503: Service Unavailable"
-    assert refusal_cause(HttpStatusError(503, b"overloaded\r\nretry later", "http 503")) == "HTTP 503: overloaded"
-    assert refusal_cause(HttpStatusError(502, b"<html><body>bad gateway</body></html>", "http 502")) == "HTTP 502"  # no markup
-    assert refusal_cause(HttpStatusError(400, b"{}", "http 400")) == "HTTP 400"
-    long = refusal_cause(McpError(-32000, "x" * 500, method="tools/call"))
-    assert long == "JSON-RPC error -32000 on tools/call: " + "x" * MAX_CAUSE  # one row per cause, however long
-    assert refusal_cause(ToolError("echo")) == "tool returned isError (echo)"
 
 
 def _served(*source: str) -> Iterator[str]:
