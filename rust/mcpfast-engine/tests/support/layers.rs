@@ -527,3 +527,23 @@ pub fn check_layers(src: &Path, layers: &[&[&str]]) -> Vec<String> {
     }
     problems
 }
+
+/// The crate under `src` keeps the order `layers` ([`check_layers`] finds nothing), and the walk
+/// sees each of the uses `seen` (`(module, target)`): a walker that found nothing would pass
+/// anything. Panics naming `what` and every problem.
+pub fn assert_layers(what: &str, src: &Path, layers: &[&[&str]], seen: &[(&str, &str)]) {
+    let problems = check_layers(src, layers);
+    assert!(
+        problems.is_empty(),
+        "{what}'s layers are broken:\n{}",
+        problems.join("\n")
+    );
+    let uses = uses(src);
+    for (module, target) in seen {
+        assert!(
+            uses.iter()
+                .any(|u| u.module == *module && u.target == *target),
+            "{what}: the use {module} -> {target} was not found"
+        );
+    }
+}
