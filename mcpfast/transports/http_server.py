@@ -27,9 +27,19 @@ with ``Transfer-Encoding`` is refused (400), ``Upgrade`` is not acted on. Every 
 one answer, in its turn (after the answers pipelined before it, a running stream included),
 then the connection ends with a lingering close, so the client reads it instead of a reset.
 Slow clients: a head must be complete within ``head_timeout`` seconds of its first byte (408),
-idle keep-alive connections close after ``keepalive_timeout``, and at most
-``max_connections`` are open (503 above). Absolute-form targets (``POST http://host/mcp``)
-are served as their path, with the target's authority as the Host (RFC 9112 §3.2.2).
+idle keep-alive connections close after ``keepalive_timeout`` (not one whose next request has
+already arrived), and at most ``max_connections`` are open (503 above). Absolute-form targets
+(``POST http://host/mcp``) are served as their path, with the target's authority as the Host
+(RFC 9112 §3.2.2).
+
+Open files: every connection is a file descriptor, and a process has ``RLIMIT_NOFILE`` of them
+(``serve`` raises its soft limit to the hard one). Past the limit ``accept`` fails with
+``EMFILE``, and the event loop (libuv) closes the connections it cannot take without a word: the
+client reads a reset. So the server refuses before: a connection whose descriptor is among the
+last ``fd_reserve`` of the limit gets ``503`` with its reason (``too many connections (open-file
+limit N)``) and ``Retry-After``, then a lingering close; the reserve leaves room for the
+connections the loop accepts at once (up to the listen backlog) before any is looked at, and for
+the refusals themselves. Each kind of refusal is logged once.
 """
 
 from __future__ import annotations
@@ -37,12 +47,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import fcntl
 import functools
 import gc
 import logging
+import os
+import resource
 import signal
 import socket
 import ssl
+import struct
+import termios
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -60,7 +75,17 @@ from mcpfast.transports.answers import Later, Outcome
 if TYPE_CHECKING:
     from mcpfast.core import HttpLane
 
-__all__ = ["DEFAULT_HEAD_TIMEOUT", "DEFAULT_MAX_BODY", "DEFAULT_MAX_CONNECTIONS", "DEFAULT_MAX_HEAD", "HttpServer", "serve"]
+__all__ = [
+    "BACKLOG",
+    "DEFAULT_HEAD_TIMEOUT",
+    "DEFAULT_MAX_BODY",
+    "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_MAX_HEAD",
+    "HttpServer",
+    "fd_reserve",
+    "raise_open_files_limit",
+    "serve",
+]
 
 logger = logging.getLogger("mcpfast.transports.http_server")
 
@@ -68,6 +93,10 @@ DEFAULT_HEAD_TIMEOUT: Final = 10.0
 """Seconds from a head's first byte to its blank line (408 and close after): bounds slowloris."""
 DEFAULT_MAX_CONNECTIONS: Final = 10_000
 """Open connections at most (a new one gets 503 and is closed)."""
+BACKLOG: Final = 2048
+"""The listen backlog: connections the kernel holds until the server accepts them."""
+RETRY_AFTER: Final = b"1"
+"""Seconds a client refused for a lack of connections is told to wait (``Retry-After``)."""
 LINGER_SECONDS: Final = 2.0
 """After a refusal, how long the rest of the client's request is read and dropped before closing."""
 _JUDGE_EVERY_READ: Final = 8 * 1024
@@ -144,8 +173,40 @@ def _render(status: int, headers: Any, body: bytes, keep_alive: bool) -> bytes:
 
 
 def _error_reply(status: int, message: str) -> bytes:
-    # The refusal format every runner shares (a JSON-RPC error body), so a client reads one shape.
-    return _render(status, [(b"content-type", b"application/json")], wire.refusal(message), False)
+    # The refusal format every runner shares (a JSON-RPC error body), so a client reads one shape;
+    # a 503 is a lack of room now, so it says when to come back.
+    headers = [(b"content-type", b"application/json")]
+    if status == 503:
+        headers.append((b"retry-after", RETRY_AFTER))
+    return _render(status, headers, wire.refusal(message), False)
+
+
+def raise_open_files_limit() -> int:
+    """Raise this process's soft ``RLIMIT_NOFILE`` to its hard limit (as far as the OS lets it):
+    each connection is a descriptor, and a soft limit is often a small default. Returns the
+    soft limit now."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def fd_reserve(limit: int) -> int:
+    """Descriptors kept free below an open-file ``limit`` (see the module doc): a sixteenth of it,
+    at least 16 and at most the listen backlog (1,250 of 20,000)."""
+    return max(16, min(BACKLOG, limit // 16))
+
+
+def _unread(transport: asyncio.BaseTransport) -> int:
+    """Bytes the client sent that the kernel holds for the connection, not read yet (0 when unknown)."""
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return 0
+    try:
+        return int(struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0])
+    except (OSError, ValueError):
+        return 0
 
 
 _TARGETS: dict[bytes, tuple[str, bytes]] = {}
@@ -233,15 +294,16 @@ class _Connection(asyncio.BaseProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         server = self.server
-        if len(server.connections) >= server.max_connections:
-            transport.write(_error_reply(503, "too many connections"))  # type: ignore[attr-defined]
-            transport.close()
-            self.closing = True
+        sock = transport.get_extra_info("socket")
+        # Descriptors are handed out lowest first: one at or above the ceiling means the process
+        # holds that many, and the last ones are kept for what the loop accepts at once.
+        fd = sock.fileno() if sock is not None else -1
+        if len(server.connections) >= server.max_connections or fd >= server.fd_ceiling:
+            self._refuse(503, server.refusal(fd))
             return
         server.connections.add(self)
         peer = transport.get_extra_info("peername")
         self.client = (peer[0], peer[1]) if isinstance(peer, tuple) and len(peer) >= 2 else None
-        sock = transport.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -417,6 +479,15 @@ class _Connection(asyncio.BaseProtocol):
         self.closing = True
         if self.transport is not None:
             self.transport.close()
+
+    def _close_idle(self) -> None:
+        """Close a keep-alive connection idle past the timeout, unless its client's next request
+        has arrived (the kernel holds it, the loop has not read it yet): closing then would
+        answer the request the client already sent with a reset. It is read and served instead."""
+        transport = self.transport
+        if transport is not None and _unread(transport) > 0:
+            return
+        self._close()
 
     def _write(self, data: bytes) -> None:
         """Write ``data`` with the other replies of this loop iteration: one write (one system
@@ -746,7 +817,8 @@ class HttpServer:
         max_body: the largest request body in bytes (413 above); defaults to the app's
             ``max_body`` when it has one.
         max_header_bytes: the largest request head (414/431 above), judged while it arrives.
-        max_connections: open connections at most (503 and close above).
+        max_connections: open connections at most (503 and close above); the open-file limit
+            may allow fewer (see the module doc).
         keepalive_timeout: seconds an idle keep-alive connection stays open.
         head_timeout: seconds from a request head's first byte to its end (408 and close after).
         tls: a server ``ssl.SSLContext`` (see ``tls_server_context``): HTTPS on the same socket.
@@ -786,6 +858,11 @@ class HttpServer:
         self.keepalive_timeout = keepalive_timeout
         self.head_timeout = head_timeout
         self.connections: set[_Connection] = set()
+        self.fd_ceiling = 1 << 62
+        """A connection whose descriptor is this or above is refused (set from the open-file limit by ``start``)."""
+        self.open_files_limit: int | None = None
+        self.refused: dict[str, int] = {}
+        """Connections refused for lack of room, by reason (each reason logged once)."""
         self._unflushed: list[_Connection] = []
         self.bound: tuple[str, int] | None = None
         self._server: asyncio.base_events.Server | None = None
@@ -804,6 +881,23 @@ class HttpServer:
         for conn in unflushed:
             conn._flush()
 
+    def refusal(self, fd: int) -> str:
+        """Why a new connection (its descriptor ``fd``) is refused, counted (logged the first time)."""
+        if len(self.connections) >= self.max_connections:
+            reason = "too many connections"
+            hint = f"{len(self.connections)} open, max_connections {self.max_connections}"
+        else:
+            reason = f"too many connections (open-file limit {self.open_files_limit})"
+            hint = (
+                f"{len(self.connections)} connections open, descriptor {fd} of RLIMIT_NOFILE {self.open_files_limit} "
+                "(the last ones kept free); raise the limit (ulimit -n) or serve with more --workers"
+            )
+        count = self.refused.get(reason, 0)
+        self.refused[reason] = count + 1
+        if not count:
+            logger.warning("refusing new connections with 503: %s (%s); logged once", reason, hint)
+        return reason
+
     async def start(self, host: str = "127.0.0.1", port: int = 8000, *, sock: socket.socket | None = None) -> None:
         """Run the app's startup, then listen (on ``sock`` when given)."""
         loop = asyncio.get_running_loop()
@@ -820,10 +914,23 @@ class HttpServer:
             factory = functools.partial(_TlsConnection, self, buffer)
         else:
             factory = functools.partial(_Connection, self)
+        limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if limit != resource.RLIM_INFINITY:
+            self.open_files_limit = limit
+            self.fd_ceiling = limit - fd_reserve(limit)
+            room = self.fd_ceiling - _open_files()
+            if room < self.max_connections:
+                logger.warning(
+                    "the open-file limit (RLIMIT_NOFILE %d) leaves room for about %d connections, fewer than "
+                    "max_connections %d: the rest get 503; raise it (ulimit -n) or serve with more --workers",
+                    limit,
+                    max(room, 0),
+                    self.max_connections,
+                )
         if sock is not None:
-            self._server = await loop.create_server(factory, sock=sock, backlog=2048, ssl=self.tls)
+            self._server = await loop.create_server(factory, sock=sock, backlog=BACKLOG, ssl=self.tls)
         else:
-            self._server = await loop.create_server(factory, host, port, backlog=2048, reuse_address=True, ssl=self.tls)
+            self._server = await loop.create_server(factory, host, port, backlog=BACKLOG, reuse_address=True, ssl=self.tls)
         name = self._server.sockets[0].getsockname()
         self.bound = (name[0], name[1])
         self._sweeper = loop.create_task(self._sweep())
@@ -840,7 +947,7 @@ class HttpServer:
                 if started is not None and started < head_cutoff and not conn.closing and not conn.ended:
                     conn._fail(408, "request head not complete in time")
                 elif conn.busy is None and not conn.queue and conn.last_active < cutoff:
-                    conn._close()
+                    conn._close_idle()
 
     async def close(self, grace: float = 5.0) -> None:
         """Stop listening, let running answers finish (``grace`` seconds), close, run the app's shutdown."""
@@ -867,6 +974,14 @@ class HttpServer:
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 1.0)
+
+
+def _open_files() -> int:
+    """Descriptors this process holds now (0 where ``/proc`` cannot tell)."""
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return 0
 
 
 def _is_transport(app: Any) -> bool:
@@ -924,7 +1039,8 @@ async def serve(
     grace: float = 5.0,
     **options: Any,
 ) -> None:
-    """Serve ``app`` until SIGINT/SIGTERM (see ``HttpServer`` for the options).
+    """Serve ``app`` until SIGINT/SIGTERM (see ``HttpServer`` for the options), with the soft
+    open-file limit raised to the hard one (``raise_open_files_limit``).
 
     ``sock``: serve this bound socket instead of binding ``host:port``; ``grace``: seconds a
     SIGTERM lets answers in flight finish.
@@ -932,6 +1048,7 @@ async def serve(
     ``freeze_gc``: after start-up, move every object alive to the collector's permanent
     generation (``gc.freeze``), for a process that does nothing but serve.
     """
+    raise_open_files_limit()
     server = HttpServer(app, **options)
     await server.start(host, port, sock=sock)
     if freeze_gc:
