@@ -119,25 +119,35 @@ impl Problem {
 }
 
 /// The failure reason of a refused reply (`http 401 invalid_token`, `http 429 rate limited
-/// (Retry-After 2 s)`, `http 503 too many connections`) and the wait its `Retry-After` asks for.
+/// (Retry-After 2 s)`, `http 503 too many connections (Retry-After 1 s)`) and the wait its
+/// `Retry-After` asks for.
 pub(crate) fn refusal(p: &ResponseParser) -> (String, Option<f64>) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
-    let (mut reason, wait) = mcpfast_core::refused::refusal(
+    let (reason, wait) = mcpfast_core::refused::refusal(
         p.status,
         p.www_authenticate.as_deref(),
         p.retry_after.as_deref(),
         now,
     );
-    // a bare status says nothing of why: the body may (a server that refuses past a limit)
-    if reason == format!("http {}", p.status) {
-        if let Some(why) = body_reason(&p.body) {
-            reason.push(' ');
-            reason.push_str(&why);
+    (with_body_reason(reason, p.status, &p.body), wait)
+}
+
+/// `reason` with the cause `body` gives when the status alone says nothing of why (a server
+/// that refuses past a limit says which in its body): after the status, before a `Retry-After`
+/// wait, which says when to come back, not why.
+fn with_body_reason(mut reason: String, status: u16, body: &[u8]) -> String {
+    let bare = format!("http {status}");
+    let says_nothing = reason
+        .strip_prefix(&bare)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(" (Retry-After"));
+    if says_nothing {
+        if let Some(why) = body_reason(body) {
+            reason.insert_str(bare.len(), &format!(" {why}"));
         }
     }
-    (reason, wait)
+    reason
 }
 
 /// Longest cause a refusal's body adds to its failure reason (a cause stays one entry of the
@@ -232,6 +242,23 @@ mod tests {
             Some("overloaded")
         );
         assert_eq!(body_reason(b"<html><body>503</body></html>"), None);
+        // the cause stays with a Retry-After wait, and a status that names its own is left alone
+        assert_eq!(
+            with_body_reason("http 503 (Retry-After 1 s)".into(), 503, jsonrpc),
+            "http 503 too many connections (Retry-After 1 s)"
+        );
+        assert_eq!(
+            with_body_reason("http 503".into(), 503, jsonrpc),
+            "http 503 too many connections"
+        );
+        assert_eq!(
+            with_body_reason(
+                "http 429 rate limited (Retry-After 2 s)".into(),
+                429,
+                jsonrpc
+            ),
+            "http 429 rate limited (Retry-After 2 s)"
+        );
         assert_eq!(body_reason(b"  "), None);
         assert_eq!(body_reason(b"{}"), None);
         let long = "x".repeat(200);
