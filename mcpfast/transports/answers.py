@@ -22,7 +22,19 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final, Union
 
-__all__ = ["OK_EMPTY", "Deferred", "Later", "Outcome", "Reply", "after", "send_reply"]
+__all__ = [
+    "DISCONNECT",
+    "OK_EMPTY",
+    "Deferred",
+    "Disconnect",
+    "Later",
+    "Outcome",
+    "Reply",
+    "after",
+    "send_reply",
+    "wait_disconnect",
+    "watch_disconnect",
+]
 
 logger = logging.getLogger("mcpfast.transports.http")
 
@@ -31,6 +43,8 @@ Reply = tuple[int, list[tuple[bytes, bytes]] | tuple[tuple[bytes, bytes], ...], 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 
+DISCONNECT: Final = {"type": "http.disconnect"}
+"""The ASGI message of a client that went away."""
 OK_EMPTY: Final[Reply] = (200, (), b"")
 """200 with no body (a DELETE that ended its session)."""
 _FAILED: Final[Reply] = (500, ((b"content-type", b"text/plain"),), b"internal error")
@@ -132,3 +146,36 @@ class Later:
 def after(future: asyncio.Future[Any], reply: Reply) -> Later:
     """``reply`` once ``future`` is done, whatever its outcome (e.g. cancelled handlers wound down)."""
     return Later(future, lambda _: reply)
+
+
+class Disconnect:
+    """The ASGI ``receive`` of a deferred answer whose request was read whole (a server's own):
+    it waits for the client to go. ``lost``, done then, may be watched directly, without a task
+    reading ``receive`` (``watch_disconnect``); nobody but the server resolves or cancels it."""
+
+    __slots__ = ("lost",)
+
+    def __init__(self, lost: asyncio.Future[None]) -> None:
+        self.lost = lost
+
+    async def __call__(self) -> dict[str, Any]:
+        # Shielded: a waiter cancelled (its answer is done) must not cancel the connection's future.
+        await asyncio.shield(self.lost)
+        return DISCONNECT
+
+
+def watch_disconnect(receive: Receive) -> tuple[asyncio.Future[Any], bool]:
+    """A future done once the client is gone, and whether it is the caller's to cancel when it
+    stops watching: the server's own for a ``Disconnect`` (no task; not to be cancelled), else
+    a task reading ``receive`` until ``http.disconnect``."""
+    if type(receive) is Disconnect:
+        return receive.lost, False
+    return asyncio.ensure_future(wait_disconnect(receive)), True
+
+
+async def wait_disconnect(receive: Receive) -> None:
+    """Read ``receive`` until the client is gone."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return

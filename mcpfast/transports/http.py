@@ -52,9 +52,9 @@ from mcpfast.server.app import PendingCall
 from mcpfast.server.content import text_result
 from mcpfast.server.inline import running_loop
 from mcpfast.store.base import StoreUnavailable
-from mcpfast.transports.answers import OK_EMPTY, Deferred, Later, Outcome, Reply, send_reply
+from mcpfast.transports.answers import OK_EMPTY, Deferred, Later, Outcome, Reply, send_reply, wait_disconnect, watch_disconnect
 from mcpfast.transports.event_store import EventStore, MemoryEventStore
-from mcpfast.transports.http_routing import Stream, connect
+from mcpfast.transports.http_routing import Heartbeat, Stream, connect
 from mcpfast.transports.sessions import HttpSession, LocalSessions, SessionTable
 
 if TYPE_CHECKING:
@@ -232,6 +232,8 @@ class HttpTransport:
         self.max_sessions = max_sessions
         self.session_idle_timeout = session_idle_timeout
         self.keepalive = keepalive
+        self.heartbeat = Heartbeat(keepalive)
+        """When each SSE stream served is due a keep-alive comment (one timer for them all)."""
         self.retry_ms = retry_ms
         events: EventStore | None = None
         if event_store is None or event_store is True:
@@ -721,15 +723,19 @@ class HttpTransport:
         send: Send,
     ) -> None:
         """Answer a POST from its stream: JSON when the reply comes first and alone, else SSE."""
-        watch: asyncio.Task[None] | None = None
+        watch: asyncio.Future[Any] | None = None
+        owned = False
         try:
             if stream.empty and not stream.closed:
                 if conn is None:
                     await stream.wait()
                 else:  # 2026: the client going away cancels the request
-                    watch = asyncio.ensure_future(_wait_disconnect(receive))
-                    waiter = stream.wait()
-                    await asyncio.wait((waiter, watch), return_when=asyncio.FIRST_COMPLETED)
+                    watch, owned = watch_disconnect(receive)
+                    watch.add_done_callback(stream.nudge)
+                    try:
+                        await stream.wait()
+                    finally:
+                        watch.remove_done_callback(stream.nudge)
                     if watch.done():
                         return
             if stream.as_json(self.json_response):
@@ -740,10 +746,10 @@ class HttpTransport:
             # Otherwise SSE, also for a request that ends without an answer (cancelled: the
             # server sends none, and a request is answered with JSON or a stream, never 202).
             if watch is None:
-                watch = asyncio.ensure_future(_wait_disconnect(receive))
+                watch, owned = watch_disconnect(receive)
             await self._stream_sse(stream, sess, send, watch, headers)
         finally:
-            if watch is not None:
+            if watch is not None and owned:
                 watch.cancel()
             if conn is not None:
                 self._stateless.discard(conn)
@@ -759,7 +765,10 @@ class HttpTransport:
         replay: list[tuple[str, bytes]] | None = None,
         started: bool = False,
     ) -> None:
-        """Send ``stream`` as SSE until it closes or the client goes away."""
+        """Send ``stream`` as SSE until it closes or the client goes away (``watch`` done). It
+        waits on the stream alone: the client's going and a keep-alive comment due
+        (``heartbeat``) wake it (``Stream.nudge``), so an idle stream holds no timer and no
+        second future of its own."""
         store = self.event_store if sess is not None and not sess.legacy else None
         if store is not None and sess is not None and not stream.key:
             stream.key = sess.stream_key()
@@ -777,7 +786,9 @@ class HttpTransport:
         elif store is not None and sess is not None and sess.version is not None and supports(sess.version, V2025_11_25):
             chunk += _SSE.encode(b"", id=store.append(sess.id, stream.key, b""), retry=self.retry_ms)
         event = "message" if sess is not None and sess.legacy else None
-        keepalive = self.keepalive
+        beat = self.heartbeat
+        beat.add(stream)
+        watch.add_done_callback(stream.nudge)
         try:
             while True:
                 for data in stream.drain():
@@ -785,20 +796,24 @@ class HttpTransport:
                     chunk += _SSE.encode(data, id=eid, event=event)
                 if stream.closed:  # the last events go out with the end of the body, in one write
                     break
+                if not chunk and beat.take_due(stream):
+                    chunk += _SSE.comment("keepalive")
                 if chunk:
                     await send({"type": "http.response.body", "body": bytes(chunk), "more_body": True})
                     chunk.clear()
+                    beat.sent(stream)
                     continue  # more may have arrived while the write waited
-                waiter = stream.wait()
-                done, _ = await asyncio.wait((waiter, watch), timeout=keepalive, return_when=asyncio.FIRST_COMPLETED)
+                if watch.done():  # (gone while the write waited: its nudge found no reader)
+                    return
+                await stream.wait()
                 if watch.done():
                     return
-                if not done:
-                    chunk += _SSE.comment("keepalive")
             await send({"type": "http.response.body", "body": bytes(chunk), "more_body": False})
         except OSError:
             return
         finally:
+            beat.discard(stream)
+            watch.remove_done_callback(stream.nudge)
             stream.attached = False
             if store is not None and sess is not None:
                 # Not yet sent, the stream's last events included when they arrived with the
@@ -836,11 +851,12 @@ class HttpTransport:
     async def _serve_stream(
         self, stream: Stream, sess: HttpSession, replay: list[tuple[str, bytes]] | None, receive: Receive, send: Send
     ) -> None:
-        watch = asyncio.ensure_future(_wait_disconnect(receive))
+        watch, owned = watch_disconnect(receive)
         try:
             await self._stream_sse(stream, sess, send, watch, (), replay=replay)
         finally:
-            watch.cancel()
+            if owned:
+                watch.cancel()
 
     def _delete(self, named: bool, sess: HttpSession | None) -> Reply | Deferred:
         if not named:
@@ -862,14 +878,15 @@ class HttpTransport:
     async def _legacy_sse(self, root: str, principal: str | None, receive: Receive, send: Send) -> None:
         sess = self.table.new_session(secrets.token_urlsafe(SESSION_ID_BYTES), principal, legacy=True)
         endpoint = f"{root}{self.messages_path}?session_id={sess.id}"
-        watch = asyncio.ensure_future(_wait_disconnect(receive))
+        watch, owned = watch_disconnect(receive)
         try:
             await self.table.open_legacy(sess)  # before the endpoint is sent: POSTs may come then
             await send({"type": "http.response.start", "status": 200, "headers": list(_SSE_HEADERS)})
             await send({"type": "http.response.body", "body": _SSE.encode(endpoint, event="endpoint"), "more_body": True})
             await self._stream_sse(sess.get, sess, send, watch, (), started=True)
         finally:
-            watch.cancel()
+            if owned:
+                watch.cancel()
             await self.table.close_legacy(sess)
 
     def _legacy_post(self, query: bytes, headers: dict[bytes, bytes], body: bytes, message: Any, principal: str | None) -> Reply | Deferred:
@@ -1049,7 +1066,7 @@ def _passed_on(passing: Awaitable[bool]) -> Deferred:
 
 async def _until_gone(receive: Receive, send: Send) -> None:
     """No answer: wait until the client goes away."""
-    await _wait_disconnect(receive)
+    await wait_disconnect(receive)
 
 
 def _meta(decoded: Any) -> dict[str, Any]:
@@ -1090,13 +1107,6 @@ def _plain_meta(version: str) -> dict[str, Any]:
     if meta is None:
         meta = _PLAIN_META[version] = {META_PROTOCOL_VERSION: version, META_CLIENT_CAPABILITIES: {}}
     return meta
-
-
-async def _wait_disconnect(receive: Receive) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return
 
 
 def asgi_app(server: object, **options: Any) -> HttpTransport:

@@ -7,6 +7,10 @@ server-to-client requests, a listen stream's notifications), and ``final`` on th
 ends it. Untagged records go to the session's standing stream (the GET stream, the 2024-11-05
 SSE stream). No protocol rule lives here: the session machine decides *what* is sent; this only puts
 each record where its tag says.
+
+``Heartbeat`` tells the streams served as SSE when a keep-alive comment is due: one timer for all
+of them, not one per stream (a server holding tens of thousands of idle GET streams would
+otherwise hold as many timers, re-armed at every event).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ if TYPE_CHECKING:
     from mcpfast.server.connection import Connection
     from mcpfast.transports.event_store import EventStore
 
-__all__ = ["Stream", "connect", "router"]
+__all__ = ["Heartbeat", "Stream", "connect", "router"]
 
 BACKLOG: Final = 1024
 """Messages a detached stream without an event store keeps for the next reader."""
@@ -113,6 +117,11 @@ class Stream:
             if self.waiter is not None:
                 self._wake()
 
+    def nudge(self, *_: object) -> None:
+        """Wake the reader without a message, to look again (its client gone, a keep-alive
+        due); its arguments are ignored, so that it serves as a future's done callback."""
+        self._wake()
+
     def _wake(self) -> None:
         waiter = self.waiter
         if waiter is not None:
@@ -126,6 +135,67 @@ class Stream:
         if waiter is None or waiter.done():
             waiter = self.waiter = asyncio.get_running_loop().create_future()
         return waiter
+
+
+class Heartbeat:
+    """When each stream served as SSE is due a keep-alive comment, on one timer for them all.
+
+    Every half ``period`` a tick marks due each stream that sent nothing since the tick before,
+    and wakes it (``Stream.nudge``): a stream is never silent for a whole ``period``, and an idle
+    one gets a comment once per ``period``. A stream is in from ``add`` to ``discard``, and says
+    it sent with ``sent``; its reader takes a due comment with ``take_due``.
+    """
+
+    __slots__ = ("_due", "_handle", "_loop", "_quiet", "half")
+
+    def __init__(self, period: float) -> None:
+        self.half = period / 2
+        self._quiet: dict[Stream, bool] = {}  # each stream: nothing sent since the last tick
+        self._due: set[Stream] = set()
+        self._handle: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def add(self, stream: Stream) -> None:
+        self._quiet[stream] = False
+        loop = asyncio.get_running_loop()
+        if self._handle is None or self._loop is not loop:
+            self._loop = loop
+            self._handle = loop.call_later(self.half, self._tick)
+
+    def sent(self, stream: Stream) -> None:
+        """``stream`` sent something (no comment is due for a while)."""
+        if stream in self._quiet:
+            self._quiet[stream] = False
+
+    def take_due(self, stream: Stream) -> bool:
+        """Whether a comment is due on ``stream`` (taken: the reader sends it)."""
+        if stream in self._due:
+            self._due.discard(stream)
+            return True
+        return False
+
+    def discard(self, stream: Stream) -> None:
+        self._quiet.pop(stream, None)
+        self._due.discard(stream)
+
+    def __len__(self) -> int:
+        return len(self._quiet)
+
+    def _tick(self) -> None:
+        self._handle = None
+        quiet = self._quiet
+        if not quiet:
+            return  # the next stream added starts the timer again
+        due = self._due
+        for stream, silent in quiet.items():
+            if silent:
+                due.add(stream)
+                stream.nudge()
+            else:
+                quiet[stream] = True
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            self._handle = loop.call_later(self.half, self._tick)
 
 
 def router(session: ServerSession, default: Stream) -> Callable[[], None]:

@@ -70,7 +70,7 @@ from mcpfast.protocol import http as wire
 from mcpfast.protocol.host import absolute_form
 from mcpfast.protocol.http import DEFAULT_MAX_BODY, DEFAULT_MAX_HEAD
 from mcpfast.server.inline import running_loop
-from mcpfast.transports.answers import Later, Outcome
+from mcpfast.transports.answers import DISCONNECT, Disconnect, Later, Outcome
 
 if TYPE_CHECKING:
     from mcpfast.core import HttpLane
@@ -114,7 +114,6 @@ at once into a buffer of its own): a larger request is read in turns."""
 _CONTINUE_STATUS: Final = 100
 _STATUS: dict[int, bytes] = {s.value: b"HTTP/1.1 %d %s\r\n" % (s.value, s.phrase.encode("ascii")) for s in HTTPStatus}
 _CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
-_DISCONNECT: Final = {"type": "http.disconnect"}
 
 
 def _status_line(status: int) -> bytes:
@@ -568,7 +567,8 @@ class _Connection(asyncio.BaseProtocol):
         cycle = _Cycle(self, request)
         try:
             if runner is not None:
-                await runner(cycle.receive_disconnect, cycle.send)
+                # a receive whose future the answer may watch itself, without a task reading it
+                await runner(Disconnect(self.disconnected()), cycle.send)
             else:
                 await self.server.app(cycle.scope(), cycle.receive, cycle.send)
         except asyncio.CancelledError:
@@ -726,7 +726,7 @@ class _Cycle:
         # Shielded: the future belongs to the connection, and a waiter being cancelled (the
         # answer is done) must not cancel it for the next request's waiter.
         await asyncio.shield(self.conn.disconnected())
-        return _DISCONNECT
+        return DISCONNECT
 
     async def send(self, message: dict[str, Any]) -> None:
         conn = self.conn
