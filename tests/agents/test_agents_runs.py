@@ -109,7 +109,8 @@ def test_a_server_refusing_past_a_count_is_named_and_the_run_goes_on(tmp_path: P
         )
     failures = run.failures()
     refused = {why for name, why in failures if name == "initialize"}
-    assert "http 503 too many connections" in refused, failures
+    # the reason says the limit and the wait the server asked for
+    assert any(why.startswith("http 503 too many connections") for why in refused), failures
     # the agents that have a connection go on
     assert run.ok()["tools/call:delete"] > 5, run.ok()
 

@@ -41,6 +41,7 @@ def classes() -> None:
     assert_type(core.SseDecoder, type[_core.SseDecoder])
     assert_type(core.SseEncoder, type[_core.SseEncoder])
     assert_type(core.SseEvent, type[_core.SseEvent])
+    assert_type(core.StdioLane, type[_core.StdioLane])
 
 
 def functions(config: _core.EngineConfig) -> None:
