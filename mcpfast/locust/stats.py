@@ -571,19 +571,22 @@ class McpStats:
         _console(f"{table}\nmcpfast histograms: {where}")
         return path
 
+    def failure_reasons(self) -> list[tuple[str, str, str, int]]:
+        """Every failure Locust recorded in this run: (request type, name, reason, count)."""
+        from locust.stats import StatsError
+
+        runner = self.environment.runner
+        errors = runner.stats.errors.values() if runner is not None else []
+        return [(str(e.method), str(e.name), StatsError.parse_error(e.error), int(e.occurrences)) for e in errors]
+
     def write_page(self, path: str, data: dict[str, Any]) -> str | None:
         """``<prefix>_report.html``: the run's page (:mod:`mcpfast.locust.report_page`), from the
         figures just written and the failures' reasons Locust recorded; a page that cannot be
         drawn is logged, never the end of the run's files."""
-        from locust.stats import StatsError
-
         from mcpfast.locust.report_page import write_run_page
 
-        runner = self.environment.runner
-        errors = runner.stats.errors.values() if runner is not None else []
-        reasons = [(str(e.method), str(e.name), StatsError.parse_error(e.error), int(e.occurrences)) for e in errors]
         try:
-            return str(write_run_page(path, data, self.intervals, reasons))
+            return str(write_run_page(path, data, self.intervals, self.failure_reasons()))
         except Exception:  # the page is a view of the files: they are written already
             logger.exception("mcpfast: the report page %s could not be written", path)
             return None

@@ -40,7 +40,6 @@ from typing import Any
 import locust  # first: Locust's import gevent-patches the stdlib
 from flask import Blueprint, Response, jsonify, request
 from locust.runners import MasterRunner, WorkerRunner
-from locust.stats import StatsError
 
 from mcpfast.locust import capacity_shape, webui_view
 from mcpfast.locust import stats as mstats
@@ -111,11 +110,6 @@ class LiveView:
             return {k: v for k, v in self.worker_shares.items() if k in connected}
         return {"local": self.meter.read()}
 
-    def _reasons(self) -> list[tuple[str, str, str, int]]:
-        runner = self.environment.runner
-        errors = runner.stats.errors.values() if runner is not None else []
-        return [(str(e.method), str(e.name), StatsError.parse_error(e.error), int(e.occurrences)) for e in errors]
-
     def data(self) -> dict[str, Any]:
         now = time.monotonic()
         if self._cached is not None and now - self._cached[0] < CACHE_S:
@@ -148,7 +142,7 @@ class LiveView:
             "percentiles": webui_view.percentile_chart([(_label(r, rows), r.ok) for r in rows]),
             "timeline": self.timeline.chart(keys, started),
             "phases": webui_view.phases(rows),
-            "failed": webui_view.failures(stats.failed, self._reasons()),
+            "failed": webui_view.failures(stats.failed, stats.failure_reasons()),
             "generator": webui_view.generator_view(self.shares(), GENERATOR_BUSY),
             "capacity": webui_view.capacity_view(capacity_shape.progress(self.environment)),
         }
