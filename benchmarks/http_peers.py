@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -52,17 +53,20 @@ from mcpfast.transports.http_runner import DEFAULT_RUNNER, RUNNERS
 
 __all__ = ["GENERATOR_CPU", "SERVER_CPU", "failure_count", "load_binary", "main", "measure_rate", "median_round", "run"]
 
-LOAD_BIN = ROOT / "target" / "release" / "mcpfast-load"
+CARGO_PROFILE = os.environ.get("MCPFAST_CARGO_PROFILE") or "release"
+"""The cargo profile of the generator binary: release, but ``make test``'s (``ci``) in its tests,
+which build and run the same sources without the fat LTO link."""
+LOAD_BIN = ROOT / "target" / CARGO_PROFILE / "mcpfast-load"
 SERVERS = ("mcpfast", "python-sdk", "typescript-sdk")
 TARGETS = {"calls_per_second": 40_000, "handshakes_per_second": 10_000, "kb_per_session": 4.0}
 
 
 def load_binary() -> Path:
-    """The generator, built (release) when missing or older than its sources."""
+    """The generator, built (``CARGO_PROFILE``) when missing or older than its sources."""
     sources = [p for p in (ROOT / "rust" / "mcpfast-load").rglob("*") if p.is_file()]
     newest = max((p.stat().st_mtime for p in sources), default=0.0)
     if not LOAD_BIN.exists() or LOAD_BIN.stat().st_mtime < newest:
-        subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "mcpfast-load"], cwd=ROOT, check=True)
+        subprocess.run(["cargo", "build", "--profile", CARGO_PROFILE, "--quiet", "-p", "mcpfast-load"], cwd=ROOT, check=True)
     return LOAD_BIN
 
 

@@ -246,12 +246,10 @@ def test_the_handshake_is_its_own_row_not_part_of_the_first_request(tls_server) 
 
 
 def _load_bin() -> Path:
-    """``target/release/mcpfast-load``, built if missing (``make test-rust`` builds it)."""
-    import subprocess
+    """The generator binary, built when missing (``make test-rust`` builds it)."""
+    from benchmarks.http_peers import load_binary
 
-    root = HERE.parents[1]
-    subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "mcpfast-load"], cwd=root, check=True, timeout=900)
-    return root / "target" / "release" / "mcpfast-load"
+    return load_binary()
 
 
 def test_mcpfast_load_over_tls(tls_server) -> None:

@@ -105,6 +105,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def build_wheel(wheels: Path) -> list[str]:
+    """The command that builds the wheel from the checkout into ``wheels``: the project's maturin
+    when ``make install`` put one in ``.venv`` (the same build ``pip wheel .`` runs through
+    maturin's PEP 517 backend, for the interpreter of ``.venv``, so its release build of the
+    extension is reused, not compiled a second time), else ``pip wheel .``."""
+    maturin = ROOT / ".venv" / "bin" / "maturin"
+    if maturin.exists():
+        return [str(maturin), "build", "--release", "--quiet", "--out", str(wheels), "--interpreter", str(ROOT / ".venv" / "bin" / "python")]
+    return [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(ROOT)]
+
+
 def main(argv: list[str]) -> int:
     target = Path(argv[0]).resolve()
     reuse = "--reuse" in argv
@@ -113,7 +124,7 @@ def main(argv: list[str]) -> int:
     if not (reuse and python.exists() and list(wheels.glob("mcpfast-*.whl"))):
         shutil.rmtree(wheels, ignore_errors=True)
         venv.EnvBuilder(clear=True, with_pip=True).create(target)
-        subprocess.run([str(python), "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(ROOT)], check=True, timeout=1800)
+        subprocess.run(build_wheel(wheels), check=True, timeout=1800, cwd=ROOT)
         subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(_wheel(wheels))], check=True, timeout=600)
     wheel = _wheel(wheels)
     with zipfile.ZipFile(wheel) as z:
