@@ -41,7 +41,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import gevent
 import locust
@@ -92,6 +92,8 @@ CONTROLLER_ATTR = "mcpfast_capacity"  # the environment's search, once its first
 SETTLE_MAX_S = 20.0  # at most this long past the warm-up for an overloaded step's requests to end
 SAMPLE_EVERY_S = 0.5  # the server's CPU and memory, read this often during the search
 WINDOW_GRACE_S = 10.0  # a process whose window is this late past its end fails the step
+SESSION_UP: Final = frozenset({"notifications/initialized", "server/discover"})
+"""The last request of a Python user's handshake, in either era: its session is up once it is answered."""
 DEFAULT_LATENCY_BOUND_S = 1.0  # users per rate when the SLO bounds no latency
 
 
@@ -321,10 +323,17 @@ class StepRunner:
         self.send = send  # the window's payload to the shape
         self.greenlet: Any = None
         self.completed = 0  # the Python users' requests completed (each fires Locust's request event)
+        self.sessions = 0  # the Python users' sessions up: handshakes finished, less DELETEs sent
         environment.events.request.add_listener(self._completed)
 
-    def _completed(self, **_kw: Any) -> None:
+    def _completed(self, name: str = "", exception: object = None, **_kw: Any) -> None:
         self.completed += 1
+        # A Python user's handshake takes arrivals of the pacer's schedule like any request, so a
+        # window opened before every user's session is up would count them against the step's calls.
+        if name in SESSION_UP and exception is None:
+            self.sessions += 1
+        elif name == "DELETE":
+            self.sessions -= 1
 
     def on_step(self, data: dict[str, Any]) -> None:
         stats = mstats.get(self.environment)
@@ -343,7 +352,9 @@ class StepRunner:
         its Python users', and whether every session its engines are asked for is open."""
         drivers = native.drivers(self.environment)
         if not drivers:  # the Python users: the pacer's sends, the request events
-            return mstats.get(self.environment).schedule.sent, self.completed, True
+            runner = self.environment.runner
+            users = int(runner.user_count) if runner is not None else 0
+            return mstats.get(self.environment).schedule.sent, self.completed, self.sessions >= users
         # the engines' own counts (the pacer's ``sent`` holds their drained sends too)
         sent, done, opened = 0, 0, True
         for d in drivers:

@@ -81,55 +81,37 @@ def assert_found_near(result: dict[str, Any], code: int, text: str, low: float, 
 
 
 @pytest.mark.serial
-@pytest.mark.timeout(240)
-def test_locked_is_found_near_200_per_second_twice_in_a_row(server: ServerProcess, tmp_path: Path) -> None:
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("processes", ["1", "2"], ids=["one-process", "processes-2"])
+def test_locked_is_found_near_200_per_second(server: ServerProcess, tmp_path: Path, processes: str) -> None:
     """One lock held 5 ms per call: at most 200 calls/s (the rest of a call is outside the lock,
-    so ~190). Two searches back to back on the native engine both find it within 10%."""
-    for run in ("first", "second"):
-        code, result, text = search(server, tmp_path / run, "--engine", "native", "--tool", "locked", "--slo", f"tools/call:locked {LOOSE}",
-                                    "--start", "100")  # fmt: skip
-        assert_found_near(result, code, text, 180, 220)
-        (over,) = [s for s in result["steps"] if s["offered"] == 200]  # above the lock's limit: the server falls behind
-        assert any(r.startswith("achieved") or "median latency grew" in r for r in over["reasons"]), over
-        assert result["steps"][0]["server_cpu"] is not None and result["steps"][0]["sessions_open"] is not None
-    assert (tmp_path / "first" / "command.txt").read_text(encoding="utf-8").startswith("mcpfast capacity --target ")
+    so ~190). The native engine in one Locust process, and in two whose windows the shape merges,
+    find it within 10%; the step above the lock's limit fails because the server falls behind."""
+    code, result, text = search(server, tmp_path / "out", "--engine", "native", "--processes", processes, "--tool", "locked",
+                                "--slo", f"tools/call:locked {LOOSE}", "--start", "100", "--resolution", "0.1")  # fmt: skip
+    assert_found_near(result, code, text, 175, 220)
+    (over,) = [s for s in result["steps"] if s["offered"] == 200]  # above the lock's limit: the server falls behind
+    assert any(r.startswith("achieved") or "median latency grew" in r for r in over["reasons"]), over
+    assert result["steps"][0]["server_cpu"] is not None and result["steps"][0]["sessions_open"] is not None
+    assert (tmp_path / "out" / "command.txt").read_text(encoding="utf-8").startswith("mcpfast capacity --target ")
 
 
 @pytest.mark.serial
 @pytest.mark.timeout(180)
-@pytest.mark.parametrize(
-    "generator",
-    # the gevent users' pacer counts a session's handshake as arrivals: a longer warm-up takes them
-    [("--engine", "python", "--warmup", "2"), ("--engine", "native", "--processes", "2")],
-    ids=["python", "processes-2"],
-)
-def test_locked_is_found_near_200_per_second_by_other_generators(server: ServerProcess, tmp_path: Path, generator: tuple[str, ...]) -> None:
-    """The same answer from the gevent users, and from two Locust processes whose windows the
-    shape merges."""
-    code, result, text = search(server, tmp_path / "out", *generator, "--tool", "locked", "--slo", f"tools/call:locked {LOOSE}",
-                                "--start", "100")  # fmt: skip
-    assert_found_near(result, code, text, 180, 220)
-
-
-@pytest.mark.serial
-@pytest.mark.timeout(240)
-def test_a_latency_slo_breaks_well_below_the_throughput_limit(server: ServerProcess, tmp_path: Path) -> None:
+def test_a_latency_slo_breaks_below_the_throughput_limit_on_latency(server: ServerProcess, tmp_path: Path) -> None:
     """``exponential`` holds the lock for an exponential time of mean 2 ms: its latency rises
-    long before its ~500/s limit, so a p99 < 20 ms SLO gives about 330/s, well below what a
-    1 s bound finds, and the step above the tight capacity fails on p99, not on rate (the server
-    completes what is offered; its median may also rise through that window, as a queue this
-    close to full does)."""
+    long before its ~500/s limit, so a p99 < 20 ms SLO gives about 330/s, and the step above that
+    capacity fails on p99 while the server still completes what is offered (its median may also
+    rise through that window, as a queue this close to full does): latency, not throughput,
+    is what broke."""
     code, tight, text = search(server, tmp_path / "tight", "--tool", "exponential", "--slo", "tools/call:exponential p99 < 20ms",
-                               "--start", "200", "--resolution", "0.1")  # fmt: skip
+                               "--start", "200", "--resolution", "0.1", "--steady", "2")  # fmt: skip
     assert code == 0 and tight["status"] == "found", text
-    assert 250 <= tight["capacity"] <= 420, text
+    assert 250 <= tight["capacity"] <= 440, text
     above = lowest_failed(tight)  # the server kept up with the rate there: p99 is what broke
     assert above["reasons"][0].startswith("tools/call:exponential p99 read"), above
     assert above["achieved"] >= 0.97 * above["offered"] and not any(" offered" in r for r in above["reasons"]), above
-    code, loose, text = search(server, tmp_path / "loose", "--tool", "exponential", "--slo", "tools/call:exponential p99 < 1s",
-                               "--start", "300", "--resolution", "0.1", "--steady", "2")  # fmt: skip
-    assert code == 0 and loose["status"] == "found", text
-    assert loose["capacity"] > tight["capacity"] * 1.15, (tight["sentence"], loose["sentence"])
+    assert above["offered"] < 480, above  # below the lock's own limit of ~500/s
 
 
 # ------------------------------------------------------------------------------ when it cannot say
@@ -177,9 +159,11 @@ def test_a_server_that_fails_the_first_step_is_below_it(server: ServerProcess, t
     assert "capacity below 1,000 calls/s" in result["sentence"] and "capacity below 1,000 calls/s" in text
 
 
-def test_a_server_that_never_breaks_within_the_max_rate_is_at_least_it(server: ServerProcess, tmp_path: Path) -> None:
-    code, result, text = search(server, tmp_path / "out", "--tool", "echo", "--slo", "tools/call:echo p99 < 500ms", "--start", "100",
-                                "--max-rate", "200", "--steady", "2")  # fmt: skip
+@pytest.mark.parametrize("engine", ["native", "python"])
+def test_a_server_that_never_breaks_within_the_max_rate_is_at_least_it(server: ServerProcess, tmp_path: Path, engine: str) -> None:
+    """Either generator (the native engine, the gevent users) paces the steps and the search."""
+    code, result, text = search(server, tmp_path / "out", "--engine", engine, "--tool", "echo", "--slo", "tools/call:echo p99 < 500ms",
+                                "--start", "100", "--max-rate", "200", "--steady", "2")  # fmt: skip
     assert code == 0, text
     assert result["status"] == "at_least" and result["capacity"] is None and result["last_good"] == 200, text
     assert [s["offered"] for s in result["steps"]] == [100, 200] and all(s["verdict"] == "pass" for s in result["steps"])
