@@ -134,7 +134,12 @@ def test_the_mcp_tab_in_a_browser(tmp_path: Path, browser: Any) -> None:
         # ... with the page below its table: the gauge and the curves of the run
         in_frame(browser, "#percentiles svg g.series", "the percentile curves")
         assert re.fullmatch(r"\d+%|measuring", browser.find_element("id", "gauge-text").text)
-        assert CALL in [g.get_attribute("data-label") for g in browser.find_elements("css selector", "#percentiles svg g.series")]
+        # read in one script: the page redraws its plots while it runs, so elements found in one
+        # WebDriver call may be gone by the next
+        labels = browser.execute_script(
+            "return [...document.querySelectorAll('#percentiles svg g.series')].map(g => g.getAttribute('data-label'));"
+        )
+        assert CALL in labels, labels
         browser.switch_to.default_content()
         time.sleep(1.5)  # the frame follows its page's height every half second: it must not grow past it
         frame, page = browser.execute_script(
@@ -163,8 +168,11 @@ def test_the_mcp_tab_in_a_browser(tmp_path: Path, browser: Any) -> None:
         browser.get(f"http://127.0.0.1:{web}/?tab=mcp")
         row = wait_for(lambda: (r := tab(browser).get(name)) and int(r["# Fails"].replace(",", "")) > 0 and r, 20, "the failing row")
         assert row["Type"] == "mcp-http" and row["p50"] == "–"  # no successful call: no percentile
-        cells = in_frame(browser, "#failure-table tbody tr", "the failures by reason")
-        failed = [[td.text for td in tr.find_elements("tag name", "td")] for tr in cells]
+        in_frame(browser, "#failure-table tbody tr", "the failures by reason")
+        failed = browser.execute_script(  # one script: the table is redrawn while the run goes on
+            "return [...document.querySelectorAll('#failure-table tbody tr')]"
+            ".map(tr => [...tr.querySelectorAll('td')].map(td => td.innerText));"
+        )
         assert failed[0][1] == name and failed[0][6], failed  # the name and a reason, as text
         assert re.fullmatch(r"[0-9.]+ (µs|ms|s)", failed[0][3])  # the failures' own p50
         assert browser.find_elements("css selector", "img") == [] and browser.execute_script("return window.__xss") is None
