@@ -112,7 +112,16 @@ def build_wheel(wheels: Path) -> list[str]:
     extension is reused, not compiled a second time), else ``pip wheel .``."""
     maturin = ROOT / ".venv" / "bin" / "maturin"
     if maturin.exists():
-        return [str(maturin), "build", "--release", "--quiet", "--out", str(wheels), "--interpreter", str(ROOT / ".venv" / "bin" / "python")]
+        return [
+            str(maturin),
+            "build",
+            "--release",
+            "--quiet",
+            "--out",
+            str(wheels),
+            "--interpreter",
+            str(ROOT / ".venv" / "bin" / "python"),
+        ]
     return [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(ROOT)]
 
 
