@@ -16,7 +16,6 @@ from benchmarks.harness import ROOT
 from mcpfast.locust.histogram import Histogram
 
 
-@pytest.mark.serial
 @pytest.mark.timeout(120)
 def test_quick_run_measures_every_phase(tmp_path: Path) -> None:
     code = fleet.main(["--quick", "--out", str(tmp_path)])
@@ -60,7 +59,6 @@ def _low_limit() -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
 
 
-@pytest.mark.serial
 @pytest.mark.timeout(120)
 def test_a_fleet_over_the_open_file_limit_is_refused_by_the_agents_check(tmp_path: Path) -> None:
     # 1,000 agents half streaming need about 1,756 open files: more than 1,024

@@ -279,7 +279,7 @@ def test_runner_writes_numbers_ratios_table_and_plots_for_every_scenario(tmp_pat
     # 1 user; over stdio long enough for the Python SDK's process start to fit three times: about
     # 1 s on an idle machine, several on a busy one (a fixed 3.5 s left its rows without requests)
     stdio_s = min(max(3.5, 3 * stdio_start_seconds(PEERS["python-sdk"].stdio_argv(), cwd=ROOT, env=child_env()) + 1), 12.0)
-    argv = [sys.executable, "-m", "benchmarks.peers", "--out", str(out), "--duration", "2", "--stdio-duration", f"{stdio_s:.1f}",
+    argv = [sys.executable, "-m", "benchmarks.peers", "--out", str(out), "--duration", "1", "--stdio-duration", f"{stdio_s:.1f}",
             "--users", "1", "--no-server-plots", *pin]  # fmt: skip
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")

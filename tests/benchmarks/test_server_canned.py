@@ -19,7 +19,6 @@ from benchmarks.server_canned import FIGURES, SIDES, exchange, start
 ECHO = {"content": [{"type": "text", "text": "hello"}]}
 
 
-@pytest.mark.serial
 @pytest.mark.timeout(180)
 def test_tiny_run_writes_every_side_ratio_and_figure(tmp_path: Path) -> None:
     argv = [

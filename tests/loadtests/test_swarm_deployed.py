@@ -15,9 +15,6 @@ from _support import free_port, private_ca, start_haproxy, stop_process
 
 from mcpfast.locust.options import native_available
 
-# Short runs whose counts need a quiet machine (a few seconds of load through haproxy and TLS):
-# `make test` runs them after the parallel part, on their own.
-pytestmark = pytest.mark.serial
 needs_native = pytest.mark.skipif(not native_available(), reason="mcpfast._core has no NativeEngine (not built)")
 ENGINES = ["python", pytest.param("native", marks=needs_native)]
 TOOLS_CALL = str(Path(LOADTESTS) / "tools_call.py")
