@@ -50,10 +50,12 @@ demo: install ## The main job on the embedded server: mcpfast bench --quick (std
 
 test: install conformance-install peers-install lint redis-install haproxy-install chromium-install prometheus-install otelcol-install authserver-install test-rust test-python check-light ## Every check: lint, cargo tests of the core crate, the Python suite, the light package check
 
-# The tests build with the `ci` profile (Cargo.toml: release without the fat LTO link), which also
-# builds the generator binary the Python tests run (target/ci/mcpfast-load: MCPFAST_CARGO_PROFILE,
-# set for test-python only; the benchmarks run the release one).
-CARGO_TEST_PROFILE ?= ci
+# The tests build with cargo's dev profile: after lint's clippy has built the build scripts and proc
+# macros, that is a third of a release build of every test binary (each a fat-LTO link), and it keeps
+# debug assertions and overflow checks on. It also builds the generator binary the Python tests run
+# (target/debug/mcpfast-load: MCPFAST_CARGO_PROFILE, set for test-python only; benchmarks run the
+# release one).
+CARGO_TEST_PROFILE ?= dev
 # The examples (benchmark helpers) are not linked here: clippy --all-targets checks they build. `--tests` takes each crate's unit tests but the
 # binding's (`test = false` in its Cargo.toml: it has none), which `--lib` would link. pyo3 gets the
 # features maturin builds it with (pyproject's [tool.maturin]), so pyo3 is built once for every crate.
@@ -61,7 +63,8 @@ test-rust: ## cargo tests of every crate: the pure-Rust core, the native load en
 	cargo test --profile $(CARGO_TEST_PROFILE) -p mcpfast-core -p mcpfast-engine -p mcpfast-load -p mcpfast-py --features pyo3/extension-module --bins --tests --quiet
 
 # The suite runs on PYTEST_WORKERS processes (pytest-xdist: three on two cores, since most tests wait on the
-# servers and Locust processes they start), then the tests marked `serial` alone.
+# servers and Locust processes they start), then the tests marked `serial` on a quiet machine, two at a
+# time (each light: a search paced by a server's sleeps, a short timed run).
 PYTEST_WORKERS ?= 3
 # The inner loop: every layer's unit tests (no load runs, no npm servers), in parallel.
 FAST_TESTS := tests/protocol tests/core tests/sansio tests/server tests/adapters tests/client tests/transports tests/auth tests/store tests/locust tests/test_exports.py tests/test_import_cycles.py
@@ -69,7 +72,7 @@ FAST_TESTS := tests/protocol tests/core tests/sansio tests/server tests/adapters
 test-python: export MCPFAST_CARGO_PROFILE = $(CARGO_TEST_PROFILE)
 test-python: install peers-install redis-install haproxy-install chromium-install prometheus-install otelcol-install authserver-install ## The Python suite (both core implementations, server, swarm)
 	MCPFAST_CORE=rust $(PY) -m pytest -n $(PYTEST_WORKERS) -m "not serial" $(PYTEST_ARGS)
-	MCPFAST_CORE=rust $(PY) -m pytest -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	MCPFAST_CORE=rust $(PY) -m pytest -n 2 -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 test-fast: install otelcol-install peers-install ## The inner loop (< 5 min): the unit tests of every layer, in parallel (no load runs; the TypeScript SDK client of tests/adapters)
 	MCPFAST_CORE=rust $(PY) -m pytest -n $(PYTEST_WORKERS) -q $(FAST_TESTS) $(PYTEST_ARGS)

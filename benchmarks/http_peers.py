@@ -54,9 +54,9 @@ from mcpfast.transports.http_runner import DEFAULT_RUNNER, RUNNERS
 __all__ = ["GENERATOR_CPU", "SERVER_CPU", "failure_count", "load_binary", "main", "measure_rate", "median_round", "run"]
 
 CARGO_PROFILE = os.environ.get("MCPFAST_CARGO_PROFILE") or "release"
-"""The cargo profile of the generator binary: release, but ``make test``'s (``ci``) in its tests,
-which build and run the same sources without the fat LTO link."""
-LOAD_BIN = ROOT / "target" / CARGO_PROFILE / "mcpfast-load"
+"""The cargo profile of the generator binary: release, but ``make test``'s (``dev``) in its tests,
+which check what it does, not how fast."""
+LOAD_BIN = ROOT / "target" / ("debug" if CARGO_PROFILE == "dev" else CARGO_PROFILE) / "mcpfast-load"
 SERVERS = ("mcpfast", "python-sdk", "typescript-sdk")
 TARGETS = {"calls_per_second": 40_000, "handshakes_per_second": 10_000, "kb_per_session": 4.0}
 
