@@ -64,15 +64,16 @@ test-rust: ## cargo tests of every crate: the pure-Rust core, the native load en
 
 # The suite runs on PYTEST_WORKERS processes (pytest-xdist: three on two cores, since most tests wait on the
 # servers and Locust processes they start), then the tests marked `serial` on a quiet machine, two at a
-# time (each light: a search paced by a server's sleeps, a short timed run).
+# time (each light: a search paced by a server's sleeps, a short timed run), then those marked `alone`.
 PYTEST_WORKERS ?= 3
 # The inner loop: every layer's unit tests (no load runs, no npm servers), in parallel.
 FAST_TESTS := tests/protocol tests/core tests/sansio tests/server tests/adapters tests/client tests/transports tests/auth tests/store tests/locust tests/test_exports.py tests/test_import_cycles.py
 
 test-python: export MCPFAST_CARGO_PROFILE = $(CARGO_TEST_PROFILE)
 test-python: install peers-install redis-install haproxy-install chromium-install prometheus-install otelcol-install authserver-install ## The Python suite (both core implementations, server, swarm)
-	MCPFAST_CORE=rust $(PY) -m pytest -n $(PYTEST_WORKERS) -m "not serial" $(PYTEST_ARGS)
+	MCPFAST_CORE=rust $(PY) -m pytest -n $(PYTEST_WORKERS) -m "not serial and not alone" $(PYTEST_ARGS)
 	MCPFAST_CORE=rust $(PY) -m pytest -n 2 -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	MCPFAST_CORE=rust $(PY) -m pytest -m alone $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 test-fast: install otelcol-install peers-install ## The inner loop (< 5 min): the unit tests of every layer, in parallel (no load runs; the TypeScript SDK client of tests/adapters)
 	MCPFAST_CORE=rust $(PY) -m pytest -n $(PYTEST_WORKERS) -q $(FAST_TESTS) $(PYTEST_ARGS)

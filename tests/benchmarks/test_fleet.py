@@ -16,7 +16,7 @@ from benchmarks.harness import ROOT
 from mcpfast.locust.histogram import Histogram
 
 
-@pytest.mark.serial  # its background load's seconds need a core: a busy machine leaves it none
+@pytest.mark.alone  # its background load's seconds need a core: another test's load leaves it none
 @pytest.mark.timeout(120)
 def test_quick_run_measures_every_phase(tmp_path: Path) -> None:
     code = fleet.main(["--quick", "--out", str(tmp_path)])

@@ -117,7 +117,7 @@ def test_a_latency_slo_breaks_below_the_throughput_limit_on_latency(server: Serv
 # ------------------------------------------------------------------------------ when it cannot say
 
 
-@pytest.mark.serial
+@pytest.mark.alone  # pinned to core 0 on purpose: another test there would starve the server too
 @pytest.mark.timeout(120)
 def test_a_starved_generator_is_inconclusive_not_a_capacity(tmp_path: Path) -> None:
     """The server and the whole generator are pinned to one core (``taskset -c 0``), the generator

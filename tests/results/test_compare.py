@@ -204,7 +204,7 @@ def _compare_cli(a: Path, b: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.serial  # timed loads judged against each other's noise want the cores to themselves
+@pytest.mark.alone  # timed loads judged against each other's noise want the cores to themselves
 @pytest.mark.timeout(240)
 def test_real_runs_same_server_within_noise_and_two_ms_more_beyond(tmp_path: Path) -> None:
     """The two runs of the same server run at the same time: on a shared machine, work that
