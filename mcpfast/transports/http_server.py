@@ -49,7 +49,6 @@ import contextlib
 import email.utils
 import fcntl
 import functools
-import gc
 import logging
 import os
 import resource
@@ -71,6 +70,7 @@ from mcpfast.protocol.host import absolute_form
 from mcpfast.protocol.http import DEFAULT_MAX_BODY, DEFAULT_MAX_HEAD
 from mcpfast.server.inline import running_loop
 from mcpfast.transports.answers import DISCONNECT, Disconnect, Later, Outcome
+from mcpfast.transports.collector import Collector
 
 if TYPE_CHECKING:
     from mcpfast.core import HttpLane
@@ -1045,17 +1045,15 @@ async def serve(
     ``sock``: serve this bound socket instead of binding ``host:port``; ``grace``: seconds a
     SIGTERM lets answers in flight finish.
 
-    ``freeze_gc``: after start-up, move every object alive to the collector's permanent
-    generation (``gc.freeze``), for a process that does nothing but serve.
+    ``freeze_gc``: for a process that does nothing but serve: keep what lives long (the app, the
+    sessions) out of the garbage collector's walks (``mcpfast.transports.collector``).
     """
     raise_open_files_limit()
     server = HttpServer(app, **options)
     await server.start(host, port, sock=sock)
-    if freeze_gc:
-        # Everything alive now (modules, the app) lives as long as the process: keep it out of
-        # the collector's way, so full collections walk only what requests and sessions made.
-        gc.collect()
-        gc.freeze()
+    collector = Collector() if freeze_gc else None
+    if collector is not None:
+        collector.start()
     logger.info("serving on %s://%s:%d", "https" if server.tls is not None else "http", *server.bound)  # type: ignore[misc]
     if ready is not None:
         ready(server)
@@ -1068,3 +1066,5 @@ async def serve(
         await stop.wait()
     finally:
         await server.close(grace)
+        if collector is not None:
+            collector.stop()
