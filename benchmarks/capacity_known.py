@@ -199,7 +199,9 @@ def verdicts(results: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
         out.append({"requirement": f"exponential, p99 < 20ms: about 330/s ({lo:g}-{hi:g}/s)",
                     "holds": t is not None and lo <= t <= hi, "detail": shown(tight)})  # fmt: skip
         step = tight.get("first_failed")
-        if step is None:
+        if t is None:  # no capacity: no step lies above one, whatever the step that failed shows
+            detail, holds = f"no capacity found ({shown(tight)})", False
+        elif step is None:
             detail, holds = "no step failed", False
         else:
             reasons = step.get("reasons") or []

@@ -106,3 +106,11 @@ def test_only_picks_parts_and_searches_keeping_the_shared_server() -> None:
     assert [[s.name for s in g] for g in chosen(["exponential"])] == [[TIGHT.name, LOOSE.name]]
     assert [[s.name for s in g] for g in chosen(["locked-native-1", LOOSE.name])] == [["locked-native-1"], [LOOSE.name]]
     assert len(chosen(None)) == 7
+
+
+def test_no_tight_capacity_leaves_no_step_above_it() -> None:
+    results = synthetic()
+    below = step(200, 200, "fail", "tools/call:exponential p99 read 20.8 ms (SLO < 20 ms, 1x)")
+    results[TIGHT.name] = found(None, "capacity below 200 calls/s at tools/call:exponential p99 < 20ms", below, status="below")
+    (above,) = [line for line in verdicts(results) if "the step above" in line["requirement"]]
+    assert not above["holds"] and above["detail"].startswith("no capacity found"), above
