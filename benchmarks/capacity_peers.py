@@ -96,12 +96,17 @@ def report(data: dict[str, Any]) -> str:
                 shown = f"**{found:,.0f}** {spec['unit']}"
             elif r.get("status") == "at_least":
                 shown = f"at least {r.get('last_good') or 0:,.0f} {spec['unit']}"
+            elif r.get("status") == "inconclusive" and r.get("last_good"):
+                shown = f"at least {r['last_good']:,.0f} {spec['unit']} (the generator ran out of CPU above)"
             else:
                 shown = f"{r.get('status')} (last good {r.get('last_good')}, first bad {r.get('first_bad')})"
-            share = ratio(found, ours.get("capacity"))
+            share, bound = ratio(found, ours.get("capacity")), ""
+            if share is None and found is not None and ours.get("capacity") is None and ours.get("last_good"):
+                # mcpfast's search stopped at a lower bound: each peer's share is at most this
+                share, bound = ratio(found, ours["last_good"]), "≤ "
             broke = str(r.get("sentence") or "").partition("; ")[2] or "–"
             lines.append(f"| {spec['unit']} | `{slo}` | {peer} ([curve]({r.get('folder')}/capacity.png)) | {shown} | "
-                         f"{'–' if share is None else f'{share:.3g}x'} | {broke} |")  # fmt: skip
+                         f"{'–' if share is None else f'{bound}{share:.3g}x'} | {broke} |")  # fmt: skip
     lines += ["", "Versions: " + ", ".join(f"{k} {v}" for k, v in data["versions"].items() if v), ""]
     return "\n".join(lines)
 

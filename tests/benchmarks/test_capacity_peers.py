@@ -41,3 +41,18 @@ def test_the_table_gives_capacities_bounds_shares_and_failures() -> None:
     assert any("at least 3,200 sessions/s" in r for r in sessions)
     assert any("below (last good None, first bad 25)" in r for r in sessions)
     assert "Versions: mcp 1.2.3" in text and text.startswith("# Capacity at one SLO")
+
+
+def test_a_generator_bound_search_is_a_lower_bound_and_the_shares_upper_bounds() -> None:
+    data = {
+        "command": "python -m benchmarks.capacity_peers",
+        "peers": ["mcpfast", "python-sdk"],
+        "versions": {},
+        "results": {
+            "mcpfast": {"calls": outcome("inconclusive", None, "inconclusive: the generator ran out of CPU", last_good=51200.0)},
+            "python-sdk": {"calls": outcome("found", 925.0, "capacity 925 calls/s; at 950/s p99 read 15.6 ms")},
+        },
+    }
+    rows = [line for line in report(data).splitlines() if line.startswith("| calls/s")]
+    assert "at least 51,200 calls/s (the generator ran out of CPU above)" in rows[0]
+    assert "| ≤ 0.0181x |" in rows[1], rows[1]
