@@ -100,7 +100,7 @@ def build(environment: Any) -> sc.Scenario:
         info = sc.fetch_server_info(client)
         plan = sc.resolve(loaded, info) if loaded is not None else sc.default_agent(client, info)
     finally:
-        client.close()
+        sc.close_probe(client)
     think = option(environment, "mcp_think")
     for user in plan.users:
         assert user.agent is not None  # an agent workload's classes all have one

@@ -67,10 +67,13 @@ dump says why) and builds a mix from the rest.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+logger = logging.getLogger("mcpfast.locust")
 
 __all__ = [
     "AGENT_FIELDS",
@@ -84,6 +87,7 @@ __all__ = [
     "ServerInfo",
     "UserClass",
     "agent_steps",
+    "close_probe",
     "default_agent",
     "discover",
     "fetch_server_info",
@@ -573,6 +577,17 @@ class ServerInfo:
     resources: list[str]
     templates: list[dict[str, Any]]
     prompts: dict[str, dict[str, Any]]
+
+
+def close_probe(client: Any) -> None:
+    """End a probe client's session (DELETE, where the transport has sessions) and close it: a
+    probe before the run leaves no session behind on the server for its idle timeout to reap."""
+    try:
+        client.delete()
+    except Exception:  # the session may be gone with a refused probe; closing is what remains
+        logger.debug("mcpfast: the probe's session could not be ended", exc_info=True)
+    finally:
+        client.close()
 
 
 def make_client(environment: Any, host: str | None, capabilities: dict[str, Any] | None = None) -> Any:

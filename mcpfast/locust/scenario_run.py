@@ -62,7 +62,7 @@ def build(environment: Any) -> sc.Scenario:
             return sc.resolve(loaded, info)
         return sc.discover(client, info, skip=tuple(option(environment, "mcp_discover_skip") or ()))
     finally:
-        client.close()
+        sc.close_probe(client)
 
 
 def _load_scenario(environment: Any, **_kw: Any) -> None:

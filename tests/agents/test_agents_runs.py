@@ -6,6 +6,7 @@ process does."""
 
 from __future__ import annotations
 
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from _agents_support import items_server, run_agents, workload
 from _support import locust_master_args
 
 from mcpfast import core
+from mcpfast.client.probe import METRIC_SESSIONS, metrics_url, parse_metrics
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -41,11 +43,19 @@ arguments = {{id = {{from = "create", pointer = "{pointer}"}}}}
 """
 
 
+def open_sessions(url: str) -> float | None:
+    """The server's own count of the sessions open (its /metrics)."""
+    with urllib.request.urlopen(metrics_url(url), timeout=5) as reply:
+        return parse_metrics(reply.read().decode(), (METRIC_SESSIONS,)).get(METRIC_SESSIONS)
+
+
 def test_a_chained_workload_creates_reads_and_deletes_by_the_returned_id(tmp_path: Path) -> None:
-    with items_server() as url:
+    with items_server("--metrics") as url:
         run = run_agents(
             tmp_path, "-u", "4", "-r", "4", "-t", "3s", "--host", url, "--mcp-scenario", workload(tmp_path, CHAIN.format(pointer="/id"))
         )
+        # every session ended: the agents' and the one the check before the run opened
+        assert open_sessions(url) == 0
     assert run.code == 0, run.output[-3000:]
     assert run.failed() == {}, run.failed()
     ok = run.ok()
