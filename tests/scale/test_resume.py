@@ -46,6 +46,10 @@ def test_dropped_post_stream_resumes_on_the_other_process(servers) -> None:
     assert len({ask_id, missed[0][0], priming[0]}) == 3
 
 
+# The Redis event store writes behind (one pipeline per loop turn, after the event went out), so a
+# process killed between the two loses an event its client saw; on a busy machine that window is
+# wide enough to hit, so this runs on a quiet one (serial).
+@pytest.mark.serial
 def test_get_stream_of_a_killed_process_resumes_on_the_other(servers) -> None:
     a, b = servers(2)
     client = a.client()
