@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from _native_runs import run_engines, scrape
-from _support import REPO_ROOT, child_env, free_port, metric, start_process, stop
+from _support import REPO_ROOT, child_env, free_port, metric, start_process, stop, wait_until
 
 from mcpfast import core
 
@@ -43,9 +43,12 @@ def test_held_streams_and_fanout_counted_as_the_server_counts(broadcast: str) ->
     eng = core.native_engine(hold_config(broadcast, hold_streams=5, hold_trigger="broadcast", hold_trigger_every_s=0.4))
     (totals,) = run_engines([eng], [4], 3.0)
     fanout = eng.fanout()
+    streams = 4 * 5
+    # the server counts a GET stream when it ends, which is when it reads its client's close:
+    # the engine's stop and the server's count of its streams are not one instant
+    wait_until(lambda: metric(scrape(broadcast), "mcpfast_http_requests_total", method="GET", status="200") >= streams, timeout=10)
     text = scrape(broadcast)
     assert all(f == 0 for _, f in totals.values()), totals
-    streams = 4 * 5
     ok = {name: n for name, (n, _) in totals.items()}
     # the server's counts, method by method: every listener's session, and the trigger's own
     assert ok["initialize"] == streams + 1 == metric(text, "mcpfast_http_requests_total", method="initialize", status="200")
