@@ -63,7 +63,8 @@ test-rust: ## cargo tests of every crate: the pure-Rust core, the native load en
 	cargo test --profile $(CARGO_TEST_PROFILE) -p mcpfast-core -p mcpfast-engine -p mcpfast-load -p mcpfast-py --features pyo3/extension-module --bins --tests --quiet
 
 # The suite runs on PYTEST_WORKERS processes (pytest-xdist: three on two cores, since most tests wait on the
-# servers and Locust processes they start), then the tests marked `serial` on a quiet machine, two at a
+# servers and Locust processes they start; work stealing, so a long test started late does not hold the
+# end), then the tests marked `serial` on a quiet machine, two at a
 # time (each light: a search paced by a server's sleeps, a short timed run), then those marked `alone`.
 PYTEST_WORKERS ?= 3
 # The inner loop: every layer's unit tests (no load runs, no npm servers), in parallel.
@@ -71,7 +72,7 @@ FAST_TESTS := tests/protocol tests/core tests/sansio tests/server tests/adapters
 
 test-python: export MCPFAST_CARGO_PROFILE = $(CARGO_TEST_PROFILE)
 test-python: install peers-install redis-install haproxy-install chromium-install prometheus-install otelcol-install authserver-install ## The Python suite (both core implementations, server, swarm)
-	MCPFAST_CORE=rust $(PY) -m pytest -n $(PYTEST_WORKERS) -m "not serial and not alone" $(PYTEST_ARGS)
+	MCPFAST_CORE=rust $(PY) -m pytest -n $(PYTEST_WORKERS) --dist worksteal -m "not serial and not alone" $(PYTEST_ARGS)
 	MCPFAST_CORE=rust $(PY) -m pytest -n 2 -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]
 	MCPFAST_CORE=rust $(PY) -m pytest -m alone $(PYTEST_ARGS) || [ $$? -eq 5 ]
 

@@ -215,7 +215,7 @@ def swarm_from_wheel(target: Path, wheel: Path) -> int:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
         env["PATH"] = str(target / "bin") + os.pathsep + env.get("PATH", "")
         run = subprocess.run(
-            [mcpfast, "bench", "--quick", "--duration", "4", "--out", "run"],
+            [mcpfast, "bench", "--quick", "--duration", "2", "--out", "run"],
             cwd=empty,
             env=env,
             capture_output=True,
