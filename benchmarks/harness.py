@@ -52,6 +52,8 @@ __all__ = [
     "arguments",
     "cpu_seconds",
     "cpu_ticks",
+    "exit_on_problems",
+    "fill_presets",
     "head",
     "loadavg",
     "machine_was_busy",
@@ -100,6 +102,21 @@ def arguments(tool: str, doc: str | None, area: str, *, seconds: float, rounds: 
 
 
 # ------------------------------------------------------------------------------------ pinning
+
+
+def fill_presets(opts: argparse.Namespace, presets: Mapping[str, Any]) -> None:
+    """Each option of ``presets`` the command line left unset (``None``) takes the preset's value
+    (a tool's defaults, or its ``--quick`` ones): options given explicitly win over both."""
+    for key, value in presets.items():
+        if getattr(opts, key) is None:
+            setattr(opts, key, value)
+
+
+def exit_on_problems(found: Sequence[str]) -> int:
+    """A run's exit code: 1 with its problems said on stderr, else 0."""
+    if found:
+        print("problems: " + "; ".join(found), file=sys.stderr)
+    return 1 if found else 0
 
 
 def pinned(argv: Sequence[str], cpus: str | int | None) -> list[str]:

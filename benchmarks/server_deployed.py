@@ -64,6 +64,8 @@ from benchmarks.harness import (
     alternate,
     arguments,
     cpu_seconds,
+    exit_on_problems,
+    fill_presets,
     head,
     medians,
     pinned,
@@ -735,14 +737,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a short smoke run")
     parser.set_defaults(seconds=None, rounds=None)
     opts = parser.parse_args(argv)
-    for key, value in (QUICK if opts.quick else DEFAULTS).items():
-        if getattr(opts, key) is None:
-            setattr(opts, key, value)
-    data = run(opts, Record("server_deployed", argv, lock=True))
-    found = problems(data)
-    if found:
-        print("problems: " + "; ".join(found), file=sys.stderr)
-    return 1 if found else 0
+    fill_presets(opts, QUICK if opts.quick else DEFAULTS)
+    return exit_on_problems(problems(run(opts, Record("server_deployed", argv, lock=True))))
 
 
 if __name__ == "__main__":
