@@ -77,6 +77,10 @@ class SharedEvents(Protocol):
         """``data`` came from another process, already kept as ``eid``: ``append`` must not keep it again."""
         ...
 
+    def landed(self) -> Awaitable[None] | None:
+        """``None`` when every event appended so far is kept; else what to await until they are."""
+        ...
+
 
 Message = tuple[str, str, str]
 """``(kind, session id, payload)`` sent between the processes of one store (``del`` may name

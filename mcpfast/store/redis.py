@@ -379,7 +379,9 @@ class RedisEvents:
     stream several processes write (the GET stream) keeps one order, Redis's.
 
     ``append`` is synchronous (the transport's contract): it names the event at once and
-    queues the write; the queue goes out in one pipeline per event-loop turn. ``replay`` reads
+    queues the write; the queue goes out in one pipeline per event-loop turn, and ``landed``
+    tells the transport when to send (after the write, so a client never holds an id Redis has
+    not got). ``replay`` reads
     what ``prefetch`` fetched (the transport's GET with ``Last-Event-ID`` is sync too), so the
     shared-session layer prefetches before the transport looks.
     """
@@ -392,6 +394,8 @@ class RedisEvents:
         self._seq = 0
         self._queue: list[tuple[str, str, bytes]] = []
         self._flushing = False
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        """``(seq, future)``: done once the events up to this process's ``seq`` are written."""
         self._fetched: dict[tuple[str, str], tuple[str, list[tuple[str, bytes]]] | None] = {}
         self._forwarded: dict[int, tuple[bytes, str]] = {}
 
@@ -416,10 +420,31 @@ class RedisEvents:
             self._forwarded.clear()
         self._forwarded[id(data)] = (data, eid)
 
+    def landed(self) -> asyncio.Future[None] | None:
+        """``None`` when every event appended so far is written; else a future done when they are
+        (or when the write failed: the event then goes out unkept, as the log says, rather than lost)."""
+        if not self._flushing:
+            return None
+        future = asyncio.get_running_loop().create_future()
+        self._waiters.append((self._seq, future))
+        return future
+
+    def _release(self, upto: int | None) -> None:
+        """Wake the waiters whose events are written (``None``: all of them)."""
+        keep: list[tuple[int, asyncio.Future[None]]] = []
+        for seq, future in self._waiters:
+            if upto is None or seq <= upto:
+                if not future.done():
+                    future.set_result(None)
+            else:
+                keep.append((seq, future))
+        self._waiters = keep
+
     async def _flush(self) -> None:
         try:
             while self._queue:
                 batch, self._queue = self._queue, []
+                upto = self._seq
                 ms = max(1, int(self.ttl * 1000))
 
                 commands: list[Command] = []
@@ -437,8 +462,10 @@ class RedisEvents:
                         _check(r)
                 except StoreUnavailable as exc:
                     logger.warning("%d SSE events not kept: %s", len(batch), exc)
+                self._release(upto)
         finally:
             self._flushing = False
+            self._release(None)
 
     async def prefetch(self, session: str, last_event_id: str) -> None:
         """Fetch what ``replay(session, last_event_id)`` will return (raises ``StoreUnavailable``)."""

@@ -9,9 +9,10 @@ the ``EventStore`` protocol; ``MemoryEventStore`` keeps a bounded number of even
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Awaitable
 from typing import Protocol, runtime_checkable
 
-__all__ = ["EventStore", "MemoryEventStore"]
+__all__ = ["EventStore", "MemoryEventStore", "WritesBehind"]
 
 
 @runtime_checkable
@@ -31,6 +32,18 @@ class EventStore(Protocol):
 
     def forget(self, session: str) -> None:
         """Drop everything recorded for a session (it ended)."""
+        ...
+
+
+@runtime_checkable
+class WritesBehind(Protocol):
+    """An event store whose ``append`` names the event at once and keeps it later (a network
+    store). The transport sends no event to its client before the event is kept: a process that
+    dies after sending must not leave the client an id the other processes cannot resume from."""
+
+    def landed(self) -> Awaitable[None] | None:
+        """``None`` when every event appended so far is kept; else what to await until they are
+        (kept, or given up on when the store cannot be reached)."""
         ...
 
 

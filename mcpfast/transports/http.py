@@ -53,7 +53,7 @@ from mcpfast.server.content import text_result
 from mcpfast.server.inline import running_loop
 from mcpfast.store.base import StoreUnavailable
 from mcpfast.transports.answers import OK_EMPTY, Deferred, Later, Outcome, Reply, send_reply, wait_disconnect, watch_disconnect
-from mcpfast.transports.event_store import EventStore, MemoryEventStore
+from mcpfast.transports.event_store import EventStore, MemoryEventStore, WritesBehind
 from mcpfast.transports.http_routing import Heartbeat, Stream, connect
 from mcpfast.transports.sessions import HttpSession, LocalSessions, SessionTable
 
@@ -262,6 +262,8 @@ class HttpTransport:
         """The native server's lane, once it opened one (``open_lane``)."""
         self.event_store: EventStore | None = self.table.event_store
         """Where SSE events are kept (the shared store's, when the table has one)."""
+        self._behind: WritesBehind | None = self.event_store if isinstance(self.event_store, WritesBehind) else None
+        """The event store, when its writes land after ``append`` returns (sends wait for them)."""
 
     def open_lane(
         self,
@@ -786,6 +788,7 @@ class HttpTransport:
         elif store is not None and sess is not None and sess.version is not None and supports(sess.version, V2025_11_25):
             chunk += _SSE.encode(b"", id=store.append(sess.id, stream.key, b""), retry=self.retry_ms)
         event = "message" if sess is not None and sess.legacy else None
+        behind = self._behind if store is not None else None
         beat = self.heartbeat
         beat.add(stream)
         watch.add_done_callback(stream.nudge)
@@ -799,6 +802,8 @@ class HttpTransport:
                 if not chunk and beat.take_due(stream):
                     chunk += _SSE.comment("keepalive")
                 if chunk:
+                    if behind is not None and (landed := behind.landed()) is not None:
+                        await landed
                     await send({"type": "http.response.body", "body": bytes(chunk), "more_body": True})
                     chunk.clear()
                     beat.sent(stream)
@@ -808,6 +813,8 @@ class HttpTransport:
                 await stream.wait()
                 if watch.done():
                     return
+            if behind is not None and (landed := behind.landed()) is not None:
+                await landed
             await send({"type": "http.response.body", "body": bytes(chunk), "more_body": False})
         except OSError:
             return

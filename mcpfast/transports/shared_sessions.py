@@ -39,6 +39,7 @@ import orjson
 from mcpfast import core
 from mcpfast.sansio import SessionState
 from mcpfast.store.base import Message, SessionRecord, SharedEvents, StoreUnavailable
+from mcpfast.transports.event_store import WritesBehind
 from mcpfast.transports.http_routing import Stream
 from mcpfast.transports.sessions import HttpSession, SessionTable, chain, wound_down
 
@@ -94,8 +95,15 @@ class _ForwardingEvents:
 
     def append(self, session: str, stream: str, data: bytes) -> str:
         eid = self.inner.append(session, stream, data) if self.inner is not None else ""
-        self.shared._spawn(self.shared.store.publish("get", session, f"{self.shared.origin}{eid} {data.decode()}"))
+        self.shared._spawn(self._offer(session, f"{self.shared.origin}{eid} {data.decode()}"))
         return eid
+
+    async def _offer(self, session: str, text: str) -> None:
+        # offered once kept: the process that sends it on must not give its client an id the
+        # store has not got
+        if isinstance(self.inner, WritesBehind) and (landed := self.inner.landed()) is not None:
+            await landed
+        await self.shared.store.publish("get", session, text)
 
     def replay(self, session: str, last_event_id: str) -> tuple[str, list[tuple[str, bytes]]] | None:
         return self.inner.replay(session, last_event_id) if self.inner is not None else None

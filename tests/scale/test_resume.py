@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 import time
 
 import pytest
@@ -46,10 +49,6 @@ def test_dropped_post_stream_resumes_on_the_other_process(servers) -> None:
     assert len({ask_id, missed[0][0], priming[0]}) == 3
 
 
-# The Redis event store writes behind (one pipeline per loop turn, after the event went out), so a
-# process killed between the two loses an event its client saw; on a busy machine that window is
-# wide enough to hit, so this runs on a quiet one (serial).
-@pytest.mark.serial
 def test_get_stream_of_a_killed_process_resumes_on_the_other(servers) -> None:
     a, b = servers(2)
     client = a.client()
@@ -105,3 +104,40 @@ def test_post_stream_resumed_on_the_other_process_follows_the_live_request(serve
     # What was followed is kept once: a later resumption from the question replays the same event.
     again = _replay(client.on(a.port), ask_id)
     assert again == [(result_id, result)]
+
+
+def test_an_event_goes_out_only_once_the_store_has_it(servers, redis) -> None:
+    """While Redis does not answer, a notification waits; once kept it goes out, and the process
+    that sent it may die at once: its id resumes on the other process."""
+    a, b = servers(2)
+    client = a.client()
+    client.initialize()
+    get = client.get_stream()
+    got: list[tuple[str | None, object]] = []
+    reader = threading.Thread(target=lambda: got.append(get.message()), daemon=True)
+    assert redis.proc is not None
+    pid = redis.proc.pid
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        reader.start()
+        caller = threading.Thread(
+            target=client.call, args=("tools/call", {"name": "test_trigger_tool_change", "arguments": {}}), daemon=True
+        )
+        caller.start()
+        time.sleep(0.5)  # well inside the store's 1 s round-trip limit
+        assert not got, got  # sent before Redis had it, an id nobody else could resume from
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    reader.join(15)
+    caller.join(15)
+    assert got, "the notification never came"
+    eid, message = got[0]
+    assert isinstance(message, dict) and message["method"] == "notifications/tools/list_changed" and eid
+    a.kill()
+    get.close()
+    # b knows the id (a 404 would mean the client holds an event the store never got)
+    assert client.on(b.port).call("tools/call", {"name": "test_trigger_tool_change", "arguments": {}})[0] == 200
+    resumed = client.on(b.port).get_stream(eid)
+    later_id, later = resumed.message()
+    assert later["method"] == "notifications/tools/list_changed" and later_id != eid
+    resumed.close()
