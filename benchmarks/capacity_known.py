@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import GENERATOR_CPU, ROOT, SERVER_CPU, Record, Unavailable, arguments, head, pinned, ratio, write
+from benchmarks.harness import GENERATOR_CPU, ROOT, SERVER_CPU, Record, Unavailable, arguments, head, pinned, publish, ratio
 from mcpfast.bench.procs import ServerProcess, child_env, free_port, log_path
 from mcpfast.results.files import read_json
 
@@ -324,9 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         results=results,
         verdicts=verdicts(results),
     )
-    markdown = report(data)
-    write(out, "results", data, markdown)
-    print(markdown)
+    publish(out, data, report)
     failed = [v for v in data["verdicts"] if not v["holds"]] or [r for r in results.values() if "error" in r]
     return 1 if failed else 0
 

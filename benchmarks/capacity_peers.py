@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import GENERATOR_CPU, ROOT, SERVER_CPU, Record, Unavailable, arguments, head, pinned, ratio, write
+from benchmarks.harness import GENERATOR_CPU, ROOT, SERVER_CPU, Record, Unavailable, arguments, head, pinned, publish, ratio
 from benchmarks.peer_servers import PEERS, peer_versions, start_http
 from mcpfast.bench.procs import child_env, log_path
 
@@ -134,9 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         available={name: name in results for name in PEERS},
         results=results,
     )
-    markdown = report(data)
-    write(out, "results", data, markdown)
-    print(markdown)
+    publish(out, data, report)
     failed = [f"{p} {q}" for p, qs in results.items() for q, r in qs.items() if "error" in r]
     return 1 if failed else 0
 

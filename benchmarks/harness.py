@@ -326,5 +326,21 @@ def write(out: Path, name: str, data: Any, markdown: str | None = None) -> Path:
     return path
 
 
+def publish(out: Path, data: Any, report: Callable[[Any], str]) -> None:
+    """``<out>/results.json`` and ``results.md`` (``report(data)``), the report printed too."""
+    markdown = report(data)
+    write(out, "results", data, markdown)
+    print(markdown)
+
+
+def round_problems(label: str, rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """A line for each round of ``label`` that ended in an error or with failed requests."""
+    return [
+        f"{label} round {rnd}: {row.get('error') or str(row['failures']) + ' failures'}"
+        for rnd, row in enumerate(rows, 1)
+        if "error" in row or row.get("failures")
+    ]
+
+
 def _utc() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import GENERATOR_CPU, SERVER_CPU, Record, alternate, arguments, head, medians, pinned, ratios, spread, write
+from benchmarks.harness import GENERATOR_CPU, SERVER_CPU, Record, alternate, arguments, head, medians, pinned, publish, ratios, spread
 from benchmarks.http_peers import LOAD_BIN, load_binary
 from benchmarks.peer_servers import initialize_problem
 from benchmarks.server_canned import FIGURES, HOST, measure_server
@@ -109,9 +109,7 @@ def run(opts: argparse.Namespace, record: Record) -> dict[str, Any]:
         }
     config = {key: getattr(opts, key) for key in ("seconds", "warmup", "rounds", "connections", "frameworks")}
     data = record.finish(config=config, generator=str(LOAD_BIN), orders=done.orders, loadavg_per_round=done.loadavg, frameworks=result)
-    markdown = report(data)
-    write(out, "results", data, markdown)
-    print(markdown)
+    publish(out, data, report)
     return data
 
 

@@ -68,9 +68,10 @@ from benchmarks.harness import (
     medians,
     pinned,
     process_tree,
+    publish,
     ratios,
+    round_problems,
     spread,
-    write,
 )
 from benchmarks.http_peers import LOAD_BIN, failure_count, load_binary, measure_rate
 from benchmarks.peer_servers import initialize_problem
@@ -439,9 +440,7 @@ def run(opts: argparse.Namespace, record: Record) -> dict[str, Any]:
         ratios=ratio,
         workers=workers,
     )
-    markdown = report(data)
-    write(out, "results", data, markdown)
-    print(markdown)
+    publish(out, data, report)
     return data
 
 
@@ -449,14 +448,10 @@ def problems(data: dict[str, Any]) -> list[str]:
     """What went wrong in a run (errors, failed requests, replies of another shape); empty when nothing."""
     found = []
     for side in SIDES:
-        for rnd, row in enumerate(data["sides"][side]["rounds"], 1):
-            if "error" in row or row.get("failures"):
-                found.append(f"{side} round {rnd}: {row.get('error') or str(row['failures']) + ' failures'}")
+        found += round_problems(side, data["sides"][side]["rounds"])
     for model in ("closed", "open"):
         for n, rows in (((data.get("workers") or {}).get(model) or {}).get("rounds") or {}).items():
-            for rnd, row in enumerate(rows, 1):
-                if "error" in row or row.get("failures"):
-                    found.append(f"{model} --workers {n} round {rnd}: {row.get('error') or str(row['failures']) + ' failures'}")
+            found += round_problems(f"{model} --workers {n}", rows)
     if not data["reply_shapes"]["identical"]:
         found.append("the two sides' replies differ in shape (see reply_shapes)")
     return found

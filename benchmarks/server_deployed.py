@@ -69,10 +69,11 @@ from benchmarks.harness import (
     head,
     medians,
     pinned,
+    publish,
     ratios,
     results_dir,
+    round_problems,
     spread,
-    write,
 )
 from benchmarks.http_peers import LOAD_BIN, failure_count, load_binary, measure_rate
 from benchmarks.stdio_bench import ECHO_TEXT, PROTOCOL, run_server, server_command
@@ -543,9 +544,7 @@ def run(opts: argparse.Namespace, record: Record) -> dict[str, Any]:
         yardstick=yardstick,
         metrics_checks=checks,
     )
-    markdown = report(data)
-    write(out, "results", data, markdown)
-    print(markdown)
+    publish(out, data, report)
     return data
 
 
@@ -553,9 +552,7 @@ def problems(data: dict[str, Any]) -> list[str]:
     """What went wrong in a run (errors, failed requests, counts that differ, replies that differ)."""
     found = []
     for label, rows in data["rounds"].items():
-        for rnd, row in enumerate(rows, 1):
-            if "error" in row or row.get("failures"):
-                found.append(f"{label} round {rnd}: {row.get('error') or str(row['failures']) + ' failures'}")
+        found += round_problems(label, rows)
     found += [
         f"{c['side']} round {c['round']}: /metrics counts differ from the generator's" for c in data["metrics_checks"] if not c["equal"]
     ]

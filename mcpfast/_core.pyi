@@ -552,6 +552,8 @@ class EngineConfig:
         threads: int | None = None,
         rate: float | None = None,
         arrivals: Arrivals | None = None,
+        worker_index: int | None = None,
+        worker_count: int | None = None,
         max_inflight: int | None = None,
         timeout_s: float | None = None,
         max_reply_bytes: int | None = None,
@@ -631,6 +633,10 @@ class EngineConfig:
     def rate(self) -> float | None: ...
     @property
     def arrivals(self) -> Arrivals: ...
+    @property
+    def worker_index(self) -> int: ...
+    @property
+    def worker_count(self) -> int: ...
     @property
     def max_inflight(self) -> int: ...
     @property

@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import pytest
+
 from mcpfast.bench import procs
 from mcpfast.bench.procs import free_port, stop_process, wait_port
 
@@ -101,6 +103,43 @@ def start_process(
         stop_process(proc)
         raise RuntimeError(f"{what or cmd[0]} did not start: {exc}") from None
     return proc
+
+
+AUTHSERVER = Path(__file__).resolve().parent / "authserver"
+"""The real authorization server of the tests: node ``oidc-provider``, pinned in its package.json."""
+
+
+def authserver_node() -> str:
+    """node, with the authorization server's packages installed (else the test fails, saying how)."""
+    node = shutil.which("node")
+    if node is None or not (AUTHSERVER / "node_modules" / "oidc-provider" / "package.json").is_file():
+        pytest.fail("the authorization server is not installed: run `make authserver-install` (node and npm ci in tests/authserver)")
+    return node
+
+
+def start_authserver(config: dict[str, Any], tmp: Path, *, timeout: float = 90.0) -> tuple[subprocess.Popen[Any], str]:
+    """``tests/authserver/server.mjs`` with ``config`` (its port left to the system: no port picked
+    beforehand that another test may take meanwhile); ``(process, issuer URL)`` once it listens,
+    read from the line it prints then. ``timeout`` is long: loading oidc-provider's hundreds of
+    modules on a machine busy with the other tests has taken over 30 s. Its output goes to
+    ``tmp/authserver.log``."""
+    node = authserver_node()
+    config_file = tmp / "authserver.json"
+    config_file.write_text(json.dumps({**config, "port": 0}))
+    ready = tmp / "authserver.out"
+    with open(ready, "wb") as out, open(tmp / "authserver.log", "wb") as log:
+        proc = subprocess.Popen([node, str(AUTHSERVER / "server.mjs"), str(config_file)], stdout=out, stderr=log)
+    deadline = time.monotonic() + timeout
+    while True:
+        line = ready.read_text().partition("\n")
+        if line[1]:
+            return proc, str(json.loads(line[0])["issuer"])
+        if proc.poll() is not None or time.monotonic() > deadline:
+            why = f"exited with {proc.returncode}" if proc.returncode is not None else f"not listening after {timeout:.0f} s"
+            stop_process(proc)
+            log_text = (tmp / "authserver.log").read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"oidc-provider {why}: {log_text}")
+        time.sleep(0.05)
 
 
 def _settled(condition: Callable[[], object], deadline: float) -> bool | None:

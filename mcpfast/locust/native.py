@@ -182,6 +182,9 @@ def config_for(environment: Any, family: str, host: str | None, mix: list[MixIte
         timeout_s=float(option(environment, "mcp_timeout")),
         # open model: this process's share of --mcp-rate, and one "late" for both engines
         rate=schedule.runner_rate if schedule.enabled else None,
+        # this process's place among the workers sharing the rate: their arrivals interleave
+        worker_index=schedule.worker_index,
+        worker_count=schedule.worker_count,
         late_after_s=schedule.late_tolerance if schedule.enabled else None,
         **where,
         **fields,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
 import time
 import urllib.parse
 import urllib.request
@@ -17,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _support import free_port, start_process, stop_process
+from _support import start_authserver, stop_process
 from test_auth_lane import Pair, Served, app, calls, fields_sorted, open_session
 
 from mcpfast import core
@@ -30,38 +29,25 @@ pytestmark = [
     pytest.mark.skipif(not core.HAS_LANE, reason="the lane is part of the compiled core; the pure-Python core has none"),
 ]
 
-AUTHSERVER = Path(__file__).resolve().parents[1] / "authserver"
 RESOURCE = "http://127.0.0.1/mcp"
 SCOPE = "mcp:tools"
 SECRET = "lane-secret-0123456789-abcdefghij"
 TTL = 3
 
 
-def _node() -> str:
-    node = shutil.which("node")
-    if node is None or not (AUTHSERVER / "node_modules" / "oidc-provider" / "package.json").is_file():
-        pytest.fail("the authorization server is not installed: run `make authserver-install` (node and npm ci in tests/authserver)")
-    return node
-
-
 @pytest.fixture
 def issuer(tmp_path: Path) -> Iterator[str]:
     """oidc-provider issuing ``TTL``-second JWT access tokens for ``RESOURCE`` to client ``lane``."""
-    port = free_port()
     grant = {"grant_types": ["client_credentials"], "redirect_uris": [], "response_types": []}
     config = {
-        "port": port,
         "resource": RESOURCE,
         "scopes": [SCOPE],
         "ttl": TTL,
         "clients": [{"client_id": "lane", "client_secret": SECRET, "token_endpoint_auth_method": "client_secret_basic", **grant}],
     }
-    config_file = tmp_path / "authserver.json"
-    config_file.write_text(json.dumps(config))
-    with open(tmp_path / "authserver.log", "wb") as log:
-        server = start_process([_node(), str(AUTHSERVER / "server.mjs"), str(config_file)], port, "oidc-provider", stdout=log, stderr=log)
+    server, url = start_authserver(config, tmp_path)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield url
     finally:
         stop_process(server)
 

@@ -311,6 +311,8 @@ def test_events_fd_and_connect_errors() -> None:
         ({"max_reply_bytes": 10}, "max_reply_bytes"),
         ({"rate": -1.0}, "rate"),
         ({"rate": float("nan")}, "rate"),
+        ({"worker_index": 2, "worker_count": 2}, "worker_index"),
+        ({"worker_count": 0}, "worker_count"),
         ({"timeout_s": 0}, "timeout_s"),
         ({"churn_delete_share": 2.0}, "churn_delete_share"),
         ({"progress_every": 0}, "progress_every"),
@@ -389,6 +391,9 @@ def test_config_reads_back_with_the_engines_defaults() -> None:
         True,
     )
     assert (cfg.iterations, cfg.progress_every, cfg.late_after_s, cfg.hold_stream) == (None, None, 0.001, True)
+    assert (cfg.worker_index, cfg.worker_count) == (0, 1)
+    second = core.EngineConfig(url="http://127.0.0.1:1/mcp", worker_index=1, worker_count=2)
+    assert (second.worker_index, second.worker_count) == (1, 2)
     assert (cfg.inflight_per_process, cfg.max_inflight, cfg.churn_delete_share, cfg.mix, cfg.command) == (32, 4096, 1.0, (), [])
     # None keeps a default, as leaving the argument out does
     assert core.EngineConfig(url="http://127.0.0.1:1/mcp", threads=None, family=None).threads == 1

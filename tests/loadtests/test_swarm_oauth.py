@@ -8,7 +8,6 @@ before any load, with exit code 2 and the reason."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import urllib.request
 from collections.abc import Iterator
@@ -17,13 +16,12 @@ from pathlib import Path
 
 import pytest
 from _loadtest_support import Run, start_counting_server, stop
-from _support import free_port, start_process, stop_process
+from _support import AUTHSERVER, authserver_node, free_port, start_authserver, stop_process
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 from jwt.algorithms import ECAlgorithm
 from test_swarm_deployed import ENGINES, TOOLS_CALL, agree, locust
 
-AUTHSERVER = Path(__file__).resolve().parents[1] / "authserver"
 SECRET = "swarm-secret-0123456789-abcdefghij"
 SCOPE = "mcp:tools"
 
@@ -40,20 +38,13 @@ class Oauth:
             return json.loads(r.read())
 
 
-def _node() -> str:
-    node = shutil.which("node")
-    if node is None or not (AUTHSERVER / "node_modules" / "oidc-provider" / "package.json").is_file():
-        pytest.fail("the authorization server is not installed: run `make authserver-install` (node and npm ci in tests/authserver)")
-    return node
-
-
 @pytest.fixture
 def oauth(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Oauth]:
     """oidc-provider issuing JWT access tokens of ``ttl`` seconds (the test's ``ttl`` mark, default
     20) for the counting server, which refuses a token the second it expires (--auth-leeway 0)."""
     mark = request.node.get_closest_marker("ttl")
     ttl = mark.args[0] if mark else 20
-    mcp_port, as_port = free_port(), free_port()
+    mcp_port = free_port()
     resource = f"http://127.0.0.1:{mcp_port}/mcp"
     key = ec.generate_private_key(ec.SECP256R1())
     key_file = tmp_path / "client-key.pem"
@@ -61,7 +52,6 @@ def oauth(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Oauth]:
     public = json.loads(ECAlgorithm.to_jwk(key.public_key()))
     grant = {"grant_types": ["client_credentials"], "redirect_uris": [], "response_types": []}
     config = {
-        "port": as_port,
         "resource": resource,
         "scopes": [SCOPE],
         "ttl": ttl,
@@ -70,9 +60,7 @@ def oauth(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Oauth]:
             {"client_id": "swarm-jwt", "token_endpoint_auth_method": "private_key_jwt", "jwks": {"keys": [public]}, **grant},
         ],
     }
-    config_file = tmp_path / "authserver.json"
-    config_file.write_text(json.dumps(config))
-    issuer = f"http://127.0.0.1:{as_port}"
+    server, issuer = start_authserver(config, tmp_path)
     auth = [
         "--auth-jwks",
         f"{issuer}/jwks",
@@ -85,18 +73,14 @@ def oauth(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Oauth]:
         "--auth-leeway",
         "0",
     ]
-    with open(tmp_path / "authserver.log", "wb") as log:
-        server = start_process(
-            [_node(), str(AUTHSERVER / "server.mjs"), str(config_file)], as_port, "oidc-provider", stdout=log, stderr=log
-        )
+    try:
+        proc, url, countfile = start_counting_server("mcpfast", tmp_path, *auth, port=mcp_port, lifetime=180)
         try:
-            proc, url, countfile = start_counting_server("mcpfast", tmp_path, *auth, port=mcp_port, lifetime=180)
-            try:
-                yield Oauth(issuer, url, countfile, key_file)
-            finally:
-                stop(proc)
+            yield Oauth(issuer, url, countfile, key_file)
         finally:
-            stop_process(server)
+            stop(proc)
+    finally:
+        stop_process(server)
 
 
 def swarm(tmp: Path, url: str, *args: str, expect: int = 0) -> tuple[Run, Path]:
@@ -196,7 +180,7 @@ def test_the_authorization_server_is_the_pinned_one() -> None:
     lock = json.loads((AUTHSERVER / "package-lock.json").read_text())
     assert lock["packages"]["node_modules/oidc-provider"]["version"] == "9.13.3"
     out = subprocess.run(
-        [_node(), "-e", "console.log(require('./node_modules/oidc-provider/package.json').version)"],
+        [authserver_node(), "-e", "console.log(require('./node_modules/oidc-provider/package.json').version)"],
         cwd=AUTHSERVER,
         capture_output=True,
         text=True,

@@ -415,6 +415,11 @@ pub struct Settings {
     /// Open model: arrivals/s for the whole engine; None: the closed model.
     pub rate: Option<f64>,
     pub arrivals: Arrivals,
+    /// Open model over several generator processes (Locust workers), each at its share of the
+    /// rate: this process's place among `worker_count`, so their uniform arrivals interleave
+    /// instead of landing together.
+    pub worker_index: usize,
+    pub worker_count: usize,
     pub max_inflight: usize,
     pub timeout_s: f64,
     pub max_reply_bytes: usize,
@@ -487,6 +492,8 @@ impl Default for Settings {
             threads: 1,
             rate: None,
             arrivals: Arrivals::Uniform,
+            worker_index: 0,
+            worker_count: 1,
             max_inflight: 4096,
             timeout_s: 30.0,
             max_reply_bytes: 16 * 1024 * 1024,
@@ -550,6 +557,9 @@ pub struct Config {
     pub threads: usize,
     pub rate: Option<f64>,
     pub arrivals: Arrivals,
+    /// This process's place among the generator processes sharing the rate (see `Settings`).
+    pub worker_index: usize,
+    pub worker_count: usize,
     pub max_inflight: usize,
     pub timeout: Duration,
     pub max_reply_bytes: usize,
@@ -775,6 +785,10 @@ impl Settings {
             Some(r) if finite("rate", r)? > 0.0 => Some(r),
             Some(_) => return Err(field_error("rate", "must be > 0 (None: the closed model)")),
         };
+        let worker_count = in_range("worker_count", self.worker_count, 1, 1 << 20)?;
+        if self.worker_index >= worker_count {
+            return Err(field_error("worker_index", "must be below worker_count"));
+        }
         let timeout_s = finite("timeout_s", self.timeout_s)?;
         if !(timeout_s > 0.0 && timeout_s <= 3600.0) {
             return Err(field_error("timeout_s", "must be in (0, 3600]"));
@@ -922,6 +936,8 @@ impl Settings {
             threads: in_range("threads", self.threads, 1, 256)?,
             rate,
             arrivals: self.arrivals,
+            worker_index: self.worker_index,
+            worker_count,
             max_inflight: in_range("max_inflight", self.max_inflight, 1, 1 << 24)?,
             timeout: Duration::from_secs_f64(timeout_s),
             max_reply_bytes: in_range("max_reply_bytes", self.max_reply_bytes, 1024, 1 << 30)?,
@@ -1157,6 +1173,21 @@ mod tests {
                     ..http()
                 },
                 "url",
+            ),
+            (
+                Settings {
+                    worker_index: 2,
+                    worker_count: 2,
+                    ..http()
+                },
+                "worker_index",
+            ),
+            (
+                Settings {
+                    worker_count: 0,
+                    ..http()
+                },
+                "worker_count",
             ),
             (
                 Settings {

@@ -108,7 +108,7 @@ pub(crate) async fn pacer(ctx: Rc<Ctx>) {
                 ctx.clear_arrivals();
             }
             since = open_since;
-            next = Some(open_since.unwrap_or(now));
+            next = Some(ctx.shared.first_arrival(ctx.idx, open_since.unwrap_or(now)));
         }
         let at = emit(&ctx, rate, next.unwrap_or(now), now);
         next = Some(at);
@@ -148,9 +148,90 @@ fn emit(ctx: &Ctx, rate: f64, mut at: Instant, until: Instant) -> Instant {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Settings;
+    use crate::config::{Arrivals, Settings};
+    use crate::shared::Shared;
     use crate::testing;
     use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+
+    fn shared(settings: Settings) -> Arc<Shared> {
+        let cfg = settings.build().expect("valid settings");
+        Arc::new(Shared::new(cfg).expect("engine state"))
+    }
+
+    fn open(rate: f64, threads: usize, worker_index: usize, worker_count: usize) -> Settings {
+        Settings {
+            url: Some("http://127.0.0.1:9/mcp".into()),
+            rate: Some(rate),
+            threads,
+            worker_index,
+            worker_count,
+            ..Settings::default()
+        }
+    }
+
+    /// Where `at` falls in a period of `period_ns`, on the system clock as `s` reads it.
+    fn phase(s: &Shared, at: Instant, period_ns: u128) -> u128 {
+        s.clock.wall_ns(at) % period_ns
+    }
+
+    /// How far phase `p` is from `want` around a period of `period_ns`.
+    fn off(p: u128, want: u128, period_ns: u128) -> u128 {
+        let d = (p + period_ns - want % period_ns) % period_ns;
+        d.min(period_ns - d)
+    }
+
+    #[test]
+    fn uniform_streams_of_threads_and_workers_interleave() {
+        // (each process reads the system clock for itself: a phase is exact on its own reading)
+        const MS: u128 = 1_000_000;
+        // two workers at 1,000/s each, one thread each: a period of 1 ms, half a period apart
+        let w0 = shared(open(1000.0, 1, 0, 2));
+        let w1 = shared(open(1000.0, 1, 1, 2));
+        let since = Instant::now();
+        let (a, b) = (w0.first_arrival(0, since), w1.first_arrival(0, since));
+        for at in [a, b] {
+            assert!(
+                at >= since && at < since + Duration::from_millis(1),
+                "{at:?} vs {since:?}"
+            );
+        }
+        assert!(off(phase(&w0, a, MS), 0, MS) <= 1, "worker 0 on the grid");
+        assert!(
+            off(phase(&w1, b, MS), MS / 2, MS) <= 1,
+            "worker 1 half a period on"
+        );
+        // one process, four threads at 4,000/s in all: each at 1,000/s, a quarter apart
+        let one = shared(open(4000.0, 4, 0, 1));
+        let since = Instant::now();
+        let phases: Vec<u128> = (0..4)
+            .map(|idx| phase(&one, one.first_arrival(idx, since), MS))
+            .collect();
+        for (idx, p) in phases.iter().enumerate() {
+            assert!(off(*p, idx as u128 * MS / 4, MS) <= 1, "{phases:?}");
+        }
+        // two workers of two threads each: the four streams at 0, 1/4, 1/2 and 3/4 of the period
+        for (worker, idx, want) in [(0, 0, 0), (1, 0, 1), (0, 1, 2), (1, 1, 3)] {
+            let s = shared(open(2000.0, 2, worker, 2));
+            let p = phase(&s, s.first_arrival(idx, Instant::now()), MS);
+            assert!(
+                off(p, want * MS / 4, MS) <= 1,
+                "worker {worker} thread {idx}: {p}"
+            );
+        }
+    }
+
+    #[test]
+    fn poisson_and_slow_schedules_start_when_asked() {
+        let since = Instant::now();
+        let poisson = shared(Settings {
+            arrivals: Arrivals::Poisson,
+            ..open(1000.0, 1, 1, 2)
+        });
+        assert_eq!(poisson.first_arrival(0, since), since);
+        let slow = shared(open(0.5, 1, 1, 2));
+        assert_eq!(slow.first_arrival(0, since), since);
+    }
 
     /// Every arrival queued now, taken out.
     fn queued(ctx: &Ctx) -> usize {
@@ -170,8 +251,9 @@ mod tests {
             // no session takes them: the first rate's arrivals pile up
             tokio::time::sleep(Duration::from_millis(100)).await;
             ctx.shared.set_rate(Some(10.0));
-            tokio::time::sleep(Duration::from_millis(40)).await;
-            // the backlog is gone; the new schedule's first arrival is due at its start
+            tokio::time::sleep(Duration::from_millis(140)).await;
+            // the backlog is gone; the new schedule's first arrival is due within one period
+            // (100 ms) of its start, where its grid puts it, and the next one a period later
             let counted = ctx.counters().queued.load(Ordering::Relaxed);
             let left = queued(&ctx);
             assert_eq!(counted, left as u64, "the queued count follows the queue");

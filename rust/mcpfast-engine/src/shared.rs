@@ -277,6 +277,32 @@ impl Shared {
         self.rate_bits.store(r.to_bits(), Ordering::Release);
     }
 
+    /// Thread `idx`'s first arrival of the uniform schedule that began at `since`. Every
+    /// generator thread of every process sharing the rate (Locust workers, each at its share)
+    /// sends once a period; started at `since` they would all send together, in bursts as big
+    /// as their number. So each starts on a grid of its period laid on the system clock (one
+    /// clock for every process of a machine), shifted by its slot among all of them over the
+    /// total rate, and the streams interleave. Poisson arrivals (random already), and periods
+    /// over a second (a wait that long at the start would matter more than the bursts), start
+    /// at `since`.
+    pub(crate) fn first_arrival(&self, idx: usize, since: Instant) -> Instant {
+        let rate = f64::from_bits(self.rate_bits.load(Ordering::Acquire));
+        if rate <= 0.0 || !matches!(self.cfg.arrivals, config::Arrivals::Uniform) {
+            return since;
+        }
+        let workers = self.cfg.worker_count.max(1);
+        let period_ns = (self.cfg.threads.max(1) as f64 / rate * 1e9).round();
+        if !(1.0..=1e9).contains(&period_ns) {
+            return since;
+        }
+        let period = period_ns as u128;
+        let slot = (idx * workers + self.cfg.worker_index) as f64;
+        let offset = ((slot / (rate * workers as f64) * 1e9).round() as u128) % period;
+        let wall = self.clock.wall_ns(since);
+        let wait = (offset + period - wall % period) % period;
+        since + Duration::from_nanos(wait as u64)
+    }
+
     fn now_ns(&self) -> u64 {
         (self.started_at.elapsed().as_nanos() as u64).max(1)
     }

@@ -22,6 +22,7 @@ pub fn new_hist() -> Histogram<u64> {
 pub(crate) struct Clock {
     mono0: Instant,
     wall0: f64,
+    wall0_ns: u128,
 }
 
 impl Default for Clock {
@@ -33,15 +34,24 @@ impl Default for Clock {
 impl Clock {
     pub(crate) fn new() -> Clock {
         let mono0 = Instant::now();
-        let wall0 = SystemTime::now()
+        let since_epoch = SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0);
-        Clock { mono0, wall0 }
+            .unwrap_or_default();
+        Clock {
+            mono0,
+            wall0: since_epoch.as_secs_f64(),
+            wall0_ns: since_epoch.as_nanos(),
+        }
     }
 
     pub(crate) fn wall(&self, at: Instant) -> f64 {
         self.wall0 + at.saturating_duration_since(self.mono0).as_secs_f64()
+    }
+
+    /// `at` on the system clock, in ns since the epoch (exact: a grid of µs periods on it
+    /// stays where it is, which an f64 of seconds would not).
+    pub(crate) fn wall_ns(&self, at: Instant) -> u128 {
+        self.wall0_ns + at.saturating_duration_since(self.mono0).as_nanos()
     }
 }
 

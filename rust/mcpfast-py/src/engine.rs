@@ -233,6 +233,10 @@ pub struct EngineConfig {
     #[pyo3(get)]
     arrivals: &'static str,
     #[pyo3(get)]
+    worker_index: usize,
+    #[pyo3(get)]
+    worker_count: usize,
+    #[pyo3(get)]
     max_inflight: usize,
     #[pyo3(get)]
     timeout_s: f64,
@@ -318,6 +322,8 @@ impl EngineConfig {
         threads = None,
         rate = None,
         arrivals = None,
+        worker_index = None,
+        worker_count = None,
         max_inflight = None,
         timeout_s = None,
         max_reply_bytes = None,
@@ -374,6 +380,8 @@ impl EngineConfig {
         threads: Option<i64>,
         rate: Option<f64>,
         arrivals: Option<&str>,
+        worker_index: Option<i64>,
+        worker_count: Option<i64>,
         max_inflight: Option<i64>,
         timeout_s: Option<f64>,
         max_reply_bytes: Option<i64>,
@@ -436,6 +444,8 @@ impl EngineConfig {
             threads: count_arg("threads", threads)?.unwrap_or(d.threads),
             rate,
             arrivals: choice_arg(arrivals)?.unwrap_or(d.arrivals),
+            worker_index: count_arg("worker_index", worker_index)?.unwrap_or(d.worker_index),
+            worker_count: count_arg("worker_count", worker_count)?.unwrap_or(d.worker_count),
             max_inflight: count_arg("max_inflight", max_inflight)?.unwrap_or(d.max_inflight),
             timeout_s: timeout_s.unwrap_or(d.timeout_s),
             max_reply_bytes: count_arg("max_reply_bytes", max_reply_bytes)?
@@ -503,6 +513,8 @@ impl EngineConfig {
             churn_delete_share: settings.churn_delete_share,
             threads: settings.threads,
             rate: settings.rate,
+            worker_index: settings.worker_index,
+            worker_count: settings.worker_count,
             max_inflight: settings.max_inflight,
             timeout_s: settings.timeout_s,
             max_reply_bytes: settings.max_reply_bytes,
