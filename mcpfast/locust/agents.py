@@ -56,7 +56,7 @@ from mcpfast.locust.histogram import HistogramSet
 from mcpfast.locust.options import AGENTS as AGENT_OPTIONS
 from mcpfast.locust.options import engine, option
 from mcpfast.locust.stats import runner_kind, summary
-from mcpfast.locust.users import McpUser
+from mcpfast.locust.users import McpUser, Preflight
 
 __all__ = ["AgentDriver", "AgentFigures", "AgentUserBase", "build", "register"]
 
@@ -78,6 +78,7 @@ STEADY_CYCLES = 10  # a run this many agent cycles long is near its steady state
 SAMPLE_EVERY = 0.1  # s between samples of the sessions open (a few µs each: the engines' status)
 
 _PLAN: dict[str, sc.Scenario | None] = {"scenario": None}
+_PREFLIGHT = Preflight()
 _STARTED = {"n": 0}  # this process's agent users, in the order they started
 
 
@@ -201,21 +202,25 @@ def _load_agents(environment: Any, **_kw: Any) -> None:
     if not any(getattr(u, "uses_agents", False) for u in classes):
         return
     dump = bool(option(environment, "mcp_scenario_dump"))
+    _PREFLIGHT.begin()
     try:
-        if not dump and engine(environment) != "native":
-            raise sc.ScenarioError("agents run on the native engine (the compiled core): drop --mcp-engine python")
-        if not dump and option(environment, "mcp_command"):
-            raise sc.ScenarioError("agents speak Streamable HTTP (--host URL): their sessions are held, ended and abandoned over it")
-        plan = build(environment)
-        if dump:  # the plan the run would send (any transport can be asked for the server's tools)
-            print(json.dumps(plan.to_dict(), indent=2), flush=True)
-            sys.exit(0)
-        check(environment, plan)
-    except sc.ScenarioError as exc:
-        logger.error("mcpfast agents: %s", exc)
-        print(f"mcpfast agents error: {exc}", file=sys.stderr, flush=True)
-        sys.exit(2)
-    _PLAN["scenario"] = plan
+        try:
+            if not dump and engine(environment) != "native":
+                raise sc.ScenarioError("agents run on the native engine (the compiled core): drop --mcp-engine python")
+            if not dump and option(environment, "mcp_command"):
+                raise sc.ScenarioError("agents speak Streamable HTTP (--host URL): their sessions are held, ended and abandoned over it")
+            plan = build(environment)
+            if dump:  # the plan the run would send (any transport can be asked for the server's tools)
+                print(json.dumps(plan.to_dict(), indent=2), flush=True)
+                sys.exit(0)
+            check(environment, plan)
+        except sc.ScenarioError as exc:
+            logger.error("mcpfast agents: %s", exc)
+            print(f"mcpfast agents error: {exc}", file=sys.stderr, flush=True)
+            sys.exit(2)
+        _PLAN["scenario"] = plan
+    finally:
+        _PREFLIGHT.end()
     for item in plan.excluded:
         logger.warning(
             "mcpfast agents: left out %s (%s); to give it arguments, in a workload file:\n%s", item["op"], item["reason"], item["workload"]
@@ -497,6 +502,7 @@ class AgentUserBase(McpUser):
     abstract = True
     native_family = "agents"
     uses_agents = True
+    preflight = _PREFLIGHT
     user_class: sc.UserClass | None = None
 
     def refused(self) -> str | None:

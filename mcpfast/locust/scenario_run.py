@@ -30,7 +30,7 @@ from mcpfast import core
 from mcpfast.locust import native
 from mcpfast.locust import scenario as sc
 from mcpfast.locust.options import option
-from mcpfast.locust.users import McpUser
+from mcpfast.locust.users import McpUser, Preflight
 
 if TYPE_CHECKING:
     from mcpfast._core import EngineConfig
@@ -40,6 +40,7 @@ __all__ = ["ScenarioDriver", "ScenarioUserBase", "build", "register"]
 logger = logging.getLogger("mcpfast.loadtests.scenario")
 
 _PLAN: dict[str, sc.Scenario | None] = {"scenario": None}
+_PREFLIGHT = Preflight()
 _STARTED = {"n": 0}  # this process's scenario users, in the order they started
 
 
@@ -74,13 +75,17 @@ def _load_scenario(environment: Any, **_kw: Any) -> None:
         if others:  # `locust -f loadtests/` without a scenario: the other families run, this one sits out
             classes[:] = others
             return
+    _PREFLIGHT.begin()
     try:
-        plan = build(environment)
-    except sc.ScenarioError as exc:
-        logger.error("mcpfast scenario: %s", exc)
-        print(f"mcpfast scenario error: {exc}", file=sys.stderr, flush=True)
-        sys.exit(2)
-    _PLAN["scenario"] = plan
+        try:
+            plan = build(environment)
+        except sc.ScenarioError as exc:
+            logger.error("mcpfast scenario: %s", exc)
+            print(f"mcpfast scenario error: {exc}", file=sys.stderr, flush=True)
+            sys.exit(2)
+        _PLAN["scenario"] = plan
+    finally:
+        _PREFLIGHT.end()
     if option(environment, "mcp_scenario_dump"):
         print(json.dumps(plan.to_dict(), indent=2), flush=True)
         sys.exit(0)
@@ -107,6 +112,7 @@ class ScenarioUserBase(McpUser):
     abstract = True
     native_family = "mixed"
     uses_scenario = True
+    preflight = _PREFLIGHT
     user_class: sc.UserClass | None = None
 
     @classmethod

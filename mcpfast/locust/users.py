@@ -27,6 +27,7 @@ import json
 from typing import Any
 
 import gevent
+import gevent.event
 import locust  # noqa: F401 - first: Locust's import gevent-patches the stdlib
 from locust import User
 
@@ -37,7 +38,7 @@ from mcpfast.locust import oauth
 from mcpfast.locust import stats as mstats
 from mcpfast.locust.options import engine, option, reach
 
-__all__ = ["LEGACY_SSE_VERSION", "REQUEST_TYPES", "McpHttpUser", "McpStdioUser", "McpUser"]
+__all__ = ["LEGACY_SSE_VERSION", "REQUEST_TYPES", "McpHttpUser", "McpStdioUser", "McpUser", "Preflight"]
 
 REQUEST_TYPES = {"http": "mcp-http", "stdio": "mcp-stdio"}
 LEGACY_SSE_VERSION = "2024-11-05"  # --mcp-protocol-version 2024-11-05 over HTTP: the HTTP+SSE transport
@@ -52,6 +53,28 @@ FAILED_START_BACKOFF = 0.1  # s: a user whose server refuses the handshake does 
 _USER_NUMBERS = itertools.count()  # this process's users, in the order they start
 
 
+class Preflight:
+    """A family's checks before load in one process, run at Locust's ``init``. A worker's message
+    loop runs while they wait on the server, so the master's spawn can start this process's
+    users before they end; the users wait for them (:meth:`McpUser.run`) instead of finding no
+    plan. A check that fails ends the process (exit 2), its users with it."""
+
+    __slots__ = ("_done",)
+
+    def __init__(self) -> None:
+        self._done = gevent.event.Event()
+        self._done.set()  # nothing to wait for until a check begins
+
+    def begin(self) -> None:
+        self._done.clear()
+
+    def end(self) -> None:
+        self._done.set()
+
+    def wait(self) -> None:
+        self._done.wait()
+
+
 class McpUser(User):
     """Base MCP user: stdio when ``--mcp-command`` is given, else Streamable HTTP at ``--host``."""
 
@@ -61,6 +84,7 @@ class McpUser(User):
     # the native engine's family for this user's scenario (mcpfast.locust.native); None: a scenario
     # written in Python, which always runs on the gevent users
     native_family: str | None = None
+    preflight: Preflight | None = None  # the family's checks before load, waited for before anything is sent
 
     def __init__(self, environment: Any) -> None:
         super().__init__(environment)
@@ -190,6 +214,8 @@ class McpUser(User):
         """Python engine: Locust's task loop.  Native engine: this user is one unit of the
         engine's concurrency for as long as it lives; it waits (killable at once, no task to
         finish) while the engine's threads send."""
+        if self.preflight is not None:
+            self.preflight.wait()
         if self.refused() is not None:
             gevent.sleep(3600)  # killed when the run quits
             return
