@@ -140,26 +140,42 @@ class Stream:
 class Heartbeat:
     """When each stream served as SSE is due a keep-alive comment, on one timer for them all.
 
-    Every half ``period`` a tick marks due each stream that sent nothing since the tick before,
-    and wakes it (``Stream.nudge``): a stream is never silent for a whole ``period``, and an idle
-    one gets a comment once per ``period``. A stream is in from ``add`` to ``discard``, and says
-    it sent with ``sent``; its reader takes a due comment with ``take_due``.
+    Every half ``period`` each stream is looked at once: one that sent nothing since it was last
+    looked at is marked due and woken (``Stream.nudge``). The streams are looked at in slices of
+    at most ``per_tick`` spread over the half period, in the order they came: thousands of idle
+    streams woken in one loop turn would stop the server for tens of milliseconds each time. A
+    stream keeps its place in that order (others only leave before it), so it is looked at at
+    most a half period apart: once it has had a comment, it is never silent for more than a
+    ``period``; its first comes between a half and one and a half periods after it started. A
+    stream is in from ``add`` to ``discard``, and says it sent with ``sent``; its reader takes a
+    due comment with ``take_due``.
     """
 
-    __slots__ = ("_due", "_handle", "_loop", "_quiet", "half")
+    __slots__ = ("_due", "_handle", "_loop", "_per", "_pos", "_quiet", "_round", "_step", "half", "per_tick")
 
-    def __init__(self, period: float) -> None:
+    MIN_STEP = 0.005
+    """Seconds: the shortest wait between two slices (more streams make bigger slices, not more ticks)."""
+
+    def __init__(self, period: float, per_tick: int = 256) -> None:
+        if per_tick < 1:
+            raise ValueError("per_tick must be at least 1")
         self.half = period / 2
-        self._quiet: dict[Stream, bool] = {}  # each stream: nothing sent since the last tick
+        self.per_tick = per_tick
+        self._quiet: dict[Stream, bool] = {}  # each stream: nothing sent since it was last looked at
         self._due: set[Stream] = set()
         self._handle: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._round: list[Stream] = []  # this half period's streams, in the order they came
+        self._pos = 0  # the next slice's start in ``_round``
+        self._step = self.half  # seconds between this round's slices
+        self._per = per_tick  # streams in each of this round's slices
 
     def add(self, stream: Stream) -> None:
         self._quiet[stream] = False
         loop = asyncio.get_running_loop()
         if self._handle is None or self._loop is not loop:
             self._loop = loop
+            self._round, self._pos = [], 0
             self._handle = loop.call_later(self.half, self._tick)
 
     def sent(self, stream: Stream) -> None:
@@ -184,18 +200,31 @@ class Heartbeat:
     def _tick(self) -> None:
         self._handle = None
         quiet = self._quiet
-        if not quiet:
-            return  # the next stream added starts the timer again
+        if self._pos >= len(self._round):  # a new half period: every stream once, in slices
+            if not quiet:
+                self._round = []
+                return  # the next stream added starts the timer again
+            # (a stream keeps its place in the order as others leave: looked at no later in the
+            # next round than in this one, so never more than a half period apart)
+            self._round, self._pos = list(quiet), 0
+            slices = min(-(-len(self._round) // self.per_tick), max(1, int(self.half / self.MIN_STEP)))
+            self._step = self.half / slices
+            self._per = -(-len(self._round) // slices)
+        per = self._per
         due = self._due
-        for stream, silent in quiet.items():
+        for stream in self._round[self._pos : self._pos + per]:
+            silent = quiet.get(stream)
+            if silent is None:
+                continue  # gone since the round began
             if silent:
                 due.add(stream)
                 stream.nudge()
             else:
                 quiet[stream] = True
+        self._pos += per
         loop = self._loop
         if loop is not None and not loop.is_closed():
-            self._handle = loop.call_later(self.half, self._tick)
+            self._handle = loop.call_later(self._step, self._tick)
 
 
 def router(session: ServerSession, default: Stream) -> Callable[[], None]:

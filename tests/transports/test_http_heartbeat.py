@@ -115,3 +115,51 @@ def test_idle_get_streams_each_get_keepalive_comments(server: str) -> None:
             assert c.delete(url, headers=h).status_code == 200
         # a stream whose client went is no longer in the heartbeat
         assert wait_until(lambda: len(t.heartbeat) == 0)
+
+
+def test_many_silent_streams_are_woken_in_slices_spread_over_the_half_period() -> None:
+    """1,000 idle streams, at most 100 looked at a tick: ten ticks a half period, none wakes
+    more than 100 streams, and every stream is due within one and a half periods of its start."""
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        ticks: list[float] = []
+        arm = loop.call_later
+
+        def counted(delay: float, callback: Any, *args: Any) -> asyncio.TimerHandle:
+            if getattr(callback, "__self__", None) is beat:
+                ticks.append(delay)
+            return arm(delay, callback, *args)
+
+        class Counted(Stream):
+            __slots__ = ("tick",)
+
+            def nudge(self, *args: Any) -> None:
+                self.tick = len(ticks)  # the tick that woke it (timers armed so far)
+                super().nudge(*args)
+
+        loop.call_later = counted  # type: ignore[method-assign]
+        beat = Heartbeat(0.2, per_tick=100)
+        streams = [Counted() for _ in range(1000)]
+        for s in streams:
+            s.tick = -1
+            beat.add(s)
+        # the first round (from a half period on) marks them quiet, the second one due: the
+        # last slice at 0.29 s
+        await asyncio.sleep(0.35)
+        assert all(beat.take_due(s) for s in streams)
+        by_tick: dict[int, int] = {}
+        for s in streams:
+            by_tick[s.tick] = by_tick.get(s.tick, 0) + 1
+        assert max(by_tick.values()) <= 100 and len(by_tick) >= 10, by_tick
+        # after the first wait of a half period, a slice every tenth of it
+        assert ticks[0] == pytest.approx(0.1) and ticks[1:] == pytest.approx([0.01] * (len(ticks) - 1)), ticks[:12]
+        for s in streams:
+            beat.discard(s)
+
+    asyncio.run(main())
+
+
+def test_a_heartbeat_needs_a_slice_of_at_least_one_stream() -> None:
+    with pytest.raises(ValueError, match="per_tick"):
+        Heartbeat(1.0, per_tick=0)

@@ -361,6 +361,57 @@ def test_idle_keepalive_timeout_and_connection_cap() -> None:
         loop.close()
 
 
+def test_the_idle_sweep_in_slices_closes_every_idle_connection_and_spares_a_busy_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    import mcpfast.transports.http_server as http_server
+
+    monkeypatch.setattr(http_server, "SWEEP_SLICE", 3)  # ten idle connections: four slices a period
+
+    class Ok:
+        async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+            if scope["type"] != "http":
+                return
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+            await send({"type": "http.response.body", "body": b"ok"})
+
+    loop = asyncio.new_event_loop()
+    server = HttpServer(Ok(), keepalive_timeout=1.0)
+    ready = threading.Event()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(server.start("127.0.0.1", 0))
+        ready.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert ready.wait(5)
+    assert server.bound is not None
+    url = f"http://127.0.0.1:{server.bound[1]}"
+    request = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+    try:
+        busy = Conn(url)
+        idle = [Conn(url) for _ in range(10)]
+        for c in [busy, *idle]:
+            c.send(request)
+            assert c.response()[0] == 200
+        deadline = time.monotonic() + 3.0  # three idle timeouts: every slice has had its turn
+        while time.monotonic() < deadline:
+            busy.send(request)
+            assert busy.response()[0] == 200
+            time.sleep(0.1)
+        assert all(c.closed() for c in idle)
+        busy.send(request)
+        assert busy.response()[0] == 200  # in use all along: never idle long enough
+        for c in [busy, *idle]:
+            c.sock.close()
+    finally:
+        asyncio.run_coroutine_threadsafe(server.close(grace=1.0), loop).result(5)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
+
+
 def test_mounted_in_starlette_over_native() -> None:
     from starlette.applications import Starlette
     from starlette.routing import Mount
