@@ -97,7 +97,7 @@ def report(data: dict[str, Any]) -> str:
             elif r.get("status") == "at_least":
                 shown = f"at least {r.get('last_good') or 0:,.0f} {spec['unit']}"
             elif r.get("status") == "inconclusive" and r.get("last_good"):
-                shown = f"at least {r['last_good']:,.0f} {spec['unit']} (the generator ran out of CPU above)"
+                shown = f"at least {r['last_good']:,.0f} {spec['unit']} (the generator was the limit above)"
             else:
                 shown = f"{r.get('status')} (last good {r.get('last_good')}, first bad {r.get('first_bad')})"
             share, bound = ratio(found, ours.get("capacity")), ""

@@ -740,7 +740,8 @@ class NativeEngine:
         """A descriptor readable when events() has something (for gevent's wait_read)."""
     def status(self) -> dict[str, int | float]:
         """users, sessions_open (``agents``: agents in a session), inflight, threads, cpu_s,
-        sent, completed, late, dropped, established, reinitialized, iterations, held (``hold``:
+        sent, completed, late, dropped, behind (open model: arrivals the engine's own pacer
+        queued more than 10 ms late), established, reinitialized, iterations, held (``hold``:
         sessions held, or with ``hold_streams`` the GET streams open), agents (``agents``: agents
         running), queued (open model: arrivals waiting for a session), connects."""
 

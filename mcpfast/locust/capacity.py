@@ -15,8 +15,10 @@ How a search goes:
 * a step fails when an SLO clause fails on its steady window, when the rate the server achieved
   falls short of the one offered (its queue grows), or when requests failed (unless the SLO sets
   its own bound on failures);
-* a failed step whose generator ran out of CPU says nothing about the server: the search stops
-  there as inconclusive and never reports the generator's limit as the server's;
+* a failed step whose generator ran out of CPU, or whose native engine queued 1% or more of its
+  arrivals more than 10 ms late (its own schedule, whatever the server did), says nothing about
+  the server: the search stops there as inconclusive and never reports the generator's limit as
+  the server's;
 * the whole search is bounded in time; when the time runs out before the resolution is
   reached, the answer is the bracket (last good, first bad) it reached.
 """
@@ -34,6 +36,7 @@ from mcpfast.locust.units import latency_text
 __all__ = [
     "FAILURE_METRICS",
     "FAMILIES",
+    "GENERATOR_BEHIND",
     "GENERATOR_BUSY",
     "SETUP_NAMES",
     "Outcome",
@@ -52,6 +55,7 @@ __all__ = [
 FAMILIES = ("tools_call", "handshake", "session_churn", "sse_streaming", "mixed")
 """The families a search can run (``mixed``: the mixed locustfile and workload files)."""
 GENERATOR_BUSY = 0.9  # share of its CPU at which a generator process or engine thread set the pace
+GENERATOR_BEHIND = 0.01  # share of a window's arrivals its pacers queued late at which the generator set the pace
 FAILURE_METRICS = ("failures", "fail_ratio")  # an SLO clause on these replaces the default "no failures"
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 GROWTH_FLOOR_US = 2000  # a median that grows less than this through a window is noise, not a queue
@@ -178,6 +182,7 @@ class Window:
     failed: HistogramSet
     reasons: dict[str, int] = field(default_factory=dict)  # failure reason -> count
     dropped: int = 0  # arrivals the generator's queue had no room for
+    behind: int = 0  # arrivals the generator's own pacers queued late (the native engine's ``behind``)
     generator_cpu: float = 0.0  # the busiest generator process's or engine thread's CPU share
     server: ServerSample = field(default_factory=ServerSample)
     # every request of the window's first and second half (successes and failures), for the
@@ -305,11 +310,22 @@ def judge(window: Window, slo: list[Threshold], unit: Unit, min_achieved: float 
     if kinds:
         verdict.passed = False
         verdict.kind = kinds[0]
+        arrivals = window.offered * window.seconds
         if window.generator_cpu >= GENERATOR_BUSY:
             verdict.inconclusive = True
             verdict.kind = "generator"
             verdict.reasons.insert(
                 0, f"the generator was at {window.generator_cpu:.0%} of its CPU: it, not the server, may have set the pace"
+            )
+        elif arrivals > 0 and window.behind >= max(1.0, GENERATOR_BEHIND * arrivals):
+            # its own schedule kept late, whatever the server did: the latencies from the intended
+            # send times hold the generator's delay, not only the server's
+            verdict.inconclusive = True
+            verdict.kind = "generator"
+            verdict.reasons.insert(
+                0,
+                f"the generator fell behind its own schedule: {window.behind:,} of {arrivals:,.0f} arrivals queued late "
+                f"({window.behind / arrivals:.0%}): it, not the server, set the pace",
             )
     return verdict
 
@@ -337,6 +353,7 @@ class StepRecord:
             "failures": self.window.count(None)[1],
             "failures_by_reason": dict(sorted(self.window.reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
             "dropped": self.window.dropped,
+            "behind": self.window.behind,
             "latency_us": {f"p{p:g}": (h.value_at_percentile(p) if h.total_count else None) for p in PERCENTILES},
             "max_us": h.max if h.total_count else None,
             "generator_cpu": self.window.generator_cpu,
@@ -414,7 +431,8 @@ class Search:
             self.last_good = offered if self.last_good is None else max(self.last_good, offered)
             return
         if verdict.inconclusive:
-            self._end("inconclusive", None, "the generator ran out of CPU: add Locust workers (--processes or more machines)")
+            why = "ran out of CPU" if window.generator_cpu >= GENERATOR_BUSY else "fell behind its schedule"
+            self._end("inconclusive", None, f"the generator {why}: add Locust workers (--processes or more machines)")
             return
         self.first_bad = offered if self.first_bad is None else min(self.first_bad, offered)
         if not window.server.alive:

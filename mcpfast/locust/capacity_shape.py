@@ -250,6 +250,7 @@ class WindowTap:
         self.opened_wall = 0.0
         self._demand: dict[int, int] = {}
         self._dropped = 0
+        self._behind = 0
 
     def _drain(self) -> None:
         for d in native.drivers(self.environment):
@@ -257,7 +258,8 @@ class WindowTap:
 
     def open(self) -> None:
         self._drain()  # what completed before the window belongs to the warm-up
-        self._dropped = self.stats.local_counters()["pacer.dropped"]
+        counters = self.stats.local_counters()
+        self._dropped, self._behind = counters["pacer.dropped"], counters["pacer.behind"]
         self.environment.events.request.add_listener(self.on_request)
         self.stats.drain_hooks.append(self.on_rows)
         self._demand = thread_demand()
@@ -283,6 +285,7 @@ class WindowTap:
             "halves": [h.to_dict() for h in self.halves],
             "reasons": self.reasons,
             "dropped": self.stats.local_counters()["pacer.dropped"] - self._dropped,
+            "behind": self.stats.local_counters()["pacer.behind"] - self._behind,
             "generator_cpu": min(busiest, 1.0),
             "seconds": seconds,
             "opened_wall": self.opened_wall,
@@ -512,6 +515,7 @@ class Controller:
             failed=failed,
             reasons=reasons,
             dropped=sum(int(w["dropped"]) for w in windows),
+            behind=sum(int(w.get("behind", 0)) for w in windows),
             generator_cpu=max((float(w["generator_cpu"]) for w in windows), default=0.0),
             server=self._server_over(opened, closed),
             halves=halves,

@@ -229,6 +229,7 @@ class NativeDriver:
         self.fanout: dict[str, Any] = {"triggers": 0, "rounds": []}  # hold: the engine's fan-out rounds
         self._late_seen = 0  # the engine's late / dropped arrivals already added to the pacer's counters
         self._dropped_seen = 0
+        self._behind_seen = 0
         # requests and failures per name since the test started (for counters such as session churn's;
         # Locust's own tables are reset on a worker after every report)
         self.totals: dict[str, list[int]] = {}
@@ -284,7 +285,7 @@ class NativeDriver:
             tokens.listeners.append(self._new_token)
         self._stopping = False
         self.totals.clear()
-        self._late_seen = self._dropped_seen = 0
+        self._late_seen = self._dropped_seen = self._behind_seen = 0
         self._greenlets = [gevent.spawn(self._poll_loop), gevent.spawn(self._event_loop)]
         _replace_cpu_monitor(self.environment.runner)
         logger.info("mcpfast native engine started: family %s, %s, %d thread(s)", self.family, cfg.transport, cfg.threads)
@@ -398,9 +399,11 @@ class NativeDriver:
                 for us, count in service:
                     h.record(us, count)
         late, dropped = int(status.get("late") or 0), int(status.get("dropped") or 0)
+        behind = int(status.get("behind") or 0)
         schedule.late += late - self._late_seen
         schedule.dropped += dropped - self._dropped_seen
-        self._late_seen, self._dropped_seen = late, dropped
+        schedule.behind += behind - self._behind_seen
+        self._late_seen, self._dropped_seen, self._behind_seen = late, dropped, behind
 
     def _event_loop(self) -> None:
         from gevent.socket import wait_read

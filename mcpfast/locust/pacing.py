@@ -56,8 +56,10 @@ class OpenModelSchedule:
     ``claim(now)`` hands out the next intended send time (dropping stale slots first);
     ``started(intended, now)`` records when the send actually began.  Counters: ``claimed``
     (slots handed out), ``sent`` (sends started; a user killed while waiting for its slot claims
-    but never sends), ``late``, ``dropped``; ``lag`` is a µs histogram of ``start - intended``
-    (0 counted as 1 µs).
+    but never sends), ``late``, ``dropped``, ``behind`` (the native engine's arrivals its own
+    pacer queued late: the generator behind its schedule; this pacer's users claim their slots
+    themselves, so it counts none); ``lag`` is a µs histogram of ``start - intended`` (0 counted
+    as 1 µs).
     """
 
     __slots__ = (
@@ -65,6 +67,7 @@ class OpenModelSchedule:
         "_next",
         "_phase",
         "_start",
+        "behind",
         "claimed",
         "dropped",
         "lag",
@@ -95,6 +98,7 @@ class OpenModelSchedule:
         self.sent = 0
         self.late = 0
         self.dropped = 0
+        self.behind = 0
         self.lag = Histogram()
         self.rate = 0.0
         self.worker_index = 0
@@ -128,7 +132,7 @@ class OpenModelSchedule:
         self._next = 0
 
     def reset_counters(self) -> None:
-        self.claimed = self.sent = self.late = self.dropped = 0
+        self.claimed = self.sent = self.late = self.dropped = self.behind = 0
         self.lag.reset()
 
     def intended(self, slot: int) -> float:
@@ -168,7 +172,7 @@ class OpenModelSchedule:
         return False
 
     def counters(self) -> dict[str, int]:
-        return {"claimed": self.claimed, "sent": self.sent, "late": self.late, "dropped": self.dropped}
+        return {"claimed": self.claimed, "sent": self.sent, "late": self.late, "dropped": self.dropped, "behind": self.behind}
 
 
 class Pacer:

@@ -85,7 +85,7 @@ REPORT_KEY = "mcpfast"  # key in the report_to_master payload
 FINAL_MESSAGE = "mcpfast_histograms"  # worker -> master, final delta at test_stop
 TOPOLOGY_MESSAGE = "mcpfast_topology"  # master -> worker, index and count at test_start
 TABLE_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
-COUNTER_KEYS = ("pacer.sent", "pacer.late", "pacer.dropped", "validate.seen", "validate.checked", "validate.violations")
+COUNTER_KEYS = ("pacer.sent", "pacer.late", "pacer.dropped", "pacer.behind", "validate.seen", "validate.checked", "validate.violations")
 
 
 class Part(Protocol):
@@ -239,6 +239,7 @@ class McpStats:
         out["pacer.sent"] = self.schedule.sent
         out["pacer.late"] = self.schedule.late
         out["pacer.dropped"] = self.schedule.dropped
+        out["pacer.behind"] = self.schedule.behind
         for v in self.validators.values():
             out["validate.seen"] += v.seen
             out["validate.checked"] += v.checked
@@ -494,6 +495,7 @@ class McpStats:
                 "sent": counters["pacer.sent"],
                 "late": counters["pacer.late"],
                 "dropped": counters["pacer.dropped"],
+                "behind": counters["pacer.behind"],
                 "achieved_rate": (counters["pacer.sent"] / duration) if (rate > 0 and duration) else None,
                 "lag_summary": summary(lag),
                 "lag": lag.to_dict(),

@@ -54,5 +54,5 @@ def test_a_generator_bound_search_is_a_lower_bound_and_the_shares_upper_bounds()
         },
     }
     rows = [line for line in report(data).splitlines() if line.startswith("| calls/s")]
-    assert "at least 51,200 calls/s (the generator ran out of CPU above)" in rows[0]
+    assert "at least 51,200 calls/s (the generator was the limit above)" in rows[0]
     assert "| ≤ 0.0181x |" in rows[1], rows[1]

@@ -31,6 +31,7 @@ def window(
     seconds: float = 5.0,
     failures: int = 0,
     generator_cpu: float = 0.3,
+    behind: int = 0,
     alive: bool = True,
 ) -> Window:
     """What a server that holds ``capacity``/s would show at ``offered``/s: below it every
@@ -52,6 +53,7 @@ def window(
         failed=failed,
         reasons=reasons,
         generator_cpu=generator_cpu,
+        behind=behind,
         server=ServerSample(cpu=min(offered / capacity, 1.0), rss_bytes=64 << 20, sessions_open=8, alive=alive),
     )
 
@@ -123,6 +125,20 @@ def test_a_starved_generator_makes_the_search_inconclusive() -> None:
     failed = s.steps[-1].verdict
     assert failed.inconclusive and failed.kind == "generator" and "97% of its CPU" in failed.reasons[0]
     assert "add Locust workers" in sentence(s, parse_slo(["p99 < 50ms"]), CALLS)
+
+
+def test_a_generator_behind_its_own_schedule_makes_a_failed_step_inconclusive() -> None:
+    """Its CPU below the line, but 1% of a window's arrivals queued late by its own pacer: the
+    latencies hold its delay, so the failure says nothing of the server; fewer late is a fail."""
+    slo = parse_slo(["p99 < 50ms"])
+    late = judge(window(400, 200, behind=20), slo, CALLS)  # 400/s for 5 s: 2,000 arrivals, 1% late
+    assert late.inconclusive and late.kind == "generator"
+    assert late.reasons[0].startswith("the generator fell behind its own schedule: 20 of 2,000 arrivals queued late (1%)")
+    few = judge(window(400, 200, behind=19), slo, CALLS)
+    assert not few.passed and not few.inconclusive
+    search = run(Search(SearchSettings(start=50)), 200.0, ["p99 < 50ms"], behind=10_000)
+    assert search.outcome is not None and search.outcome.status == "inconclusive"
+    assert "the generator fell behind its schedule: add Locust workers" in sentence(search, slo, CALLS)
 
 
 def test_a_busy_generator_on_a_passing_step_does_not_matter() -> None:

@@ -47,7 +47,7 @@ def test_dropped_sends_let_the_schedule_catch_up() -> None:
     assert t == pytest.approx(1.5)
     assert s.dropped == 1499  # slots 1..1499 (due 0.001 .. 1.499 s)
     assert s.claim(2.0) == pytest.approx(1.501)  # the next user takes the next slot: still within max_lag
-    assert s.counters() == {"claimed": 3, "sent": 0, "late": 0, "dropped": 1499}
+    assert s.counters() == {"claimed": 3, "sent": 0, "late": 0, "dropped": 1499, "behind": 0}
 
 
 def test_rate_split_across_workers_interleaves_into_one_global_stream() -> None:

@@ -28,6 +28,9 @@ pub struct Status {
     pub completed: u64,
     pub late: u64,
     pub dropped: u64,
+    /// Open model: arrivals the generator itself queued late (its threads behind their
+    /// schedule, whatever the server did): see `pacing::PACER_BEHIND`.
+    pub behind: u64,
     pub established: u64,
     pub reinitialized: u64,
     pub iterations: u64,
@@ -306,6 +309,7 @@ impl Engine {
             s.completed += c.completed.load(Ordering::Relaxed);
             s.late += c.late.load(Ordering::Relaxed);
             s.dropped += c.dropped.load(Ordering::Relaxed);
+            s.behind += c.behind.load(Ordering::Relaxed);
             s.established += c.established.load(Ordering::Relaxed);
             s.reinitialized += c.reinitialized.load(Ordering::Relaxed);
             s.iterations += c.iterations.load(Ordering::Relaxed);

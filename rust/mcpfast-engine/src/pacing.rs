@@ -4,6 +4,7 @@
 
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::rc::Rc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::config::Arrivals;
@@ -128,12 +129,23 @@ pub(crate) async fn pacer(ctx: Rc<Ctx>) {
     }
 }
 
+/// How late the pacer may queue an arrival before it counts as `behind`: a thread that wakes
+/// this long after an arrival was due did not get to run (its own work, or a starved CPU), so
+/// the generator, not the server, set the pace there. Well above a timer's wake-up delay.
+pub(crate) const PACER_BEHIND: Duration = Duration::from_millis(10);
+
 /// Queue (or drop, past `max_inflight`) every arrival from `at` up to `until`; the next one's
 /// intended time. At most 100,000 a call, so a long stall never blocks the thread.
 fn emit(ctx: &Ctx, rate: f64, mut at: Instant, until: Instant) -> Instant {
     let max_queue = ctx.cfg().max_inflight;
     let mut due = 0u32;
+    // arrivals due before this are queued late by the pacer itself
+    let late_before = until.checked_sub(PACER_BEHIND);
+    let mut behind = 0u64;
     while at <= until && due < 100_000 {
+        if late_before.is_some_and(|t| at < t) {
+            behind += 1;
+        }
         ctx.offer_arrival(at, max_queue);
         let gap = match ctx.cfg().arrivals {
             Arrivals::Uniform => 1.0 / rate,
@@ -141,6 +153,9 @@ fn emit(ctx: &Ctx, rate: f64, mut at: Instant, until: Instant) -> Instant {
         };
         at += Duration::from_secs_f64(gap.min(3600.0));
         due += 1;
+    }
+    if behind > 0 {
+        ctx.counters().behind.fetch_add(behind, Ordering::Relaxed);
     }
     at
 }
@@ -219,6 +234,21 @@ mod tests {
                 "worker {worker} thread {idx}: {p}"
             );
         }
+    }
+
+    #[test]
+    fn arrivals_the_pacer_queues_late_count_as_behind() {
+        let ctx = testing::ctx(open(1000.0, 1, 0, 1));
+        let now = Instant::now();
+        // on time: every arrival due within the last few ms
+        emit(&ctx, 1000.0, now - Duration::from_millis(5), now);
+        assert_eq!(ctx.counters().behind.load(Ordering::Relaxed), 0);
+        // woken 50 ms late: the 40 arrivals due more than 10 ms ago are behind, the rest not
+        let later = now + Duration::from_millis(50);
+        emit(&ctx, 1000.0, now + Duration::from_millis(1), later);
+        let behind = ctx.counters().behind.load(Ordering::Relaxed);
+        assert!((39..=41).contains(&behind), "{behind} behind");
+        assert_eq!(queued(&ctx), 6 + 50);
     }
 
     #[test]

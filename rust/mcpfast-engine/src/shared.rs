@@ -32,6 +32,9 @@ pub(crate) struct Counters {
     pub(crate) completed: AtomicU64,
     pub(crate) late: AtomicU64,
     pub(crate) dropped: AtomicU64,
+    /// Open model: arrivals the pacer queued (or dropped) more than `PACER_BEHIND` after their
+    /// intended time: the thread could not keep its own schedule (it, not the server, was late).
+    pub(crate) behind: AtomicU64,
     pub(crate) sessions_open: AtomicU64,
     pub(crate) inflight: AtomicU64,
     /// This thread's CPU time (ns), refreshed by the thread itself.

@@ -306,6 +306,7 @@ impl Front {
                 "sent": st.sent,
                 "late": st.late,
                 "dropped": st.dropped,
+                "behind": st.behind,
                 "late_after_ms": self.engine.config().late_after.as_secs_f64() * 1000.0,
                 "send_lag_us": summary(&call.lag),
                 "service_time_us": summary(&call.service),

@@ -830,6 +830,7 @@ impl NativeEngine {
         d.set_item("completed", s.completed)?;
         d.set_item("late", s.late)?;
         d.set_item("dropped", s.dropped)?;
+        d.set_item("behind", s.behind)?;
         d.set_item("established", s.established)?;
         d.set_item("reinitialized", s.reinitialized)?;
         d.set_item("iterations", s.iterations)?;
