@@ -16,9 +16,9 @@ How a search goes:
   falls short of the one offered (its queue grows), or when requests failed (unless the SLO sets
   its own bound on failures);
 * a failed step whose generator ran out of CPU, or whose native engine queued 1% or more of its
-  arrivals more than 10 ms late (its own schedule, whatever the server did), says nothing about
-  the server: the search stops there as inconclusive and never reports the generator's limit as
-  the server's;
+  arrivals more than 10 ms late (its own schedule, whatever the server did) while the server
+  answered all but at most as many, says nothing about the server: the search stops there as
+  inconclusive and never reports the generator's limit as the server's;
 * the whole search is bounded in time; when the time runs out before the resolution is
   reached, the answer is the bracket (last good, first bad) it reached.
 """
@@ -317,9 +317,15 @@ def judge(window: Window, slo: list[Threshold], unit: Unit, min_achieved: float 
             verdict.reasons.insert(
                 0, f"the generator was at {window.generator_cpu:.0%} of its CPU: it, not the server, may have set the pace"
             )
-        elif arrivals > 0 and window.behind >= max(1.0, GENERATOR_BEHIND * arrivals):
-            # its own schedule kept late, whatever the server did: the latencies from the intended
-            # send times hold the generator's delay, not only the server's
+        elif (
+            arrivals > 0
+            and window.behind >= max(1.0, GENERATOR_BEHIND * arrivals)
+            and arrivals - achieved * window.seconds <= window.behind
+        ):
+            # its own schedule kept late while the server answered about all it was sent: the
+            # latencies from the intended send times hold the generator's delay, not only the
+            # server's. (A server that answered far fewer than were sent is the limit whatever
+            # the generator's delays, which a busy machine gives it.)
             verdict.inconclusive = True
             verdict.kind = "generator"
             verdict.reasons.insert(

@@ -128,14 +128,19 @@ def test_a_starved_generator_makes_the_search_inconclusive() -> None:
 
 
 def test_a_generator_behind_its_own_schedule_makes_a_failed_step_inconclusive() -> None:
-    """Its CPU below the line, but 1% of a window's arrivals queued late by its own pacer: the
-    latencies hold its delay, so the failure says nothing of the server; fewer late is a fail."""
+    """Its CPU below the line, but 1% of a window's arrivals queued late by its own pacer while
+    the server answered them all: the latencies hold its delay, so the failure says nothing of
+    the server; fewer late is a fail, and so is a server that answered far fewer than were sent."""
     slo = parse_slo(["p99 < 50ms"])
-    late = judge(window(400, 200, behind=20), slo, CALLS)  # 400/s for 5 s: 2,000 arrivals, 1% late
+    # 400/s for 5 s: 2,000 arrivals, all answered, in 60 ms from their intended times
+    late = judge(window(400, 500, latency_us=60_000, behind=20), slo, CALLS)
     assert late.inconclusive and late.kind == "generator"
     assert late.reasons[0].startswith("the generator fell behind its own schedule: 20 of 2,000 arrivals queued late (1%)")
-    few = judge(window(400, 200, behind=19), slo, CALLS)
+    few = judge(window(400, 500, latency_us=60_000, behind=19), slo, CALLS)
     assert not few.passed and not few.inconclusive
+    # a server that holds 200/s answered 1,000 of 2,000: its limit, whatever the 500 late ones did
+    overloaded = judge(window(400, 200, behind=500), slo, CALLS)
+    assert not overloaded.passed and not overloaded.inconclusive and overloaded.kind != "generator"
     search = run(Search(SearchSettings(start=50)), 200.0, ["p99 < 50ms"], behind=10_000)
     assert search.outcome is not None and search.outcome.status == "inconclusive"
     assert "the generator fell behind its schedule: add Locust workers" in sentence(search, slo, CALLS)
