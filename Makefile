@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 
 FUZZ_SECONDS ?= 600
 
-.PHONY: help install build demo test test-fast test-rust test-python check-light redis-install haproxy-install chromium-install prometheus-install otelcol-install authserver-install fmt fuzz bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
+.PHONY: help install build demo test test-deps test-fast test-rust test-python check-light redis-install haproxy-install chromium-install prometheus-install otelcol-install authserver-install fmt fuzz bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
 
 # The official MCP conformance suite (npm), with Node 22 from npm (how it runs: tests/conformance/test_conformance.py).
 CONFORMANCE_VERSION ?= 0.1.16
@@ -48,7 +48,15 @@ demo: install ## The main job on the embedded server: mcpfast bench --quick (std
 	$(PY) -m mcpfast.bench.core_demo
 	MCPFAST_CORE=rust $(VENV)/bin/mcpfast bench --quick --out bench_results/demo
 
-test: install conformance-install peers-install lint redis-install haproxy-install chromium-install prometheus-install otelcol-install authserver-install test-rust test-python check-light ## Every check: lint, cargo tests of the core crate, the Python suite, the light package check
+test: ## Every check: lint, cargo tests of the core crate, the Python suite, the light package check
+	@$(MAKE) --no-print-directory -j3 --output-sync=target install test-deps
+	@$(MAKE) --no-print-directory peers-install lint test-rust test-python check-light
+
+# What the tests need besides the virtualenv, fetched and built while the Rust core builds (its
+# fat-LTO link keeps one core busy and leaves the other idle); the Debian packages one after the
+# other, since apt-get holds one lock.
+test-deps: conformance-install otelcol-install authserver-install
+	@for t in redis-install haproxy-install chromium-install prometheus-install; do $(MAKE) --no-print-directory $$t || exit 1; done
 
 # The tests build with cargo's dev profile: after lint's clippy has built the build scripts and proc
 # macros, that is a third of a release build of every test binary (each a fat-LTO link), and it keeps
