@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 
 FUZZ_SECONDS ?= 600
 
-.PHONY: help install build demo test test-deps test-fast test-rust test-python check-light redis-install haproxy-install chromium-install prometheus-install otelcol-install authserver-install fmt fuzz bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
+.PHONY: help install build demo test test-deps lint-then-rust test-fast test-rust test-python check-light redis-install haproxy-install chromium-install prometheus-install otelcol-install authserver-install fmt fuzz bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
 
 # The official MCP conformance suite (npm), with Node 22 from npm (how it runs: tests/conformance/test_conformance.py).
 CONFORMANCE_VERSION ?= 0.1.16
@@ -50,7 +50,14 @@ demo: install ## The main job on the embedded server: mcpfast bench --quick (std
 
 test: ## Every check: lint, cargo tests of the core crate, the Python suite, the light package check
 	@$(MAKE) --no-print-directory -j3 --output-sync=target install test-deps
-	@$(MAKE) --no-print-directory peers-install lint test-rust test-python check-light
+	@$(MAKE) --no-print-directory -j3 --output-sync=target lint-then-rust check-light peers-install
+	@$(MAKE) --no-print-directory test-python
+
+# lint's clippy builds the build scripts and proc macros the cargo tests then reuse, so one after
+# the other; the light package check (a wheel and a fresh virtualenv, mostly waiting on pip) beside them.
+lint-then-rust:
+	@$(MAKE) --no-print-directory lint
+	@$(MAKE) --no-print-directory test-rust
 
 # What the tests need besides the virtualenv, fetched and built while the Rust core builds (its
 # fat-LTO link keeps one core busy and leaves the other idle); the Debian packages one after the

@@ -33,6 +33,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -140,6 +141,31 @@ def start_authserver(config: dict[str, Any], tmp: Path, *, timeout: float = 90.0
             log_text = (tmp / "authserver.log").read_text(errors="replace")[-2000:]
             raise RuntimeError(f"oidc-provider {why}: {log_text}")
         time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def native_server_thread(server: Any) -> Iterator[tuple[str, asyncio.AbstractEventLoop]]:
+    """``server`` (a ``mcpfast.transports.http_server.HttpServer``) on 127.0.0.1, on a free port,
+    in an event loop of its own thread; yields ``(base URL, loop)`` and closes it all after."""
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(server.start("127.0.0.1", 0))
+        ready.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert ready.wait(5) and server.bound is not None
+    try:
+        yield f"http://127.0.0.1:{server.bound[1]}", loop
+    finally:
+        asyncio.run_coroutine_threadsafe(server.close(grace=1.0), loop).result(5)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
 
 
 def _settled(condition: Callable[[], object], deadline: float) -> bool | None:

@@ -202,8 +202,7 @@ def _load_agents(environment: Any, **_kw: Any) -> None:
     if not any(getattr(u, "uses_agents", False) for u in classes):
         return
     dump = bool(option(environment, "mcp_scenario_dump"))
-    _PREFLIGHT.begin()
-    try:
+    with _PREFLIGHT:
         try:
             if not dump and engine(environment) != "native":
                 raise sc.ScenarioError("agents run on the native engine (the compiled core): drop --mcp-engine python")
@@ -219,8 +218,6 @@ def _load_agents(environment: Any, **_kw: Any) -> None:
             print(f"mcpfast agents error: {exc}", file=sys.stderr, flush=True)
             sys.exit(2)
         _PLAN["scenario"] = plan
-    finally:
-        _PREFLIGHT.end()
     for item in plan.excluded:
         logger.warning(
             "mcpfast agents: left out %s (%s); to give it arguments, in a workload file:\n%s", item["op"], item["reason"], item["workload"]

@@ -75,17 +75,13 @@ def _load_scenario(environment: Any, **_kw: Any) -> None:
         if others:  # `locust -f loadtests/` without a scenario: the other families run, this one sits out
             classes[:] = others
             return
-    _PREFLIGHT.begin()
-    try:
+    with _PREFLIGHT:
         try:
-            plan = build(environment)
+            _PLAN["scenario"] = plan = build(environment)
         except sc.ScenarioError as exc:
             logger.error("mcpfast scenario: %s", exc)
             print(f"mcpfast scenario error: {exc}", file=sys.stderr, flush=True)
             sys.exit(2)
-        _PLAN["scenario"] = plan
-    finally:
-        _PREFLIGHT.end()
     if option(environment, "mcp_scenario_dump"):
         print(json.dumps(plan.to_dict(), indent=2), flush=True)
         sys.exit(0)

@@ -65,10 +65,12 @@ class Preflight:
         self._done = gevent.event.Event()
         self._done.set()  # nothing to wait for until a check begins
 
-    def begin(self) -> None:
+    def __enter__(self) -> Preflight:
+        """The checks begin (``with``: they end when the block does, however it ends)."""
         self._done.clear()
+        return self
 
-    def end(self) -> None:
+    def __exit__(self, *_exc: object) -> None:
         self._done.set()
 
     def wait(self) -> None:

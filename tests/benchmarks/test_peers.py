@@ -274,13 +274,17 @@ def test_steady_rate_starts_when_every_session_is_up(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(480)
 def test_runner_writes_numbers_ratios_table_and_plots_for_every_scenario(tmp_path: Path) -> None:
+    """Two families of the four, one of each kind (the calls over open sessions, judged from when
+    they are all up, and the session cycles, judged over the run), on both transports against all
+    three servers: every scenario run has its numbers, ratios, table row and plot."""
     out = tmp_path / "peers"
+    families = ("sse_streaming", "session_churn")
     pin = [] if len(os.sched_getaffinity(0)) >= 2 and {0, 1} <= os.sched_getaffinity(0) else ["--no-pin"]
     # 1 user; over stdio long enough for the Python SDK's process start to fit three times: about
     # 1 s on an idle machine, several on a busy one (a fixed 3.5 s left its rows without requests)
     stdio_s = min(max(3.5, 3 * stdio_start_seconds(PEERS["python-sdk"].stdio_argv(), cwd=ROOT, env=child_env()) + 1), 12.0)
     argv = [sys.executable, "-m", "benchmarks.peers", "--out", str(out), "--duration", "1", "--stdio-duration", f"{stdio_s:.1f}",
-            "--users", "1", "--no-server-plots", *pin]  # fmt: skip
+            "--users", "1", "--no-server-plots", *(a for f in families for a in ("--family", f)), *pin]  # fmt: skip
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=160 + 16 * stdio_s, cwd=ROOT, env=env)
@@ -289,7 +293,7 @@ def test_runner_writes_numbers_ratios_table_and_plots_for_every_scenario(tmp_pat
     assert summary["ok"] is True and summary["problems"] == [], summary["problems"]
     assert summary["format"] == "mcpfast-peers" and summary["config"]["servers"] == list(PEERS)
     scenarios = summary["scenarios"]
-    assert [(s["family"], s["transport"]) for s in scenarios] == [(f, t) for t in ("http", "stdio") for f in FAMILIES]
+    assert [(s["family"], s["transport"]) for s in scenarios] == [(f, t) for t in ("http", "stdio") for f in FAMILIES if f in families]
     for sc in scenarios:
         for name in PEERS:
             d = sc["servers"][name]
@@ -307,12 +311,12 @@ def test_runner_writes_numbers_ratios_table_and_plots_for_every_scenario(tmp_pat
             assert ratio["p50"] == pytest.approx(mine["p50_us"] / theirs["p50_us"], rel=1e-3)
             assert ratio["p99"] == pytest.approx(mine["p99_us"] / theirs["p99_us"], rel=1e-3)
     requests = {(s["family"], s["transport"]): s["request"] for s in scenarios}
-    assert requests[("tools_call", "http")] == "tools/call:echo" and requests[("sse_streaming", "stdio")] == "tools/call:stream"
-    assert requests[("handshake", "http")] == requests[("session_churn", "stdio")] == "initialize"
+    assert requests[("sse_streaming", "http")] == requests[("sse_streaming", "stdio")] == "tools/call:stream"
+    assert requests[("session_churn", "http")] == requests[("session_churn", "stdio")] == "initialize"
     # the SDKs answer JSON where nothing streams and SSE in sse_streaming; pinned servers
     modes = {(r["server"], r["family"]): r["reply_mode"] for r in summary["runs"] if r["transport"] == "http"}
-    assert modes[("python-sdk", "tools_call")] == modes[("typescript-sdk", "handshake")] == "json"
-    assert modes[("typescript-sdk", "sse_streaming")] == "sse" and modes[("mcpfast", "tools_call")] == "json+sse"
+    assert modes[("python-sdk", "session_churn")] == modes[("typescript-sdk", "session_churn")] == "json"
+    assert modes[("typescript-sdk", "sse_streaming")] == "sse" and modes[("mcpfast", "session_churn")] == "json+sse"
     if not pin:
         assert all(" -c 0 " in r["server_argv"] for r in summary["runs"]) and summary["config"]["generator_cpus"] == "1"
     assert all(r["locust_argv"] and "-m locust" in r["locust_argv"] for r in summary["runs"])
@@ -326,9 +330,9 @@ def test_runner_writes_numbers_ratios_table_and_plots_for_every_scenario(tmp_pat
     for sc in scenarios:
         assert f"| {sc['family']}/{sc['transport']} | `{sc['request']}` |" in readme
     assert "@modelcontextprotocol/sdk 1." in readme and "taskset" in readme and "python -m benchmarks.peers" in readme
-    assert "tools_call/http" in proc.stdout and "rps÷ python-sdk" in proc.stdout
+    assert "sse_streaming/http" in proc.stdout and "rps÷ python-sdk" in proc.stdout
     # the plots, and every server directory is a normal bench run
-    expected = {"throughput.png", "ratios.png"} | {f"latency-{f}-{t}.png" for f in FAMILIES for t in ("http", "stdio")}
+    expected = {"throughput.png", "ratios.png"} | {f"latency-{f}-{t}.png" for f in families for t in ("http", "stdio")}
     assert set(summary["plots"]) == expected
     for png in expected:
         data = (out / png).read_bytes()
@@ -337,5 +341,5 @@ def test_runner_writes_numbers_ratios_table_and_plots_for_every_scenario(tmp_pat
 
     for name in PEERS:
         per = load_summary(out / name)
-        assert len(per["families"]) == 8 and per["ok"] and per["plots"] == []  # --no-server-plots
-        assert {f["family"] for f in per["families"]} == set(FAMILIES) and per["rows"]
+        assert len(per["families"]) == 4 and per["ok"] and per["plots"] == []  # --no-server-plots
+        assert {f["family"] for f in per["families"]} == set(families) and per["rows"]

@@ -8,7 +8,6 @@ what each client gets.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import resource
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _support import child_env, free_port, stop, wait_port_named, wait_until
+from _support import child_env, free_port, native_server_thread, stop, wait_port_named, wait_until
 
 from mcpfast.transports.http_server import HttpServer, fd_reserve
 
@@ -165,15 +164,7 @@ class _Plain:
 def test_an_idle_close_does_not_reset_a_request_that_has_arrived() -> None:
     """A keep-alive connection idle past the timeout whose client has just sent its next request
     (in the kernel, not read yet) is served, not closed under the request."""
-    loop = asyncio.new_event_loop()
     server = HttpServer(_Plain(), keepalive_timeout=0.3)
-    ready = threading.Event()
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(server.start("127.0.0.1", 0))
-        ready.set()
-        loop.run_forever()
 
     def in_loop(fn: Any) -> None:
         done = threading.Event()
@@ -185,11 +176,8 @@ def test_an_idle_close_does_not_reset_a_request_that_has_arrived() -> None:
         loop.call_soon_threadsafe(call)
         assert done.wait(5)
 
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert ready.wait(5)
-    assert server.bound is not None
-    try:
+    with native_server_thread(server) as (_url, loop):
+        assert server.bound is not None
         sock = socket.create_connection(("127.0.0.1", server.bound[1]), timeout=10)
         request = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
         sock.sendall(request)
@@ -210,11 +198,6 @@ def test_an_idle_close_does_not_reset_a_request_that_has_arrived() -> None:
         sock.settimeout(5)
         assert sock.recv(10) == b""
         sock.close()
-    finally:
-        asyncio.run_coroutine_threadsafe(server.close(grace=1.0), loop).result(5)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
-        loop.close()
 
 
 def test_the_reserve_is_a_share_of_the_limit_within_bounds() -> None:

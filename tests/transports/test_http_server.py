@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _support import native_server_thread
 
 from mcpfast import Context, Server
 from mcpfast.transports.http import asgi_app
@@ -319,24 +319,10 @@ def test_idle_keepalive_timeout_and_connection_cap() -> None:
             await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
             await send({"type": "http.response.body", "body": b"ok"})
 
-    loop = asyncio.new_event_loop()
     # idle close after 1.5 s: long enough that a busy machine does not close a or b before the
     # cap is checked, short enough to see it happen within closed()'s 5 s
     server = HttpServer(Capped(), max_connections=2, keepalive_timeout=1.5)
-    ready = threading.Event()
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(server.start("127.0.0.1", 0))
-        ready.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert ready.wait(5)
-    assert server.bound is not None
-    url = f"http://127.0.0.1:{server.bound[1]}"
-    try:
+    with native_server_thread(server) as (url, _loop):
         a = Conn(url)
         a.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         status, headers, body = a.response()
@@ -354,11 +340,6 @@ def test_idle_keepalive_timeout_and_connection_cap() -> None:
         fresh.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         assert fresh.response()[0] == 200
         fresh.close()
-    finally:
-        asyncio.run_coroutine_threadsafe(server.close(grace=1.0), loop).result(5)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
-        loop.close()
 
 
 def test_the_idle_sweep_in_slices_closes_every_idle_connection_and_spares_a_busy_one(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -373,23 +354,9 @@ def test_the_idle_sweep_in_slices_closes_every_idle_connection_and_spares_a_busy
             await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
             await send({"type": "http.response.body", "body": b"ok"})
 
-    loop = asyncio.new_event_loop()
     server = HttpServer(Ok(), keepalive_timeout=1.0)
-    ready = threading.Event()
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(server.start("127.0.0.1", 0))
-        ready.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert ready.wait(5)
-    assert server.bound is not None
-    url = f"http://127.0.0.1:{server.bound[1]}"
     request = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
-    try:
+    with native_server_thread(server) as (url, _loop):
         busy = Conn(url)
         idle = [Conn(url) for _ in range(10)]
         for c in [busy, *idle]:
@@ -405,11 +372,6 @@ def test_the_idle_sweep_in_slices_closes_every_idle_connection_and_spares_a_busy
         assert busy.response()[0] == 200  # in use all along: never idle long enough
         for c in [busy, *idle]:
             c.sock.close()
-    finally:
-        asyncio.run_coroutine_threadsafe(server.close(grace=1.0), loop).result(5)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
-        loop.close()
 
 
 def test_mounted_in_starlette_over_native() -> None:
