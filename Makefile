@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 
 FUZZ_SECONDS ?= 600
 
-.PHONY: help install build demo test test-deps lint-then-rust test-fast test-rust test-python check-light redis-install haproxy-install chromium-install prometheus-install otelcol-install authserver-install fmt fuzz bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
+.PHONY: help install build demo test test-deps clippy-then-rust lint-python lint-rust test-fast test-rust test-python check-light redis-install haproxy-install chromium-install prometheus-install otelcol-install authserver-install fmt fuzz bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
 
 # The official MCP conformance suite (npm), with Node 22 from npm (how it runs: tests/conformance/test_conformance.py).
 CONFORMANCE_VERSION ?= 0.1.16
@@ -50,13 +50,14 @@ demo: install ## The main job on the embedded server: mcpfast bench --quick (std
 
 test: ## Every check: lint, cargo tests of the core crate, the Python suite, the light package check
 	@$(MAKE) --no-print-directory -j3 --output-sync=target install test-deps
-	@$(MAKE) --no-print-directory -j3 --output-sync=target lint-then-rust check-light peers-install
+	@$(MAKE) --no-print-directory -j3 --output-sync=target lint-python clippy-then-rust check-light peers-install
 	@$(MAKE) --no-print-directory test-python
 
-# lint's clippy builds the build scripts and proc macros the cargo tests then reuse, so one after
-# the other; the light package check (a wheel and a fresh virtualenv, mostly waiting on pip) beside them.
-lint-then-rust:
-	@$(MAKE) --no-print-directory lint
+# clippy builds the build scripts and proc macros the cargo tests then reuse, so one after the
+# other; mypy (one core) and the light package check (a wheel and a fresh virtualenv, mostly
+# waiting on pip) beside them.
+clippy-then-rust:
+	@$(MAKE) --no-print-directory lint-rust
 	@$(MAKE) --no-print-directory test-rust
 
 # What the tests need besides the virtualenv, fetched and built while the Rust core builds (its
@@ -185,13 +186,17 @@ conformance: install conformance-install ## The official conformance suite again
 
 LINT_PATHS := mcpfast tests benchmarks
 
-lint: install ## ruff (format check + lint), mypy on the package (and tests/typecheck: no Any out of mcpfast.core), the layer rules (lint-imports), stubtest of _core.pyi against both cores, cargo fmt --check and clippy
+lint: lint-python lint-rust ## ruff (format check + lint), mypy on the package (and tests/typecheck: no Any out of mcpfast.core), the layer rules (lint-imports), stubtest of _core.pyi against both cores, cargo fmt --check and clippy
+
+lint-python: install
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(PY) -m mypy.stubtest mcpfast._core --allowlist .mypy-stubtest-allowlist
 	$(PY) tests/typecheck/stubtest_twin.py mcpfast._core --allowlist tests/typecheck/twin-stubtest-allowlist
+
+lint-rust:
 	cargo fmt --all --check
 	cargo clippy --all-targets -- -D warnings
 
