@@ -278,14 +278,15 @@ class WindowTap:
         self.environment.events.request.remove_listener(self.on_request)
         if self.on_rows in self.stats.drain_hooks:
             self.stats.drain_hooks.remove(self.on_rows)
+        counters = self.stats.local_counters()
         busiest = max(((demand[t] - self._demand.get(t, 0)) / 1e9 / seconds for t in demand), default=0.0) if seconds > 0 else 0.0
         return {
             "ok": self.ok.to_dict(),
             "failed": self.failed.to_dict(),
             "halves": [h.to_dict() for h in self.halves],
             "reasons": self.reasons,
-            "dropped": self.stats.local_counters()["pacer.dropped"] - self._dropped,
-            "behind": self.stats.local_counters()["pacer.behind"] - self._behind,
+            "dropped": counters["pacer.dropped"] - self._dropped,
+            "behind": counters["pacer.behind"] - self._behind,
             "generator_cpu": min(busiest, 1.0),
             "seconds": seconds,
             "opened_wall": self.opened_wall,
