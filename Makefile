@@ -2,6 +2,10 @@
 # a virtualenv in .venv, the Rust core built in release mode by maturin, all Python deps.
 .DEFAULT_GOAL := help
 SHELL := /bin/bash
+# Python may cache bytecode here even where the environment says not to: without it every pytest
+# process rewrites the asserts of every test module (about 10 s of CPU each) and every server and
+# Locust process the tests start compiles the package anew.
+unexport PYTHONDONTWRITEBYTECODE
 
 PYTHON ?= python3
 VENV := .venv
@@ -33,9 +37,17 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
+EXTRAS := test,swarm,bench,redis,metrics,sdk
+
+# The Python dependencies install while maturin builds the Rust core in place (`--skip-install` leaves
+# the virtualenv alone); `maturin develop` then finds both done and installs the package itself.
 $(STAMP): $(VENV)/bin/python pyproject.toml $(RUST_SRC)
 	$(PY) -m pip install --quiet "maturin>=1.9,<2"
-	$(VENV)/bin/maturin develop --release --extras test,swarm,bench,redis,metrics,sdk --quiet
+	$(PY) tests/packaging/requirements.py $(EXTRAS) > $(VENV)/requirements.txt
+	$(PY) -m pip install --quiet -r $(VENV)/requirements.txt & deps=$$!; \
+		$(VENV)/bin/maturin develop --release --skip-install --quiet; built=$$?; \
+		wait $$deps && [ $$built -eq 0 ]
+	$(VENV)/bin/maturin develop --release --extras $(EXTRAS) --quiet
 	@touch $(STAMP)
 
 install: $(STAMP) ## Virtualenv in .venv, release build of the Rust core, all Python deps
@@ -79,16 +91,17 @@ test-rust: ## cargo tests of every crate: the pure-Rust core, the native load en
 	cargo test --profile $(CARGO_TEST_PROFILE) -p mcpfast-core -p mcpfast-engine -p mcpfast-load -p mcpfast-py --features pyo3/extension-module --bins --tests --quiet
 
 # The suite runs on PYTEST_WORKERS processes (pytest-xdist: three on two cores, since most tests wait on the
-# servers and Locust processes they start; work stealing, so a long test started late does not hold the
-# end), then the tests marked `serial` on a quiet machine, two at a
-# time (each light: a search paced by a server's sleeps, a short timed run), then those marked `alone`.
+# servers and Locust processes they start; whole modules handed out longest first, as tests/_schedule.py
+# orders them, so no long module starts while the others finish), then the tests marked `serial` on a quiet
+# machine, two at a time (each light: a search paced by a server's sleeps, a short timed run), then those
+# marked `alone`. `PYTEST_ARGS=--record-module-seconds` measures the order anew (tests/module_seconds.json).
 PYTEST_WORKERS ?= 3
 # The inner loop: every layer's unit tests (no load runs, no npm servers), in parallel.
 FAST_TESTS := tests/protocol tests/core tests/sansio tests/server tests/adapters tests/client tests/transports tests/auth tests/store tests/locust tests/test_exports.py tests/test_import_cycles.py
 
 test-python: export MCPFAST_CARGO_PROFILE = $(CARGO_TEST_PROFILE)
 test-python: install peers-install redis-install haproxy-install chromium-install prometheus-install otelcol-install authserver-install ## The Python suite (both core implementations, server, swarm)
-	MCPFAST_CORE=rust $(PY) -m pytest -n $(PYTEST_WORKERS) --dist worksteal -m "not serial and not alone" $(PYTEST_ARGS)
+	MCPFAST_CORE=rust $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder -m "not serial and not alone" $(PYTEST_ARGS)
 	MCPFAST_CORE=rust $(PY) -m pytest -n 2 -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]
 	MCPFAST_CORE=rust $(PY) -m pytest -m alone $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
