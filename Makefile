@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 
 FUZZ_SECONDS ?= 600
 
-.PHONY: help install build demo test test-deps clippy-then-rust lint-python lint-rust test-fast test-rust test-python check-light redis-install haproxy-install chromium-install prometheus-install otelcol-install authserver-install fmt fuzz bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
+.PHONY: help install build demo test test-before-python test-deps rust-checks lint-python lint-rust test-fast test-rust test-python check-light redis-install haproxy-install chromium-install prometheus-install otelcol-install authserver-install fmt fuzz bench bench-core bench-peers bench-http peers-install lint clean conformance conformance-install
 
 # The official MCP conformance suite (npm), with Node 22 from npm (how it runs: tests/conformance/test_conformance.py).
 CONFORMANCE_VERSION ?= 0.1.16
@@ -61,15 +61,20 @@ demo: install ## The main job on the embedded server: mcpfast bench --quick (std
 	MCPFAST_CORE=rust $(VENV)/bin/mcpfast bench --quick --out bench_results/demo
 
 test: ## Every check: lint, cargo tests of the core crate, the Python suite, the light package check
-	@$(MAKE) --no-print-directory -j3 --output-sync=target install test-deps
-	@$(MAKE) --no-print-directory -j3 --output-sync=target lint-python clippy-then-rust check-light peers-install
+	@$(MAKE) --no-print-directory -j5 --output-sync=target test-before-python
 	@$(MAKE) --no-print-directory test-python
 
+# Everything but the Python suite, in one make so that it all overlaps: the Rust core's release build
+# (install) and the tests' other parts first, then lint, the light package check and the peers once
+# the virtualenv is there; the Rust checks' compiles run from the start at the lowest priority, on
+# what the others leave idle (the release build's fat-LTO link holds one core for most of a minute).
+test-before-python: install test-deps rust-checks lint-python check-light peers-install
+
 # clippy builds the build scripts and proc macros the cargo tests then reuse, so one after the
-# other; mypy (one core) and the light package check (a wheel and a fresh virtualenv, mostly
-# waiting on pip) beside them.
-clippy-then-rust:
-	@$(MAKE) --no-print-directory lint-rust
+# other; the tests themselves run at normal priority once built (some time their own loads).
+rust-checks:
+	@nice -n 19 $(MAKE) --no-print-directory lint-rust
+	@nice -n 19 cargo test $(CARGO_TEST_ARGS) --no-run
 	@$(MAKE) --no-print-directory test-rust
 
 # What the tests need besides the virtualenv, fetched and built while the Rust core builds (its
@@ -84,11 +89,12 @@ test-deps: conformance-install otelcol-install authserver-install
 # (target/debug/mcpfast-load: MCPFAST_CARGO_PROFILE, set for test-python only; benchmarks run the
 # release one).
 CARGO_TEST_PROFILE ?= dev
+CARGO_TEST_ARGS = --profile $(CARGO_TEST_PROFILE) -p mcpfast-core -p mcpfast-engine -p mcpfast-load -p mcpfast-py --features pyo3/extension-module --bins --tests --quiet
 # The examples (benchmark helpers) are not linked here: clippy --all-targets checks they build. `--tests` takes each crate's unit tests but the
 # binding's (`test = false` in its Cargo.toml: it has none), which `--lib` would link. pyo3 gets the
 # features maturin builds it with (pyproject's [tool.maturin]), so pyo3 is built once for every crate.
 test-rust: ## cargo tests of every crate: the pure-Rust core, the native load engine, the HTTP load generator and the binding (its module order)
-	cargo test --profile $(CARGO_TEST_PROFILE) -p mcpfast-core -p mcpfast-engine -p mcpfast-load -p mcpfast-py --features pyo3/extension-module --bins --tests --quiet
+	cargo test $(CARGO_TEST_ARGS)
 
 # The suite runs on PYTEST_WORKERS processes (pytest-xdist: three on two cores, since most tests wait on the
 # servers and Locust processes they start; whole modules handed out longest first, as tests/_schedule.py

@@ -6,12 +6,12 @@ calls the swarm counted, with 0 failures; ``--processes 2``, master + 2 workers 
 from __future__ import annotations
 
 import shlex
-import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from _counting_servers import answered_between
 from _loadtest_support import (
     LOADTESTS,
     Run,
@@ -99,14 +99,16 @@ def test_every_output_counts_what_the_server_answered(tmp_path: Path, counting_s
     assert "json" in counts and "console" not in counts  # --json-file: JSON instead of the console table
     csv = assert_agree(run, html, countfile)
     # the interval log follows the requests as they complete: on the native engine too, no second
-    # holds what the one before it completed (its drains run before each interval closes)
+    # holds what the one before it completed (its drains run before each interval closes). Each
+    # interval holds what the server answered in the same second of wall-clock time, the rate however
+    # the machine's other work moves it; the slack is the calls in flight across its two edges.
     text = Path(f"{run.prefix}_histograms.hlog").read_text()
     tag = tag_of("mcp-http", "tools/call:counted")
-    rates = [h.total_count / length for t, _start, length, _max, h in read_log(text.splitlines()) if t == tag and length >= 0.5]
-    # the first second holds the users' start; 5 s leaves at least two whole seconds after it even
-    # when a busy machine is slow to start the users
-    steady = rates[1:]
-    assert len(steady) >= 2 and max(steady) < 1.6 * statistics.median(steady), rates
+    intervals = [(start, length, h.total_count) for t, start, length, _max, h in read_log(text.splitlines()) if t == tag and length >= 0.5]
+    answered = answered_between(countfile, [(start, start + length) for start, length, _n in intervals])
+    logged = [n for _start, _length, n in intervals]
+    assert len(intervals) >= 3 and sum(logged) > 1000, (logged, answered)
+    assert all(abs(n - a) <= 0.15 * a + 50 for n, a in zip(logged, answered, strict=True)), (logged, answered)
     assert csv[("mcp-http", "DELETE")] == 8  # the users' on_stop requests are in the CSV too
     # the last history row of each name holds the final count
     import csv as csvmod
