@@ -60,7 +60,7 @@ demo: install ## The main job on the embedded server: mcpfast bench --quick (std
 	$(PY) -m mcpfast.bench.core_demo
 	MCPFAST_CORE=rust $(VENV)/bin/mcpfast bench --quick --out bench_results/demo
 
-test: ## Every check: lint, cargo tests of the core crate, the Python suite, the light package check
+test: ## Every check: lint, the cargo tests of every crate, the Python suite, the light package check
 	@$(MAKE) --no-print-directory -j5 --output-sync=target test-before-python
 	@$(MAKE) --no-print-directory test-python
 
@@ -77,9 +77,8 @@ rust-checks:
 	@nice -n 19 cargo test $(CARGO_TEST_ARGS) --no-run
 	@$(MAKE) --no-print-directory test-rust
 
-# What the tests need besides the virtualenv, fetched and built while the Rust core builds (its
-# fat-LTO link keeps one core busy and leaves the other idle); the Debian packages one after the
-# other, since apt-get holds one lock.
+# What the tests need besides the virtualenv, fetched and built while the Rust core builds; the
+# Debian packages one after the other, since apt-get holds one lock.
 test-deps: conformance-install otelcol-install authserver-install
 	@for t in redis-install haproxy-install chromium-install prometheus-install; do $(MAKE) --no-print-directory $$t || exit 1; done
 

@@ -128,6 +128,15 @@ def _cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _process_state(pid: int) -> str:
+    """The ``State:`` line of ``pid`` in /proc (``S (sleeping)``...), or ``gone``."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return "gone"
+    return status.split("State:", 1)[1].split("\n", 1)[0].strip() if "State:" in status else "unknown"
+
+
 AUTHSERVER_STALL = 20.0
 """Seconds without a ready line and with under a tenth of a second of CPU, after which an
 authorization server counts as stuck rather than slow."""
@@ -161,9 +170,9 @@ def start_authserver(config: dict[str, Any], tmp: Path, *, timeout: float = 120.
             if proc.poll() is None and now - checked >= AUTHSERVER_STALL:
                 used = _cpu_seconds(proc.pid)
                 if used is not None and used - cpu < 0.1 and len(stalls) < 2:
-                    state = Path(f"/proc/{proc.pid}/status").read_text().split("State:", 1)[1].split("\n", 1)[0].strip()
                     stalls.append(
-                        f"pid {proc.pid}: {used:.2f} s of CPU, {used - cpu:.2f} s in the last {now - checked:.0f} s, state {state}"
+                        f"pid {proc.pid}: {used:.2f} s of CPU, {used - cpu:.2f} s in the last {now - checked:.0f} s, "
+                        f"state {_process_state(proc.pid)}"
                     )
                     with open(tmp / "authserver-stalls.txt", "a") as fh:
                         fh.write(stalls[-1] + "\n")

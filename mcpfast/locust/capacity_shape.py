@@ -516,7 +516,7 @@ class Controller:
             failed=failed,
             reasons=reasons,
             dropped=sum(int(w["dropped"]) for w in windows),
-            behind=sum(int(w.get("behind", 0)) for w in windows),
+            behind=sum(int(w["behind"]) for w in windows),
             generator_cpu=max((float(w["generator_cpu"]) for w in windows), default=0.0),
             server=self._server_over(opened, closed),
             halves=halves,
